@@ -1,0 +1,335 @@
+"""Reading and writing CoNLL-style column files.
+
+A column file has one token per line, its fields (columns) separated by
+whitespace or by tabs, and a blank line between two sequences (sentences)::
+
+    Confidence NN B-NP
+    in IN B-PP
+    the DT B-NP
+
+    He PRP B-NP
+    ...
+
+With labels, the last column is the label and the others are the
+observation columns that feature templates refer to (column 0, 1, ...).
+Lines whose first field is ``-DOCSTART-`` are document markers: they are
+skipped and end the current sequence, like a blank line.
+
+:func:`read_conll` streams a file one line at a time and yields one
+:class:`Sentence` per sequence; :func:`write_conll` writes sequences back with
+extra columns (predicted labels, say) appended.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, Any
+
+from .errors import DataFormatError
+
+__all__ = ["Sentence", "read_conll", "write_conll"]
+
+DOCSTART = "-DOCSTART-"
+
+
+class Sentence:
+    """One sequence read from a column file.
+
+    Attributes
+    ----------
+    columns : list of list of str
+        Per token, its observation columns (the label column excluded).
+    labels : list of str or None
+        Per token, its label; ``None`` when the file was read without labels.
+    line : int
+        1-based line number of the first token.
+    source : str
+        Name of the file the sequence comes from.
+
+    The tokens of a sequence are consecutive lines (only blank lines and
+    ``-DOCSTART-`` lines separate sequences), so token ``i`` is on line
+    ``line + i``; :meth:`line_of` says so.
+
+    Examples
+    --------
+    >>> s = Sentence([["He", "PRP"], ["runs", "VBZ"]], ["B-NP", "B-VP"], 7, "a.txt")
+    >>> len(s), s.labels[1], s.line_of(1)
+    (2, 'B-VP', 8)
+    """
+
+    __slots__ = ("columns", "labels", "line", "source")
+
+    def __init__(
+        self,
+        columns: list[list[str]],
+        labels: list[str] | None,
+        line: int,
+        source: str,
+    ):
+        self.columns = columns
+        self.labels = labels
+        self.line = line
+        self.source = source
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def line_of(self, i: int) -> int:
+        """1-based line number of token ``i`` (negative ``i`` counts from the end).
+
+        >>> Sentence([["a"], ["b"], ["c"]], None, 10, "x").line_of(-1)
+        12
+        """
+        n = len(self.columns)
+        if not -n <= i < n:
+            raise IndexError(f"token index {i} out of range for a sequence of {n}")
+        return self.line + (i % n)
+
+    def __repr__(self) -> str:
+        words = " ".join(row[0] if row else "" for row in self.columns[:8])
+        more = " ..." if len(self.columns) > 8 else ""
+        return (
+            f"Sentence({len(self.columns)} tokens, {self.source}:{self.line}: "
+            f"{words}{more})"
+        )
+
+
+def _source_name(source: Any) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fsdecode(source)
+    name = getattr(source, "name", None)
+    if isinstance(name, str):
+        return name
+    if isinstance(name, bytes):
+        return os.fsdecode(name)
+    return "<stream>"
+
+
+def _lines(source: Any, name: str, encoding: str) -> Iterator[tuple[int, str]]:
+    """Yield (line number, decoded line) one line at a time.
+
+    A path is opened in binary mode and every line decoded on its own, so a
+    decoding error names its exact line. An open text stream decodes ahead in
+    chunks, so there the error can only say "at or after" a line.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as fh:
+            yield from _decode_lines(fh, name, encoding)
+        return
+    lineno = 0
+    it = iter(source)
+    while True:
+        try:
+            raw = next(it)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            raise DataFormatError(
+                name, None, f"cannot decode the text at or after line {lineno + 1}: {exc}"
+            ) from None
+        lineno += 1
+        if isinstance(raw, bytes):
+            raw = _decode(raw, name, lineno, encoding)
+        if lineno == 1 and raw.startswith("\ufeff"):
+            raw = raw[1:]
+        yield lineno, raw
+
+
+def _decode(raw: bytes, name: str, lineno: int, encoding: str) -> str:
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(
+            name,
+            lineno,
+            f"invalid {encoding} text at byte {exc.start + 1} of the line "
+            f"({raw[exc.start:exc.start + 4]!r})",
+        ) from None
+
+
+def _decode_lines(fh, name: str, encoding: str) -> Iterator[tuple[int, str]]:
+    lineno = 0
+    for raw in fh:
+        lineno += 1
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError:
+            text = _decode(raw, name, lineno, encoding)  # raises with the details
+        if lineno == 1 and text.startswith("\ufeff"):
+            text = text[1:]
+        yield lineno, text
+
+
+def read_conll(
+    source: str | os.PathLike | IO,
+    *,
+    has_labels: bool = True,
+    separator: str | None = None,
+    encoding: str = "utf-8",
+) -> Iterator[Sentence]:
+    """Stream the sequences of a CoNLL-style column file.
+
+    Parameters
+    ----------
+    source : path or open file
+        A file name, or an open text (or binary) file object; its ``name``
+        attribute, when it has one, names it in error messages.
+    has_labels : bool
+        When true (the default) the last column of every token line is its
+        label and every line needs at least one observation column before it.
+    separator : str or None
+        ``None`` splits on any run of whitespace; ``"\\t"`` splits on single
+        tabs only, so that fields may contain spaces (any other string is used
+        the same way).
+    encoding : str
+        Text encoding of a file given by name (default UTF-8; a leading
+        byte-order mark is dropped).
+
+    Yields
+    ------
+    Sentence
+        One per sequence, in file order.
+
+    Raises
+    ------
+    DataFormatError
+        On a token line whose number of columns differs from the first token
+        line of the file, a line with a label but no observation column, text
+        that cannot be decoded, or a file without any token. The error names
+        the file and the line.
+
+    Examples
+    --------
+    >>> import io
+    >>> text = "-DOCSTART- -X- O\\n\\nHe PRP B-NP\\nruns VBZ B-VP\\n\\n\\nWell UH O\\n"
+    >>> sents = list(read_conll(io.StringIO(text)))
+    >>> [len(s) for s in sents], sents[0].columns[1], sents[0].labels
+    ([2, 1], ['runs', 'VBZ'], ['B-NP', 'B-VP'])
+    >>> sents[1].line
+    7
+    """
+    name = _source_name(source)
+    if separator == "":
+        raise ValueError("separator must be None or a non-empty string")
+    expected = 0  # number of fields per token line, set by the first one
+    expected_line = 0
+    rows: list[list[str]] = []
+    labels: list[str] = []
+    first = 0
+    n_sequences = 0
+
+    for lineno, text in _lines(source, name, encoding):
+        if not text.strip():
+            fields = None
+        else:
+            if separator is None:
+                fields = text.split()
+            else:
+                fields = text.rstrip("\r\n").split(separator)
+            if fields[0] == DOCSTART:
+                fields = None
+        if fields is None:  # blank line or document marker: end of a sequence
+            if rows:
+                n_sequences += 1
+                yield Sentence(rows, labels if has_labels else None, first, name)
+                rows, labels = [], []
+            continue
+
+        n = len(fields)
+        if n != expected:
+            if expected == 0:
+                if has_labels and n < 2:
+                    raise DataFormatError(
+                        name, lineno,
+                        f"found 1 column but a label and at least one observation "
+                        f"column are needed: {text.strip()!r}",
+                    )
+                expected, expected_line = n, lineno
+            else:
+                raise DataFormatError(
+                    name, lineno,
+                    f"expected {expected} columns (as on line {expected_line}), "
+                    f"found {n}: {text.rstrip()!r}",
+                )
+        if not rows:
+            first = lineno
+        if has_labels:
+            labels.append(fields.pop())
+        rows.append(fields)
+
+    if rows:
+        n_sequences += 1
+        yield Sentence(rows, labels if has_labels else None, first, name)
+    if n_sequences == 0:
+        raise DataFormatError(name, None, "no sequences (the input has no token lines)")
+
+
+def write_conll(
+    file: str | os.PathLike | IO,
+    sentences_columns: Iterable[Sequence[Sequence[str]]],
+    extra_columns: Iterable[Sequence[Any]] | None = None,
+    *,
+    separator: str = "\t",
+    encoding: str = "utf-8",
+) -> int:
+    """Write sequences as a column file, with extra columns appended.
+
+    Parameters
+    ----------
+    file : path or open text file
+        Where to write; a path is created (or overwritten).
+    sentences_columns : iterable of sequences
+        Per sequence, per token, its columns (e.g. ``Sentence.columns``).
+    extra_columns : iterable of sequences, optional
+        Parallel to ``sentences_columns``: per sequence, per token, one extra
+        value (a ``str``) or several (a sequence of ``str``), written after the
+        token's columns -- gold and predicted labels, for instance.
+    separator : str
+        Field separator (a tab by default; ``" "`` gives the CoNLL-2000 look).
+
+    Returns
+    -------
+    int
+        The number of sequences written. A blank line follows every sequence.
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.StringIO()
+    >>> write_conll(out, [[["He", "PRP"], ["runs", "VBZ"]]], [["B-NP", "B-VP"]], separator=" ")
+    1
+    >>> out.getvalue()
+    'He PRP B-NP\\nruns VBZ B-VP\\n\\n'
+    """
+    if isinstance(file, (str, os.PathLike)):
+        with open(file, "w", encoding=encoding, newline="\n") as fh:
+            return write_conll(fh, sentences_columns, extra_columns, separator=separator)
+
+    extras_iter = iter(extra_columns) if extra_columns is not None else None
+    count = 0
+    for columns in sentences_columns:
+        extras = None
+        if extras_iter is not None:
+            extras = next(extras_iter, None)
+            if extras is None or len(extras) != len(columns):
+                got = "no entry" if extras is None else f"{len(extras)} values"
+                raise ValueError(
+                    f"extra_columns for sequence {count}: {got} for {len(columns)} tokens"
+                )
+        lines = []
+        for i, row in enumerate(columns):
+            fields = list(row)
+            if extras is not None:
+                extra = extras[i]
+                if isinstance(extra, str):
+                    fields.append(extra)
+                else:
+                    fields.extend(extra)
+            lines.append(separator.join(fields))
+        lines.append("\n")
+        file.write("\n".join(lines))
+        count += 1
+    if extras_iter is not None and next(extras_iter, None) is not None:
+        raise ValueError("extra_columns has more sequences than sentences_columns")
+    return count

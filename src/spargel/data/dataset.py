@@ -1,0 +1,170 @@
+"""Compact sequence datasets: flat CSR arrays, never Python objects per token.
+
+A :class:`SequenceData` holds, for a set of sequences,
+
+* ``seq_ptr``  (n_sequences + 1): token offsets of each sequence;
+* ``uni_ptr``, ``uni_ids``, ``uni_vals``: CSR of the unigram attributes of each token
+  (conditioned on the current label);
+* ``big_ptr``, ``big_ids``, ``big_vals``: CSR of the bigram attributes of each token
+  (conditioned on the previous and the current label; ignored at the first token);
+* ``labels`` (n_tokens) label ids, or ``None`` for unlabelled data.
+
+Attribute and label strings live in :class:`~spargel.data.vocab.Vocabulary` objects.
+"""
+
+from array import array
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class SequenceData:
+    seq_ptr: np.ndarray
+    uni_ptr: np.ndarray
+    uni_ids: np.ndarray
+    uni_vals: np.ndarray
+    big_ptr: np.ndarray
+    big_ids: np.ndarray
+    big_vals: np.ndarray
+    labels: np.ndarray | None = None
+
+    @property
+    def n_sequences(self):
+        return len(self.seq_ptr) - 1
+
+    @property
+    def n_tokens(self):
+        return int(self.seq_ptr[-1])
+
+    @property
+    def lengths(self):
+        return np.diff(self.seq_ptr)
+
+    def subset(self, index):
+        """The sequences at positions ``index`` (an int array), as a new dataset."""
+        index = np.asarray(index, dtype=np.int64)
+        lo, hi = self.seq_ptr[index], self.seq_ptr[index + 1]
+        tokens = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)]) if len(index) else np.zeros(0, np.int64)
+        seq_ptr = np.zeros(len(index) + 1, dtype=np.int64)
+        np.cumsum(hi - lo, out=seq_ptr[1:])
+        uni = _rows(self.uni_ptr, self.uni_ids, self.uni_vals, tokens)
+        big = _rows(self.big_ptr, self.big_ids, self.big_vals, tokens)
+        labels = None if self.labels is None else self.labels[tokens]
+        return SequenceData(seq_ptr, *uni, *big, labels)
+
+
+def _rows(ptr, ids, vals, rows):
+    lo, hi = ptr[rows], ptr[rows + 1]
+    new_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(hi - lo, out=new_ptr[1:])
+    take = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)]) if len(rows) else np.zeros(0, np.int64)
+    take = take.astype(np.int64)
+    return new_ptr, ids[take], vals[take]
+
+
+class _CSRBuilder:
+    """Appends one token's attributes at a time to growing typed arrays."""
+
+    def __init__(self):
+        self.ptr = array("q", [0])
+        self.ids = array("i")
+        self.vals = array("d")
+
+    def add_token(self, feats, vocab, grow):
+        ids, vals = self.ids, self.vals
+        if feats:
+            mapping = vocab.mapping
+            if isinstance(feats[0], str):
+                for name in feats:
+                    i = mapping.get(name)
+                    if i is None:
+                        if not grow:
+                            continue
+                        i = vocab.add(name)
+                    ids.append(i)
+                    vals.append(1.0)
+            else:
+                for name, value in feats:
+                    i = mapping.get(name)
+                    if i is None:
+                        if not grow:
+                            continue
+                        i = vocab.add(name)
+                    ids.append(i)
+                    vals.append(value)
+        self.ptr.append(len(ids))
+
+    def arrays(self):
+        return (np.frombuffer(self.ptr, dtype=np.int64).copy(),
+                np.frombuffer(self.ids, dtype=np.int32).copy(),
+                np.frombuffer(self.vals, dtype=np.float64).copy())
+
+
+def build_dataset(sequences, uni_vocab, big_vocab, label_vocab=None, labels=None, grow=False):
+    """Turn feature sequences into a :class:`SequenceData`.
+
+    ``sequences`` yields, per sequence, a pair ``(uni, big)``: per token, a list of
+    unigram attributes and a list of bigram attributes (``big`` may be ``None``). An
+    attribute is a string (value 1) or a ``(string, value)`` pair. ``labels`` yields a
+    list of label strings per sequence, or is ``None``. With ``grow=True`` new attribute
+    and label strings are added to the vocabularies; otherwise unknown attributes are
+    ignored (they have no weights) and unknown labels raise ``ValueError``.
+    """
+    uni, big = _CSRBuilder(), _CSRBuilder()
+    seq_ptr = array("q", [0])
+    label_ids = array("i")
+    label_iter = iter(labels) if labels is not None else None
+    n_tok = 0
+    for s, (u_seq, b_seq) in enumerate(sequences):
+        n = len(u_seq)
+        if n == 0:
+            raise ValueError(f"sequence {s} is empty")
+        if b_seq is not None and len(b_seq) != n:
+            raise ValueError(f"sequence {s}: {n} unigram rows but {len(b_seq)} bigram rows")
+        for t in range(n):
+            uni.add_token(u_seq[t], uni_vocab, grow)
+            big.add_token(b_seq[t] if b_seq is not None else None, big_vocab, grow)
+        n_tok += n
+        seq_ptr.append(n_tok)
+        if label_iter is not None:
+            try:
+                ys = next(label_iter)
+            except StopIteration:
+                raise ValueError(f"fewer label sequences than sequences (none for sequence {s})") from None
+            if len(ys) != n:
+                raise ValueError(f"sequence {s} has {n} tokens but {len(ys)} labels")
+            _add_labels(ys, label_vocab, grow, label_ids, s)
+    if label_iter is not None and next(label_iter, None) is not None:
+        raise ValueError("more label sequences than sequences")
+    data = SequenceData(np.frombuffer(seq_ptr, dtype=np.int64).copy(), *uni.arrays(), *big.arrays())
+    if labels is not None:
+        data.labels = np.frombuffer(label_ids, dtype=np.int32).copy()
+    check_values(data)
+    return data
+
+
+def _add_labels(ys, vocab, grow, out, s):
+    mapping = vocab.mapping
+    for t, y in enumerate(ys):
+        i = mapping.get(y)
+        if i is None:
+            if not isinstance(y, str):
+                raise TypeError(f"sequence {s}, token {t}: label {y!r} is not a string")
+            if not grow:
+                known = ", ".join(vocab.names[:10])
+                raise ValueError(f"sequence {s}, token {t}: unknown label {y!r} (the model knows: {known}"
+                                 f"{', ...' if len(vocab) > 10 else ''})")
+            i = vocab.add(y)
+        out.append(i)
+
+
+def check_values(data):
+    """Raise ``ValueError`` naming the first token with a NaN or infinite value."""
+    for vals, ptr in ((data.uni_vals, data.uni_ptr), (data.big_vals, data.big_ptr)):
+        bad = np.flatnonzero(~np.isfinite(vals))
+        if len(bad):
+            tok = int(np.searchsorted(ptr, bad[0], side="right") - 1)
+            s = int(np.searchsorted(data.seq_ptr, tok, side="right") - 1)
+            raise ValueError(f"sequence {s}, token {tok - data.seq_ptr[s]}: attribute value "
+                             f"{vals[bad[0]]} (NaN and infinite values are not allowed)")

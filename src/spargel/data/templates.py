@@ -1,0 +1,624 @@
+"""Feature templates: the CRF++ / Wapiti pattern language.
+
+A template file holds one *pattern* per line. Each pattern expands, at every
+token of a sequence, to one feature string (an *observation*); the model then
+pairs the observation with the current label (unigram) or with the pair
+(previous label, current label) (bigram).
+
+Syntax
+------
+``U02:%x[0,0]``
+    The first character is the kind: ``U`` unigram, ``B`` bigram, ``*``
+    both (lower-case ``u``/``b`` are accepted too). The text up to the first
+    ``:`` is the pattern's name, by convention a unique identifier. The
+    *whole* expanded line -- kind, name and literal text included -- is the
+    feature string, so two patterns never produce the same string.
+``B``
+    A line holding only ``B`` (or only ``*``) switches on the plain label
+    transitions (``Template.transitions``); it produces no observation. A
+    bare ``*`` also produces the constant unigram observation ``"*"`` (a
+    per-label bias), since ``*`` means "``U`` and ``B``".
+``#``
+    Starts a comment when it opens the line or follows a blank outside any
+    command; ``%t[0,0,"#x"]`` or ``U:a#b`` keep their ``#``. Empty lines and
+    comment lines are ignored.
+
+Commands (``row`` is a token offset, ``col`` a 0-based observation column):
+
+``%x[row,col]``
+    The cell ``col`` of the token at offset ``row`` from the current one.
+``%x[@row,col]``
+    Absolute position: ``@0`` is the first token, ``@1`` the second, ``@-1``
+    the last, ``@-2`` the one before.
+``%t[row,col,"regex"]``
+    ``true`` or ``false``: whether the regular expression (Python ``re``
+    syntax) matches anywhere in the cell (a search, not a full match).
+``%m[row,col,"regex"]``
+    The first substring of the cell that the regex matches (empty when none).
+``%X``, ``%T``, ``%M``
+    The same on the lower-cased cell (and, for ``%T``/``%M``, a
+    case-insensitive regex).
+``%%``
+    A literal ``%``.
+
+Inside the quoted regex, ``\\"`` stands for a quote; any other backslash
+reaches the regex unchanged. Blanks around ``row`` and ``col`` are allowed.
+
+Padding
+-------
+A position before the first token expands to ``_B-1`` (one before), ``_B-2``
+(two before), ...; after the last token to ``_B+1``, ``_B+2``, ... -- the
+CRF++ convention. The marker is used as is for every command: no case
+folding and no regex is applied to it, so ``%t[-1,0,"^[A-Z]"]`` on the first
+token gives ``_B-1``, not ``false``. :meth:`Template.extract` with
+``pad=False`` instead drops every feature that needs a position outside the
+sequence (what CRFsuite's example feature extractors do).
+
+Example
+-------
+>>> t = Template.parse("U01:%x[-1,0]/%x[0,0]\\nB\\n")
+>>> uni, bi = t.extract([["He"], ["reckons"]])
+>>> uni
+[['U01:_B-1/He'], ['U01:He/reckons']]
+>>> t.transitions, bi
+(True, [[], []])
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+from .errors import DataFormatError
+
+__all__ = [
+    "CRFSUITE_CHUNKING_TEMPLATE",
+    "Template",
+    "crfsuite_chunking_template",
+]
+
+_INT = re.compile(r"[+-]?[0-9]+\Z")
+_KINDS = {"U": "U", "u": "U", "B": "B", "b": "B", "*": "*"}
+_MEMO_LIMIT = 1 << 20  # regex results remembered per command before starting afresh
+
+
+class _Memo(dict):
+    """A dict that computes (and remembers) a missing value with ``fn``."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def __missing__(self, key):
+        if len(self) >= _MEMO_LIMIT:
+            self.clear()
+        value = self[key] = self.fn(key)
+        return value
+
+
+class _Command:
+    """One ``%c[row,col(,"regex")]`` of a pattern, compiled."""
+
+    __slots__ = ("op", "fold", "row", "col", "absolute", "regex", "key")
+
+    def __init__(self, op, fold, row, col, absolute, regex):
+        self.op = op  # "x", "t" or "m"
+        self.fold = fold  # upper-case command: work on the lower-cased cell
+        self.row = row
+        self.col = col
+        self.absolute = absolute
+        self.regex = regex  # compiled, for "t" and "m"
+        # commands with the same key turn a cell into the same value
+        self.key = (op, fold, regex.pattern if regex is not None else None)
+
+    def cell_function(self):
+        """The function cell -> value, or None for a plain ``%x``."""
+        op, rx = self.op, self.regex
+        if op == "x":
+            return str.lower if self.fold else None
+        search = rx.search
+        if op == "t":
+            if self.fold:
+                return lambda s: "true" if search(s.lower()) else "false"
+            return lambda s: "true" if search(s) else "false"
+
+        def first_match(s, search=search, fold=self.fold):
+            found = search(s.lower() if fold else s)
+            return found.group(0) if found else ""
+
+        return first_match
+
+
+class _Pattern:
+    """One template line, compiled: literal pieces around its commands."""
+
+    __slots__ = ("kind", "name", "text", "line", "literals", "commands", "fmt",
+                 "rel_min", "rel_max", "absolutes")
+
+    def __init__(self, kind, name, text, line, literals, commands):
+        self.kind = kind
+        self.name = name
+        self.text = text
+        self.line = line
+        self.literals = literals  # len(commands) + 1 strings
+        self.commands = commands
+        self.fmt = "{}".join(s.replace("{", "{{").replace("}", "}}") for s in literals)
+        rel = [c.row for c in commands if not c.absolute]
+        self.rel_min = min(rel, default=0)
+        self.rel_max = max(rel, default=0)
+        self.absolutes = [c.row for c in commands if c.absolute]
+
+    def __repr__(self):
+        return f"<pattern {self.text!r} (line {self.line})>"
+
+
+class _Parser:
+    """Turns one template line into a :class:`_Pattern` (or None)."""
+
+    def __init__(self, source):
+        self.source = source
+
+    def fail(self, lineno, message):
+        raise DataFormatError(self.source, lineno, message)
+
+    def parse_line(self, raw, lineno):
+        s = raw.strip()
+        if not s or s[0] == "#":
+            return None
+        kind = _KINDS.get(s[0])
+        if kind is None:
+            self.fail(lineno, f"unknown pattern kind {s[0]!r} (expected U, B or *): {s!r}")
+        literals, commands, piece = [], [], [s[0]]
+        i, n = 1, len(s)
+        while i < n:
+            c = s[i]
+            if c == "#" and s[i - 1] in " \t":
+                break  # a comment up to the end of the line
+            if c != "%":
+                piece.append(c)
+                i += 1
+                continue
+            if i + 1 < n and s[i + 1] == "%":
+                piece.append("%")
+                i += 2
+                continue
+            command, i = self.parse_command(s, i, lineno)
+            literals.append("".join(piece))
+            commands.append(command)
+            piece = []
+        literals.append("".join(piece).rstrip())
+        text = s[:i].rstrip()
+        head = literals[0]
+        name = head[1:head.index(":")] if ":" in head else head[1:]
+        return _Pattern(kind, name, text, lineno, literals, commands)
+
+    def parse_command(self, s, i, lineno):
+        """Parse the command starting at ``s[i] == '%'``; return it and the next index."""
+        n = len(s)
+        letter = s[i + 1] if i + 1 < n else ""
+        op = letter.lower()
+        if op not in ("x", "t", "m") or not letter:
+            shown = repr(letter) if letter else "nothing"
+            self.fail(lineno, f"unknown command '%{letter}' at column {i + 1}: '%' must be "
+                              f"followed by x, t, m (or X, T, M, or % for a literal %), "
+                              f"found {shown}")
+        name = "%" + letter
+        if i + 2 >= n or s[i + 2] != "[":
+            self.fail(lineno, f"expected '[' after {name} at column {i + 1}")
+        j = i + 3
+        plain, quoted = [], []
+        while True:
+            while j < n and s[j] in " \t":
+                j += 1
+            if j < n and s[j] == '"':
+                text, j = self.parse_quoted(s, j, lineno)
+                quoted.append(text)
+            else:
+                start = j
+                while j < n and s[j] not in ',]"':
+                    j += 1
+                if quoted:
+                    self.fail(lineno, f"unexpected {s[start:j].strip()!r} after the regex "
+                                      f"of {name} at column {i + 1}")
+                plain.append(s[start:j].strip())
+            while j < n and s[j] in " \t":
+                j += 1
+            if j >= n:
+                self.fail(lineno, f"missing ']' to close {name}[ opened at column {i + 1}")
+            if s[j] == "]":
+                j += 1
+                break
+            if s[j] != ",":
+                self.fail(lineno, f"unexpected {s[j]!r} in {name} at column {j + 1}")
+            j += 1
+
+        if op == "x":
+            if quoted or len(plain) != 2:
+                self.fail(lineno, f"{name} takes [row,col], found {s[i:j]!r}")
+            regex_text = None
+        else:
+            if len(quoted) != 1 or len(plain) != 2:
+                self.fail(lineno, f'{name} takes [row,col,"regex"], found {s[i:j]!r}')
+            regex_text = quoted[0]
+        row_text, col_text = plain
+        absolute = row_text.startswith("@")
+        if absolute:
+            row_text = row_text[1:].strip()
+        if not _INT.match(row_text):
+            self.fail(lineno, f"row offset {plain[0]!r} of {name} is not an integer")
+        if not _INT.match(col_text):
+            self.fail(lineno, f"column {col_text!r} of {name} is not an integer")
+        col = int(col_text)
+        if col < 0:
+            self.fail(lineno, f"column {col} of {name} is negative")
+        regex = None
+        if regex_text is not None:
+            try:
+                regex = re.compile(regex_text, re.IGNORECASE if letter.isupper() else 0)
+            except re.error as exc:
+                self.fail(lineno, f"bad regular expression {regex_text!r} in {name}: {exc}")
+        command = _Command(op, letter.isupper(), int(row_text), col, absolute, regex)
+        return command, j
+
+    def parse_quoted(self, s, j, lineno):
+        """Parse ``"..."`` starting at ``s[j] == '"'``; ``\\"`` is a quote."""
+        out = []
+        k = j + 1
+        n = len(s)
+        while k < n:
+            c = s[k]
+            if c == "\\" and k + 1 < n and s[k + 1] == '"':
+                out.append('"')
+                k += 2
+                continue
+            if c == '"':
+                return "".join(out), k + 1
+            out.append(c)
+            k += 1
+        self.fail(lineno, f"unterminated quote (opened at column {j + 1})")
+
+
+class Template:
+    """A compiled set of CRF++/Wapiti patterns (see the module docstring).
+
+    Build one with :meth:`parse` or :meth:`from_file`, then call
+    :meth:`extract` on the observation columns of each sequence.
+
+    Attributes
+    ----------
+    text : str
+        The source text it was parsed from (what a model file stores).
+    source : str
+        Where the text came from (a file name or ``"<string>"``).
+    transitions : bool
+        True when a bare ``B`` (or bare ``*``) line asks for plain label
+        transitions.
+    n_columns_required : int
+        Highest observation column used, plus one; the data needs at least
+        that many observation columns.
+
+    Examples
+    --------
+    >>> t = Template.parse('''
+    ... # words around the current one
+    ... U00:%x[-1,0]
+    ... U01:%x[0,0]/%x[0,1]
+    ... *02:%t[0,0,"^[A-Z]"]
+    ... B
+    ... ''')
+    >>> t.n_columns_required, t.transitions, len(t)
+    (2, True, 3)
+    >>> uni, bi = t.extract([["The", "DT"], ["cat", "NN"]])
+    >>> uni[1]
+    ['U00:The', 'U01:cat/NN', '*02:false']
+    >>> bi[0]
+    ['*02:true']
+    """
+
+    def __init__(self, patterns, transitions, text="", source="<string>"):
+        self.text = text
+        self.source = source
+        self.transitions = bool(transitions)
+        self._patterns = list(patterns)
+        self._unigram = [p for p in self._patterns if p.kind in ("U", "*")]
+        self._bigram = [p for p in self._patterns if p.kind in ("B", "*")]
+        self.n_columns_required = 1 + max(
+            (c.col for p in self._patterns for c in p.commands), default=-1
+        )
+        width = max((max(-p.rel_min, p.rel_max) for p in self._patterns), default=0)
+        self._pad = width
+        self._before = [f"_B-{k}" for k in range(width, 0, -1)]
+        self._after = [f"_B+{k}" for k in range(1, width + 1)]
+        # one value function per distinct command kind, shared by all patterns
+        self._functions = {}
+        for p in self._patterns:
+            for c in p.commands:
+                if c.key not in self._functions:
+                    fn = c.cell_function()
+                    if fn is not None and c.op != "x":
+                        fn = _Memo(fn).__getitem__
+                    self._functions[c.key] = fn
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def parse(cls, text: str, source: str = "<string>") -> "Template":
+        """Compile the patterns in ``text``.
+
+        Raises :class:`DataFormatError` naming ``source`` and the line on a
+        malformed pattern, or when the text has no pattern at all.
+
+        >>> Template.parse("U00:%x[0,0]").extract([["a"], ["b"]])[0]
+        [['U00:a'], ['U00:b']]
+        """
+        parser = _Parser(source)
+        patterns = []
+        transitions = False
+        for lineno, raw in enumerate(text.splitlines(), start=1):
+            pattern = parser.parse_line(raw, lineno)
+            if pattern is None:
+                continue
+            if not pattern.commands and pattern.text in ("B", "b", "*"):
+                transitions = True
+                if pattern.kind == "*":  # the unigram half: a constant observation
+                    patterns.append(_Pattern("U", "", "*", lineno, ["*"], []))
+                continue
+            patterns.append(pattern)
+        if not patterns and not transitions:
+            raise DataFormatError(source, None, "the template has no patterns")
+        return cls(patterns, transitions, text, source)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, encoding: str = "utf-8") -> "Template":
+        """Read and compile a template file.
+
+        >>> import tempfile, os
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     f = os.path.join(d, "t.txt")
+        ...     with open(f, "w") as fh:
+        ...         _ = fh.write("U00:%x[0,0]\\nB\\n")
+        ...     Template.from_file(f).transitions
+        True
+        """
+        name = os.fsdecode(path)
+        with open(path, "rb") as fh:
+            data = fh.read()
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise DataFormatError(name, line, f"invalid {encoding} text: {exc.reason}") from None
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        return cls.parse(text, source=name)
+
+    # ------------------------------------------------------------- describe
+    def __len__(self) -> int:
+        """Number of observation-producing patterns (bare ``B`` lines excluded)."""
+        return len(self._patterns)
+
+    @property
+    def patterns(self) -> list[str]:
+        """The observation-producing pattern lines, comments removed.
+
+        >>> Template.parse("U0:%x[0,0]  # word\\nB").patterns
+        ['U0:%x[0,0]']
+        """
+        return [p.text for p in self._patterns]
+
+    @property
+    def n_unigram(self) -> int:
+        """Number of patterns whose features are paired with the current label."""
+        return len(self._unigram)
+
+    @property
+    def n_bigram(self) -> int:
+        """Number of patterns whose features are paired with label pairs."""
+        return len(self._bigram)
+
+    def __reduce__(self):
+        # compiled pieces hold closures: rebuild from the text instead (pickle, copy)
+        return (type(self).parse, (self.text, self.source))
+
+    def __eq__(self, other):
+        if not isinstance(other, Template):
+            return NotImplemented
+        return self.text == other.text
+
+    def __hash__(self):
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return (f"Template({self.n_unigram} unigram, {self.n_bigram} bigram patterns, "
+                f"transitions={self.transitions}, from {self.source})")
+
+    def check_columns(self, n_columns: int, source: str | None = None,
+                      line: int | None = None) -> None:
+        """Raise :class:`DataFormatError` when data with ``n_columns``
+        observation columns is too narrow for this template.
+
+        >>> try:
+        ...     Template.parse("U:%x[0,2]").check_columns(2, "train.txt", 1)
+        ... except DataFormatError as err:
+        ...     print(err.line, err.message[:31])
+        1 the template uses column 2 (pat
+        """
+        if n_columns >= self.n_columns_required:
+            return
+        col = self.n_columns_required - 1
+        where = next(p for p in self._patterns if any(c.col == col for c in p.commands))
+        last = f"0 to {n_columns - 1}" if n_columns else "none"
+        raise DataFormatError(
+            source if source is not None else "<data>", line,
+            f"the template uses column {col} (pattern {where.text!r} on line {where.line} "
+            f"of {self.source}) but the data has only {n_columns} observation columns ({last})",
+        )
+
+    # -------------------------------------------------------------- extract
+    def extract(
+        self,
+        columns: Sequence[Sequence[str]],
+        pad: bool = True,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+    ) -> tuple[list[list[str]], list[list[str]]]:
+        """Expand every pattern at every token of one sequence.
+
+        Parameters
+        ----------
+        columns : sequence of sequences of str
+            Per token, its observation columns (``Sentence.columns``).
+        pad : bool
+            True (default, as CRF++ and Wapiti): positions outside the
+            sequence expand to ``_B-1``, ``_B+1``, ... . False (as CRFsuite's
+            example extractors): a feature that needs such a position is left
+            out.
+        source, line : optional
+            Name and first line of the sequence, used only in the error raised
+            when a token has too few columns.
+
+        Returns
+        -------
+        (unigrams, bigrams) : two lists with one list of feature strings per
+        token, in pattern order; a ``*`` pattern appears in both.
+
+        Examples
+        --------
+        >>> t = Template.parse("U00:%x[-1,0]|%x[0,0]")
+        >>> t.extract([["a"], ["b"], ["c"]])[0]
+        [['U00:_B-1|a'], ['U00:a|b'], ['U00:b|c']]
+        >>> t.extract([["a"], ["b"], ["c"]], pad=False)[0]
+        [[], ['U00:a|b'], ['U00:b|c']]
+        """
+        T = len(columns)
+        if T == 0:
+            return [], []
+        need = self.n_columns_required
+        cols = []
+        if need:
+            if min(map(len, columns)) < need:
+                i = next(i for i, row in enumerate(columns) if len(row) < need)
+                self.check_columns(len(columns[i]), source, None if line is None else line + i)
+            cols = list(zip(*columns))
+        cache = {}
+        unigrams = self._expand(self._unigram, cols, T, pad, cache)
+        bigrams = self._expand(self._bigram, cols, T, pad, cache)
+        return unigrams, bigrams
+
+    def _values(self, command, cols, T, cache):
+        """The value of one command at every token (a list of length T)."""
+        key = (command.key, command.col, command.row, command.absolute)
+        values = cache.get(key)
+        if values is not None:
+            return values
+        ckey = (command.key, command.col)
+        cell_values = cache.get(ckey)
+        if cell_values is None:
+            fn = self._functions[command.key]
+            column = cols[command.col]
+            cell_values = column if fn is None else list(map(fn, column))
+            cache[ckey] = cell_values
+        row = command.row
+        if command.absolute:
+            pos = row if row >= 0 else T + row
+            value = cell_values[pos] if 0 <= pos < T else _marker(pos, T)
+            values = [value] * T
+        elif row == 0:
+            values = cell_values
+        else:
+            pkey = ("padded", ckey)
+            padded = cache.get(pkey)
+            if padded is None:
+                padded = cache[pkey] = [*self._before, *cell_values, *self._after]
+            start = self._pad + row
+            values = padded[start:start + T]
+        cache[key] = values
+        return values
+
+    def _expand(self, patterns, cols, T, pad, cache):
+        if not patterns:
+            return [[] for _ in range(T)]
+        outputs = []
+        for p in patterns:
+            if not p.commands:
+                outputs.append([p.literals[0]] * T)
+            else:
+                args = [self._values(c, cols, T, cache) for c in p.commands]
+                outputs.append(list(map(p.fmt.format, *args)))
+        per_token = list(map(list, zip(*outputs)))
+        if pad:
+            return per_token
+        # drop the features that needed a position outside the sequence
+        bounds = [_valid_range(p, T) for p in patterns]
+        lo = max(b[0] for b in bounds)
+        hi = min(b[1] for b in bounds)
+        if lo == 0 and hi == T:
+            return per_token
+        edge = set(range(0, min(lo, T))) | set(range(max(hi, 0), T))
+        for i in edge:
+            per_token[i] = [out[i] for out, (a, b) in zip(outputs, bounds) if a <= i < b]
+        return per_token
+
+
+def _marker(pos: int, T: int) -> str:
+    """The padding marker of an out-of-sequence position."""
+    return f"_B{pos}" if pos < 0 else f"_B+{pos - T + 1}"
+
+
+def _valid_range(p: _Pattern, T: int) -> tuple[int, int]:
+    """Tokens [lo, hi) where every position ``p`` reads is inside the sequence."""
+    for row in p.absolutes:
+        pos = row if row >= 0 else T + row
+        if not 0 <= pos < T:
+            return (0, 0)
+    return (max(0, -p.rel_min), T - max(0, p.rel_max))
+
+
+CRFSUITE_CHUNKING_TEMPLATE = """\
+# The classic CoNLL-2000 chunking features of CRFsuite's example chunking.py,
+# as patterns: column 0 is the word, column 1 its part-of-speech tag.
+# Extract with pad=False to reproduce CRFsuite (no feature that reaches
+# outside the sentence); CRFsuite's __BOS__/__EOS__ attributes are not here.
+U00:w[-2]=%x[-2,0]
+U01:w[-1]=%x[-1,0]
+U02:w[0]=%x[0,0]
+U03:w[1]=%x[1,0]
+U04:w[2]=%x[2,0]
+U05:w[-1]|w[0]=%x[-1,0]|%x[0,0]
+U06:w[0]|w[1]=%x[0,0]|%x[1,0]
+U10:pos[-2]=%x[-2,1]
+U11:pos[-1]=%x[-1,1]
+U12:pos[0]=%x[0,1]
+U13:pos[1]=%x[1,1]
+U14:pos[2]=%x[2,1]
+U15:pos[-2]|pos[-1]=%x[-2,1]|%x[-1,1]
+U16:pos[-1]|pos[0]=%x[-1,1]|%x[0,1]
+U17:pos[0]|pos[1]=%x[0,1]|%x[1,1]
+U18:pos[1]|pos[2]=%x[1,1]|%x[2,1]
+U19:pos[-2]|pos[-1]|pos[0]=%x[-2,1]|%x[-1,1]|%x[0,1]
+U20:pos[-1]|pos[0]|pos[1]=%x[-1,1]|%x[0,1]|%x[1,1]
+U21:pos[0]|pos[1]|pos[2]=%x[0,1]|%x[1,1]|%x[2,1]
+
+# label transitions
+B
+"""
+
+
+def crfsuite_chunking_template() -> Template:
+    """The pattern version of CRFsuite's CoNLL-2000 chunking feature set.
+
+    19 unigram patterns over words (column 0) and POS tags (column 1) plus
+    label transitions; see :data:`CRFSUITE_CHUNKING_TEMPLATE`. Use
+    ``extract(columns, pad=False)`` to get exactly CRFsuite's features
+    (without its ``__BOS__``/``__EOS__`` attributes).
+
+    >>> t = crfsuite_chunking_template()
+    >>> t.n_unigram, t.n_bigram, t.transitions, t.n_columns_required
+    (19, 0, True, 2)
+    >>> t.extract([["He", "PRP"], ["runs", "VBZ"]], pad=False)[0][0][:3]
+    ['U02:w[0]=He', 'U03:w[1]=runs', 'U06:w[0]|w[1]=He|runs']
+    """
+    return Template.parse(CRFSUITE_CHUNKING_TEMPLATE, source="<crfsuite-chunking>")

@@ -1,0 +1,89 @@
+"""Vocabularies: the only place where strings live; everything else uses ids."""
+
+import numpy as np
+
+
+class Vocabulary:
+    """A growable string <-> id map.
+
+    >>> v = Vocabulary(["B-NP", "I-NP"])
+    >>> v.add("O"), v.id("I-NP"), v[2], len(v)
+    (2, 1, 'O', 3)
+    """
+
+    __slots__ = ("_ids", "_names")
+
+    def __init__(self, names=()):
+        self._names = []
+        self._ids = {}
+        for name in names:
+            self.add(name)
+
+    def add(self, name):
+        """The id of ``name``, adding it when it is new."""
+        i = self._ids.get(name)
+        if i is None:
+            i = len(self._names)
+            self._ids[name] = i
+            self._names.append(name)
+        return i
+
+    def id(self, name, default=-1):
+        """The id of ``name``, or ``default`` when it is unknown."""
+        return self._ids.get(name, default)
+
+    def __contains__(self, name):
+        return name in self._ids
+
+    def __getitem__(self, i):
+        return self._names[i]
+
+    def __len__(self):
+        return len(self._names)
+
+    def __iter__(self):
+        return iter(self._names)
+
+    @property
+    def names(self):
+        return list(self._names)
+
+    @property
+    def mapping(self):
+        """The underlying ``str -> id`` dict (read it, do not change it)."""
+        return self._ids
+
+    def subset(self, keep):
+        """A new vocabulary with the names at positions ``keep`` (in that order)."""
+        names = self._names
+        return Vocabulary(names[i] for i in keep)
+
+    # -- compact binary form used by model files ---------------------------------
+    def to_arrays(self):
+        """(utf-8 bytes as uint8, offsets as int64): no pickles, no fixed-width strings."""
+        encoded = [s.encode("utf-8") for s in self._names]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+        return blob, offsets
+
+    @classmethod
+    def from_arrays(cls, blob, offsets):
+        """Inverse of :meth:`to_arrays`; raises ``ValueError`` on inconsistent arrays."""
+        blob = np.asarray(blob)
+        offsets = np.asarray(offsets)
+        if blob.dtype != np.uint8 or blob.ndim != 1:
+            raise ValueError("vocabulary text must be a 1-d uint8 array")
+        if offsets.dtype != np.int64 or offsets.ndim != 1 or len(offsets) < 1:
+            raise ValueError("vocabulary offsets must be a non-empty 1-d int64 array")
+        if offsets[0] != 0 or offsets[-1] != len(blob) or np.any(np.diff(offsets) < 0):
+            raise ValueError("vocabulary offsets are inconsistent with its text")
+        raw = blob.tobytes()
+        try:
+            names = [raw[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(len(offsets) - 1)]
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"vocabulary text is not valid utf-8 ({exc.reason})") from None
+        vocab = cls(names)
+        if len(vocab) != len(names):
+            raise ValueError("vocabulary has duplicate entries")
+        return vocab

@@ -1,0 +1,137 @@
+"""Parameter layout of a linear-chain CRF: which weights exist and where they live.
+
+Weights form one flat float64 vector ``[unigram | bigram | transitions]``:
+
+* unigram attribute ``a`` owns a contiguous block ``u_ptr[a]:u_ptr[a+1]``, one weight per
+  label in ``u_lab`` (all |Y| labels in the ``"full"`` space; only the labels seen with
+  ``a`` in training in the ``"observed"`` space);
+* bigram attribute ``a`` owns ``b_base + (b_ptr[a]:b_ptr[a+1])``, one weight per label
+  pair ``prev * |Y| + cur`` in ``b_pair``;
+* the global transition block holds one weight per pair in ``t_pair`` (all pairs, or the
+  pairs seen in training; none when the model has no transitions).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FEATURE_SPACES = ("full", "observed")
+
+
+@dataclass
+class FeatureSpace:
+    n_labels: int
+    u_ptr: np.ndarray
+    u_lab: np.ndarray
+    b_ptr: np.ndarray
+    b_pair: np.ndarray
+    t_pair: np.ndarray
+
+    @property
+    def n_unigram(self):
+        return len(self.u_lab)
+
+    @property
+    def n_bigram(self):
+        return len(self.b_pair)
+
+    @property
+    def b_base(self):
+        return len(self.u_lab)
+
+    @property
+    def t_base(self):
+        return len(self.u_lab) + len(self.b_pair)
+
+    @property
+    def n_params(self):
+        return self.t_base + len(self.t_pair)
+
+    def as_tuple(self):
+        """The ``space`` tuple the compiled kernels take."""
+        L = self.n_labels
+        t_index = np.full(L * L, -1, dtype=np.int64)
+        t_index[self.t_pair] = np.arange(len(self.t_pair))
+        return (L, self.u_ptr, self.u_lab, self.b_ptr, self.b_pair, np.int64(self.b_base),
+                self.t_pair, np.int64(self.t_base), t_index)
+
+    # -- construction ---------------------------------------------------------------
+    @classmethod
+    def full(cls, n_labels, n_uni_attrs, n_big_attrs, transitions=True):
+        """Every attribute with every label (pair), as Wapiti and the papers."""
+        L = n_labels
+        return cls(
+            L,
+            np.arange(n_uni_attrs + 1, dtype=np.int64) * L,
+            np.tile(np.arange(L, dtype=np.int32), n_uni_attrs),
+            np.arange(n_big_attrs + 1, dtype=np.int64) * (L * L),
+            np.tile(np.arange(L * L, dtype=np.int32), n_big_attrs),
+            np.arange(L * L, dtype=np.int32) if transitions else np.zeros(0, np.int32),
+        )
+
+    @classmethod
+    def observed(cls, data, n_labels, n_uni_attrs, n_big_attrs, transitions=True):
+        """Only the (attribute, label) and (attribute, label pair) combinations and the
+        transitions seen in the labelled ``data``, as CRFsuite."""
+        L = n_labels
+        y = data.labels.astype(np.int64)
+        tok_of_uni = np.repeat(np.arange(data.n_tokens), np.diff(data.uni_ptr))
+        u_ptr, u_lab = _csr_of_pairs(data.uni_ids.astype(np.int64), y[tok_of_uni], L, n_uni_attrs)
+        first = np.zeros(data.n_tokens, dtype=bool)
+        first[data.seq_ptr[:-1]] = True
+        prev = np.empty_like(y)
+        prev[1:] = y[:-1]
+        pair = prev * L + y
+        tok_of_big = np.repeat(np.arange(data.n_tokens), np.diff(data.big_ptr))
+        keep = ~first[tok_of_big]
+        b_ptr, b_pair = _csr_of_pairs(data.big_ids[keep].astype(np.int64), pair[tok_of_big[keep]],
+                                      L * L, n_big_attrs)
+        t_pair = np.unique(pair[~first]).astype(np.int32) if transitions else np.zeros(0, np.int32)
+        return cls(L, u_ptr, u_lab, b_ptr, b_pair, t_pair)
+
+    def compact(self, w):
+        """Drop zero weights: returns (new space, new weights, kept unigram attribute ids,
+        kept bigram attribute ids). Attributes left with no weight disappear."""
+        u_keep_w = w[: self.b_base] != 0
+        b_keep_w = w[self.b_base: self.t_base] != 0
+        u_ptr, u_lab, u_attrs = _compact_csr(self.u_ptr, self.u_lab, u_keep_w)
+        b_ptr, b_pair, b_attrs = _compact_csr(self.b_ptr, self.b_pair, b_keep_w)
+        space = FeatureSpace(self.n_labels, u_ptr, u_lab, b_ptr, b_pair, self.t_pair.copy())
+        new_w = np.concatenate([w[: self.b_base][u_keep_w], w[self.b_base: self.t_base][b_keep_w],
+                                w[self.t_base:]])
+        return space, new_w, u_attrs, b_attrs
+
+    def validate(self, n_uni_attrs, n_big_attrs):
+        """Raise ``ValueError`` when the arrays do not describe a consistent layout."""
+        L = self.n_labels
+        if not isinstance(L, (int, np.integer)) or L < 1:
+            raise ValueError("number of labels must be a positive integer")
+        for name, ptr, vals, n_attr, upper in (("unigram", self.u_ptr, self.u_lab, n_uni_attrs, L),
+                                               ("bigram", self.b_ptr, self.b_pair, n_big_attrs, L * L)):
+            if ptr.ndim != 1 or len(ptr) != n_attr + 1 or ptr[0] != 0 or ptr[-1] != len(vals):
+                raise ValueError(f"{name} block offsets do not match the attribute list")
+            if np.any(np.diff(ptr) < 0):
+                raise ValueError(f"{name} block offsets are not increasing")
+            if len(vals) and (vals.min() < 0 or vals.max() >= upper):
+                raise ValueError(f"{name} label ids out of range")
+        if len(self.t_pair) and (self.t_pair.min() < 0 or self.t_pair.max() >= L * L
+                                 or len(np.unique(self.t_pair)) != len(self.t_pair)):
+            raise ValueError("transition pairs out of range or repeated")
+
+
+def _csr_of_pairs(rows, cols, n_cols, n_rows):
+    """CSR (ptr, sorted unique cols per row) of the distinct (row, col) pairs."""
+    key = np.unique(rows * n_cols + cols)
+    r = key // n_cols
+    ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=n_rows), out=ptr[1:])
+    return ptr, (key % n_cols).astype(np.int32)
+
+
+def _compact_csr(ptr, vals, keep):
+    counts = np.add.reduceat(keep.astype(np.int64), ptr[:-1]) if len(keep) else np.zeros(len(ptr) - 1, np.int64)
+    counts[np.diff(ptr) == 0] = 0          # reduceat quirk on empty rows
+    attrs = np.flatnonzero(counts > 0)
+    new_ptr = np.zeros(len(attrs) + 1, dtype=np.int64)
+    np.cumsum(counts[attrs], out=new_ptr[1:])
+    return new_ptr, vals[keep].copy(), attrs
