@@ -1,0 +1,208 @@
+"""What the CRF and the flat log-linear classifier share: vocabularies, fitting a
+model x penalty x solver, compaction, warm starts and model files."""
+
+import numpy as np
+
+from .. import io
+from ..data.dataset import build_dataset
+from ..data.vocab import Vocabulary
+from ..models.feature_space import FEATURE_SPACES, FeatureSpace
+from ..penalties import ElasticNet
+from .base import ParamsMixin
+
+
+def frequency_order(ids, n):
+    """Permutation putting frequent attribute ids first (better cache locality)."""
+    counts = np.bincount(ids, minlength=n)
+    return np.argsort(-counts, kind="stable")
+
+
+def _reorder(vocab, ids):
+    order = frequency_order(ids, len(vocab))
+    inverse = np.empty(len(order), dtype=np.int32)
+    inverse[order] = np.arange(len(order), dtype=np.int32)
+    return vocab.subset(order), inverse[ids] if len(ids) else ids
+
+
+class LogLinearCore(ParamsMixin):
+    """Base of the estimators; subclasses turn their X into (uni, big) feature rows."""
+
+    _kind = None
+
+    # -- hooks -----------------------------------------------------------------------
+    def _rows(self, X):
+        """Yield (uni, big) per sequence."""
+        raise NotImplementedError
+
+    def _has_transitions(self):
+        return True
+
+    def _unpenalised(self, uni_vocab):
+        """Unigram attribute ids whose weights are not penalised (e.g. a bias)."""
+        return ()
+
+    # -- data --------------------------------------------------------------------------
+    def _dataset(self, X, y=None, grow=False):
+        if grow:
+            self._uni_vocab, self._big_vocab, self._label_vocab = Vocabulary(), Vocabulary(), Vocabulary()
+        data = build_dataset(self._rows(X), self._uni_vocab, self._big_vocab,
+                             self._label_vocab, y, grow=grow)
+        if grow:
+            self._uni_vocab, data.uni_ids = _reorder(self._uni_vocab, data.uni_ids)
+            self._big_vocab, data.big_ids = _reorder(self._big_vocab, data.big_ids)
+            if len(self._label_vocab) < 2:
+                raise ValueError(f"training data has {len(self._label_vocab)} distinct label(s); need at least 2")
+        return data
+
+    def _check_params(self):
+        if self.feature_space not in FEATURE_SPACES:
+            raise ValueError(f"feature_space must be one of {FEATURE_SPACES}, got {self.feature_space!r}")
+        if self.solver not in ("lbfgs", "owlqn"):
+            raise ValueError(f"unknown solver {self.solver!r}; choose 'owlqn' or 'lbfgs'")
+        if self.solver == "lbfgs" and np.any(np.asarray(self.l1) > 0):
+            raise ValueError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
+        if int(self.max_iter) < 0:
+            raise ValueError("max_iter must be >= 0")
+
+    # -- fitting -----------------------------------------------------------------------
+    def _fit_data(self, data, monitor=None):
+        from ..models.crf import ChainCRF
+        from ..solvers import get_solver
+
+        L = len(self._label_vocab)
+        n_u, n_b = len(self._uni_vocab), len(self._big_vocab)
+        trans = self._has_transitions()
+        if self.feature_space == "full":
+            space = FeatureSpace.full(L, n_u, n_b, trans)
+        else:
+            space = FeatureSpace.observed(data, L, n_u, n_b, trans)
+        w0 = self._warm_start_weights(space) if getattr(self, "warm_start", False) else None
+        penalty = self._penalty(space)
+        model = ChainCRF(space, data, n_jobs=self.n_jobs)
+        self._training_space = space
+        minimize = get_solver(self.solver)
+        result = minimize(model, penalty, w0, max_iter=int(self.max_iter), tol=self.tol, gtol=self.gtol,
+                          window=self.window, monitor=monitor)
+        del self._training_space
+        self._set_fitted(space, result.w)
+        self.history_ = result.history
+        self.n_iter_ = result.n_iter
+        self.stop_reason_ = result.stop_reason
+        self.objective_ = result.objective
+        return self
+
+    def _penalty(self, space):
+        unpen = self._unpenalised(self._uni_vocab)
+        if not len(unpen):
+            return ElasticNet(self.l1, self.l2)
+        mask = np.ones(space.n_params)
+        for a in unpen:
+            mask[space.u_ptr[a]:space.u_ptr[a + 1]] = 0.0
+        return ElasticNet(self.l1 * mask, self.l2 * mask)
+
+    def _set_fitted(self, space, w):
+        """Keep only the non-zero weights (and the attributes that own them)."""
+        space_c, w_c, u_keep, b_keep = space.compact(w)
+        self._uni_vocab = self._uni_vocab.subset(u_keep)
+        self._big_vocab = self._big_vocab.subset(b_keep)
+        self.space_ = space_c
+        self.weights_ = w_c
+        self.classes_ = self._label_vocab.names
+        self.n_active_features_ = int(np.count_nonzero(w_c))
+
+    def _warm_start_weights(self, space):
+        """Weights of the previous fit mapped by name onto the new layout (0 elsewhere)."""
+        if not hasattr(self, "_prev"):
+            return None
+        old = self._prev
+        w = np.zeros(space.n_params)
+        lab = self._label_vocab
+        L = space.n_labels
+        old_lab = old["labels"]
+        lab_map = np.array([lab.id(name) for name in old_lab], dtype=np.int64)
+        for kind, vocab, ptr, ids, base in (("uni", self._uni_vocab, space.u_ptr, space.u_lab, 0),
+                                            ("big", self._big_vocab, space.b_ptr, space.b_pair, space.b_base)):
+            table = old[kind]
+            for a, name in enumerate(vocab):
+                entries = table.get(name)
+                if not entries:
+                    continue
+                lo, hi = ptr[a], ptr[a + 1]
+                where = {int(v): k for k, v in enumerate(ids[lo:hi])}
+                for code, value in entries:
+                    new_code = _map_code(code, lab_map, L, len(old_lab), kind == "big")
+                    k = where.get(new_code)
+                    if k is not None:
+                        w[base + lo + k] = value
+        for code, value in old["trans"]:
+            new_code = _map_code(code, lab_map, L, len(old_lab), True)
+            pos = np.flatnonzero(space.t_pair == new_code)
+            if len(pos):
+                w[space.t_base + pos[0]] = value
+        return w
+
+    def _remember_for_warm_start(self):
+        if not hasattr(self, "weights_"):
+            return
+        s, w = self.space_, self.weights_
+        uni = {}
+        for a, name in enumerate(self._uni_vocab):
+            uni[name] = [(int(s.u_lab[k]), w[k]) for k in range(s.u_ptr[a], s.u_ptr[a + 1])]
+        big = {}
+        for a, name in enumerate(self._big_vocab):
+            big[name] = [(int(s.b_pair[k]), w[s.b_base + k]) for k in range(s.b_ptr[a], s.b_ptr[a + 1])]
+        trans = [(int(p), w[s.t_base + k]) for k, p in enumerate(s.t_pair)]
+        self._prev = {"labels": self._label_vocab.names, "uni": uni, "big": big, "trans": trans}
+
+    # -- model files -------------------------------------------------------------------
+    def _meta(self):
+        return {"params": {k: v for k, v in self.get_params().items() if _jsonable(v)},
+                "n_labels": int(self.space_.n_labels)}
+
+    def save(self, path):
+        """Write the fitted model to ``path`` (safe format, no pickle; zero weights dropped)."""
+        self._check_fitted()
+        s = self.space_
+        arrays = {"coef": self.weights_, "u_ptr": s.u_ptr, "u_lab": s.u_lab, "b_ptr": s.b_ptr,
+                  "b_pair": s.b_pair, "t_pair": s.t_pair}
+        for name, vocab in (("uni", self._uni_vocab), ("big", self._big_vocab), ("labels", self._label_vocab)):
+            arrays[f"{name}_text"], arrays[f"{name}_offsets"] = vocab.to_arrays()
+        io.save_arrays(path, self._kind, self._meta(), arrays)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save`; raises ``ModelFileError`` on any problem."""
+        meta, a = io.load_arrays(path, cls._kind)
+        try:
+            est = cls(**{k: v for k, v in meta["params"].items() if k in cls._param_names()})
+            vocabs = [Vocabulary.from_arrays(a[f"{n}_text"], a[f"{n}_offsets"]) for n in ("uni", "big", "labels")]
+            est._uni_vocab, est._big_vocab, est._label_vocab = vocabs
+            space = FeatureSpace(int(meta["n_labels"]), a["u_ptr"], a["u_lab"], a["b_ptr"], a["b_pair"], a["t_pair"])
+            space.validate(len(vocabs[0]), len(vocabs[1]))
+            io.require(space.n_labels == len(vocabs[2]), path, "label count does not match the label list")
+            coef = a["coef"]
+            io.require(coef.dtype == np.float64 and coef.shape == (space.n_params,), path, "weights have the wrong shape")
+            io.require(bool(np.all(np.isfinite(coef))), path, "weights are not finite")
+            est._restore(meta)
+        except io.ModelFileError:
+            raise
+        except (ValueError, TypeError, KeyError) as exc:
+            raise io.ModelFileError(f"{path}: invalid model ({exc})") from None
+        est.space_, est.weights_ = space, coef
+        est.classes_ = vocabs[2].names
+        est.n_active_features_ = int(np.count_nonzero(coef))
+        return est
+
+    def _restore(self, meta):
+        """Subclasses rebuild what they need from the header's meta."""
+
+
+def _map_code(code, lab_map, L, old_L, is_pair):
+    if not is_pair:
+        return int(lab_map[code])
+    p, c = lab_map[code // old_L], lab_map[code % old_L]
+    return -1 if p < 0 or c < 0 else int(p * L + c)
+
+
+def _jsonable(v):
+    return v is None or isinstance(v, (bool, int, float, str))

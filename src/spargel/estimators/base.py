@@ -1,0 +1,50 @@
+"""scikit-learn conventions without depending on scikit-learn: parameters are the
+arguments of ``__init__``, stored as given; ``get_params``, ``set_params``, ``repr``
+and ``sklearn.base.clone`` work."""
+
+import inspect
+
+
+class ParamsMixin:
+    @classmethod
+    def _param_names(cls):
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values()
+                if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+
+    def get_params(self, deep=True):
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        valid = self._param_names()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}; "
+                                 f"valid parameters: {', '.join(valid)}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self):
+        sig = inspect.signature(type(self).__init__)
+        parts = []
+        for name in self._param_names():
+            value = getattr(self, name)
+            default = sig.parameters[name].default
+            if default is inspect.Parameter.empty or not _same(value, default):
+                parts.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def _check_fitted(self):
+        if not hasattr(self, "weights_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit() first")
+
+
+def _same(a, b):
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:
+        return a is b
+
+
+class NotFittedError(ValueError, AttributeError):
+    """Raised when a model is used before ``fit``."""

@@ -1,0 +1,288 @@
+"""``spargel.CRF``: a sparse linear-chain CRF with a scikit-learn style API."""
+
+import sys
+
+import numpy as np
+
+from ..data.featuredicts import sequence_attributes
+from ..data.templates import Template
+from ._core import LogLinearCore
+
+
+class CRF(LogLinearCore):
+    """Linear-chain conditional random field trained by penalised maximum likelihood.
+
+    Minimises ``sum_i -log p(y_i | x_i) + l1 * ||w||_1 + l2 / 2 * ||w||^2``.
+
+    Parameters
+    ----------
+    solver : {"owlqn", "lbfgs"}
+        OWL-QN handles ``l1 > 0`` (and elastic net); L-BFGS the smooth case ``l1 = 0``.
+    l1, l2 : float
+        Penalty weights (CRFsuite: ``l1 = c1``, ``l2 = 2 * c2``; Wapiti: ``l1 = rho1``,
+        ``l2 = rho2``).
+    max_iter : int
+        Iteration limit.
+    tol : float
+        Stop when the objective improved by less than a relative ``tol`` over the last
+        ``window`` iterations.
+    gtol : float
+        Stop when ``||pseudo-gradient|| <= gtol * max(1, ||w||)``.
+    window : int
+        Iterations over which ``tol`` is measured.
+    feature_space : {"observed", "full"}
+        ``"observed"``: only (attribute, label) pairs and transitions seen in training
+        (CRFsuite); ``"full"``: every attribute with every label (Wapiti, the papers),
+        which lets the model learn negative evidence at the price of more weights.
+    template : Template, str or None
+        A CRF++/Wapiti pattern file's text (or a :class:`~spargel.data.templates.Template`).
+        With a template, each sequence in ``X`` is a list of tokens, each token a list of
+        column strings. Without one, each token is a feature dict (sklearn-crfsuite
+        style) or a list of attribute strings.
+    pad : bool
+        With a template: emit CRF++ padding markers for positions outside the sequence
+        (True) or drop such features (False, CRFsuite's habit).
+    n_jobs : int or None
+        Threads for the batch gradient (None: 1, -1: all cores).
+    random_state : int or None
+        Seed for randomised solvers (the deterministic solvers ignore it).
+    warm_start : bool
+        Start the next ``fit`` from the current weights (matched by feature name).
+    verbose : int
+        0: silent; 1: one line per iteration on stderr.
+
+    Examples
+    --------
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}]]
+    >>> y = [["DT", "NN"], ["DT", "NN", "VB"]]
+    >>> crf = CRF(l1=0.01, max_iter=50).fit(X, y)
+    >>> crf.predict([[{"w": "the"}, {"w": "cat"}]])
+    [['DT', 'NN']]
+    """
+
+    _kind = "crf"
+
+    def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=500, tol=1e-5, gtol=1e-5, window=10,
+                 feature_space="observed", template=None, pad=True, n_jobs=None, random_state=None,
+                 warm_start=False, verbose=0):
+        self.solver = solver
+        self.l1 = l1
+        self.l2 = l2
+        self.max_iter = max_iter
+        self.tol = tol
+        self.gtol = gtol
+        self.window = window
+        self.feature_space = feature_space
+        self.template = template
+        self.pad = pad
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    # -- features ----------------------------------------------------------------------
+    def _template(self):
+        tpl = self.template
+        if tpl is None or isinstance(tpl, Template):
+            return tpl
+        cached = getattr(self, "_template_cache", None)
+        if cached is None or cached.text != tpl:
+            cached = Template.parse(tpl, source="<template>")
+            self._template_cache = cached
+        return cached
+
+    def _has_transitions(self):
+        tpl = self._template()
+        return True if tpl is None else tpl.transitions
+
+    def _rows(self, X):
+        if isinstance(X, (str, bytes)) or not hasattr(X, "__iter__"):
+            raise TypeError("X must be a list of sequences")
+        tpl = self._template()
+        for i, seq in enumerate(X):
+            columns = getattr(seq, "columns", seq)
+            if tpl is not None:
+                if len(columns) == 0:
+                    raise ValueError(f"sequence {i} is empty")
+                uni, big = tpl.extract(columns, pad=self.pad, source=getattr(seq, "source", None),
+                                       line=getattr(seq, "line", None))
+                yield uni, (big if tpl.n_bigram else None)
+            else:
+                yield sequence_attributes(columns, i), None
+
+    # -- fitting -----------------------------------------------------------------------
+    def fit(self, X, y, X_dev=None, y_dev=None):
+        """Train on sequences ``X`` with label sequences ``y``; ``X_dev``/``y_dev`` are
+        decoded after every iteration and their accuracy (and chunk F1 for B-/I- tags)
+        is added to ``history_``."""
+        self._check_params()
+        if self.warm_start:
+            self._remember_for_warm_start()
+        y = _label_lists(y, "y")
+        data = self._dataset(X, y, grow=True)
+        dev = None
+        if X_dev is not None:
+            y_dev = _label_lists(y_dev, "y_dev")
+            dev = (self._dataset(X_dev, y_dev), y_dev)
+        monitor = _Monitor(self, dev, self.verbose) if (dev is not None or self.verbose) else None
+        self._fit_data(data, monitor)
+        if self.verbose:
+            print(f"stopped after {self.n_iter_} iterations: {self.stop_reason_}; "
+                  f"{self.n_active_features_} active features", file=sys.stderr)
+        return self
+
+    def _restore(self, meta):
+        self.template = meta.get("template")
+
+    def _meta(self):
+        meta = super()._meta()
+        tpl = self._template()
+        meta["template"] = tpl.text if tpl is not None else None
+        meta["params"].pop("template", None)
+        return meta
+
+    # -- prediction ----------------------------------------------------------------------
+    def _data(self, X, y=None):
+        self._check_fitted()
+        return self._dataset(X, y)
+
+    def _fixed(self, constraints, data):
+        fixed = np.full(data.n_tokens, -1, dtype=np.int32)
+        if constraints is None:
+            return fixed
+        if len(constraints) != data.n_sequences:
+            raise ValueError(f"constraints has {len(constraints)} sequences, X has {data.n_sequences}")
+        for s, seq in enumerate(constraints):
+            lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+            if seq is None:
+                continue
+            if len(seq) != hi - lo:
+                raise ValueError(f"constraints for sequence {s} have {len(seq)} entries, the sequence {hi - lo} tokens")
+            for t, lab in enumerate(seq):
+                if lab is None or lab == "":
+                    continue
+                i = self._label_vocab.id(lab)
+                if i < 0:
+                    raise ValueError(f"sequence {s}, token {t}: unknown label {lab!r} in constraints")
+                fixed[lo + t] = i
+        return fixed
+
+    def predict(self, X, constraints=None):
+        """Most probable label sequence for every sequence (Viterbi). ``constraints``:
+        per sequence, a list with a label (fixed) or None (free) per token."""
+        from ..models.crf import decode
+        data = self._data(X)
+        ids, _ = decode(self.space_, data, self.weights_, self._fixed(constraints, data))
+        return self._split_labels(ids, data)
+
+    def predict_marginals(self, X):
+        """Per sequence, per token, a dict label -> probability."""
+        from ..models.crf import marginals
+        data = self._data(X)
+        marg, _ = marginals(self.space_, data, self.weights_)
+        names = self.classes_
+        return [[dict(zip(names, row.tolist())) for row in marg[data.seq_ptr[s]:data.seq_ptr[s + 1]]]
+                for s in range(data.n_sequences)]
+
+    def predict_nbest(self, X, k=5, constraints=None):
+        """Per sequence, up to ``k`` (labels, probability) pairs, most probable first."""
+        from ..models.crf import marginals, nbest
+        if int(k) < 1:
+            raise ValueError("k must be >= 1")
+        data = self._data(X)
+        _, logz = marginals(self.space_, data, self.weights_)
+        lists = nbest(self.space_, data, self.weights_, int(k), self._fixed(constraints, data))
+        names = self.classes_
+        return [[([names[i] for i in path], float(np.exp(score - logz[s]))) for path, score in lst]
+                for s, lst in enumerate(lists)]
+
+    def score(self, X, y):
+        """Token accuracy of ``predict(X)`` against ``y``."""
+        from ..metrics import accuracy
+        return accuracy(_label_lists(y, "y"), self.predict(X))
+
+    def _split_labels(self, ids, data):
+        names = self.classes_
+        return [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
+
+    # -- inspection ----------------------------------------------------------------------
+    @property
+    def state_features_(self):
+        """{(attribute, label): weight} for the non-zero unigram weights."""
+        self._check_fitted()
+        s, w, names = self.space_, self.weights_, self.classes_
+        out = {}
+        for a, attr in enumerate(self._uni_vocab):
+            for k in range(s.u_ptr[a], s.u_ptr[a + 1]):
+                if w[k] != 0:
+                    out[(attr, names[s.u_lab[k]])] = float(w[k])
+        return out
+
+    @property
+    def bigram_features_(self):
+        """{(attribute, previous label, label): weight} for the non-zero bigram weights."""
+        self._check_fitted()
+        s, w, names, L = self.space_, self.weights_, self.classes_, self.space_.n_labels
+        out = {}
+        for a, attr in enumerate(self._big_vocab):
+            for k in range(s.b_ptr[a], s.b_ptr[a + 1]):
+                v = w[s.b_base + k]
+                if v != 0:
+                    p = s.b_pair[k]
+                    out[(attr, names[p // L], names[p % L])] = float(v)
+        return out
+
+    @property
+    def transition_features_(self):
+        """{(previous label, label): weight} for the non-zero transition weights."""
+        self._check_fitted()
+        s, w, names, L = self.space_, self.weights_, self.classes_, self.space_.n_labels
+        return {(names[p // L], names[p % L]): float(w[s.t_base + k])
+                for k, p in enumerate(s.t_pair) if w[s.t_base + k] != 0}
+
+
+def _label_lists(y, name):
+    if y is None:
+        raise ValueError(f"{name} is required")
+    out = []
+    for i, seq in enumerate(y):
+        labels = getattr(seq, "labels", seq)
+        if labels is None or isinstance(labels, str):
+            raise TypeError(f"{name}[{i}] must be a list of label strings")
+        out.append(list(labels))
+    return out
+
+
+class _Monitor:
+    """Per-iteration hook: dev metrics into the history row, and a log line."""
+
+    def __init__(self, est, dev, verbose):
+        self.est, self.dev, self.verbose = est, dev, verbose
+        if dev is not None:
+            labels = est._label_vocab.names
+            self.chunked = any(lab[:2] in ("B-", "I-", "E-", "S-") for lab in labels)
+
+    def __call__(self, row, w):
+        if self.dev is not None:
+            from ..metrics import accuracy, chunk_f1
+            from ..models.crf import decode
+            data, y_dev = self.dev
+            # the training layout is still uncompacted here: decode with it
+            ids, _ = decode(self._space(), data, w)
+            names = self.est._label_vocab.names
+            pred = [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
+            row["dev_accuracy"] = accuracy(y_dev, pred)
+            if self.chunked:
+                row["dev_f1"] = chunk_f1(y_dev, pred) / 100.0
+        if self.verbose:
+            parts = [f"iter {row['iteration']:4d}", f"obj {row['objective']:.6g}", f"active {row['active']}"]
+            if "dev_accuracy" in row:
+                parts.append(f"dev acc {100 * row['dev_accuracy']:.2f}")
+            if "dev_f1" in row:
+                parts.append(f"dev F1 {100 * row['dev_f1']:.2f}")
+            parts.append(f"{row['elapsed']:.1f}s")
+            print("  ".join(parts), file=sys.stderr, flush=True)
+        return False
+
+    def _space(self):
+        return self.est._training_space
