@@ -48,6 +48,8 @@ def load_arrays(path, kind):
     """Read a model file written by :func:`save_arrays`; returns (meta, arrays)."""
     name = str(path)
     try:
+        with open(path, "rb"):
+            pass
         if not zipfile.is_zipfile(path):
             raise ModelFileError(f"{name}: not a spargel model file (not a zip archive of arrays)")
         with np.load(path, allow_pickle=False) as npz:

@@ -111,10 +111,14 @@ class CRF(LogLinearCore):
                 yield sequence_attributes(columns, i), None
 
     # -- fitting -----------------------------------------------------------------------
-    def fit(self, X, y, X_dev=None, y_dev=None):
-        """Train on sequences ``X`` with label sequences ``y``; ``X_dev``/``y_dev`` are
-        decoded after every iteration and their accuracy (and chunk F1 for B-/I- tags)
-        is added to ``history_``."""
+    def fit(self, X, y, X_dev=None, y_dev=None, callback=None):
+        """Train on sequences ``X`` with label sequences ``y``.
+
+        ``X_dev``/``y_dev`` are decoded after every iteration and their accuracy (and
+        chunk F1 for B-/I-/E-/S- tags) is added to ``history_``. ``callback(row)`` is
+        called with each history row (a dict) as soon as it is complete; returning True
+        stops training. Ctrl-C stops after the current iteration and keeps the
+        weights reached (``stop_reason_ == "interrupted"``)."""
         self._check_params()
         if self.warm_start:
             self._remember_for_warm_start()
@@ -124,7 +128,7 @@ class CRF(LogLinearCore):
         if X_dev is not None:
             y_dev = _label_lists(y_dev, "y_dev")
             dev = (self._dataset(X_dev, y_dev), y_dev)
-        monitor = _Monitor(self, dev, self.verbose) if (dev is not None or self.verbose) else None
+        monitor = _Monitor(self, dev, self.verbose, callback) if (dev is not None or self.verbose or callback) else None
         self._fit_data(data, monitor)
         if self.verbose:
             print(f"stopped after {self.n_iter_} iterations: {self.stop_reason_}; "
@@ -197,9 +201,11 @@ class CRF(LogLinearCore):
                 for s, lst in enumerate(lists)]
 
     def score(self, X, y):
-        """Token accuracy of ``predict(X)`` against ``y``."""
-        from ..metrics import accuracy
-        return accuracy(_label_lists(y, "y"), self.predict(X))
+        """Token accuracy of ``predict(X)`` against ``y`` (unknown labels in ``y`` raise)."""
+        from ..models.crf import decode
+        data = self._data(X, _label_lists(y, "y"))
+        ids, _ = decode(self.space_, data, self.weights_)
+        return float(np.mean(ids == data.labels))
 
     def _split_labels(self, ids, data):
         names = self.classes_
@@ -256,8 +262,8 @@ def _label_lists(y, name):
 class _Monitor:
     """Per-iteration hook: dev metrics into the history row, and a log line."""
 
-    def __init__(self, est, dev, verbose):
-        self.est, self.dev, self.verbose = est, dev, verbose
+    def __init__(self, est, dev, verbose, callback=None):
+        self.est, self.dev, self.verbose, self.callback = est, dev, verbose, callback
         if dev is not None:
             labels = est._label_vocab.names
             self.chunked = any(lab[:2] in ("B-", "I-", "E-", "S-") for lab in labels)
@@ -282,7 +288,7 @@ class _Monitor:
                 parts.append(f"dev F1 {100 * row['dev_f1']:.2f}")
             parts.append(f"{row['elapsed']:.1f}s")
             print("  ".join(parts), file=sys.stderr, flush=True)
-        return False
+        return bool(self.callback(row)) if self.callback is not None else False
 
     def _space(self):
         return self.est._training_space

@@ -151,6 +151,8 @@ class SparseGaussianMRF(_ParamsMixin, _FittedMixin):
     penalize_diagonal : also penalise the diagonal with ``alpha`` (default
         False; the diagonal is unpenalised, as in the paper's Lemma 1).
     block_weight : 'size', 'sqrt' or 'one' (block weights, see above).
+    step_rule : block-l1 step: 'bb' (Barzilai-Borwein initial step of the
+        Armijo search; default) or 'paper' (line 22 of Algorithm 3).
     screen : exact block-diagonal screening (plain l1 only).
     n_jobs : threads for independent screened components.
     warm_start : reuse the previous solution as the starting point.
@@ -180,8 +182,8 @@ class SparseGaussianMRF(_ParamsMixin, _FittedMixin):
 
     def __init__(self, alpha=0.01, *, blocks=None, solver="auto", tol=1e-6,
                  max_iter=None, assume_centered=False, penalize_diagonal=False,
-                 block_weight="size", screen=True, n_jobs=1, warm_start=False,
-                 random_state=None, verbose=False):
+                 block_weight="size", step_rule="bb", screen=True, n_jobs=1,
+                 warm_start=False, random_state=None, verbose=False):
         self.alpha = alpha
         self.blocks = blocks
         self.solver = solver
@@ -190,6 +192,7 @@ class SparseGaussianMRF(_ParamsMixin, _FittedMixin):
         self.assume_centered = assume_centered
         self.penalize_diagonal = penalize_diagonal
         self.block_weight = block_weight
+        self.step_rule = step_rule
         self.screen = screen
         self.n_jobs = n_jobs
         self.warm_start = warm_start
@@ -235,7 +238,7 @@ class SparseGaussianMRF(_ParamsMixin, _FittedMixin):
                              tol=self.tol, max_iter=self.max_iter,
                              penalize_diagonal=self.penalize_diagonal,
                              block_weight=self.block_weight, screen=self.screen,
-                             warm_start=warm, n_jobs=self.n_jobs, random_state=seed,
+                             step_rule=self.step_rule, warm_start=warm, n_jobs=self.n_jobs, random_state=seed,
                              verbose=self.verbose, validated=True)
         self._result = res
         self._store(res, S.shape[0])

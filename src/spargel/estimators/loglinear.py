@@ -147,7 +147,8 @@ class LogLinearClassifier(LogLinearCore):
 
     @property
     def feature_names_(self):
-        """Names of the columns of ``coef_``."""
+        """Names of the columns of ``coef_``: every column for matrix input; for dict
+        input, the attributes that kept a non-zero weight (the model file keeps no others)."""
         self._check_fitted()
         if hasattr(self, "n_features_in_"):
             return [f"x{j}" for j in range(self.n_features_in_)]

@@ -94,11 +94,12 @@ class FeatureSpace:
         kept bigram attribute ids). Attributes left with no weight disappear."""
         u_keep_w = w[: self.b_base] != 0
         b_keep_w = w[self.b_base: self.t_base] != 0
+        t_keep_w = w[self.t_base:] != 0
         u_ptr, u_lab, u_attrs = _compact_csr(self.u_ptr, self.u_lab, u_keep_w)
         b_ptr, b_pair, b_attrs = _compact_csr(self.b_ptr, self.b_pair, b_keep_w)
-        space = FeatureSpace(self.n_labels, u_ptr, u_lab, b_ptr, b_pair, self.t_pair.copy())
+        space = FeatureSpace(self.n_labels, u_ptr, u_lab, b_ptr, b_pair, self.t_pair[t_keep_w])
         new_w = np.concatenate([w[: self.b_base][u_keep_w], w[self.b_base: self.t_base][b_keep_w],
-                                w[self.t_base:]])
+                                w[self.t_base:][t_keep_w]])
         return space, new_w, u_attrs, b_attrs
 
     def validate(self, n_uni_attrs, n_big_attrs):

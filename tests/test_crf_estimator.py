@@ -1,0 +1,192 @@
+"""The CRF estimator: scikit-learn conventions, solvers' optimality, model files."""
+
+import numpy as np
+import pytest
+
+from spargel import CRF
+from spargel.datasets import make_chain_data
+from spargel.io import ModelFileError
+from spargel.models.crf import ChainCRF
+from spargel.models.feature_space import FeatureSpace
+from spargel.penalties import ElasticNet
+from spargel.solvers.owlqn import minimize_owlqn
+
+from crf_reference import random_data
+
+
+@pytest.fixture(scope="module")
+def chain():
+    X, y, relevant = make_chain_data(n_sequences=150, n_irrelevant=60, random_state=3)
+    Xt, yt, _ = make_chain_data(n_sequences=80, n_irrelevant=60, random_state=4)
+    return X, y, Xt, yt, relevant
+
+
+@pytest.fixture(scope="module")
+def fitted(chain):
+    X, y, *_ = chain
+    return CRF(l1=4.0, max_iter=200).fit(X, y)
+
+
+def test_learns_the_chain_and_selects_relevant_features(chain, fitted):
+    X, y, Xt, yt, relevant = chain
+    assert fitted.score(Xt, yt) > 0.8
+    used = {a for a, _ in fitted.state_features_}
+    assert set(relevant) <= used
+    noise = [a for a in used if a.startswith("n")]
+    assert len(noise) <= 5
+    assert fitted.history_ and {"iteration", "objective", "loss", "penalty", "active", "n_evals",
+                                "elapsed"} <= set(fitted.history_[0])
+    assert fitted.stop_reason_ in ("tol", "gtol")
+    assert fitted.n_active_features_ == len(fitted.state_features_) + len(fitted.transition_features_)
+
+
+def test_sklearn_conventions():
+    from sklearn.base import clone
+    crf = CRF(l1=0.3, feature_space="full", n_jobs=2)
+    assert repr(crf) == "CRF(l1=0.3, feature_space='full', n_jobs=2)"
+    params = crf.get_params()
+    assert params["l1"] == 0.3 and params["solver"] == "owlqn"
+    c2 = clone(crf)
+    assert c2.get_params() == params and c2 is not crf
+    crf.set_params(l2=2.0)
+    assert crf.l2 == 2.0
+    with pytest.raises(ValueError, match="invalid parameter"):
+        crf.set_params(c1=1.0)
+    # no work or validation in __init__
+    bad = CRF(feature_space="nonsense")
+    with pytest.raises(ValueError, match="feature_space"):
+        bad.fit([[["a"]]], [["x"]])
+    with pytest.raises(ValueError, match="not fitted"):
+        CRF().predict([[["a"]]])
+
+
+def test_owlqn_reaches_l1_optimality():
+    rng = np.random.default_rng(0)
+    data = random_data(rng, n_seq=30, max_len=6, n_labels=3)
+    for kind in ("full", "observed"):
+        space = FeatureSpace.full(3, 6, 3) if kind == "full" else FeatureSpace.observed(data, 3, 6, 3)
+        model = ChainCRF(space, data)
+        pen = ElasticNet(l1=0.7, l2=0.1)
+        res = minimize_owlqn(model, pen, max_iter=2000, tol=0, gtol=1e-9)
+        _, g = model.loss_grad(res.w)
+        assert pen.optimality_violation(res.w, g) < 1e-4
+        assert 0 < np.count_nonzero(res.w) < len(res.w)      # l1 made it sparse
+
+
+def test_lbfgs_reaches_a_stationary_point():
+    rng = np.random.default_rng(1)
+    data = random_data(rng, n_seq=30, max_len=6, n_labels=3)
+    model = ChainCRF(FeatureSpace.full(3, 6, 3), data)
+    res = minimize_owlqn(model, ElasticNet(0.0, 1.0), max_iter=2000, tol=0, gtol=1e-9)
+    _, g = model.loss_grad(res.w)
+    assert np.abs(g + res.w).max() < 1e-5
+
+
+def test_warm_start_continues_from_previous_weights(chain):
+    X, y, *_ = chain
+    crf = CRF(l1=4.0, max_iter=300, warm_start=True).fit(X, y)
+    first = crf.n_iter_
+    crf.fit(X, y)
+    assert crf.n_iter_ < max(first // 3, 12)
+
+
+def test_predict_variants_agree(chain, fitted):
+    _, _, Xt, _, _ = chain
+    pred = fitted.predict(Xt[:10])
+    best = fitted.predict_nbest(Xt[:10], k=3)
+    for p, lst in zip(pred, best):
+        assert lst[0][0] == p
+        probs = [q for _, q in lst]
+        assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-12
+    marg = fitted.predict_marginals(Xt[:10])
+    for seq in marg:
+        for tok in seq:
+            assert sum(tok.values()) == pytest.approx(1.0)
+    # constrained decoding obeys the constraints
+    cons = [[fitted.classes_[0]] + [None] * (len(s) - 1) for s in Xt[:10]]
+    for seq in fitted.predict(Xt[:10], constraints=cons):
+        assert seq[0] == fitted.classes_[0]
+
+
+def test_save_load_round_trip(tmp_path, chain, fitted):
+    _, _, Xt, _, _ = chain
+    path = tmp_path / "m.spargel"
+    fitted.save(path)
+    again = CRF.load(path)
+    assert again.predict(Xt) == fitted.predict(Xt)
+    assert again.state_features_ == fitted.state_features_
+    assert np.count_nonzero(again.weights_) == len(again.weights_)     # zero weights compacted away
+    assert again.get_params()["l1"] == 4.0
+
+
+def test_template_input(tmp_path):
+    tpl = "# words and a bigram\nU00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\n*02:%X[0,1]\nB\n"
+    X = [[["The", "a"], ["dog", "b"], ["runs", "c"]], [["A", "a"], ["cat", "b"]]] * 5
+    y = [["D", "N", "V"], ["D", "N"]] * 5
+    crf = CRF(template=tpl, l1=0.05, feature_space="full").fit(X, y)
+    assert crf.predict(X[:2]) == y[:2]
+    assert crf.bigram_features_                    # the * pattern produced bigram weights
+    crf.save(tmp_path / "t.model")
+    again = CRF.load(tmp_path / "t.model")
+    assert again.template == tpl and again.predict(X[:2]) == y[:2]
+
+
+# -- bad input ---------------------------------------------------------------------------------
+def test_empty_sequence_is_an_error():
+    with pytest.raises(ValueError, match="sequence 1 is empty"):
+        CRF().fit([[["a"]], []], [["x"], []])
+
+
+def test_unknown_label_at_score_time(fitted, chain):
+    _, _, Xt, yt, _ = chain
+    bad = [list(s) for s in yt[:3]]
+    bad[2][0] = "NOPE"
+    with pytest.raises(ValueError, match="sequence 2, token 0: unknown label 'NOPE'"):
+        fitted.score(Xt[:3], bad)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_non_finite_feature_values(value):
+    X = [[{"a": 1.0}, {"a": value}]]
+    with pytest.raises(ValueError, match="token 1.*not allowed"):
+        CRF().fit(X, [["x", "y"]])
+
+
+def test_mismatched_lengths():
+    with pytest.raises(ValueError, match="sequence 0 has 2 tokens but 1 labels"):
+        CRF().fit([[["a"], ["b"]]], [["x"]])
+
+
+def test_malformed_template():
+    from spargel import DataFormatError
+    with pytest.raises(DataFormatError, match="<template>:2: missing"):
+        CRF(template="U00:%x[0,0]\nU01:%x[0,\n").fit([[["a"]]], [["x"]])
+
+
+def test_truncated_tampered_and_foreign_model_files(tmp_path, fitted):
+    path = tmp_path / "m.spargel"
+    fitted.save(path)
+    raw = path.read_bytes()
+    (tmp_path / "trunc").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ModelFileError, match="trunc"):
+        CRF.load(tmp_path / "trunc")
+    (tmp_path / "foreign").write_bytes(b"\x00CRFSUITE model\n" + bytes(100))
+    with pytest.raises(ModelFileError, match="not a spargel model"):
+        CRF.load(tmp_path / "foreign")
+    # an array replaced by a different one of the same shape: checksum catches it
+    import zipfile
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    coef = bytearray(members["coef.npy"])
+    coef[-1] ^= 0xFF
+    members["coef.npy"] = bytes(coef)
+    with zipfile.ZipFile(tmp_path / "tampered", "w") as z:
+        for n, b in members.items():
+            z.writestr(n, b)
+    with pytest.raises(ModelFileError, match="checksum"):
+        CRF.load(tmp_path / "tampered")
+    with pytest.raises(ModelFileError, match="no such file"):
+        CRF.load(tmp_path / "missing")
+    from spargel import LogLinearClassifier
+    with pytest.raises(ModelFileError, match="not a 'loglinear' model"):
+        LogLinearClassifier.load(path)
