@@ -57,8 +57,8 @@ class LogLinearCore(ParamsMixin):
     def _check_params(self):
         if self.feature_space not in FEATURE_SPACES:
             raise ValueError(f"feature_space must be one of {FEATURE_SPACES}, got {self.feature_space!r}")
-        if self.solver not in ("lbfgs", "owlqn"):
-            raise ValueError(f"unknown solver {self.solver!r}; choose 'owlqn' or 'lbfgs'")
+        from ..solvers import get_solver
+        get_solver(self.solver)                      # raises a clear error for unknown names
         if self.solver == "lbfgs" and np.any(np.asarray(self.l1) > 0):
             raise ValueError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
         if int(self.max_iter) < 0:
@@ -81,8 +81,11 @@ class LogLinearCore(ParamsMixin):
         model = ChainCRF(space, data, n_jobs=self.n_jobs)
         self._training_space = space
         minimize = get_solver(self.solver)
+        options = dict(self.solver_options or {})
+        if self.solver in ("sgd-l1",):
+            options.setdefault("random_state", self.random_state)
         result = minimize(model, penalty, w0, max_iter=int(self.max_iter), tol=self.tol, gtol=self.gtol,
-                          window=self.window, monitor=monitor)
+                          window=self.window, monitor=monitor, **options)
         del self._training_space
         self._set_fitted(space, result.w)
         self.history_ = result.history

@@ -50,6 +50,9 @@ class CRF(LogLinearCore):
         Start the next ``fit`` from the current weights (matched by feature name).
     verbose : int
         0: silent; 1: one line per iteration on stderr.
+    solver_options : dict or None
+        Extra keyword arguments for the solver (e.g. ``{"memory": 10}`` for OWL-QN's
+        history length); see the solver's documentation.
 
     Examples
     --------
@@ -64,7 +67,7 @@ class CRF(LogLinearCore):
 
     def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=500, tol=1e-5, gtol=1e-5, window=10,
                  feature_space="observed", template=None, pad=True, n_jobs=None, random_state=None,
-                 warm_start=False, verbose=0):
+                 warm_start=False, verbose=0, solver_options=None):
         self.solver = solver
         self.l1 = l1
         self.l2 = l2
@@ -79,6 +82,7 @@ class CRF(LogLinearCore):
         self.random_state = random_state
         self.warm_start = warm_start
         self.verbose = verbose
+        self.solver_options = solver_options
 
     # -- features ----------------------------------------------------------------------
     def _template(self):

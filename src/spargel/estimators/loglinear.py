@@ -40,7 +40,7 @@ class LogLinearClassifier(LogLinearCore):
 
     def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=500, tol=1e-6, gtol=1e-5, window=10,
                  fit_intercept=True, feature_space="full", n_jobs=None, random_state=None,
-                 warm_start=False, verbose=0):
+                 warm_start=False, verbose=0, solver_options=None):
         self.solver = solver
         self.l1 = l1
         self.l2 = l2
@@ -54,6 +54,7 @@ class LogLinearClassifier(LogLinearCore):
         self.random_state = random_state
         self.warm_start = warm_start
         self.verbose = verbose
+        self.solver_options = solver_options
 
     def _has_transitions(self):
         return False

@@ -1,11 +1,40 @@
-"""Solvers: how to walk. Each asks the model only through a small protocol."""
+"""Solvers: how to walk. Each asks the model only through a small protocol and
+refuses a model that lacks what it needs (see ``base.require``).
 
-SOLVERS = ("lbfgs", "owlqn")
+Every solver is a function ``minimize(model, penalty, w0=None, *, max_iter, tol, gtol,
+window, monitor, **options) -> SolverResult``; estimators pick one by name.
+"""
+
+from importlib import import_module
+
+# name -> (module, function, what it needs from the model, what it does)
+SOLVERS = {
+    "lbfgs": ("spargel.solvers.owlqn", "minimize_owlqn", "L-BFGS, smooth objectives (l1 = 0)"),
+    "owlqn": ("spargel.solvers.owlqn", "minimize_owlqn", "OWL-QN, l1 / elastic net"),
+    "sgd-l1": ("spargel.solvers.sgd", "minimize_sgd_l1", "SGD with the cumulative l1 penalty"),
+    "cd": ("spargel.solvers.coordinate_descent", "minimize_cd", "coordinate descent, elastic net"),
+    "bcd": ("spargel.solvers.coordinate_descent", "minimize_bcd", "blockwise coordinate descent, elastic net"),
+}
+
+
+def available_solvers():
+    """Names of the solvers whose module is present."""
+    names = []
+    for name, (module, func, _) in SOLVERS.items():
+        try:
+            getattr(import_module(module), func)
+        except (ImportError, AttributeError):
+            continue
+        names.append(name)
+    return names
 
 
 def get_solver(name):
     """The minimise function of solver ``name``."""
-    if name in ("lbfgs", "owlqn"):
-        from .owlqn import minimize_owlqn
-        return minimize_owlqn
-    raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
+    if name not in SOLVERS:
+        raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(available_solvers())}")
+    module, func, _ = SOLVERS[name]
+    try:
+        return getattr(import_module(module), func)
+    except (ImportError, AttributeError):
+        raise ValueError(f"solver {name!r} is not available in this version of spargel") from None
