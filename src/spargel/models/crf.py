@@ -41,6 +41,16 @@ def balanced_chunks(seq_ptr, n_chunks):
     return np.unique(np.concatenate([[0], bounds, [n_seq]])).astype(np.int64)
 
 
+def dense_label_threshold(n_labels):
+    """Unigram attributes with at least this many labels use the padded dense layout."""
+    return max(2, int(np.ceil(DENSE_FRACTION * n_labels)))
+
+
+# unigram attributes that carry at least this fraction of the labels get a padded row
+# (fixed-length SIMD adds); the others keep their short label lists
+DENSE_FRACTION = 0.25
+
+
 class ChainCRF:
     """Negative log-likelihood ``sum_i -log p(y_i | x_i)`` of a linear-chain CRF.
 
@@ -48,6 +58,11 @@ class ChainCRF:
     GIL), each over a fixed contiguous chunk of sequences with its own gradient buffer;
     the buffers are added in a fixed order, so a run is reproducible and equals the
     one-thread result up to float rounding.
+
+    The kernels use a second view of the unigram features built once here (see
+    ``crf_kernels``): padded label rows for attributes with many labels, flat per-token
+    weight lists for the others. The empirical feature counts are computed once; the loss
+    is ``sum log Z - w . counts`` and the gradient ``expected counts - counts``.
     """
 
     def __init__(self, space, data, n_jobs=1):
@@ -60,44 +75,89 @@ class ChainCRF:
         self._data_t = data_tuple(data)
         self._bounds = balanced_chunks(data.seq_ptr, self.n_jobs)
         self.n_evals = 0
+        L = space.n_labels
+        self._Lp = -(-L // K.LANES) * K.LANES
+        # dense rows: attributes with many labels, most frequent first
+        sizes = np.diff(space.u_ptr)
+        counts = np.bincount(data.uni_ids, minlength=len(sizes))[:len(sizes)]
+        dense = np.flatnonzero(sizes >= dense_label_threshold(L))
+        self._d_attr = dense[np.argsort(-counts[dense], kind="stable")].astype(np.int64)
+        drow = np.full(len(sizes), -1, dtype=np.int32)
+        drow[self._d_attr] = np.arange(len(self._d_attr), dtype=np.int32)
+        n_dense = len(self._d_attr)
+        binary = bool(np.all(data.uni_vals == 1.0))
+        nd, ne = K.token_list_sizes(self._space_t, self._data_t, drow)
+        n_tok = data.n_tokens
+        dptr = np.zeros(n_tok + 1, dtype=np.int64)
+        eptr = np.zeros(n_tok + 1, dtype=np.int64)
+        drows = np.empty(nd, dtype=np.int32)
+        ek = np.empty(ne, dtype=np.int32 if space.n_unigram < 2**31 else np.int64)
+        dval = np.empty(0 if binary else nd)
+        evals = np.empty(0 if binary else ne)
+        K.fill_token_lists(self._space_t, self._data_t, drow, binary, dptr, drows, dval, eptr, ek, evals)
+        self._Wd = np.zeros((n_dense, self._Lp))
+        self._dnz = np.zeros(n_dense, dtype=np.uint8)
+        self._aux_t = (self._Lp, binary, dptr, drows, dval, eptr, ek, evals, self._Wd, self._dnz)
+        self._emp = np.zeros(self.n_params)
+        K.empirical_counts(self._space_t, self._data_t, self._emp)
+        n_chunks = len(self._bounds) - 1
+        self._gbufs = [np.zeros(self.n_params) for _ in range(n_chunks - 1)]
+        self._Gdbufs = [np.zeros((n_dense, self._Lp)) for _ in range(n_chunks)]
 
     @property
     def n_params(self):
         return self.space.n_params
 
+    def _aux(self, w):
+        K.refresh_weights(w, self._space_t, self._d_attr, self._Wd, self._dnz)
+        return self._aux_t
+
     def loss_grad(self, w):
         """(loss, gradient) at w."""
         self.n_evals += 1
         w = np.ascontiguousarray(w, dtype=np.float64)
+        aux = self._aux(w)
         bounds = self._bounds
         n_chunks = len(bounds) - 1
-        grads = [np.zeros(self.n_params) for _ in range(n_chunks)]
+        g = np.zeros(self.n_params)
+        grads = [g] + self._gbufs
+        for buf in self._gbufs:
+            buf.fill(0.0)
+        for buf in self._Gdbufs:
+            buf.fill(0.0)
 
         def run(c):
-            return K.chunk_loss_grad(w, self._space_t, self._data_t, bounds[c], bounds[c + 1], grads[c], True)
+            return K.chunk_logz_grad(w, self._space_t, self._data_t, aux, bounds[c], bounds[c + 1],
+                                     grads[c], self._Gdbufs[c], True)
 
         if n_chunks == 1:
-            losses = [run(0)]
+            logz = [run(0)]
         else:
             with ThreadPoolExecutor(max_workers=n_chunks) as pool:
-                losses = list(pool.map(run, range(n_chunks)))
-        g = grads[0]
-        for other in grads[1:]:
-            g += other
-        return float(sum(losses)), g
+                logz = list(pool.map(run, range(n_chunks)))
+        Gd = self._Gdbufs[0]
+        for c in range(1, n_chunks):
+            g += grads[c]
+            Gd += self._Gdbufs[c]
+        K.finish_gradient(self._space_t, self._d_attr, Gd, self._emp, g)
+        return float(sum(logz) - np.dot(w, self._emp)), g
 
     def loss(self, w):
         w = np.ascontiguousarray(w, dtype=np.float64)
+        aux = self._aux(w)
         dummy = np.zeros(0)
-        return float(K.chunk_loss_grad(w, self._space_t, self._data_t, 0, self.data.n_sequences, dummy, False))
+        logz = K.chunk_logz_grad(w, self._space_t, self._data_t, aux, 0, self.data.n_sequences, dummy,
+                                 self._Wd[:0], False)
+        return float(logz - np.dot(w, self._emp))
 
 
 def sequence_loss(space, data, w):
     """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
     w = np.ascontiguousarray(w, dtype=np.float64)
     st, dt = space.as_tuple(), data_tuple(data)
-    dummy = np.zeros(0)
-    return np.array([K.chunk_loss_grad(w, st, dt, s, s + 1, dummy, False) for s in range(data.n_sequences)])
+    out = np.empty(data.n_sequences)
+    K.sequence_losses(w, st, dt, out)
+    return out
 
 
 def decode(space, data, w, fixed=None):

@@ -55,7 +55,7 @@ def emission_scores(w, space, data, lo, hi, E):
                 row[u_lab[k]] += v * w[k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def has_bigram_attrs(data, lo, t):
     return t > lo and data[4][t + 1] > data[4][t]
 
@@ -153,78 +153,6 @@ def forward_scaled(w, space, data, lo, hi, E, trans, expTT, tmax, psi, alpha, sc
     return logz
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
-def backward_grad(w, space, data, lo, hi, trans, expT, psi, alpha, scale, beta, Mlog, Mexp,
-                  tmp, marg, g, acc_outer, acc_pair):
-    """Scaled backward pass fused with gradient accumulation of expected minus
-    empirical counts. Unigram gradients go to g; transition gradients are gathered in
-    acc_outer (sum of alpha x (psi*beta/c) outer products at plain positions, to be
-    multiplied by exp(T - tmax) once) and acc_pair (pairwise marginals at positions with
-    bigram attributes)."""
-    L, u_ptr, u_lab = space[0], space[1], space[2]
-    b_ptr, b_pair, b_base = space[3], space[4], space[5]
-    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
-    big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
-    n = hi - lo
-    beta[n - 1, :] = 1.0
-    for t in range(n - 1, -1, -1):
-        tok = lo + t
-        # point marginals and unigram gradient at t
-        for y in range(L):
-            marg[y] = alpha[t, y] * beta[t, y]
-        gold = labels[tok]
-        for j in range(uni_ptr[tok], uni_ptr[tok + 1]):
-            a = uni_ids[j]
-            v = uni_vals[j]
-            for k in range(u_ptr[a], u_ptr[a + 1]):
-                y = u_lab[k]
-                if y == gold:
-                    g[k] += v * (marg[y] - 1.0)
-                else:
-                    g[k] += v * marg[y]
-        if t == 0:
-            break
-        # beta[t-1] and the pairwise terms between t-1 and t
-        c = scale[t]
-        for j in range(L):
-            tmp[j] = psi[t, j] * beta[t, j] / c
-        prev = alpha[t - 1]
-        bprev = beta[t - 1]
-        if has_bigram_attrs(data, lo, tok):
-            position_transitions(w, space, data, tok, trans, Mlog)
-            _exp_shift(Mlog, Mexp)
-            for i in range(L):
-                s = 0.0
-                ai = prev[i]
-                base = i * L
-                for j in range(L):
-                    q = Mexp[base + j] * tmp[j]
-                    s += q
-                    Mlog[base + j] = ai * q          # pairwise marginal p(i, j)
-                bprev[i] = s
-            pair_gold = labels[tok - 1] * L + gold
-            for p in range(L * L):
-                acc_pair[p] += Mlog[p]
-            for j in range(big_ptr[tok], big_ptr[tok + 1]):
-                a = big_ids[j]
-                v = big_vals[j]
-                for k in range(b_ptr[a], b_ptr[a + 1]):
-                    p = b_pair[k]
-                    if p == pair_gold:
-                        g[b_base + k] += v * (Mlog[p] - 1.0)
-                    else:
-                        g[b_base + k] += v * Mlog[p]
-        else:
-            for i in range(L):
-                s = 0.0
-                ai = prev[i]
-                base = i * L
-                for j in range(L):
-                    s += expT[base + j] * tmp[j]
-                    acc_outer[base + j] += ai * tmp[j]
-                bprev[i] = s
-
-
 # --------------------------------------------------------------------------- log-space fallback
 @njit(cache=True, nogil=True)
 def _logsumexp(x):
@@ -271,25 +199,341 @@ def forward_backward_log(w, space, data, lo, hi, E, trans, la, lb, logc, Mlog, t
     return logc[:n].sum()
 
 
+# --------------------------------------------------------------------------- batch loss and gradient (training)
+# The training kernels use a second, SIMD-friendly view of the unigram features, the
+# ``aux`` tuple ``(Lp, binary, dptr, drows, dval, eptr, ek, evals, Wd, dnz)`` built by
+# the model (``token_lists`` once per data set, ``refresh_weights`` per weight vector):
+#
+# * label vectors are padded to ``Lp`` (|Y| rounded up to a multiple of LANES) with zeros;
+# * attributes that carry many labels ("dense" ones) get a padded row ``Wd[r]`` of
+#   weights (zero for absent labels), so their emission and gradient work is a
+#   fixed-length vector add instead of a gather/scatter over a short label list;
+#   ``dnz[r]`` says whether the row has a non-zero weight at all (L1 zeros are skipped);
+# * per token, ``drows[dptr[t]:dptr[t+1]]`` are the dense rows of its attributes and
+#   ``ek[eptr[t]:eptr[t+1]]`` the weight indices of its other attributes, flattened so
+#   that a token is two branch-free loops; ``dval`` / ``evals`` hold the attribute
+#   values unless all are 1 (``binary``).
+#
+# The expected counts are accumulated in ``g`` (sparse unigram weights, bigram attributes,
+# transitions) and ``Gd`` (dense rows); the empirical counts are subtracted once per
+# evaluation (``finish_gradient``) and the gold score is ``w . empirical counts``, so these
+# kernels compute only log Z and expectations.
+
+LANES = 8
+
+
 @njit(cache=True, nogil=True)
-def grad_log(w, space, data, lo, hi, E, trans, la, lb, logc, Mlog, marg, g, acc_pair):
-    """Gradient of one sequence from the log-space alpha/beta (fallback path)."""
+def empirical_counts(space, data, emp):
+    """emp += feature counts of the gold label sequences (unigram, bigram, transitions)."""
     L, u_ptr, u_lab = space[0], space[1], space[2]
     b_ptr, b_pair, b_base = space[3], space[4], space[5]
-    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
+    t_base, t_index = space[7], space[8]
+    seq_ptr, uni_ptr, uni_ids, uni_vals = data[0], data[1], data[2], data[3]
     big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
+    for s in range(len(seq_ptr) - 1):
+        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        for t in range(lo, hi):
+            y = labels[t]
+            for j in range(uni_ptr[t], uni_ptr[t + 1]):
+                a = uni_ids[j]
+                for k in range(u_ptr[a], u_ptr[a + 1]):
+                    if u_lab[k] == y:
+                        emp[k] += uni_vals[j]
+                        break
+            if t == lo:
+                continue
+            pair = labels[t - 1] * L + y
+            ti = t_index[pair]
+            if ti >= 0:
+                emp[t_base + ti] += 1.0
+            for j in range(big_ptr[t], big_ptr[t + 1]):
+                a = big_ids[j]
+                for k in range(b_ptr[a], b_ptr[a + 1]):
+                    if b_pair[k] == pair:
+                        emp[b_base + k] += big_vals[j]
+                        break
+
+
+@njit(cache=True, nogil=True)
+def token_list_sizes(space, data, drow):
+    """(number of dense attribute occurrences, number of sparse (occurrence, weight) entries)."""
+    u_ptr = space[1]
+    uni_ids = data[2]
+    nd = 0
+    ne = 0
+    for j in range(len(uni_ids)):
+        a = uni_ids[j]
+        if drow[a] >= 0:
+            nd += 1
+        else:
+            ne += u_ptr[a + 1] - u_ptr[a]
+    return nd, ne
+
+
+@njit(cache=True, nogil=True)
+def fill_token_lists(space, data, drow, binary, dptr, drows, dval, eptr, ek, evals):
+    """Per token, its dense rows (drows) and the weights of its sparse attributes (ek)."""
+    u_ptr = space[1]
+    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
+    nd = 0
+    ne = 0
+    dptr[0] = 0
+    eptr[0] = 0
+    for t in range(len(uni_ptr) - 1):
+        for j in range(uni_ptr[t], uni_ptr[t + 1]):
+            a = uni_ids[j]
+            r = drow[a]
+            if r >= 0:
+                drows[nd] = r
+                if not binary:
+                    dval[nd] = uni_vals[j]
+                nd += 1
+            else:
+                for k in range(u_ptr[a], u_ptr[a + 1]):
+                    ek[ne] = k
+                    if not binary:
+                        evals[ne] = uni_vals[j]
+                    ne += 1
+        dptr[t + 1] = nd
+        eptr[t + 1] = ne
+
+
+@njit(cache=True, nogil=True)
+def refresh_weights(w, space, d_attr, Wd, dnz):
+    """Fill the padded dense rows Wd and their non-zero flags dnz from w."""
+    u_ptr, u_lab = space[1], space[2]
+    for r in range(len(d_attr)):
+        a = d_attr[r]
+        Wd[r, :] = 0.0
+        nz = 0
+        for k in range(u_ptr[a], u_ptr[a + 1]):
+            Wd[r, u_lab[k]] = w[k]
+            if w[k] != 0.0:
+                nz = 1
+        dnz[r] = nz
+
+
+@njit(cache=True, nogil=True)
+def finish_gradient(space, d_attr, Gd, emp, g):
+    """g += dense-row expectations scattered to their weights; g -= empirical counts."""
+    u_ptr, u_lab = space[1], space[2]
+    for r in range(len(d_attr)):
+        a = d_attr[r]
+        for k in range(u_ptr[a], u_ptr[a + 1]):
+            g[k] += Gd[r, u_lab[k]]
+    for k in range(len(g)):
+        g[k] -= emp[k]
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def emissions_padded(w, space, aux, lo, hi, E):
+    """E[t - lo, :Lp] = unigram scores of token t (padded lanes 0), from the aux view."""
+    u_lab = space[2]
+    Lp, binary, dptr, drows, dval, eptr, ek, evals, Wd, dnz = aux
+    for t in range(lo, hi):
+        row = t - lo
+        for y in range(Lp):
+            E[row, y] = 0.0
+        for j in range(dptr[t], dptr[t + 1]):
+            r = drows[j]
+            if dnz[r]:
+                v = 1.0 if binary else dval[j]
+                for y in range(Lp):
+                    E[row, y] += v * Wd[r, y]
+        for e in range(eptr[t], eptr[t + 1]):
+            k = ek[e]
+            E[row, u_lab[k]] += (1.0 if binary else evals[e]) * w[k]
+
+
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
+def _scatter_unigram(space, aux, tok, marg, g, Gd):
+    """Expected unigram counts of token tok (point marginals marg) into g / Gd."""
+    u_lab = space[2]
+    Lp, binary, dptr, drows, dval, eptr, ek, evals = aux[0], aux[1], aux[2], aux[3], aux[4], aux[5], aux[6], aux[7]
+    for j in range(dptr[tok], dptr[tok + 1]):
+        v = 1.0 if binary else dval[j]
+        r = drows[j]
+        for y in range(Lp):
+            Gd[r, y] += v * marg[y]
+    for e in range(eptr[tok], eptr[tok + 1]):
+        k = ek[e]
+        g[k] += (1.0 if binary else evals[e]) * marg[u_lab[k]]
+
+
+# exp(x) for x <= 0 as Cody-Waite reduction + degree-13 Taylor polynomial + exponent bits:
+# within ~1 ulp of math.exp, and the loop vectorises (math.exp is a scalar libm call).
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_C2, _C3, _C4, _C5, _C6, _C7 = 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720, 1 / 5040
+_C8, _C9, _C10, _C11, _C12, _C13 = 1 / 40320, 1 / 362880, 1 / 3628800, 1 / 39916800, 1 / 479001600, 1 / 6227020800
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "nsz", "arcp"})
+def _exp_row(src, dst, t, L, kbuf, kview):
+    """dst[t, :L] = exp(src[t, :L] - max(src[t, :L])); returns that max. Arguments below
+    -708 give 0 (their true value is < 3.4e-308 times the row maximum); NaN stays NaN.
+    kbuf is an int64 scratch of length >= L and kview its float64 view. (No 'reassoc':
+    the reduction x - k*ln2 must keep its two-step order.)"""
+    m = src[t, 0]
+    for y in range(1, L):
+        if src[t, y] > m:
+            m = src[t, y]
+    for y in range(L):
+        x = src[t, y] - m
+        v = x if not (x < -708.0) else -708.0
+        k = np.floor(v * _LOG2E + 0.5)
+        r = (v - k * _LN2_HI) - k * _LN2_LO
+        p = _C13
+        p = p * r + _C12
+        p = p * r + _C11
+        p = p * r + _C10
+        p = p * r + _C9
+        p = p * r + _C8
+        p = p * r + _C7
+        p = p * r + _C6
+        p = p * r + _C5
+        p = p * r + _C4
+        p = p * r + _C3
+        p = p * r + _C2
+        p = p * r + 1.0
+        p = p * r + 1.0
+        dst[t, y] = p if not (x < -708.0) else 0.0
+        kbuf[y] = (np.int64(k) + 1023) << 52
+    for y in range(L):
+        dst[t, y] *= kview[y]
+    return m
+
+
+@njit(cache=True, nogil=True)
+def _exp_padded(Mlog, Mexp, L):
+    """Mexp[i, j] = exp(Mlog[i * L + j] - max(Mlog)) for i, j < L (padding left 0)."""
+    m = Mlog.max()
+    for i in range(L):
+        for j in range(L):
+            Mexp[i, j] = math.exp(Mlog[i * L + j] - m)
+    return m
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def forward_padded(w, space, data, lo, hi, E, trans, expT, tmax, psi, alpha, scale, Mlog, Mexp, tmp, kbuf,
+                   kview, Lp):
+    """Scaled forward pass on rows padded to Lp (expT is exp(T - tmax), Lp x Lp). Fills
+    psi, alpha (rows sum to 1) and scale; returns log Z, or NaN when scaling underflowed."""
+    L = space[0]
+    n = hi - lo
+    m = _exp_row(E, psi, 0, L, kbuf, kview)
+    c = 0.0
+    for y in range(L):
+        c += psi[0, y]
+    if not (c > 0.0) or not math.isfinite(c):
+        return np.nan
+    inv = 1.0 / c
+    for y in range(Lp):
+        alpha[0, y] = psi[0, y] * inv
+    scale[0] = c
+    logz = m + math.log(c)
+    for t in range(1, n):
+        if has_bigram_attrs(data, lo, lo + t):
+            position_transitions(w, space, data, lo + t, trans, Mlog)
+            shift = _exp_padded(Mlog, Mexp, L)
+            M = Mexp
+        else:
+            shift = tmax
+            M = expT
+        m = _exp_row(E, psi, t, L, kbuf, kview)
+        # tmp = alpha[t-1] @ M, as row updates (vectorises over the Lp lanes)
+        for y in range(Lp):
+            tmp[y] = 0.0
+        for i in range(L):
+            a = alpha[t - 1, i]
+            for y in range(Lp):
+                tmp[y] += a * M[i, y]
+        c = 0.0
+        for y in range(Lp):
+            v = tmp[y] * psi[t, y]
+            alpha[t, y] = v
+            c += v
+        if not (c > 0.0) or not math.isfinite(c):
+            return np.nan
+        inv = 1.0 / c
+        for y in range(Lp):
+            alpha[t, y] *= inv
+        scale[t] = c
+        logz += m + shift + math.log(c)
+    return logz
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def backward_padded(w, space, data, aux, lo, hi, trans, expTT, psi, alpha, scale, beta, Mlog, Mexp,
+                    tmp, tmp2, marg, g, Gd, acc_outer, acc_pair):
+    """Scaled backward pass fused with the expected counts: unigram ones into g / Gd,
+    transition ones gathered in acc_outer (sum of alpha x (psi*beta/c) outer products at
+    plain positions, Lp x Lp, to be multiplied by exp(T - tmax) once) and acc_pair
+    (pairwise marginals at positions with bigram attributes, L x L). expTT is
+    exp(T - tmax) transposed."""
+    L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
+    Lp = aux[0]
+    big_ptr, big_ids, big_vals = data[4], data[5], data[6]
+    n = hi - lo
+    for y in range(Lp):
+        beta[n - 1, y] = 1.0 if y < L else 0.0
+    for t in range(n - 1, -1, -1):
+        tok = lo + t
+        for y in range(Lp):
+            marg[y] = alpha[t, y] * beta[t, y]
+        _scatter_unigram(space, aux, tok, marg, g, Gd)
+        if t == 0:
+            break
+        inv = 1.0 / scale[t]
+        for y in range(Lp):
+            tmp[y] = psi[t, y] * beta[t, y] * inv
+        if has_bigram_attrs(data, lo, tok):
+            position_transitions(w, space, data, tok, trans, Mlog)
+            _exp_padded(Mlog, Mexp, L)
+            for i in range(L):
+                s = 0.0
+                ai = alpha[t - 1, i]
+                for j in range(L):
+                    q = Mexp[i, j] * tmp[j]
+                    s += q
+                    Mlog[i * L + j] = ai * q          # pairwise marginal p(i, j)
+                beta[t - 1, i] = s
+            for p in range(L * L):
+                acc_pair[p] += Mlog[p]
+            for j in range(big_ptr[tok], big_ptr[tok + 1]):
+                a = big_ids[j]
+                v = big_vals[j]
+                for k in range(b_ptr[a], b_ptr[a + 1]):
+                    g[b_base + k] += v * Mlog[b_pair[k]]
+        else:
+            # beta[t-1] = exp(T) @ tmp, as row updates of exp(T) transposed
+            for y in range(Lp):
+                tmp2[y] = 0.0
+            for j in range(L):
+                b = tmp[j]
+                for y in range(Lp):
+                    tmp2[y] += b * expTT[j, y]
+            for y in range(Lp):
+                beta[t - 1, y] = tmp2[y]
+            for i in range(L):
+                a = alpha[t - 1, i]
+                for y in range(Lp):
+                    acc_outer[i, y] += a * tmp[y]
+
+
+@njit(cache=True, nogil=True)
+def grad_log(w, space, data, aux, lo, hi, E, trans, la, lb, logc, Mlog, marg, g, Gd, acc_pair):
+    """Expected counts of one sequence from the log-space alpha/beta (fallback path)."""
+    L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
+    Lp = aux[0]
+    big_ptr, big_ids, big_vals = data[4], data[5], data[6]
     n = hi - lo
     for t in range(n):
         tok = lo + t
-        for y in range(L):
-            marg[y] = math.exp(la[t, y] + lb[t, y])
-        gold = labels[tok]
-        for j in range(uni_ptr[tok], uni_ptr[tok + 1]):
-            a = uni_ids[j]
-            v = uni_vals[j]
-            for k in range(u_ptr[a], u_ptr[a + 1]):
-                y = u_lab[k]
-                g[k] += v * (marg[y] - (1.0 if y == gold else 0.0))
+        for y in range(Lp):
+            marg[y] = math.exp(la[t, y] + lb[t, y]) if y < L else 0.0
+        _scatter_unigram(space, aux, tok, marg, g, Gd)
         if t == 0:
             continue
         if has_bigram_attrs(data, lo, tok):
@@ -301,28 +545,88 @@ def grad_log(w, space, data, lo, hi, E, trans, la, lb, logc, Mlog, marg, g, acc_
                 p = i * L + j
                 Mlog[p] = math.exp(la[t - 1, i] + Mlog[p] + E[t, j] + lb[t, j] - logc[t])
                 acc_pair[p] += Mlog[p]
-        pair_gold = labels[tok - 1] * L + gold
         for j in range(big_ptr[tok], big_ptr[tok + 1]):
             a = big_ids[j]
             v = big_vals[j]
             for k in range(b_ptr[a], b_ptr[a + 1]):
-                p = b_pair[k]
-                g[b_base + k] += v * (Mlog[p] - (1.0 if p == pair_gold else 0.0))
+                g[b_base + k] += v * Mlog[b_pair[k]]
 
 
-# --------------------------------------------------------------------------- batch loss and gradient
 @njit(cache=True, nogil=True)
-def chunk_loss_grad(w, space, data, s_lo, s_hi, g, want_grad):
-    """Sum of -log p(y|x) over sequences s_lo..s_hi-1; adds its gradient to g."""
-    L, t_pair, t_base, t_index = space[0], space[6], space[7], space[8]
-    seq_ptr, labels = data[0], data[7]
+def chunk_logz_grad(w, space, data, aux, s_lo, s_hi, g, Gd, want_grad):
+    """Sum of log Z over sequences s_lo..s_hi-1; with want_grad, adds their expected
+    feature counts to g (sparse unigram, bigram and transition weights) and Gd (dense
+    unigram rows). The empirical counts are not subtracted here."""
+    L, t_pair, t_base = space[0], space[6], space[7]
+    Lp = aux[0]
+    seq_ptr = data[0]
+    trans = transition_matrix(w, space)
+    tmax = trans.max()
+    expT = np.zeros((Lp, Lp))
+    expTT = np.zeros((Lp, Lp))
+    for i in range(L):
+        for j in range(L):
+            e = math.exp(trans[i * L + j] - tmax)
+            expT[i, j] = e
+            expTT[j, i] = e
+    maxlen = 1
+    for s in range(s_lo, s_hi):
+        maxlen = max(maxlen, seq_ptr[s + 1] - seq_ptr[s])
+    E = np.zeros((maxlen, Lp))
+    psi = np.zeros((maxlen, Lp))
+    alpha = np.zeros((maxlen, Lp))
+    beta = np.zeros((maxlen, Lp))
+    scale = np.empty(maxlen)
+    Mlog = np.empty(L * L)
+    Mexp = np.zeros((Lp, Lp))
+    tmp = np.zeros(Lp)
+    tmp2 = np.zeros(Lp)
+    marg = np.zeros(Lp)
+    kbuf = np.zeros(Lp, dtype=np.int64)
+    kview = kbuf.view(np.float64)
+    acc_outer = np.zeros((Lp, Lp))
+    acc_pair = np.zeros(L * L)
+    E2 = np.empty((maxlen, L))          # log-space fallback buffers
+    la = np.empty((maxlen, L))
+    lb = np.empty((maxlen, L))
+    tmpL = np.empty(L)
+    total = 0.0
+    for s in range(s_lo, s_hi):
+        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        emissions_padded(w, space, aux, lo, hi, E)
+        logz = forward_padded(w, space, data, lo, hi, E, trans, expT, tmax, psi, alpha, scale, Mlog, Mexp, tmp,
+                              kbuf, kview, Lp)
+        if math.isnan(logz):
+            emission_scores(w, space, data, lo, hi, E2)
+            logz = forward_backward_log(w, space, data, lo, hi, E2, trans, la, lb, scale, Mlog, tmpL)
+            if want_grad:
+                grad_log(w, space, data, aux, lo, hi, E2, trans, la, lb, scale, Mlog, marg, g, Gd, acc_pair)
+        elif want_grad:
+            backward_padded(w, space, data, aux, lo, hi, trans, expTT, psi, alpha, scale, beta, Mlog, Mexp,
+                            tmp, tmp2, marg, g, Gd, acc_outer, acc_pair)
+        total += logz
+    if want_grad:
+        for k in range(len(t_pair)):
+            p = t_pair[k]
+            i = p // L
+            j = p - i * L
+            g[t_base + k] += acc_outer[i, j] * expT[i, j] + acc_pair[p]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def sequence_losses(w, space, data, out):
+    """out[s] = -log p(y_s | x_s) for every sequence (no gradient)."""
+    L = space[0]
+    seq_ptr = data[0]
+    n_seq = len(seq_ptr) - 1
     trans = transition_matrix(w, space)
     expT = np.empty(L * L)
     tmax = _exp_shift(trans, expT)
     expTT = np.empty(L * L)
     transpose_into(expT, expTT, L)
     maxlen = 1
-    for s in range(s_lo, s_hi):
+    for s in range(n_seq):
         maxlen = max(maxlen, seq_ptr[s + 1] - seq_ptr[s])
     E = np.empty((maxlen, L))
     psi = np.empty((maxlen, L))
@@ -332,32 +636,13 @@ def chunk_loss_grad(w, space, data, s_lo, s_hi, g, want_grad):
     Mlog = np.empty(L * L)
     Mexp = np.empty(L * L)
     tmp = np.empty(L)
-    marg = np.empty(L)
-    acc_outer = np.zeros(L * L)
-    acc_pair = np.zeros(L * L)
-    gold_pairs = np.zeros(L * L)
-    loss = 0.0
-    for s in range(s_lo, s_hi):
+    for s in range(n_seq):
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         emission_scores(w, space, data, lo, hi, E)
         logz = forward_scaled(w, space, data, lo, hi, E, trans, expTT, tmax, psi, alpha, scale, Mlog, Mexp)
         if math.isnan(logz):
             logz = forward_backward_log(w, space, data, lo, hi, E, trans, alpha, beta, scale, Mlog, tmp)
-            if want_grad:
-                grad_log(w, space, data, lo, hi, E, trans, alpha, beta, scale, Mlog, marg, g, acc_pair)
-        elif want_grad:
-            backward_grad(w, space, data, lo, hi, trans, expT, psi, alpha, scale, beta, Mlog, Mexp,
-                          tmp, marg, g, acc_outer, acc_pair)
-        loss += logz - gold_score(w, space, data, lo, hi, E, trans)
-        if want_grad:
-            for t in range(lo + 1, hi):
-                gold_pairs[labels[t - 1] * L + labels[t]] += 1.0
-    if want_grad:
-        for k in range(len(t_pair)):
-            p = t_pair[k]
-            g[t_base + k] += acc_outer[p] * expT[p] + acc_pair[p] - gold_pairs[p]
-    return loss
-
+        out[s] = logz - gold_score(w, space, data, lo, hi, E, trans)
 
 # --------------------------------------------------------------------------- inference for prediction
 @njit(cache=True, nogil=True, fastmath=FAST)
