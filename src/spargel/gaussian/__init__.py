@@ -1,0 +1,46 @@
+"""Sparse Gaussian Markov random fields (sparse inverse covariance).
+
+Solvers for ``min_K -log det K + tr(S K) + sum_ij L_ij |K_ij|`` and its
+block-l1 extension (Duchi, Gould & Koller 2008):
+
+* ``newton_cd``: second-order Newton / coordinate-descent active-set method
+  (the default for plain l1);
+* ``projected_gradient``: Algorithm 1, projected gradient on the box dual;
+* ``block_l1``: Algorithm 3, projected gradient on the l1-ball dual of
+  block penalties;
+* ``screening``: exact block-diagonal screening.
+
+The public estimators are :class:`spargel.SparseGaussianMRF` and
+:class:`spargel.SparseGaussianMRFCV`. Nothing here imports numba until a
+solver runs.
+"""
+
+from importlib import import_module
+
+_LAZY = {
+    "solve_gaussian": "spargel.gaussian.solve",
+    "gaussian_path": "spargel.gaussian.path",
+    "alpha_grid": "spargel.gaussian.path",
+    "alpha_max_for": "spargel.gaussian.path",
+    "screen_components": "spargel.gaussian.screening",
+    "project_l1_ball": "spargel.gaussian.projections",
+    "project_l1_ball_sort": "spargel.gaussian.projections",
+    "make_block_penalty": "spargel.gaussian.block_l1",
+    "GaussianResult": "spargel.gaussian.result",
+    "plot_graph": "spargel.gaussian.plot",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'spargel.gaussian' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

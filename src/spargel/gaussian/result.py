@@ -1,0 +1,38 @@
+"""The result object every Gaussian solver returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["GaussianResult"]
+
+
+@dataclass
+class GaussianResult:
+    """Solution of one sparse inverse covariance problem.
+
+    Attributes
+    ----------
+    precision : (n, n) array, the estimate K (positive definite).
+    covariance : (n, n) array, its exact inverse.
+    objective : primal value f(K).
+    dual_objective : value g(W) of the dual-feasible point used to certify K.
+    duality_gap : ``objective - dual_objective`` (>= f(K) - f*).
+    n_iter : outer iterations (summed over screened components).
+    converged : whether the requested tolerance was reached.
+    history : one dict per iteration (iteration, objective, duality_gap,
+        active_edges, elapsed, ...); gap entries are NaN when not computed.
+    """
+
+    precision: np.ndarray
+    covariance: np.ndarray
+    objective: float
+    dual_objective: float
+    duality_gap: float
+    n_iter: int
+    converged: bool
+    history: list = field(default_factory=list)
+    solver: str = ""
+    n_components: int = 1
