@@ -19,48 +19,11 @@ True
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
+from .base import ParamsMixin
+
 __all__ = ["SparseGaussianMRF", "SparseGaussianMRFCV"]
-
-
-class _ParamsMixin:
-    """get_params / set_params / repr from the ``__init__`` signature (no
-    scikit-learn needed; ``sklearn.base.clone`` works on these)."""
-
-    @classmethod
-    def _param_names(cls):
-        sig = inspect.signature(cls.__init__)
-        return [p.name for p in sig.parameters.values()
-                if p.name != "self" and p.kind != p.VAR_KEYWORD]
-
-    def get_params(self, deep=True):
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params):
-        valid = self._param_names()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(f"invalid parameter {key!r} for {type(self).__name__}; "
-                                 f"valid parameters: {', '.join(valid)}")
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self):
-        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
-        parts = []
-        for name, value in self.get_params().items():
-            d = defaults.get(name, inspect.Parameter.empty)
-            same = False
-            try:
-                same = d is not inspect.Parameter.empty and (value is d or bool(value == d))
-            except Exception:  # arrays and other ambiguous comparisons
-                same = False
-            if not same:
-                parts.append(f"{name}={value!r}")
-        return f"{type(self).__name__}({', '.join(parts)})"
 
 
 def _log_likelihood(S_test, precision):
@@ -127,7 +90,7 @@ class _FittedMixin:
         raise ValueError(f"kind must be 'graph' or 'pattern', got {kind!r}")
 
 
-class SparseGaussianMRF(_ParamsMixin, _FittedMixin):
+class SparseGaussianMRF(_FittedMixin, ParamsMixin):
     """Sparse Gaussian Markov random field by l1 / block-l1 penalised likelihood.
 
     Minimises ``-log det K + tr(S K) + sum_ij L_ij |K_ij|`` over positive
@@ -264,7 +227,7 @@ def _kfold(n_samples, cv, random_state):
     return [(np.asarray(a), np.asarray(b)) for a, b in splits]
 
 
-class SparseGaussianMRFCV(_ParamsMixin, _FittedMixin):
+class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
     """:class:`SparseGaussianMRF` with ``alpha`` chosen by cross-validation.
 
     For each fold a warm-started path over ``alphas`` (by default a geometric
