@@ -190,3 +190,11 @@ def test_truncated_tampered_and_foreign_model_files(tmp_path, fitted):
     from spargel import LogLinearClassifier
     with pytest.raises(ModelFileError, match="not a 'loglinear' model"):
         LogLinearClassifier.load(path)
+
+
+def test_dev_set_with_labels_unseen_in_training(chain):
+    X, y, Xt, yt, _ = chain
+    y_dev = [list(s) for s in yt[:20]]
+    y_dev[0][0] = "NEVER-SEEN"
+    crf = CRF(l1=4.0, max_iter=5).fit(X, y, X_dev=Xt[:20], y_dev=y_dev)
+    assert all(0 < row["dev_accuracy"] < 1 for row in crf.history_)

@@ -131,13 +131,30 @@ class CRF(LogLinearCore):
         dev = None
         if X_dev is not None:
             y_dev = _label_lists(y_dev, "y_dev")
-            dev = (self._dataset(X_dev, y_dev), y_dev)
+            # dev metrics compare label strings: labels never seen in training are
+            # simply errors, so the dev set needs no label ids
+            dev = (self._dataset(X_dev), y_dev)
         monitor = _Monitor(self, dev, self.verbose, callback) if (dev is not None or self.verbose or callback) else None
         self._fit_data(data, monitor)
         if self.verbose:
             print(f"stopped after {self.n_iter_} iterations: {self.stop_reason_}; "
                   f"{self.n_active_features_} active features", file=sys.stderr)
         return self
+
+    def partial_fit(self, X, y):
+        """One pass of SGD-L1 over the chunk ``(X, y)``, continuing the previous calls:
+        for data that arrives in pieces or does not fit in memory.
+
+        Always trains with the ``"sgd-l1"`` solver (``solver_options`` apply when
+        ``solver="sgd-l1"``). Vocabularies and the parameter layout grow with every
+        chunk; the learning-rate schedule, the cumulative penalty (u, q) and the random
+        generator carry on. Give the total number of training sequences as
+        ``solver_options={"n_samples": N}`` (the objective's per-sample penalty is
+        ``l1 / N``; without it, the number of sequences received so far is used). A
+        fitted or loaded model (``CRF.load``) continues from its weights with a fresh
+        schedule. See :mod:`spargel.streaming`."""
+        from ..streaming import partial_fit
+        return partial_fit(self, X, y)
 
     def _restore(self, meta):
         self.template = meta.get("template")

@@ -1,0 +1,880 @@
+"""The ``spargel`` command-line tool.
+
+Sub-commands (``spargel COMMAND --help`` documents each one)::
+
+    spargel train [options] TRAIN MODEL        learn a CRF from a column file
+    spargel label --model MODEL [INPUT [OUTPUT]]  append predicted labels
+    spargel eval [FILE]                         conlleval-style chunk scores
+    spargel dump MODEL                          list the non-zero weights
+    spargel plot HISTORY.jsonl ...              draw training histories
+    spargel demo                                a synthetic end-to-end example
+    spargel gmrf ...                            sparse Gaussian MRFs (when installed)
+
+Conventions: an input of ``-`` (or none) is standard input, an output of ``-``
+(or none) standard output. Every error is one line ``spargel: error: ...`` on
+standard error, never a traceback (set ``SPARGEL_DEBUG=1`` to see one). Exit
+status: 0 success, 1 a runtime problem (bad or missing file, foreign model,
+...), 2 wrong usage (unknown option, bad value), 130 training interrupted by
+Ctrl-C (the model reached so far is still written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+
+PROG = "spargel"
+
+#: Stored as the first line of the template of a model trained by ``spargel train``,
+#: so that ``spargel label`` knows how many observation columns the input has.
+_COLUMNS_MARK = "# spargel train: {n} observation column(s) before the label"
+_COLUMNS_RE = re.compile(r"^# spargel train: (\d+) observation column")
+
+#: Strings that stand for "no label given" in the label column of ``label --force``.
+_BLANKS = ("", "_")
+
+_SOLVER_HELP = ("owlqn (default; l1 and elastic net, as Wapiti's and CRFsuite's l1 trainers) or "
+                "lbfgs (smooth l2-only training, needs --l1 0)")
+
+
+class UsageError(Exception):
+    """Wrong use of the command line (exit status 2)."""
+
+
+class CommandError(Exception):
+    """A runtime problem that has a one-line explanation (exit status 1)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but an error is one line and is raised instead of exiting."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keep the hand-made line breaks of descriptions and epilogs; show defaults."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if ("%(default)" not in text and action.option_strings and default is not None
+                and default is not argparse.SUPPRESS and not isinstance(default, bool)):
+            text += " (default: %(default)s)"
+        return text
+
+
+# ---------------------------------------------------------------------------------------
+# parser
+# ---------------------------------------------------------------------------------------
+
+_TRAIN_EPILOG = """\
+data format:
+  One token per line, whitespace-separated columns, a blank line between
+  sequences; the last column is the label, the others are observations that the
+  patterns refer to as %x[row,col] (col 0 is the first column). -DOCSTART- lines
+  are skipped.
+
+default features (without --pattern), for every observation column c:
+  U<c>-1:%x[-1,c]   U<c>+0:%x[0,c]   U<c>+1:%x[1,c]   and label transitions (B).
+
+objective:
+  sum over sequences of -log p(y|x)  +  l1 * |w|_1  +  l2/2 * |w|_2^2
+
+equivalents in other tools:
+  spargel              Wapiti                 CRFsuite                    CRF++
+  --pattern FILE       -p/--pattern FILE      (attribute files)           template file
+  --solver owlqn       -a l-bfgs (rho1>0)     -a lbfgs -p c1=...          -a CRF-L1
+  --solver lbfgs       -a l-bfgs (rho1=0)     -a lbfgs -p c1=0            -a CRF-L2
+  --l1 X               -1/--rho1 X            -p c1=X                     -a CRF-L1 -c 1/X
+  --l2 X               -2/--rho2 X            -p c2=X/2  (l2 = 2*c2)      -a CRF-L2 -c 1/X
+  --max-iter N         -i/--maxiter N         -p max_iterations=N         -m N
+  --tol X, --window N  -e/--stopeps, -w       -p delta=X, -p period=N     -e X
+  --gtol X             (gradient test)        -p epsilon=X
+  --threads N          -t/--nthread N         (single-threaded)           -p N
+  --dev FILE           -d/--devel FILE        -e M (holdout group)
+  --feature-space      full (Wapiti)          observed (CRFsuite default) full
+  (Wapiti's rho1/rho2 equal l1/l2; CRFsuite's c2 multiplies |w|^2 without the 1/2,
+  so l2 = 2*c2.)
+
+Ctrl-C stops after the current iteration and writes the model reached so far
+(exit status 130); press it twice to stop at once.
+
+examples:
+  spargel train --pattern chunking.tpl --dev test.txt train.txt chunk.model
+  spargel train --l1 0.5 --l2 1e-3 --history run.jsonl train.txt model
+"""
+
+_LABEL_EPILOG = """\
+input:
+  A column file like the training data, with or without the gold label column
+  (spargel knows how many observation columns the model was trained on; extra
+  columns are kept in the output). The predicted label is appended as a new last
+  column, so the output of a labelled input can go straight into 'spargel eval'.
+
+  --nbest K          K label columns, best path first (a path that does not
+                     exist, for very short sequences, is shown as '_');
+  --nbest K --blocks each sequence K times, each copy preceded by a line
+                     '# rank R probability P';
+  --marginals        after every label column, the probability of that label at
+                     that token (from the unconstrained model);
+  --force            the input's last column is a label column: a label there is
+                     imposed on decoding, '_' (or an empty tab-separated field)
+                     is predicted.
+
+examples:
+  spargel label -m chunk.model test.txt > test.out && spargel eval test.out
+  cat raw.txt | spargel label -m chunk.model --marginals
+"""
+
+_EVAL_EPILOG = """\
+input:
+  A column file whose last two columns are the gold and the predicted tags (as
+  written by 'spargel label'), or use --gold/--pred to pick columns (1-based,
+  negative counts from the end). Chunks are read as conlleval does: a chunk starts
+  at B-, at S-, at I-/E- after O, after a chunk end or on a type change, and
+  ends before O, before a new chunk, or after E-/S-. Tags without a hyphen other
+  than O are one-token chunks (conlleval -r).
+
+output:
+  conlleval's report (token accuracy, overall precision / recall / FB1, then one
+  line per chunk type ending with the number of predicted chunks), or with
+  --json one JSON object whose scores are fractions in [0, 1].
+"""
+
+_DUMP_EPILOG = """\
+output:
+  One line per non-zero weight, tab-separated:
+      observation   previous-label   label   weight
+  previous-label is '-' for a state (unigram) feature; plain label transitions
+  have the observation 'B'. Sorted by decreasing |weight| unless --sort says
+  otherwise; pipe into 'sort -t$'\\t' -k4,4g' for other orders.
+"""
+
+_PLOT_EPILOG = """\
+Each HISTORY.jsonl is one run (as written by 'spargel train --history'); all runs
+share one figure: objective and active features against time (or iterations),
+and the development F1 (or accuracy) when the runs have one. Needs matplotlib:
+pip install 'spargel[plot]'.
+"""
+
+
+def build_parser():
+    """The argparse parser of the ``spargel`` command (sub-commands included)."""
+    from . import __version__
+
+    parser = _Parser(
+        prog=PROG, formatter_class=_Formatter,
+        description="Sparse learning of log-linear models: l1 / elastic-net CRFs for "
+                    "sequence labelling, with Wapiti / CRFsuite / CRF++ style commands.",
+        epilog="Run 'spargel COMMAND --help' for the options of a command.\n"
+               "Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    # -- train ---------------------------------------------------------------------------
+    p = sub.add_parser("train", help="train a CRF on a CoNLL-style column file",
+                       description="Train a sparse linear-chain CRF on a column file and write "
+                                   "the model.", epilog=_TRAIN_EPILOG, formatter_class=_Formatter)
+    p.add_argument("train", metavar="TRAIN", help="training data (column file; '-' for stdin)")
+    p.add_argument("model", metavar="MODEL", help="where to write the model")
+    p.add_argument("-p", "--pattern", metavar="FILE",
+                   help="feature template (CRF++ / Wapiti pattern file); default: the current, "
+                        "previous and next token of every observation column, plus transitions")
+    from .solvers import SOLVERS
+
+    p.add_argument("-a", "--solver", default="owlqn",
+                   help=f"{_SOLVER_HELP}; available here: {', '.join(SOLVERS)}")
+    p.add_argument("--l1", "--rho1", type=_nonneg_float, default=1.0, metavar="X",
+                   help="l1 penalty weight (Wapiti rho1, CRFsuite c1)")
+    p.add_argument("--l2", "--rho2", type=_nonneg_float, default=0.0, metavar="X",
+                   help="l2 penalty weight: l2/2*|w|^2 (Wapiti rho2; CRFsuite: 2*c2)")
+    p.add_argument("-i", "--max-iter", "--maxiter", dest="max_iter", type=_nonneg_int, default=500,
+                   metavar="N", help="iteration limit")
+    p.add_argument("--tol", type=_nonneg_float, default=1e-5, metavar="X",
+                   help="stop when the objective improves by less than a relative X over "
+                        "--window iterations (0 disables)")
+    p.add_argument("--gtol", type=_nonneg_float, default=1e-5, metavar="X",
+                   help="stop when |pseudo-gradient| <= X * max(1, |w|) (0 disables)")
+    p.add_argument("--window", "--period", type=_pos_int, default=10, metavar="N",
+                   help="iterations over which --tol is measured")
+    p.add_argument("-t", "--threads", "--nthread", dest="threads", type=int, default=1, metavar="N",
+                   help="threads for the gradient (-1: all cores)")
+    p.add_argument("-d", "--dev", "--devel", dest="dev", metavar="FILE",
+                   help="development data, scored after every iteration (accuracy, and chunk F1 "
+                        "for B-/I-/E-/S- tags)")
+    p.add_argument("--history", metavar="FILE.jsonl",
+                   help="write one JSON object per iteration (the history rows) to this file")
+    p.add_argument("--feature-space", choices=("observed", "full"), default="observed",
+                   help="observed: only (observation, label) pairs seen in training (CRFsuite); "
+                        "full: every observation with every label (Wapiti)")
+    p.add_argument("--no-pad", dest="pad", action="store_false",
+                   help="drop features that look outside the sequence instead of using the "
+                        "CRF++ markers _B-1, _B+1, ... (CRFsuite's habit)")
+    p.add_argument("--seed", type=int, default=None, help="random seed for randomised solvers")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress lines, only errors")
+    p.set_defaults(func=cmd_train)
+
+    # -- label ---------------------------------------------------------------------------
+    p = sub.add_parser("label", help="append predicted labels to a column file",
+                       description="Label sequences with a trained model: append the predicted "
+                                   "label column.", epilog=_LABEL_EPILOG, formatter_class=_Formatter)
+    p.add_argument("-m", "--model", required=True, metavar="MODEL", help="model file from 'spargel train'")
+    p.add_argument("input", metavar="INPUT", nargs="?", default="-",
+                   help="column file to label (default or '-': stdin)")
+    p.add_argument("output", metavar="OUTPUT", nargs="?", default="-",
+                   help="where to write (default or '-': stdout)")
+    p.add_argument("-n", "--nbest", type=_pos_int, default=1, metavar="K",
+                   help="output the K most probable label sequences")
+    p.add_argument("--blocks", action="store_true",
+                   help="with --nbest: K copies of each sequence with their probabilities "
+                        "instead of K columns")
+    p.add_argument("-s", "--marginals", action="store_true",
+                   help="append the probability of each predicted label")
+    p.add_argument("--force", action="store_true",
+                   help="decode under the labels given in the input's last column")
+    p.set_defaults(func=cmd_label)
+
+    # -- eval ----------------------------------------------------------------------------
+    p = sub.add_parser("eval", help="conlleval-style chunk precision / recall / F1",
+                       description="Score predicted tags against gold tags like conlleval: token "
+                                   "accuracy and chunk precision, recall and F1 per type and "
+                                   "overall.", epilog=_EVAL_EPILOG, formatter_class=_Formatter)
+    p.add_argument("file", metavar="FILE", nargs="?", default="-",
+                   help="column file with gold and predicted tags (default or '-': stdin)")
+    p.add_argument("--scheme", choices=("auto", "iob1", "iob2", "iobes", "bilou"), default="auto",
+                   help="tagging scheme; auto accepts B, I, E, S (and L, U) prefixes")
+    p.add_argument("--gold", type=_column, default=-2, metavar="COL",
+                   help="column of the gold tags (1-based; negative from the end)")
+    p.add_argument("--pred", type=_column, default=-1, metavar="COL",
+                   help="column of the predicted tags (1-based; negative from the end)")
+    p.add_argument("--json", action="store_true", help="print the scores as one JSON object")
+    p.set_defaults(func=cmd_eval)
+
+    # -- dump ----------------------------------------------------------------------------
+    p = sub.add_parser("dump", help="list the non-zero weights of a model",
+                       description="Print the non-zero weights of a model as text.",
+                       epilog=_DUMP_EPILOG, formatter_class=_Formatter)
+    p.add_argument("model", metavar="MODEL", help="model file")
+    p.add_argument("--top", type=_pos_int, default=None, metavar="N",
+                   help="only the N first lines (after sorting)")
+    p.add_argument("--sort", choices=("abs", "weight", "name", "none"), default="abs",
+                   help="abs: decreasing |weight|; weight: decreasing weight; name: by "
+                        "observation; none: model order")
+    p.add_argument("--kind", choices=("all", "state", "bigram", "transition"), default="all",
+                   help="which weights to list")
+    p.set_defaults(func=cmd_dump)
+
+    # -- plot ----------------------------------------------------------------------------
+    p = sub.add_parser("plot", help="plot training histories (objective, active features, dev F1)",
+                       description="Draw one or more training histories on one figure.",
+                       epilog=_PLOT_EPILOG, formatter_class=_Formatter)
+    p.add_argument("histories", metavar="HISTORY.jsonl", nargs="+", help="history files")
+    p.add_argument("-o", "--out", metavar="FILE.png", default=None,
+                   help="image to write (default: the first history's name with .png)")
+    p.add_argument("--label", action="append", default=None, metavar="NAME",
+                   help="legend name of a run, once per history (default: the file names)")
+    p.add_argument("--x", choices=("time", "iteration"), default="time",
+                   help="horizontal axis")
+    p.add_argument("--dpi", type=_pos_int, default=100, help="resolution of the image")
+    p.set_defaults(func=cmd_plot)
+
+    # -- demo ----------------------------------------------------------------------------
+    p = sub.add_parser("demo", help="train the solvers on a synthetic task and compare them",
+                       description="Generate a synthetic sequence-labelling task (a label chain "
+                                   "with a few relevant and many irrelevant features), train "
+                                   "each solver configuration on it and print a comparison "
+                                   "table and a plot.", formatter_class=_Formatter)
+    p.add_argument("-o", "--out", metavar="FILE.png", default="spargel-demo.png",
+                   help="where to write the comparison plot")
+    p.add_argument("--no-plot", action="store_true", help="do not draw the plot")
+    p.add_argument("--threads", type=int, default=2, metavar="N", help="threads per training run")
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
+    p.add_argument("--quick", action="store_true",
+                   help="a smaller data set (for tests)")
+    p.set_defaults(func=cmd_demo)
+
+    # -- gmrf (optional, from spargel.gaussian.cli) ----------------------------------------
+    gmrf = _gmrf_module()
+    if gmrf is not None:
+        try:
+            gp = gmrf.add_parser(sub)
+            gp.set_defaults(func=_run_gmrf)
+        except Exception:  # a broken optional command must not break the others
+            pass
+    return parser
+
+
+def _gmrf_module():
+    try:
+        from .gaussian import cli as gmrf
+    except (ImportError, SyntaxError):
+        return None
+    if not (hasattr(gmrf, "add_parser") and hasattr(gmrf, "run")):
+        return None
+    return gmrf
+
+
+def _run_gmrf(args):
+    return int(_gmrf_module().run(args) or 0)
+
+
+# argument types: a bad value is a usage error (exit 2) --------------------------------
+
+def _nonneg_float(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return v
+
+
+def _nonneg_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return v
+
+
+def _pos_int(text):
+    v = _nonneg_int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return v
+
+
+def _column(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a column number: {text!r}") from None
+    if v == 0:
+        raise argparse.ArgumentTypeError("columns are numbered from 1 (or from -1 at the end)")
+    return v
+
+
+# ---------------------------------------------------------------------------------------
+# entry point
+# ---------------------------------------------------------------------------------------
+
+def main(argv=None):
+    """Run the ``spargel`` command with ``argv`` (default ``sys.argv[1:]``); returns
+    the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = bool(os.environ.get("SPARGEL_DEBUG"))
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help / --version
+            return exc.code if isinstance(exc.code, int) else 0
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        _error(str(exc))
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader went away (e.g. '| head'): quietly stop writing
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 141
+    except Exception as exc:
+        if debug:
+            raise
+        _error(_describe(exc))
+        return 1
+
+
+def _error(message):
+    message = " ".join(str(message).split())  # always one line
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+def _describe(exc):
+    """One line for an exception, without a traceback."""
+    from .data.errors import DataFormatError
+    from .io import ModelFileError
+
+    if isinstance(exc, (CommandError, DataFormatError, ModelFileError)):
+        return str(exc)
+    if isinstance(exc, FileNotFoundError):
+        return f"{exc.filename}: no such file"
+    if isinstance(exc, IsADirectoryError):
+        return f"{exc.filename}: is a directory"
+    if isinstance(exc, PermissionError):
+        return f"{exc.filename}: permission denied"
+    if isinstance(exc, OSError):
+        name = f"{exc.filename}: " if exc.filename else ""
+        return f"{name}{exc.strerror or exc}"
+    if isinstance(exc, ValueError):
+        return str(exc)
+    if isinstance(exc, ImportError):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return "out of memory"
+    return f"{type(exc).__name__}: {exc}"
+
+
+# ---------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------
+
+def _read_text(path):
+    """The whole text of a file or of stdin ('-'), and the name to use in messages."""
+    if path in (None, "-"):
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+        name = "<stdin>"
+    else:
+        if os.path.isdir(path):
+            raise CommandError(f"{path}: is a directory, not a data file")
+        with open(path, "rb") as fh:
+            data = fh.read()
+        name = path
+    if isinstance(data, bytes):
+        if b"\x00" in data[:4096]:
+            raise CommandError(f"{name}: a binary file, not a CoNLL-style column file")
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise CommandError(f"{name}:{line}: not UTF-8 text (byte {exc.start + 1})") from None
+    if data.startswith("\ufeff"):
+        data = data[1:]
+    return data, name
+
+
+def _read_sentences(path, has_labels=True, separator=None):
+    """Sentences of a column file (or stdin); returns (sentences, name, text)."""
+    from .data.conll import read_conll
+
+    text, name = _read_text(path)
+    stream = io.StringIO(text)
+    stream.name = name
+    return list(read_conll(stream, has_labels=has_labels, separator=separator)), name, text
+
+
+def _open_output(path):
+    """(file, close?) for a text output; '-' or None is stdout."""
+    if path in (None, "-"):
+        return sys.stdout, False
+    return open(path, "w", encoding="utf-8", newline="\n"), True
+
+
+def _check_writable(path):
+    """Fail early (before a long training) when ``path`` cannot be written."""
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        raise CommandError(f"{path}: is a directory; give a file name for the model")
+    if not os.path.isdir(folder):
+        raise CommandError(f"{path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise CommandError(f"{path}: the folder {folder} is not writable")
+
+
+def _save_atomically(model, path):
+    """Write the model to a temporary file beside ``path``, then rename it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".spargel-", suffix=".tmp")
+    os.close(fd)
+    try:
+        model.save(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def default_template(n_columns):
+    """The template used by ``spargel train`` without ``--pattern``: for every
+    observation column the current, previous and next token, plus transitions.
+
+    >>> print(default_template(1))
+    U0-1:%x[-1,0]
+    U0+0:%x[0,0]
+    U0+1:%x[1,0]
+    B
+    """
+    lines = []
+    for c in range(n_columns):
+        lines += [f"U{c}-1:%x[-1,{c}]", f"U{c}+0:%x[0,{c}]", f"U{c}+1:%x[1,{c}]"]
+    lines.append("B")
+    return "\n".join(lines)
+
+
+def _json_value(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if hasattr(v, "item"):  # numpy scalar
+        return _json_value(v.item())
+    return v
+
+
+def _json_row(row):
+    return json.dumps({k: _json_value(v) for k, v in row.items()})
+
+
+def _fmt_row(row):
+    parts = [f"iter {row['iteration']:4d}", f"objective {row['objective']:.8g}",
+             f"active {row['active']}"]
+    if row.get("dev_accuracy") is not None:
+        parts.append(f"dev acc {100 * row['dev_accuracy']:.2f}")
+    if row.get("dev_f1") is not None:
+        parts.append(f"dev F1 {100 * row['dev_f1']:.2f}")
+    parts.append(f"{row['elapsed']:.1f}s")
+    return "  ".join(parts)
+
+
+class _StopOnSignal:
+    """SIGINT handling for training: before the first iteration, Ctrl-C aborts at once;
+    afterwards the first Ctrl-C asks the solver to stop after the current iteration
+    (via the callback) and a second one stops at once."""
+
+    def __init__(self):
+        self.requested = False
+        self.started = False
+        self.previous = None
+
+    def __enter__(self):
+        try:
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        except ValueError:  # not in the main thread: leave the default behaviour
+            self.previous = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+        return False
+
+    def _handle(self, signum, frame):
+        if not self.started or self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print(f"{PROG}: stopping after this iteration (Ctrl-C again to stop now)",
+              file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------
+# train
+# ---------------------------------------------------------------------------------------
+
+def cmd_train(args):
+    """``spargel train``: fit a CRF on a column file and write the model."""
+    from .data.templates import Template
+    from .solvers import SOLVERS
+
+    if args.solver not in SOLVERS:
+        raise UsageError(f"train: unknown solver {args.solver!r}; choose one of {', '.join(SOLVERS)}")
+    if args.solver == "lbfgs" and args.l1 > 0:
+        raise UsageError("train: --solver lbfgs handles smooth objectives only; add --l1 0 "
+                         "(and an --l2 > 0), or use --solver owlqn")
+    if args.threads == 0 or args.threads < -1:
+        raise UsageError("train: --threads must be >= 1, or -1 for all cores")
+    if args.train == "-" and args.dev == "-":
+        raise UsageError("train: TRAIN and --dev cannot both be stdin")
+    _check_writable(args.model)
+    if args.history:
+        _check_writable(args.history)
+
+    say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    t0 = time.perf_counter()
+    sents, name, _ = _read_sentences(args.train)
+    n_cols = len(sents[0].columns[0])
+    if args.pattern:
+        template = Template.from_file(args.pattern)
+        template.check_columns(n_cols, name, sents[0].line)
+        text = template.text
+    else:
+        text = default_template(n_cols)
+    text = _COLUMNS_MARK.format(n=n_cols) + "\n" + text
+    known = {lab for s in sents for lab in s.labels}
+    if len(known) < 2:
+        raise CommandError(f"{name}: the last column holds only one distinct label "
+                           f"({next(iter(known))!r}); training needs at least 2 -- is this a "
+                           f"column file with the label last?")
+    dev_x = dev_y = None
+    if args.dev:
+        dev, dev_name, _ = _read_sentences(args.dev)
+        if len(dev[0].columns[0]) != n_cols:
+            raise CommandError(f"{dev_name}:{dev[0].line}: the development data has "
+                               f"{len(dev[0].columns[0]) + 1} columns, the training data {n_cols + 1}")
+        unseen = sorted({lab for s in dev for lab in s.labels} - known)
+        if unseen:
+            say(f"{PROG} train: note: {dev_name} has labels that the training data lacks "
+                f"({', '.join(unseen[:5])}{', ...' if len(unseen) > 5 else ''}); they count as errors")
+        dev_x, dev_y = dev, [s.labels for s in dev]
+    n_tok = sum(len(s) for s in sents)
+    say(f"{PROG} train: {len(sents)} sequences, {n_tok} tokens, {n_cols} observation column(s) "
+        f"from {name}; solver {args.solver}, l1={args.l1:g}, l2={args.l2:g}")
+
+    from .estimators.crf import CRF
+
+    crf = CRF(solver=args.solver, l1=args.l1, l2=args.l2, max_iter=args.max_iter, tol=args.tol,
+              gtol=args.gtol, window=args.window, feature_space=args.feature_space, template=text,
+              pad=args.pad, n_jobs=args.threads, random_state=args.seed)
+    history = open(args.history, "w", encoding="utf-8") if args.history else None
+    try:
+        with _StopOnSignal() as stopper:
+            def callback(row):
+                stopper.started = True
+                if history is not None:
+                    history.write(_json_row(row) + "\n")
+                    history.flush()
+                say(_fmt_row(row))
+                return stopper.requested
+
+            crf.fit(sents, [s.labels for s in sents], X_dev=dev_x, y_dev=dev_y, callback=callback)
+            interrupted = stopper.requested or crf.stop_reason_ == "interrupted"
+            _save_atomically(crf, args.model)
+    finally:
+        if history is not None:
+            history.close()
+    reason = "interrupted" if interrupted else crf.stop_reason_
+    say(f"{PROG} train: stopped after {crf.n_iter_} iterations ({reason}); objective "
+        f"{crf.objective_:.8g}; {crf.n_active_features_} active features; "
+        f"{time.perf_counter() - t0:.1f}s; model written to {args.model}")
+    return 130 if interrupted else 0
+
+
+# ---------------------------------------------------------------------------------------
+# label
+# ---------------------------------------------------------------------------------------
+
+def _load_crf(path):
+    from .estimators.crf import CRF
+    from .io import ModelFileError
+
+    if path != "-" and os.path.isdir(path):
+        raise CommandError(f"{path}: is a directory, not a model file")
+    if not os.path.exists(path):
+        raise CommandError(f"{path}: no such model file")
+    model = CRF.load(path)
+    if not isinstance(model.template, str) or not model.template.strip():
+        raise ModelFileError(f"{path}: this model was trained on feature dicts (Python API), "
+                             "not on columns with a template; use it from Python")
+    return model
+
+
+def _model_columns(model):
+    m = _COLUMNS_RE.match(model.template)
+    return int(m.group(1)) if m else None
+
+
+def cmd_label(args):
+    """``spargel label``: decode a column file and append the predicted labels."""
+    if args.blocks and args.nbest < 2:
+        raise UsageError("label: --blocks needs --nbest K with K >= 2")
+    model = _load_crf(args.model)
+    text, name = _read_text(args.input)
+    tabbed = any("\t" in line for line in text.split("\n", 50)[:50])
+    separator = "\t" if (args.force and tabbed) else None
+    from .data.conll import read_conll
+
+    stream = io.StringIO(text)
+    stream.name = name
+    sents = list(read_conll(stream, has_labels=False, separator=separator))
+    width = len(sents[0].columns[0])
+    n_cols = _model_columns(model)
+    tpl = model._template()
+    if n_cols is None:  # a model from the Python API: guess from the template
+        n_cols = max(tpl.n_columns_required, width - 1 if width > tpl.n_columns_required else width)
+    has_gold = width == n_cols + 1
+    if width not in (n_cols, n_cols + 1):
+        raise CommandError(f"{name}:{sents[0].line}: {width} columns, but the model was trained on "
+                           f"{n_cols} observation columns (give {n_cols}, or {n_cols + 1} with the "
+                           f"label last)")
+    if args.force and not has_gold:
+        raise CommandError(f"{name}:{sents[0].line}: --force needs a label column after the "
+                           f"{n_cols} observation columns")
+    X = [[row[:n_cols] for row in s.columns] for s in sents]
+    constraints = None
+    if args.force:
+        known = set(model.classes_)
+        constraints = []
+        for s in sents:
+            seq = []
+            for i, row in enumerate(s.columns):
+                lab = row[-1]
+                if lab in known:
+                    seq.append(lab)
+                elif lab in _BLANKS:
+                    seq.append(None)
+                else:
+                    raise CommandError(f"{name}:{s.line_of(i)}: forced label {lab!r} is not one of "
+                                       f"the model's labels (use '_' to leave a token free)")
+            constraints.append(seq)
+
+    k = args.nbest
+    if k == 1:
+        paths = [[(p, None)] for p in model.predict(X, constraints=constraints)]
+    else:
+        paths = model.predict_nbest(X, k=k, constraints=constraints)
+    marg = model.predict_marginals(X) if args.marginals else None
+
+    out_sep = "\t" if tabbed else " "
+    fh, close = _open_output(args.output)
+    try:
+        for s_idx, s in enumerate(sents):
+            rows = s.columns
+            if args.blocks:
+                for rank, (labels, prob) in enumerate(paths[s_idx], start=1):
+                    fh.write(f"# rank {rank} probability {prob:.6g}\n")
+                    for t, row in enumerate(rows):
+                        fields = list(row) + [labels[t]]
+                        if marg is not None:
+                            fields.append(f"{marg[s_idx][t][labels[t]]:.4f}")
+                        fh.write(out_sep.join(fields) + "\n")
+                    fh.write("\n")
+                continue
+            for t, row in enumerate(rows):
+                fields = list(row)
+                for r in range(k):
+                    if r < len(paths[s_idx]):
+                        lab = paths[s_idx][r][0][t]
+                        fields.append(lab)
+                        if marg is not None:
+                            fields.append(f"{marg[s_idx][t][lab]:.4f}")
+                    else:
+                        fields.append("_")
+                        if marg is not None:
+                            fields.append("_")
+                fh.write(out_sep.join(fields) + "\n")
+            fh.write("\n")
+        fh.flush()
+    finally:
+        if close:
+            fh.close()
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# eval
+# ---------------------------------------------------------------------------------------
+
+def cmd_eval(args):
+    """``spargel eval``: conlleval's report from gold and predicted tag columns."""
+    from .metrics import chunk_scores
+
+    sents, name, _ = _read_sentences(args.file, has_labels=False)
+    width = len(sents[0].columns[0])
+    if width < 2:
+        raise CommandError(f"{name}:{sents[0].line}: one column per token; eval needs a gold and a "
+                           "predicted tag column")
+    idx = []
+    for opt, col in (("--gold", args.gold), ("--pred", args.pred)):
+        i = col - 1 if col > 0 else width + col
+        if not 0 <= i < width:
+            raise UsageError(f"eval: {opt} {col} is outside the {width} columns of {name}")
+        idx.append(i)
+    gi, pi = idx
+    gold = [[row[gi] for row in s.columns] for s in sents]
+    pred = [[row[pi] for row in s.columns] for s in sents]
+    try:
+        report = chunk_scores(gold, pred, scheme=args.scheme)
+    except ValueError as exc:
+        raise CommandError(f"{name}: {exc}") from None
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=None, sort_keys=False))
+    else:
+        print(report.as_text())
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# dump
+# ---------------------------------------------------------------------------------------
+
+def model_weights(model, kind="all"):
+    """(observation, previous label or '-', label, weight) for every non-zero weight."""
+    rows = []
+    if kind in ("all", "state"):
+        rows += [(attr, "-", lab, w) for (attr, lab), w in model.state_features_.items()]
+    if kind in ("all", "bigram"):
+        rows += [(attr, prev, lab, w) for (attr, prev, lab), w in model.bigram_features_.items()]
+    if kind in ("all", "transition"):
+        rows += [("B", prev, lab, w) for (prev, lab), w in model.transition_features_.items()]
+    return rows
+
+
+def cmd_dump(args):
+    """``spargel dump``: the non-zero weights as tab-separated text."""
+    from .estimators.crf import CRF
+
+    if os.path.isdir(args.model):
+        raise CommandError(f"{args.model}: is a directory, not a model file")
+    if not os.path.exists(args.model):
+        raise CommandError(f"{args.model}: no such model file")
+    rows = model_weights(CRF.load(args.model), args.kind)
+    if args.sort == "abs":
+        rows.sort(key=lambda r: (-abs(r[3]), r[0], r[1], r[2]))
+    elif args.sort == "weight":
+        rows.sort(key=lambda r: (-r[3], r[0], r[1], r[2]))
+    elif args.sort == "name":
+        rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    if args.top is not None:
+        rows = rows[:args.top]
+    out = sys.stdout
+    for attr, prev, lab, w in rows:
+        out.write(f"{attr}\t{prev}\t{lab}\t{w:.6g}\n")
+    out.flush()
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# plot and demo
+# ---------------------------------------------------------------------------------------
+
+def cmd_plot(args):
+    """``spargel plot``: draw the histories on one figure."""
+    from .plot import MissingMatplotlibError, load_history, plot_histories
+
+    if args.label is not None and len(args.label) != len(args.histories):
+        raise UsageError(f"plot: {len(args.label)} --label for {len(args.histories)} histories")
+    runs = []
+    for i, path in enumerate(args.histories):
+        rows = load_history(path)
+        name = args.label[i] if args.label else os.path.splitext(os.path.basename(path))[0]
+        runs.append((name, rows))
+    out = args.out or os.path.splitext(args.histories[0])[0] + ".png"
+    try:
+        plot_histories(runs, out, x=args.x, dpi=args.dpi)
+    except MissingMatplotlibError as exc:
+        raise CommandError(str(exc)) from None
+    print(f"{PROG} plot: wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_demo(args):
+    """``spargel demo``: the synthetic comparison of solvers."""
+    from .demo import run_demo
+
+    run_demo(out=None if args.no_plot else args.out, n_jobs=args.threads, seed=args.seed,
+             quick=args.quick)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
