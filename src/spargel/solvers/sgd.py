@@ -1,0 +1,358 @@
+"""SGD-L1: stochastic gradient descent with the cumulative l1 penalty
+(Tsuruoka, Tsujii & Ananiadou 2009), plus the two baselines of the paper.
+
+Minimises ``sum_i loss_i(w) + l1 * ||w||_1 + l2 / 2 * ||w||^2`` over the N samples
+(sequences) of a model that exposes its parameter layout and data (``model.space``,
+``model.data``: :class:`~spargel.models.crf.ChainCRF`, which also serves the flat
+log-linear classifier). Each step visits ``batch_size`` samples and takes
+
+    w <- (1 - eta * B * l2 / N) * w - eta * sum_{i in batch} grad loss_i(w)
+
+followed by the l1 penalty of the step, ``eta * B * l1 / N`` per weight, applied as
+chosen by ``penalty_update``:
+
+``"cumulative"`` (default; the paper's Figure 2)
+    the penalty u that every weight could have received so far is accumulated, and
+    each weight q_i that it actually received; a touched weight is pulled towards zero
+    by ``u + q_i`` (positive) or ``u - q_i`` (negative), never across zero.
+``"clipping"``
+    Carpenter's lazy update: a touched weight receives the penalty accrued since it was
+    last touched, clipped at zero.
+``"naive"``
+    the sub-gradient ``eta * l1 / N * sign(w_i)`` on every weight at every step (cost
+    proportional to the model size per step, as the paper describes).
+
+The lazy variants only touch the weights of the current samples. Before a sample's
+gradient is computed, its weights are brought up to date with the penalty they accrued
+while untouched, so the lazy runs give the same weights as applying the penalty to every
+weight at every step (the eager formulation), and afterwards the step's gradient and
+penalty are applied; see ``docs/sgd.md``. The l2 part is an O(1) scale factor.
+
+Learning rate at sample counter k (samples processed so far, across passes):
+
+* ``"exponential"``: ``eta0 * alpha ** (k / N)`` (paper eq. 6, written with alpha < 1);
+* ``"inverse"``:     ``eta0 / (1 + k / N)`` (paper eq. 5);
+* ``"constant"``:    ``eta0``.
+
+``eta0=None`` calibrates it (see :func:`calibrate_eta0`).
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import sgd_kernels as K
+from .base import HistoryRecorder, SolverResult
+
+PENALTY_UPDATES = {"naive": K.NAIVE, "clipping": K.CLIPPING, "cumulative": K.CUMULATIVE}
+SCHEDULES = {"exponential": K.EXPONENTIAL, "inverse": K.INVERSE, "constant": K.CONSTANT}
+CALIBRATION_CANDIDATES = (1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
+
+
+# --------------------------------------------------------------------------- options
+@dataclass
+class SGDOptions:
+    penalty_update: str = "cumulative"
+    schedule: str = "exponential"
+    eta0: float | None = None
+    alpha: float = 0.85
+    batch_size: int = 1
+    shuffle: bool = True
+    compute_objective: bool = False
+    calibration_samples: int = 1000
+    calibration_candidates: tuple = CALIBRATION_CANDIDATES
+    n_samples: int | None = None
+    random_state: object = None
+
+    def __post_init__(self):
+        if self.penalty_update not in PENALTY_UPDATES:
+            raise ValueError(f"penalty_update must be one of {', '.join(PENALTY_UPDATES)}, "
+                             f"got {self.penalty_update!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if self.eta0 is not None and not (np.isfinite(self.eta0) and self.eta0 > 0):
+            raise ValueError(f"eta0 must be a positive number or None, got {self.eta0!r}")
+        if not (0 < float(self.alpha) <= 1):
+            raise ValueError(f"alpha must be in (0, 1], got {self.alpha!r}")
+        if int(self.batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size!r}")
+        if int(self.calibration_samples) < 1:
+            raise ValueError("calibration_samples must be >= 1")
+        cands = tuple(float(c) for c in self.calibration_candidates)
+        if not cands or any(not (np.isfinite(c) and c > 0) for c in cands):
+            raise ValueError("calibration_candidates must be positive numbers")
+        self.calibration_candidates = cands
+        if self.n_samples is not None and int(self.n_samples) < 1:
+            raise ValueError("n_samples must be a positive integer or None")
+
+
+def parse_options(options):
+    unknown = set(options) - set(SGDOptions.__dataclass_fields__)
+    if unknown:
+        raise TypeError(f"unknown option(s) for solver 'sgd-l1': {', '.join(sorted(unknown))}; "
+                        f"valid: {', '.join(SGDOptions.__dataclass_fields__)}")
+    return SGDOptions(**options)
+
+
+# --------------------------------------------------------------------------- state
+@dataclass
+class SGDState:
+    """Everything a run needs to continue exactly where it stopped (``partial_fit``).
+
+    ``v`` are the weights (settled, so ``v`` is ``w`` between passes), ``aux`` the
+    per-weight penalty bookkeeping (q_i of the cumulative rule, the accumulator value at
+    the last settlement for clipping), ``st = [k, a, u_s, u_p, online_loss, fallbacks]``.
+    """
+    v: np.ndarray
+    aux: np.ndarray
+    penalty_update: str
+    st: np.ndarray = field(default_factory=lambda: np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0]))
+    eta0: float | None = None
+    rng: np.random.Generator | None = None
+    passes: int = 0
+    n_seen: int = 0
+
+    @classmethod
+    def fresh(cls, w0, penalty_update, random_state=None):
+        return cls(np.array(w0, dtype=np.float64, copy=True), np.zeros(len(w0)), penalty_update,
+                   rng=_rng(random_state))
+
+    @property
+    def samples(self):
+        return int(self.st[0])
+
+    def grow(self, n_new, new_index):
+        """Move to a larger parameter layout: old weight i goes to ``new_index[i]``; new
+        weights start at zero with no penalty history (as untouched weights do)."""
+        v, aux = np.zeros(n_new), np.zeros(n_new)
+        v[new_index] = self.v
+        aux[new_index] = self.aux      # (a new weight is zero: its clipping mark does not matter)
+        self.v, self.aux = v, aux
+
+
+def _rng(random_state):
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2 ** 31))
+    return np.random.default_rng(random_state)
+
+
+def _penalty_arrays(penalty, n):
+    """(l1 per weight or empty, uniform l1, l2 mask or empty, l2 value). The l2 part must
+    be one value on the l2-penalised weights (it is applied as one global scale factor)."""
+    l1 = np.asarray(penalty.l1, dtype=np.float64)
+    if l1.ndim == 0:
+        l1w, l1s = np.zeros(0), float(l1)
+    else:
+        l1w, l1s = np.array(np.broadcast_to(l1, (n,)), dtype=np.float64), 0.0
+    l2 = np.asarray(penalty.l2, dtype=np.float64)
+    if l2.ndim == 0:
+        return l1w, l1s, np.zeros(0), float(l2)
+    l2 = np.broadcast_to(l2, (n,))
+    levels = np.unique(l2[l2 > 0])
+    if len(levels) == 0:
+        return l1w, l1s, np.zeros(0), 0.0
+    if len(levels) > 1:
+        raise ValueError("solver 'sgd-l1' needs one l2 value for all l2-penalised weights (it applies l2 as a "
+                         "single lazy scale factor); per-weight l2 with several values is not supported")
+    mask = np.array(l2 > 0, dtype=np.float64)
+    if mask.all():
+        return l1w, l1s, np.zeros(0), float(levels[0])
+    return l1w, l1s, mask, float(levels[0])
+
+
+def _tuples(model):
+    for attr in ("space", "data"):
+        if not hasattr(model, attr):
+            raise TypeError(f"solver 'sgd-l1' needs a model that exposes its parameter layout and samples "
+                            f"(.space, .data, as ChainCRF); {type(model).__name__} does not")
+    d = model.data
+    if d.labels is None:
+        raise ValueError("solver 'sgd-l1' needs labelled data")
+    data_t = (d.seq_ptr, d.uni_ptr, d.uni_ids, d.uni_vals, d.big_ptr, d.big_ids, d.big_vals, d.labels)
+    return model.space.as_tuple(), data_t
+
+
+def _prm(opts, eta0, N, l2, l1):
+    return np.array([eta0, float(opts.alpha), SCHEDULES[opts.schedule], PENALTY_UPDATES[opts.penalty_update],
+                     float(N), l2, int(opts.batch_size), l1], dtype=np.float64)
+
+
+def _check_l2(eta0, opts, N, l2):
+    if l2 > 0 and eta0 * int(opts.batch_size) * l2 / N >= 1.0:
+        raise ValueError(f"eta0 * batch_size * l2 / N = {eta0 * int(opts.batch_size) * l2 / N:.3g} >= 1: the l2 "
+                         f"shrink factor would not be positive; lower eta0 or l2")
+
+
+# --------------------------------------------------------------------------- calibration
+def calibrate_eta0(space_t, data_t, N, penalty, l1w, l1, m, l2, w0, opts, rng):
+    """Choose eta0 on a random sample of ``calibration_samples`` sequences.
+
+    Each candidate rate (``calibration_candidates``, default 1, 0.5, 0.2, 0.1, ..., 0.001)
+    runs one pass of the configured variant and schedule over the sample from the
+    initial weights; the sample objective ``sum_{i in sample} loss_i + (n / N) * R(w)``
+    is then evaluated, and the candidate with the lowest value that improves on the
+    initial one wins. When none improves, ten times smaller rates are tried (up to five
+    times). Returns ``(eta0, table)`` with the (rate, objective) pairs tried.
+    """
+    n_seq = len(data_t[0]) - 1
+    size = min(n_seq, int(opts.calibration_samples))
+    sample = np.sort(rng.choice(n_seq, size=size, replace=False)) if size < n_seq else np.arange(n_seq)
+    sample = rng.permutation(sample).astype(np.int64)
+    ratio = size / N
+
+    def sample_objective(w):
+        return K.sample_losses(space_t, data_t, sample, w) + ratio * penalty.value(w)
+
+    f0 = sample_objective(w0)
+    table = []
+    best, best_f = None, f0
+    candidates = list(opts.calibration_candidates)
+    for extra in range(6):
+        for eta in candidates:
+            if l2 > 0 and eta * int(opts.batch_size) * l2 / N >= 1.0:
+                continue
+            st = np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+            v, aux = w0.copy(), np.zeros(len(w0))
+            status = K.sgd_pass(space_t, data_t, sample, v, aux, l1w, m, st, _prm(opts, eta, N, l2, l1))
+            K.settle_all(v, aux, l1w, l1, m, st, PENALTY_UPDATES[opts.penalty_update])
+            f = sample_objective(v) if status == 0 else np.inf
+            table.append((eta, f))
+            if np.isfinite(f) and f < best_f:
+                best, best_f = eta, f
+        if best is not None:
+            return best, table
+        candidates = [c / 10.0 for c in candidates[-3:]]
+    raise FloatingPointError("sgd-l1: no learning rate improved the objective on the calibration sample; "
+                             "give eta0 explicitly")
+
+
+# --------------------------------------------------------------------------- passes
+class _Run:
+    """The compiled-kernel view of one model + penalty + options."""
+
+    def __init__(self, model, penalty, opts, N):
+        self.space_t, self.data_t = _tuples(model)
+        self.n_params = int(model.space.n_params)
+        self.N = float(N)
+        self.opts = opts
+        self.penalty = penalty
+        self.l1w, self.l1, self.m, self.l2 = _penalty_arrays(penalty, self.n_params)
+        self.variant = PENALTY_UPDATES[opts.penalty_update]
+        self.n_seq = len(self.data_t[0]) - 1
+
+    def ensure_eta0(self, state):
+        if state.eta0 is None:
+            if self.opts.eta0 is not None:
+                state.eta0 = float(self.opts.eta0)
+            else:
+                state.eta0, self.calibration = calibrate_eta0(
+                    self.space_t, self.data_t, self.N, self.penalty, self.l1w, self.l1, self.m, self.l2, state.v.copy(),
+                    self.opts, state.rng)
+        _check_l2(state.eta0, self.opts, self.N, self.l2)
+
+    def one_pass(self, state):
+        """One pass over all samples (shuffled unless shuffle=False); settles all weights
+        at the end. Returns the sum of the per-sample losses seen during the pass."""
+        order = state.rng.permutation(self.n_seq) if self.opts.shuffle else np.arange(self.n_seq)
+        order = order.astype(np.int64)
+        state.st[4] = 0.0
+        status = K.sgd_pass(self.space_t, self.data_t, order, state.v, state.aux, self.l1w, self.m, state.st,
+                            _prm(self.opts, state.eta0, self.N, self.l2, self.l1))
+        K.settle_all(state.v, state.aux, self.l1w, self.l1, self.m, state.st, self.variant)
+        if status != 0:
+            raise FloatingPointError(f"sgd-l1 diverged (non-finite loss) with eta0={state.eta0:g}; lower eta0")
+        state.passes += 1
+        return float(state.st[4])
+
+    def loss(self, w):
+        """sum_i loss_i(w) over all samples (one thread, no gradient)."""
+        return float(K.sample_losses(self.space_t, self.data_t, np.arange(self.n_seq, dtype=np.int64), w))
+
+    def rate(self, state):
+        return float(K.learning_rate(state.eta0, float(self.opts.alpha), SCHEDULES[self.opts.schedule],
+                                     state.st[0], self.N))
+
+
+def minimize_sgd_l1(model, penalty, w0=None, *, max_iter=30, tol=1e-5, gtol=None, window=10, monitor=None,
+                    **options):
+    """Minimise ``sum_i loss_i(w) + penalty(w)`` by SGD-L1; one iteration is one pass.
+
+    Options (``solver_options`` of the estimators): ``penalty_update`` ("cumulative",
+    "clipping", "naive"), ``schedule`` ("exponential", "inverse", "constant"), ``eta0``
+    (None: calibrated), ``alpha`` (0.85), ``batch_size`` (1), ``shuffle`` (True),
+    ``compute_objective`` (False), ``calibration_samples`` (1000),
+    ``calibration_candidates``, ``random_state``. ``n_samples`` is ignored here (the
+    objective sums over the model's samples).
+
+    Stopping: ``max_iter`` passes; ``tol``: the relative decrease of the objective over
+    the last ``window`` passes fell below ``tol`` (the full objective when
+    ``compute_objective``, else the pass's online objective: the sum of the per-sample
+    losses met during the pass plus the penalty at its end); Ctrl-C (``interrupted``,
+    after the current pass); the monitor (``callback``). ``gtol`` is ignored (SGD has no
+    exact gradient). History rows: one per pass; ``objective`` and ``loss`` are NaN when
+    ``compute_objective`` is off (``penalty``, ``active`` are always exact), plus ``eta``
+    (rate of the last step), ``eta0``, ``online_loss`` and ``samples``.
+    """
+    opts = parse_options(options)
+    n = model.space.n_params if hasattr(model, "space") else model.n_params
+    w = np.zeros(n) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
+    if w.shape != (n,):
+        raise ValueError(f"initial weights have shape {w.shape}, the model has {n} parameters")
+    run = _Run(model, penalty, opts, model.data.n_sequences if hasattr(model, "data") else 1)
+    state = SGDState.fresh(w, opts.penalty_update, opts.random_state)
+    run.ensure_eta0(state)
+    history = HistoryRecorder(monitor)
+    objectives = []
+    stop = "max_iter"
+    try:
+        for it in range(1, int(max_iter) + 1):
+            online = run.one_pass(state)
+            w = state.v
+            pen = penalty.value(w)
+            if opts.compute_objective:
+                loss = run.loss(w)
+                F = loss + pen
+                tracked = F
+            else:
+                loss = F = math.nan
+                tracked = online + pen
+            objectives.append(tracked)
+            if history.record(it, F, loss, pen, w, state.passes, eta=run.rate(state), eta0=state.eta0,
+                              online_loss=online, samples=state.samples):
+                stop = "callback"
+                break
+            if it > window and (objectives[-1 - window] - tracked) / max(abs(tracked), 1.0) < tol:
+                stop = "tol"
+                break
+    except KeyboardInterrupt:
+        stop = "interrupted"
+        K.settle_all(state.v, state.aux, run.l1w, run.l1, run.m, state.st, run.variant)
+    w = state.v.copy()
+    F = run.loss(w) + penalty.value(w)
+    return SolverResult(w=w, objective=F, n_iter=state.passes, n_evals=state.passes, stop_reason=stop,
+                        history=history.rows)
+
+
+def sgd_partial_pass(model, penalty, state, n_samples, **options):
+    """One pass over ``model``'s samples continuing ``state`` (schedule counter, penalty
+    accumulators, q_i, random generator): the engine of ``partial_fit``. ``n_samples``
+    is the N of the objective (the per-sample penalty is l1 / N). Returns the history
+    row (a dict) of the pass; the weights are ``state.v``."""
+    opts = parse_options(options)
+    if state.penalty_update != opts.penalty_update:
+        raise ValueError(f"penalty_update changed from {state.penalty_update!r} to {opts.penalty_update!r} "
+                         f"between partial_fit calls")
+    if len(state.v) != model.space.n_params:
+        raise ValueError("the SGD state does not match the model's parameter layout")
+    run = _Run(model, penalty, opts, n_samples)
+    run.ensure_eta0(state)
+    online = run.one_pass(state)
+    w = state.v
+    pen = penalty.value(w)
+    return {"iteration": state.passes, "objective": math.nan, "loss": math.nan, "penalty": float(pen),
+            "active": int(np.count_nonzero(w)), "n_evals": state.passes, "eta": run.rate(state),
+            "eta0": state.eta0, "online_loss": online, "samples": state.samples,
+            "chunk_sequences": run.n_seq}
