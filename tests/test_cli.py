@@ -579,3 +579,22 @@ def test_gmrf_command_is_wired_in_when_available(capsys):
     assert "gmrf" in out
     rc, out, _ = run(["gmrf", "--help"], capsys)
     assert rc == 0 and out.startswith("usage: spargel gmrf")
+
+
+def test_train_streaming_in_chunks_and_warm_start(tmp_path):
+    """`train --stream N` reads the file in chunks (SGD-L1); `--init` continues a model."""
+    from spargel import CRF
+    from spargel.cli import main
+    from spargel.datasets import make_chain_data
+
+    X, y, _ = make_chain_data(n_sequences=60, n_irrelevant=20, random_state=2)
+    path = tmp_path / "train.txt"
+    path.write_text("".join("".join(f"{'|'.join(tok) or '-'} {lab}\n" for tok, lab in zip(xs, ys)) + "\n"
+                            for xs, ys in zip(X, y)))
+    model = tmp_path / "m.model"
+    assert main(["train", "--quiet", "--stream", "7", "--max-iter", "2", "--l1", "0.5", str(path), str(model)]) == 0
+    first = CRF.load(model)
+    assert first.n_active_features_ > 0
+    again = tmp_path / "m2.model"
+    assert main(["train", "--quiet", "--stream", "25", "--init", str(model), str(path), str(again)]) == 0
+    assert CRF.load(again).predict([[["r0"]]])[0][0] in first.classes_

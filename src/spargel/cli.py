@@ -198,8 +198,15 @@ def build_parser():
                    help="l1 penalty weight (Wapiti rho1, CRFsuite c1)")
     p.add_argument("--l2", "--rho2", type=_nonneg_float, default=0.0, metavar="X",
                    help="l2 penalty weight: l2/2*|w|^2 (Wapiti rho2; CRFsuite: 2*c2)")
-    p.add_argument("-i", "--max-iter", "--maxiter", dest="max_iter", type=_nonneg_int, default=500,
-                   metavar="N", help="iteration limit")
+    p.add_argument("-i", "--max-iter", "--maxiter", dest="max_iter", type=_nonneg_int, default=None,
+                   metavar="N", help="iteration limit (passes for sgd-l1); default: the solver's "
+                                     "(500 for owlqn/lbfgs, 30 passes for sgd-l1, 200 sweeps for bcd/cd)")
+    p.add_argument("--stream", type=_nonneg_int, default=None, metavar="N",
+                   help="train with sgd-l1 reading TRAIN in chunks of N sequences, for data that "
+                        "does not fit in memory (--max-iter passes, default 1; --dev, --history "
+                        "and --threads are not used)")
+    p.add_argument("--init", metavar="MODEL", default=None,
+                   help="with --stream: continue from the weights of this saved model (warm start)")
     p.add_argument("--tol", type=_nonneg_float, default=1e-5, metavar="X",
                    help="stop when the objective improves by less than a relative X over "
                         "--window iterations (0 disables)")
@@ -600,6 +607,8 @@ def cmd_train(args):
         _check_writable(args.history)
 
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    if args.stream is not None:
+        return _train_streaming(args, say)
     t0 = time.perf_counter()
     sents, name, _ = _read_sentences(args.train)
     n_cols = len(sents[0].columns[0])
@@ -657,6 +666,41 @@ def cmd_train(args):
         f"{crf.objective_:.8g}; {crf.n_active_features_} active features; "
         f"{time.perf_counter() - t0:.1f}s; model written to {args.model}")
     return 130 if interrupted else 0
+
+
+def _train_streaming(args, say):
+    """``spargel train --stream N``: SGD-L1 over chunks of N sequences (never the whole file)."""
+    from .data.conll import read_conll
+    from .data.templates import Template
+    from .streaming import train_streaming
+
+    if args.train == "-":
+        raise UsageError("train: --stream reads TRAIN several times; give a file, not stdin")
+    if args.stream < 1:
+        raise UsageError("train: --stream needs a chunk size >= 1")
+    if args.solver not in ("owlqn", "sgd-l1"):
+        say(f"{PROG} train: note: --stream always trains with sgd-l1")
+    t0 = time.perf_counter()
+    first = next(read_conll(args.train))
+    n_cols = len(first.columns[0])
+    if args.pattern:
+        template = Template.from_file(args.pattern)
+        template.check_columns(n_cols, args.train, first.line)
+        text = template.text
+    else:
+        text = default_template(n_cols)
+    text = _COLUMNS_MARK.format(n=n_cols) + "\n" + text
+    model = _load_crf(args.init) if args.init else None
+    passes = 1 if args.max_iter is None else args.max_iter
+    say(f"{PROG} train: streaming {args.train} in chunks of {args.stream} sequences, {passes} pass(es), "
+        f"sgd-l1, l1={args.l1:g}, l2={args.l2:g}")
+    crf = train_streaming(args.train, None if model is not None else text, chunk_sentences=args.stream,
+                          passes=passes, model=model, l1=args.l1, l2=args.l2,
+                          feature_space=args.feature_space, pad=args.pad, random_state=args.seed)
+    _save_atomically(crf, args.model)
+    say(f"{PROG} train: {crf.n_active_features_} active features; {time.perf_counter() - t0:.1f}s; "
+        f"model written to {args.model}")
+    return 0
 
 
 # ---------------------------------------------------------------------------------------

@@ -61,8 +61,8 @@ class LogLinearCore(ParamsMixin):
         get_solver(self.solver)                      # raises a clear error for unknown names
         if self.solver == "lbfgs" and np.any(np.asarray(self.l1) > 0):
             raise ValueError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
-        if int(self.max_iter) < 0:
-            raise ValueError("max_iter must be >= 0")
+        if self.max_iter is not None and int(self.max_iter) < 0:
+            raise ValueError("max_iter must be >= 0 (or None for the solver's default)")
 
     # -- fitting -----------------------------------------------------------------------
     def _fit_data(self, data, monitor=None):
@@ -84,7 +84,9 @@ class LogLinearCore(ParamsMixin):
         options = dict(self.solver_options or {})
         if self.solver in ("sgd-l1",):
             options.setdefault("random_state", self.random_state)
-        result = minimize(model, penalty, w0, max_iter=int(self.max_iter), tol=self.tol, gtol=self.gtol,
+        from ..solvers import default_max_iter
+        max_iter = default_max_iter(self.solver) if self.max_iter is None else int(self.max_iter)
+        result = minimize(model, penalty, w0, max_iter=max_iter, tol=self.tol, gtol=self.gtol,
                           window=self.window, monitor=monitor, **options)
         del self._training_space
         self._set_fitted(space, result.w)

@@ -16,13 +16,16 @@ class CRF(LogLinearCore):
 
     Parameters
     ----------
-    solver : {"owlqn", "lbfgs"}
-        OWL-QN handles ``l1 > 0`` (and elastic net); L-BFGS the smooth case ``l1 = 0``.
+    solver : {"owlqn", "lbfgs", "bcd", "cd", ...}
+        OWL-QN handles ``l1 > 0`` (and elastic net); L-BFGS the smooth case ``l1 = 0``;
+        "bcd" is blockwise coordinate descent (elastic net, fast on sparse models; "cd"
+        its one-coordinate-at-a-time version for small problems), see ``docs/bcd.md``.
     l1, l2 : float
         Penalty weights (CRFsuite: ``l1 = c1``, ``l2 = 2 * c2``; Wapiti: ``l1 = rho1``,
         ``l2 = rho2``).
-    max_iter : int
-        Iteration limit.
+    max_iter : int or None
+        Iteration limit (passes over the data for SGD); None: the solver's default
+        (500 for OWL-QN / L-BFGS, 30 passes for SGD, 200 sweeps for BCD / CD).
     tol : float
         Stop when the objective improved by less than a relative ``tol`` over the last
         ``window`` iterations.
@@ -65,7 +68,7 @@ class CRF(LogLinearCore):
 
     _kind = "crf"
 
-    def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=500, tol=1e-5, gtol=1e-5, window=10,
+    def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=None, tol=1e-5, gtol=1e-5, window=10,
                  feature_space="observed", template=None, pad=True, n_jobs=None, random_state=None,
                  warm_start=False, verbose=0, solver_options=None):
         self.solver = solver
@@ -227,6 +230,15 @@ class CRF(LogLinearCore):
         data = self._data(X, _label_lists(y, "y"))
         ids, _ = decode(self.space_, data, self.weights_)
         return float(np.mean(ids == data.labels))
+
+    def path(self, X, y, l1_values=None, n_l1=10, l1_min_ratio=1e-3, X_dev=None, y_dev=None):
+        """Pseudo regularisation path: fits of this estimator's settings for decreasing
+        ``l1`` values with warm starts (default: ``n_l1`` values from the exact
+        ``l1_max`` down); returns one dict row per value (see :func:`spargel.path.path`).
+        This estimator itself is left unchanged."""
+        from ..path import path
+        return path(self, X, y, l1_values=l1_values, n_l1=n_l1, l1_min_ratio=l1_min_ratio,
+                    X_dev=X_dev, y_dev=y_dev)
 
     def _split_labels(self, ids, data):
         names = self.classes_

@@ -38,7 +38,7 @@ class LogLinearClassifier(LogLinearCore):
 
     _kind = "loglinear"
 
-    def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=500, tol=1e-6, gtol=1e-5, window=10,
+    def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=None, tol=1e-6, gtol=1e-5, window=10,
                  fit_intercept=True, feature_space="full", n_jobs=None, random_state=None,
                  warm_start=False, verbose=0, solver_options=None):
         self.solver = solver

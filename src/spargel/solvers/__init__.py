@@ -17,6 +17,14 @@ SOLVERS = {
 }
 
 
+# iterations (passes over the data for SGD) when the estimator's max_iter is None
+DEFAULT_MAX_ITER = {"lbfgs": 500, "owlqn": 500, "sgd-l1": 30, "cd": 200, "bcd": 200}
+
+
+def default_max_iter(name):
+    return DEFAULT_MAX_ITER.get(name, 500)
+
+
 def available_solvers():
     """Names of the solvers whose module is present."""
     names = []
