@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import crf_kernels as K
+from . import sparse_kernels as SK
 
 
 def resolve_n_jobs(n_jobs):
@@ -63,9 +64,17 @@ class ChainCRF:
     ``crf_kernels``): padded label rows for attributes with many labels, flat per-token
     weight lists for the others. The empirical feature counts are computed once; the loss
     is ``sum log Z - w . counts`` and the gradient ``expected counts - counts``.
+
+    ``inference``: ``"dense"`` kernels, ``"sparse"`` forward-backward (cost follows the
+    non-zero bigram weights, see ``sparse_kernels``), or ``"auto"`` (default): sparse
+    when the mean fraction of non-zero bigram weights per position is small.
     """
 
-    def __init__(self, space, data, n_jobs=1):
+    def __init__(self, space, data, n_jobs=1, inference="auto"):
+        if inference not in SK.INFERENCE_MODES:
+            raise ValueError(f"inference must be one of {SK.INFERENCE_MODES}, got {inference!r}")
+        self.inference = inference
+        self._probe = None
         if data.labels is None:
             raise ValueError("training data needs labels")
         self.space = space
@@ -112,10 +121,19 @@ class ChainCRF:
         K.refresh_weights(w, self._space_t, self._d_attr, self._Wd, self._dnz)
         return self._aux_t
 
+    def _sparse(self, w):
+        if self.inference != "auto":
+            return self.inference == "sparse"
+        if self._probe is None:
+            self._probe = SK.SparsityProbe(self._space_t, self.data)
+        return self._probe.choose(w) == "sparse"
+
     def loss_grad(self, w):
         """(loss, gradient) at w."""
         self.n_evals += 1
         w = np.ascontiguousarray(w, dtype=np.float64)
+        if self._sparse(w):
+            return SK.sparse_loss_grad(self, w)
         aux = self._aux(w)
         bounds = self._bounds
         n_chunks = len(bounds) - 1
@@ -144,6 +162,8 @@ class ChainCRF:
 
     def loss(self, w):
         w = np.ascontiguousarray(w, dtype=np.float64)
+        if self._sparse(w):
+            return SK.sparse_loss_grad(self, w, want_grad=False)[0]
         aux = self._aux(w)
         dummy = np.zeros(0)
         logz = K.chunk_logz_grad(w, self._space_t, self._data_t, aux, 0, self.data.n_sequences, dummy,
@@ -160,9 +180,12 @@ def sequence_loss(space, data, w):
     return out
 
 
-def decode(space, data, w, fixed=None):
-    """Viterbi label ids (one flat array over all tokens) and the path scores."""
+def decode(space, data, w, fixed=None, inference="auto"):
+    """Viterbi label ids (one flat array over all tokens) and the path scores;
+    ``inference`` as in :class:`ChainCRF` (the sparse Viterbi gives the same paths)."""
     w = np.ascontiguousarray(w, dtype=np.float64)
+    if SK.choose_inference(w, space, data, inference, task="viterbi") == "sparse":
+        return SK.sparse_decode(space, data, w, fixed)
     st, dt = space.as_tuple(), data_tuple(data)
     if fixed is None:
         fixed = np.full(data.n_tokens, -1, dtype=np.int32)
