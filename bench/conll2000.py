@@ -96,17 +96,26 @@ def worker_spargel(args):
            "active": crf.n_active_features_, "stop": crf.stop_reason_,
            "f1": chunk_f1(gold, pred), "accuracy": 100 * accuracy(gold, pred),
            "tokens_per_s": sum(len(s) for s in test) / tag_time, "peak_mb": peak_rss_mb()}
-    # the same objective, evaluated by the same code, at both learners' weights
-    weights_file = Path(args.tmp) / "crfsuite_weights.json"
-    if args.threads == 1 and weights_file.exists():
-        crf2 = spargel.CRF(l1=C1, feature_space="observed", template=CRFSUITE_CHUNKING_TEMPLATE, pad=False)
-        data_tr = crf2._dataset(train, [s.labels for s in train], grow=True)
-        from spargel.models.feature_space import FeatureSpace
-        space = FeatureSpace.observed(data_tr, len(crf2._label_vocab), len(crf2._uni_vocab), 0, True)
-        model = ChainCRF(space, data_tr)
-        out["objective"] = objective(model, space, _weights_from_names(crf, space, crf2), C1)
-        out["crfsuite_objective"] = objective(model, space, _crfsuite_weights(weights_file, space, crf2), C1)
+    crf.save(Path(args.tmp) / f"spargel-{args.threads}.model")
     return out
+
+
+def worker_objective(args):
+    """The objective of both learners' final weights, computed by the same code."""
+    import spargel
+    from spargel.data.templates import CRFSUITE_CHUNKING_TEMPLATE
+    from spargel.models.crf import ChainCRF
+    from spargel.models.feature_space import FeatureSpace
+
+    train = load("train.txt")
+    est = spargel.CRF(l1=C1, feature_space="observed", template=CRFSUITE_CHUNKING_TEMPLATE, pad=False)
+    data = est._dataset(train, [s.labels for s in train], grow=True)
+    space = FeatureSpace.observed(data, len(est._label_vocab), len(est._uni_vocab), 0, True)
+    model = ChainCRF(space, data)
+    ours = spargel.CRF.load(Path(args.tmp) / "spargel-1.model")
+    return {"objective": objective(model, space, _weights_from_names(ours, space, est), C1),
+            "crfsuite_objective": objective(model, space, _crfsuite_weights(Path(args.tmp) / "crfsuite_weights.json",
+                                                                          space, est), C1)}
 
 
 def objective(model, space, w, c1):
@@ -156,12 +165,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--max-iter", type=int, default=1000)
     ap.add_argument("--markdown", help="also write the table to this file")
-    ap.add_argument("--worker", choices=["crfsuite", "spargel"], help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=["crfsuite", "spargel", "objective"], help=argparse.SUPPRESS)
     ap.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--tmp", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        fn = worker_crfsuite if args.worker == "crfsuite" else worker_spargel
+        fn = {"crfsuite": worker_crfsuite, "spargel": worker_spargel, "objective": worker_objective}[args.worker]
         print(json.dumps(fn(args)))
         return
     data_dir("conll2000")
@@ -174,7 +183,9 @@ def main():
         for threads in (1, 2):
             print(f"training spargel with {threads} thread(s) ...", file=sys.stderr)
             rows.append(run_worker(__file__, ["--worker", "spargel", "--threads", str(threads), *common]))
-    cs["objective"] = rows[1].get("crfsuite_objective")
+        objectives = run_worker(__file__, ["--worker", "objective", *common])
+    rows[1]["objective"] = objectives["objective"]
+    cs["objective"] = objectives["crfsuite_objective"]
     for r in rows:
         r["ratio_eval"] = r["per_eval_s"] / cs["per_eval_s"]
     table = markdown_table(rows, COLUMNS)

@@ -96,9 +96,10 @@ class _CSRBuilder:
         self.ptr.append(len(ids))
 
     def arrays(self):
-        return (np.frombuffer(self.ptr, dtype=np.int64).copy(),
-                np.frombuffer(self.ids, dtype=np.int32).copy(),
-                np.frombuffer(self.vals, dtype=np.float64).copy())
+        # views on the typed arrays' buffers (no copy: they stay alive through .base)
+        return (np.frombuffer(self.ptr, dtype=np.int64),
+                np.frombuffer(self.ids, dtype=np.int32),
+                np.frombuffer(self.vals, dtype=np.float64))
 
 
 def build_dataset(sequences, uni_vocab, big_vocab, label_vocab=None, labels=None, grow=False):
@@ -137,9 +138,9 @@ def build_dataset(sequences, uni_vocab, big_vocab, label_vocab=None, labels=None
             _add_labels(ys, label_vocab, grow, label_ids, s)
     if label_iter is not None and next(label_iter, None) is not None:
         raise ValueError("more label sequences than sequences")
-    data = SequenceData(np.frombuffer(seq_ptr, dtype=np.int64).copy(), *uni.arrays(), *big.arrays())
+    data = SequenceData(np.frombuffer(seq_ptr, dtype=np.int64), *uni.arrays(), *big.arrays())
     if labels is not None:
-        data.labels = np.frombuffer(label_ids, dtype=np.int32).copy()
+        data.labels = np.frombuffer(label_ids, dtype=np.int32)
     check_values(data)
     return data
 

@@ -53,6 +53,18 @@ class Vocabulary:
         """The underlying ``str -> id`` dict (read it, do not change it)."""
         return self._ids
 
+    def permute(self, order):
+        """Renumber in place: the name at old position ``order[i]`` gets id ``i``
+        (``order`` must be a permutation; the dict is updated, not copied)."""
+        names = [self._names[i] for i in order]
+        if len(names) != len(self._names):
+            raise ValueError("order must be a permutation of the ids")
+        ids = self._ids
+        for i, name in enumerate(names):
+            ids[name] = i
+        self._names = names
+        return self
+
     def subset(self, keep):
         """A new vocabulary with the names at positions ``keep`` (in that order)."""
         names = self._names

@@ -21,7 +21,7 @@ def _reorder(vocab, ids):
     order = frequency_order(ids, len(vocab))
     inverse = np.empty(len(order), dtype=np.int32)
     inverse[order] = np.arange(len(order), dtype=np.int32)
-    return vocab.subset(order), inverse[ids] if len(ids) else ids
+    return vocab.permute(order), inverse[ids] if len(ids) else ids
 
 
 class LogLinearCore(ParamsMixin):

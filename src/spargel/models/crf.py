@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._vec import dot
 from . import crf_kernels as K
 from . import sparse_kernels as SK
 
@@ -158,7 +159,7 @@ class ChainCRF:
             g += grads[c]
             Gd += self._Gdbufs[c]
         K.finish_gradient(self._space_t, self._d_attr, Gd, self._emp, g)
-        return float(sum(logz) - np.dot(w, self._emp)), g
+        return float(sum(logz) - dot(w, self._emp)), g
 
     def loss(self, w):
         w = np.ascontiguousarray(w, dtype=np.float64)
@@ -168,7 +169,7 @@ class ChainCRF:
         dummy = np.zeros(0)
         logz = K.chunk_logz_grad(w, self._space_t, self._data_t, aux, 0, self.data.n_sequences, dummy,
                                  self._Wd[:0], False)
-        return float(logz - np.dot(w, self._emp))
+        return float(logz - dot(w, self._emp))
 
 
 def sequence_loss(space, data, w):

@@ -75,18 +75,14 @@ class FeatureSpace:
         transitions seen in the labelled ``data``, as CRFsuite."""
         L = n_labels
         y = data.labels.astype(np.int64)
-        tok_of_uni = np.repeat(np.arange(data.n_tokens), np.diff(data.uni_ptr))
-        u_ptr, u_lab = _csr_of_pairs(data.uni_ids.astype(np.int64), y[tok_of_uni], L, n_uni_attrs)
         first = np.zeros(data.n_tokens, dtype=bool)
         first[data.seq_ptr[:-1]] = True
-        prev = np.empty_like(y)
-        prev[1:] = y[:-1]
-        pair = prev * L + y
-        tok_of_big = np.repeat(np.arange(data.n_tokens), np.diff(data.big_ptr))
-        keep = ~first[tok_of_big]
-        b_ptr, b_pair = _csr_of_pairs(data.big_ids[keep].astype(np.int64), pair[tok_of_big[keep]],
-                                      L * L, n_big_attrs)
-        t_pair = np.unique(pair[~first]).astype(np.int32) if transitions else np.zeros(0, np.int32)
+        pair = np.full(data.n_tokens, -1, dtype=np.int64)      # -1: no previous label
+        pair[1:] = y[:-1] * L + y[1:]
+        pair[first] = -1
+        u_ptr, u_lab = _seen_csr(data.uni_ptr, data.uni_ids, y, n_uni_attrs, L)
+        b_ptr, b_pair = _seen_csr(data.big_ptr, data.big_ids, pair, n_big_attrs, L * L)
+        t_pair = np.unique(pair[pair >= 0]).astype(np.int32) if transitions else np.zeros(0, np.int32)
         return cls(L, u_ptr, u_lab, b_ptr, b_pair, t_pair)
 
     def compact(self, w):
@@ -120,13 +116,25 @@ class FeatureSpace:
             raise ValueError("transition pairs out of range or repeated")
 
 
-def _csr_of_pairs(rows, cols, n_cols, n_rows):
-    """CSR (ptr, sorted unique cols per row) of the distinct (row, col) pairs."""
-    key = np.unique(rows * n_cols + cols)
-    r = key // n_cols
-    ptr = np.zeros(n_rows + 1, dtype=np.int64)
-    np.cumsum(np.bincount(r, minlength=n_rows), out=ptr[1:])
-    return ptr, (key % n_cols).astype(np.int32)
+def _seen_csr(ptr, ids, token_col, n_rows, n_cols):
+    """CSR (ptr, sorted columns per row) of the distinct (attribute, column) pairs, where
+    a token's attributes meet the token's column (skipped where the column is -1).
+    Uses a bitmap when it is small, a sort otherwise; never per-entry Python work."""
+    if n_rows * n_cols <= 1 << 27:
+        from ._layout_kernels import seen_bitmap
+        seen = seen_bitmap(ptr, ids, token_col, n_rows, n_cols)
+        counts = seen.sum(axis=1, dtype=np.int64)
+        cols = np.nonzero(seen)[1].astype(np.int32)
+    else:
+        tok = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+        c = token_col[tok]
+        keep = c >= 0
+        key = np.unique(ids[keep].astype(np.int64) * n_cols + c[keep])
+        counts = np.bincount(key // n_cols, minlength=n_rows)
+        cols = (key % n_cols).astype(np.int32)
+    out = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out, cols
 
 
 def _compact_csr(ptr, vals, keep):

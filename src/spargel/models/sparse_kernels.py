@@ -33,6 +33,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .._vec import dot
 from . import crf_kernels as K
 
 FAST = K.FAST
@@ -683,7 +684,7 @@ def sparse_loss_grad(model, w, want_grad=True, ones=None):
     else:
         with ThreadPoolExecutor(max_workers=n_chunks) as pool:
             logz = list(pool.map(run, range(n_chunks)))
-    loss = float(sum(logz) - np.dot(w, model._emp))
+    loss = float(sum(logz) - dot(w, model._emp))
     if not want_grad:
         return loss, None
     g = grads[0]

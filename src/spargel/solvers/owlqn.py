@@ -21,24 +21,8 @@ from collections import deque
 
 import numpy as np
 
+from .._vec import dot, norm
 from .base import HistoryRecorder, SolverResult, require
-
-
-def _two_loop(pg, memory):
-    """-H * pg from the stored (s, y, 1/(y.s)) pairs."""
-    q = pg.copy()
-    alphas = []
-    for s, y, rho in reversed(memory):
-        a = rho * np.dot(s, q)
-        alphas.append(a)
-        q -= a * y
-    if memory:
-        s, y, rho = memory[-1]
-        q *= 1.0 / (rho * np.dot(y, y))
-    for (s, y, rho), a in zip(memory, reversed(alphas)):
-        b = rho * np.dot(y, q)
-        q += (a - b) * s
-    return -q
 
 
 def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-5, window=10,
@@ -46,72 +30,85 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
     """Minimise ``model.loss_grad`` + ``penalty`` from ``w0``.
 
     ``monitor(row, w)`` is called after each iteration with the history row (it may add
-    keys to it, e.g. dev metrics, and returns True to stop).
+    keys to it, e.g. dev metrics, and returns True to stop). ``memory`` is the number of
+    curvature pairs kept; they live in two preallocated ``memory x n`` arrays and every
+    vector step is one compiled pass, so the solver adds little to a gradient evaluation.
     """
+    from . import _owlqn_kernels as Q
+
     require(model, "owlqn", "loss_grad")
     n = model.n_params
     w = np.zeros(n) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
     if w.shape != (n,):
         raise ValueError(f"initial weights have shape {w.shape}, the model has {n} parameters")
     use_l1 = penalty.has_l1
+    l1 = np.atleast_1d(np.asarray(penalty.l1, dtype=np.float64))
     history = HistoryRecorder(monitor)
 
     def evaluate(x):
         loss, g = model.loss_grad(x)
         sv, sg = penalty.smooth_value_grad(x)
         if sg is not None:
-            g = g + sg
+            g += sg
         return loss, loss + sv + penalty.l1_value(x), g
 
-    n_evals = 0
+    def pseudo(x, g, out):
+        if use_l1:
+            Q.pseudo_gradient(x, g, l1, out)
+        else:
+            out[:] = g
+        return out
+
+    memory = max(int(memory), 1)
+    S = np.empty((memory, n))
+    Y = np.empty((memory, n))
+    rho = np.empty(memory)
+    alpha = np.empty(memory)
+    slots = deque(maxlen=memory)               # rows of S / Y in use, oldest first
+    d = np.empty(n)
+    w_new = np.empty(n)
+    pg = np.empty(n)
+
+    n_evals = 1
     loss, F, g = evaluate(w)
-    n_evals += 1
     if not np.isfinite(F):
         raise FloatingPointError("the objective is not finite at the initial weights")
-    mem = deque(maxlen=memory)
+    pseudo(w, g, pg)
     objectives = [F]
     stop, it = "max_iter", 0
     try:
         for it in range(1, max_iter + 1):
-            pg = penalty.pseudo_gradient(w, g)
-            pg_norm = float(np.linalg.norm(pg))
-            if pg_norm <= gtol * max(1.0, float(np.linalg.norm(w))):
+            pg_norm = norm(pg)
+            if pg_norm <= gtol * max(1.0, norm(w)):
                 stop, it = "gtol", it - 1
                 break
-            d = _two_loop(pg, mem)
-            if use_l1:
-                d[d * pg >= 0] = 0.0              # keep the sign of the steepest descent
-            slope = float(np.dot(d, pg))
+            Q.two_loop(pg, S, Y, rho, np.array(slots, dtype=np.int64), d, alpha)
+            slope = Q.constrain_direction(d, pg) if use_l1 else dot(d, pg)
             if not slope < 0:
-                mem.clear()
-                d = -pg
-                slope = -pg_norm ** 2
-            if use_l1:
-                orthant = np.sign(w)
-                zero = orthant == 0
-                orthant[zero] = -np.sign(pg[zero])
-            step = 1.0 / pg_norm if not mem and it == 1 else 1.0
+                slots.clear()
+                np.negative(pg, out=d)
+            step = 1.0 / pg_norm if not slots and it == 1 else 1.0
             for _ in range(max_linesearch):
-                w_new = w + step * d
-                if use_l1:
-                    w_new[np.sign(w_new) != orthant] = 0.0
+                dec = Q.orthant_step(w, d, step, pg, use_l1, w_new)
                 loss_new, F_new, g_new = evaluate(w_new)
                 n_evals += 1
-                if np.isfinite(F_new) and F_new <= F + c1 * float(np.dot(pg, w_new - w)):
+                if np.isfinite(F_new) and F_new <= F + c1 * dec:
                     break
                 step *= 0.5
             else:
                 stop, it = "linesearch", it - 1
                 break
-            s = w_new - w
-            y = g_new - g
-            sy = float(np.dot(s, y))
-            if sy > 1e-10 * float(np.dot(y, y)):
-                mem.append((s, y, 1.0 / sy))
-            w, g, loss, F = w_new, g_new, loss_new, F_new
+            # the new pair takes a free row, or the oldest pair's row
+            k = slots.popleft() if len(slots) == memory else min(set(range(memory)) - set(slots))
+            sy, yy = Q.store_pair(w_new, w, g_new, g, S, Y, k)
+            if sy > 1e-10 * yy:
+                rho[k] = 1.0 / sy
+                slots.append(k)
+            w, w_new = w_new, w
+            g, loss, F = g_new, loss_new, F_new
+            pseudo(w, g, pg)
             objectives.append(F)
-            if history.record(it, F, loss, F - loss, w, n_evals, step=step,
-                              pg_norm=float(np.linalg.norm(penalty.pseudo_gradient(w, g)))):
+            if history.record(it, F, loss, F - loss, w, n_evals, step=step, pg_norm=norm(pg)):
                 stop = "callback"
                 break
             if it >= window and (objectives[-1 - window] - F) / max(abs(F), 1.0) < tol:
@@ -121,4 +118,5 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
             stop = "max_iter"
     except KeyboardInterrupt:
         stop = "interrupted"
-    return SolverResult(w=w, objective=F, n_iter=it, n_evals=n_evals, stop_reason=stop, history=history.rows)
+    return SolverResult(w=w.copy(), objective=F, n_iter=it, n_evals=n_evals, stop_reason=stop,
+                        history=history.rows)
