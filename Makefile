@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e '.[plot]'
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed

@@ -43,6 +43,8 @@ DEMO_CONFIGS = [
     SolverConfig("owlqn l1=8", {"solver": "owlqn", "l1": 8.0}),
     SolverConfig("owlqn l1=16", {"solver": "owlqn", "l1": 16.0}),
     SolverConfig("owlqn l1=8 l2=1", {"solver": "owlqn", "l1": 8.0, "l2": 1.0}),
+    SolverConfig("bcd l1=8 l2=1", {"solver": "bcd", "l1": 8.0, "l2": 1.0, "max_iter": 30}),
+    SolverConfig("sgd-l1 l1=8 (30 passes)", {"solver": "sgd-l1", "l1": 8.0, "max_iter": 30}),
     SolverConfig("lbfgs l2=10 (dense)", {"solver": "lbfgs", "l1": 0.0, "l2": 10.0}),
 ]
 

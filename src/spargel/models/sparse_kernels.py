@@ -43,7 +43,7 @@ NEG_INF = -np.inf
 TRANS_SPARSE_FRACTION = 0.25
 # automatic choice: the sparse kernels when the mean number of non-zero bigram weights
 # at a position is at most this fraction of |Y|^2. Measured (bench/sparse_forward_backward.py,
-# docs/benchmarks_bcd.md): the sparse forward-backward with gradient is faster than the
+# docs/benchmarks.md): the sparse forward-backward with gradient is faster than the
 # dense one at every density up to 100% (it takes no exponential per position), while
 # the sparse Viterbi (sorting, column grouping) only wins below ~10-20%.
 AUTO_SPARSE_FRACTION = 1.0
