@@ -105,12 +105,11 @@ def worker_objective(args):
     import spargel
     from spargel.data.templates import CRFSUITE_CHUNKING_TEMPLATE
     from spargel.models.crf import ChainCRF
-    from spargel.models.feature_space import FeatureSpace
 
     train = load("train.txt")
     est = spargel.CRF(l1=C1, feature_space="observed", template=CRFSUITE_CHUNKING_TEMPLATE, pad=False)
     data = est._dataset(train, [s.labels for s in train], grow=True)
-    space = FeatureSpace.observed(data, len(est._label_vocab), len(est._uni_vocab), 0, True)
+    space = est._feature_space(data)
     model = ChainCRF(space, data)
     ours = spargel.CRF.load(Path(args.tmp) / "spargel-1.model")
     return {"objective": objective(model, space, _weights_from_names(ours, space, est), C1),

@@ -37,18 +37,11 @@ def _label_lists(est, y):
 def _training_problem(estimator, X, y):
     """(model, space) exactly as ``fit`` builds them, for the estimator's settings."""
     from .models.crf import ChainCRF
-    from .models.feature_space import FeatureSpace
 
     est = _fresh(estimator)
     est._check_params()
     data = est._dataset(X, _label_lists(est, y), grow=True)
-    L = len(est._label_vocab)
-    n_u, n_b = len(est._uni_vocab), len(est._big_vocab)
-    trans = est._has_transitions()
-    if est.feature_space == "full":
-        space = FeatureSpace.full(L, n_u, n_b, trans)
-    else:
-        space = FeatureSpace.observed(data, L, n_u, n_b, trans)
+    space = est._feature_space(data)
     if len(est._unpenalised(est._uni_vocab)):
         raise ValueError("l1_max needs every weight to be penalised (this estimator has unpenalised weights)")
     return ChainCRF(space, data, n_jobs=est.n_jobs), space

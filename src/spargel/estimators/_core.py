@@ -65,17 +65,20 @@ class LogLinearCore(ParamsMixin):
             raise ValueError("max_iter must be >= 0 (or None for the solver's default)")
 
     # -- fitting -----------------------------------------------------------------------
-    def _fit_data(self, data, monitor=None):
-        from ..models.crf import ChainCRF
-        from ..solvers import get_solver
-
+    def _feature_space(self, data):
+        """The parameter layout for the training ``data`` built by ``_dataset(grow=True)``."""
         L = len(self._label_vocab)
         n_u, n_b = len(self._uni_vocab), len(self._big_vocab)
         trans = self._has_transitions()
         if self.feature_space == "full":
-            space = FeatureSpace.full(L, n_u, n_b, trans)
-        else:
-            space = FeatureSpace.observed(data, L, n_u, n_b, trans)
+            return FeatureSpace.full(L, n_u, n_b, trans)
+        return FeatureSpace.observed(data, L, n_u, n_b, trans)
+
+    def _fit_data(self, data, monitor=None):
+        from ..models.crf import ChainCRF
+        from ..solvers import get_solver
+
+        space = self._feature_space(data)
         w0 = self._warm_start_weights(space) if getattr(self, "warm_start", False) else None
         penalty = self._penalty(space)
         model = ChainCRF(space, data, n_jobs=self.n_jobs)
