@@ -49,7 +49,12 @@ l2-scaled alike) or a 0/1 float mask of the l2-penalised weights.
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.core.extending import intrinsic
+
+from ..models.crf_kernels import LANES, _exp_row
 
 NAIVE, CLIPPING, CUMULATIVE = 0, 1, 2
 EXPONENTIAL, INVERSE, CONSTANT = 0, 1, 2
@@ -376,7 +381,8 @@ def sequence_grad(v, m, a, space, data, s, trans, expT, expTT, tmax, g, coef, wa
         logz += shift + math.log(c)
         t += 1
     if not ok:
-        return _sequence_grad_log(v, m, a, space, data, s, trans, g, coef, want_grad, buf, gold, has_big)
+        return _sequence_grad_log(v, m, a, space, data, s, trans, g, coef, want_grad, buf, gold, has_big,
+                                  _no_dense())
     loss = logz - gold
     if not want_grad:
         return loss
@@ -430,9 +436,11 @@ def sequence_grad(v, m, a, space, data, s, trans, expT, expTT, tmax, g, coef, wa
 
 
 @njit(cache=True, nogil=True)
-def _sequence_grad_log(v, m, a, space, data, s, trans, g, coef, want_grad, buf, gold, has_big):
+def _sequence_grad_log(v, m, a, space, data, s, trans, g, coef, want_grad, buf, gold, has_big, dense):
     """Log-space forward-backward for sequences whose scaled recursion underflowed.
-    The per-position transition scores are computed once (before any write to g)."""
+    The per-position transition scores are computed once (before any write to g).
+    ``dense = (drow, W)``: the padded rows of the fast pass (:func:`_pass_padded`), which
+    receive the gradient of their attributes; empty outside it."""
     E, la, lb, scale, Mlog, Mexp, tmp, accp, marg, Mpos = buf[0], buf[2], buf[3], buf[4], buf[5], buf[6], \
         buf[7], buf[9], buf[10], buf[11]
     L = space[0]
@@ -465,7 +473,10 @@ def _sequence_grad_log(v, m, a, space, data, s, trans, g, coef, want_grad, buf, 
         tok = lo + t
         for y in range(L):
             marg[y] = math.exp(la[t, y] + lb[t, y] - logz)
-        _scatter_unigram(space, data, tok, marg, labels[tok], g, coef)
+        if len(dense[0]) > 0:
+            _scatter_unigram_padded(space, data, tok, marg, labels[tok], g, coef, dense[0], dense[1])
+        else:
+            _scatter_unigram(space, data, tok, marg, labels[tok], g, coef)
         if t == 0:
             break
         Mt = Mpos[t] if has_big else trans
@@ -533,6 +544,423 @@ def _no_pen():
     return (e, e, 0.0, 0.0, 0.0, np.int64(0))
 
 
+# --------------------------------------------------------------------------- fast pass (padded rows)
+# The common case -- a lazy variant, one sample per step, the uniform l1 and every
+# weight l2-scaled alike (e.g. the CoNLL-2000 benchmark) -- runs _pass_padded, which
+# uses the batch kernels' layout tricks (crf_kernels): label vectors padded to Lp (|Y|
+# rounded up to LANES), vectorised exp, and attributes with many labels moved for the
+# pass into padded rows ``W[r, 0, :]`` (weights) kept next to their penalty records
+# ``W[r, 1, :]`` and a 0/1 mask of the labels they own ``W[r, 2, :]``: settling,
+# emission and gradient of such an attribute are fixed-length, branch-free vector loops
+# over one contiguous block. Absent labels stay exactly 0 (the rule leaves 0 at 0 and the
+# mask zeroes their gradient). The rows are loaded from v/aux at the start of the pass
+# and written back at its end; the arithmetic per weight is that of the generic path.
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    """Hint the cache to fetch the element at flat index idx of a contiguous array."""
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        i = context.cast(builder, args[1], signature.args[1], types.intp)
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
+        name = "llvm.prefetch.p0" if str(i8p) == "ptr" else "llvm.prefetch.p0i8"    # opaque / typed pointers
+        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+        i32 = ir.IntType(32)
+        builder.call(fn, [builder.bitcast(builder.gep(ary.data, [i]), i8p), ir.Constant(i32, 0), ir.Constant(i32, 3),
+                          ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def _prefetch_sequence(data, s, meta, W, v, u_lab, phase):
+    """Prefetch what the next step will look up (its sequence is known): phase 0 the
+    attribute records, phase 1 (records in cache by then) the weights they point to."""
+    lo, hi = data[0][s], data[0][s + 1]
+    uni_ptr, uni_ids = data[1], data[2]
+    row = W.shape[1] * W.shape[2]
+    for j in range(uni_ptr[lo], uni_ptr[hi]):
+        at = uni_ids[j]
+        if phase == 0:
+            _prefetch(meta, at * 4)
+        else:
+            r = meta[at, 2]
+            if r >= 0:
+                for c in range(0, 2 * W.shape[2] + 1, 8):
+                    _prefetch(W, r * row + c)
+            else:
+                k0 = meta[at, 0]
+                _prefetch(v, k0)
+                _prefetch(u_lab, k0)
+
+
+DENSE_FRACTION = 0.25          # as spargel.models.crf: attributes with >= 25% of the labels
+
+
+@njit(cache=True, nogil=True)
+def _no_dense():
+    return (np.zeros((0, 4), dtype=np.int32), np.zeros((0, 3, 1)))
+
+
+@njit(cache=True, nogil=True)
+def _load_rows(space, v, aux, Lp):
+    """(meta, W): per attribute ``meta[at] = (first weight, end, padded row or -1, mark)``
+    (one cache line for everything a step looks up about an attribute) and the padded
+    rows W of the attributes with many labels."""
+    L, u_ptr, u_lab = space[0], space[1], space[2]
+    thr = max(2, int(math.ceil(DENSE_FRACTION * L)))
+    n_attr = len(u_ptr) - 1
+    meta = np.empty((n_attr, 4), dtype=np.int32)
+    R = 0
+    for at in range(n_attr):
+        meta[at, 0] = u_ptr[at]
+        meta[at, 1] = u_ptr[at + 1]
+        meta[at, 3] = -1
+        if u_ptr[at + 1] - u_ptr[at] >= thr:
+            meta[at, 2] = R
+            R += 1
+        else:
+            meta[at, 2] = -1
+    W = np.zeros((R, 3, Lp))
+    for at in range(n_attr):
+        r = meta[at, 2]
+        if r >= 0:
+            for k in range(u_ptr[at], u_ptr[at + 1]):
+                y = u_lab[k]
+                W[r, 0, y] = v[k]
+                W[r, 1, y] = aux[k]
+                W[r, 2, y] = 1.0
+    return meta, W
+
+
+@njit(cache=True, nogil=True)
+def _store_rows(space, meta, W, v, aux):
+    u_ptr, u_lab = space[1], space[2]
+    for at in range(len(meta)):
+        r = meta[at, 2]
+        if r >= 0:
+            for k in range(u_ptr[at], u_ptr[at + 1]):
+                y = u_lab[k]
+                v[k] = W[r, 0, y]
+                aux[k] = W[r, 1, y]
+
+
+@njit(cache=True, nogil=True)
+def _scale_rows(W, a, variant):
+    for r in range(W.shape[0]):
+        for y in range(W.shape[2]):
+            W[r, 0, y] *= a
+            if variant != NAIVE:
+                W[r, 1, y] *= a
+
+
+@njit(cache=True, nogil=True)
+def _settle_row(W, r, pen, Lp, variant):
+    """:func:`penalise_block` on padded row r (uniform penalty pen = l1 * u)."""
+    if variant == CUMULATIVE:
+        for y in range(Lp):
+            z = W[r, 0, y]
+            q = W[r, 1, y]
+            zp = z - (pen + q)
+            zn = z + (pen - q)
+            zp = zp if zp > 0.0 else 0.0
+            zn = zn if zn < 0.0 else 0.0
+            nz = zp if z > 0.0 else (zn if z < 0.0 else 0.0)
+            W[r, 0, y] = nz
+            W[r, 1, y] = q + (nz - z)
+    else:
+        for y in range(Lp):
+            z = W[r, 0, y]
+            d = pen - W[r, 1, y]
+            W[r, 1, y] = pen
+            zp = z - d
+            zn = z + d
+            zp = zp if zp > 0.0 else 0.0
+            zn = zn if zn < 0.0 else 0.0
+            W[r, 0, y] = zp if z > 0.0 else (zn if z < 0.0 else 0.0)
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def _scatter_unigram_padded(space, data, tok, marg, y, g, coef, meta, W):
+    """:func:`_scatter_unigram` with the padded rows (marg has >= Lp entries, 0 past L)."""
+    u_lab = space[2]
+    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
+    Lp = W.shape[2]
+    for j in range(uni_ptr[tok], uni_ptr[tok + 1]):
+        at = uni_ids[j]
+        cv = coef * uni_vals[j]
+        r = meta[at, 2]
+        if r >= 0:
+            for lab in range(Lp):
+                W[r, 0, lab] += W[r, 2, lab] * (cv * (marg[lab] - (1.0 if lab == y else 0.0)))
+        else:
+            for k in range(meta[at, 0], meta[at, 1]):
+                lab = u_lab[k]
+                g[k] += cv * (marg[lab] - (1.0 if lab == y else 0.0))
+
+
+@njit(cache=True, nogil=True)
+def _buffers_padded(L, Lp, maxlen, bigrams):
+    return (np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)),
+            np.zeros(maxlen), np.zeros(L * L), np.zeros(L * L), np.zeros(Lp), np.zeros(L * L),
+            np.zeros(L * L), np.zeros(Lp), np.zeros((maxlen if bigrams else 1, L * L + 1)))
+
+
+@njit(cache=True, nogil=True)
+def _transitions_padded(v, a, space, T2, eT2, kbuf, kview, expT, expTT):
+    """T2[0] (L*L) = transition scores; expT[i, j] = exp(T - max) padded, expTT its
+    transpose (vectorised exp, eT2 and kbuf/kview are scratch); returns the max."""
+    L, t_pair, t_base = space[0], space[6], space[7]
+    for p in range(L * L):
+        T2[0, p] = 0.0
+    for k in range(len(t_pair)):
+        T2[0, t_pair[k]] = a * v[t_base + k]
+    mx = _exp_row(T2, eT2, 0, L * L, kbuf, kview)
+    for i in range(L):
+        for j in range(L):
+            e = eT2[0, i * L + j]
+            expT[i, j] = e
+            expTT[j, i] = e
+    return mx
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def _sequence_step_padded(v, aux, a, space, data, s, trans, expT, expTT, tmax, coef, buf, pb, meta, W, dmark,
+                          marks, pen, stamp):
+    """:func:`sequence_grad` (mode MARK_SETTLE, gradient scattered into v) on the padded
+    layout: settles the blocks the sequence meets, adds coef times its gradient to the
+    weights (v and the rows W) and returns its loss."""
+    E, psi, alpha, beta, scale, Mlog, Mexp, tmp, acc, accp, marg, Mpos = buf
+    Mexp3, tmp2, acc_outer, kbuf, kview = pb
+    aux_, l1w, l1, us, up, variant = pen
+    L = space[0]
+    Lp = W.shape[2]
+    u_lab = space[2]
+    t_pair, t_base, t_index = space[6], space[7], space[8]
+    seq_ptr, uni_ptr, uni_ids, uni_vals, labels = data[0], data[1], data[2], data[3], data[7]
+    m = l1w
+    lo, hi = seq_ptr[s], seq_ptr[s + 1]
+    n = hi - lo
+    has_big = data[4][hi] > data[4][lo + 1] if n > 1 else False
+    if has_big:
+        _mark_bigrams(v, m, space, data, lo, hi, pen, marks, np.int64(MARK_SETTLE))
+    # emissions, settling each attribute block the first time the step meets it
+    pen_s = l1 * us
+    for t in range(n):
+        tok = lo + t
+        for y in range(Lp):
+            E[t, y] = 0.0
+        for j in range(uni_ptr[tok], uni_ptr[tok + 1]):
+            at = uni_ids[j]
+            va = uni_vals[j] * a
+            r = meta[at, 2]
+            if r >= 0:
+                if dmark[r] != stamp:
+                    dmark[r] = stamp
+                    _settle_row(W, r, pen_s, Lp, variant)
+                for y in range(Lp):
+                    E[t, y] += va * W[r, 0, y]
+            else:
+                k0, k1 = meta[at, 0], meta[at, 1]
+                if meta[at, 3] != stamp:
+                    meta[at, 3] = stamp
+                    penalise_block(v, aux, l1w, l1, m, us, up, k0, k1, variant)
+                for k in range(k0, k1):
+                    E[t, u_lab[k]] += va * v[k]
+    # gold score; exp of the per-position transition matrices (kept for the backward)
+    gold = E[0, labels[lo]]
+    for t in range(1, n):
+        tok = lo + t
+        pair = labels[tok - 1] * L + labels[tok]
+        gold += E[t, labels[tok]]
+        if has_big and _has_big(data, lo, tok):
+            _position_scores(v, m, a, space, data, tok, trans, Mlog)
+            gold += Mlog[pair]
+            mx = Mlog[0]
+            for p in range(1, L * L):
+                if Mlog[p] > mx:
+                    mx = Mlog[p]
+            for i in range(L):
+                for j in range(L):
+                    Mexp3[t, i, j] = math.exp(Mlog[i * L + j] - mx)
+            scale[t] = mx                     # the shift, for now
+            Mpos[t, L * L] = 1.0
+        else:
+            gold += trans[pair]
+            if has_big:
+                Mpos[t, L * L] = 0.0
+    # scaled forward (rows padded to Lp, zero past L)
+    logz = _exp_row(E, psi, 0, L, kbuf, kview)
+    c = 0.0
+    for y in range(L):
+        c += psi[0, y]
+    ok = c > 0.0 and math.isfinite(c)
+    if ok:
+        inv = 1.0 / c
+        for y in range(Lp):
+            alpha[0, y] = psi[0, y] * inv
+        logz += math.log(c)
+        scale[0] = c
+    t = 1
+    while ok and t < n:
+        logz += _exp_row(E, psi, t, L, kbuf, kview)
+        for y in range(Lp):
+            tmp[y] = 0.0
+        if has_big and Mpos[t, L * L] == 1.0:
+            shift = scale[t]
+            for i in range(L):
+                ai = alpha[t - 1, i]
+                for y in range(Lp):
+                    tmp[y] += ai * Mexp3[t, i, y]
+        else:
+            shift = tmax
+            for i in range(L):
+                ai = alpha[t - 1, i]
+                for y in range(Lp):
+                    tmp[y] += ai * expT[i, y]
+        c = 0.0
+        for y in range(Lp):
+            x = tmp[y] * psi[t, y]
+            alpha[t, y] = x
+            c += x
+        if not (c > 0.0 and math.isfinite(c)):
+            ok = False
+            break
+        inv = 1.0 / c
+        for y in range(Lp):
+            alpha[t, y] *= inv
+        scale[t] = c
+        logz += shift + math.log(c)
+        t += 1
+    if not ok:
+        return _sequence_grad_log(v, m, a, space, data, s, trans, v, coef, True, buf, gold, has_big, (meta, W))
+    loss = logz - gold
+    # scaled backward fused with the expected counts
+    for y in range(Lp):
+        beta[n - 1, y] = 1.0 if y < L else 0.0
+    for i in range(Lp):
+        for y in range(Lp):
+            acc_outer[i, y] = 0.0
+    for p in range(L * L):
+        accp[p] = 0.0
+    for t in range(n - 1, -1, -1):
+        tok = lo + t
+        for y in range(Lp):
+            marg[y] = alpha[t, y] * beta[t, y]
+        _scatter_unigram_padded(space, data, tok, marg, labels[tok], v, coef, meta, W)
+        if t == 0:
+            break
+        inv = 1.0 / scale[t]
+        for y in range(Lp):
+            tmp[y] = psi[t, y] * beta[t, y] * inv
+        if has_big and Mpos[t, L * L] == 1.0:
+            for i in range(L):
+                sacc = 0.0
+                ai = alpha[t - 1, i]
+                for j in range(L):
+                    q = Mexp3[t, i, j] * tmp[j]
+                    sacc += q
+                    Mlog[i * L + j] = ai * q            # pairwise marginal p(i, j)
+                beta[t - 1, i] = sacc
+            for p in range(L * L):
+                accp[p] += Mlog[p]
+            _scatter_bigram(space, data, tok, Mlog, labels[tok - 1] * L + labels[tok], v, coef)
+        else:
+            for y in range(Lp):
+                tmp2[y] = 0.0
+            for j in range(L):
+                b = tmp[j]
+                for y in range(Lp):
+                    tmp2[y] += b * expTT[j, y]
+            for y in range(Lp):
+                beta[t - 1, y] = tmp2[y]
+            for i in range(L):
+                ai = alpha[t - 1, i]
+                for y in range(Lp):
+                    acc_outer[i, y] += ai * tmp[y]
+    for k in range(len(t_pair)):
+        p = t_pair[k]
+        i = p // L
+        j = p - i * L
+        v[t_base + k] += coef * (acc_outer[i, j] * expT[i, j] + accp[p])
+    for t in range(1, n):
+        tok = lo + t
+        ti = t_index[labels[tok - 1] * L + labels[tok]]
+        if ti >= 0:
+            v[t_base + ti] -= coef
+    return loss
+
+
+@njit(cache=True, nogil=True)
+def _pass_padded(space, data, order, v, aux, l1, st, prm):
+    """:func:`sgd_pass` for a lazy variant, one sample per step, uniform l1 and no l2 mask."""
+    L = space[0]
+    Lp = -(-L // LANES) * LANES
+    b_ptr, t_base = space[3], space[7]
+    seq_ptr = data[0]
+    eta0, alpha, N, l2 = prm[0], prm[1], prm[4], prm[5]
+    schedule, variant = int(prm[2]), int(prm[3])
+    n = len(v)
+    empty = np.zeros(0)
+    meta, W = _load_rows(space, v, aux, Lp)
+    dmark = np.full(W.shape[0], -1, dtype=np.int64)
+    bmark = np.full(len(b_ptr) - 1, -1, dtype=np.int64)
+    tb = np.empty(len(b_ptr) - 1, dtype=np.int64)
+    ntb = np.zeros(1, dtype=np.int64)
+    maxlen = _max_len(seq_ptr, order)
+    bigrams = len(data[5]) > 0
+    buf = _buffers_padded(L, Lp, maxlen, bigrams)
+    kbuf = np.zeros(Lp, dtype=np.int64)
+    pb = (np.zeros((maxlen if bigrams else 1, Lp, Lp)), np.zeros(Lp), np.zeros((Lp, Lp)), kbuf,
+          kbuf.view(np.float64))
+    T2, eT2, kbufT = np.zeros((1, L * L)), np.zeros((1, L * L)), np.zeros(L * L, dtype=np.int64)
+    kviewT = kbufT.view(np.float64)
+    trans = T2[0]
+    expT, expTT = np.zeros((Lp, Lp)), np.zeros((Lp, Lp))
+    k, a, us, up = st[0], st[1], st[2], st[3]
+    status = 0
+    for r in range(len(order)):
+        eta = learning_rate(eta0, alpha, schedule, k, N)
+        a_new = a * (1.0 - eta * 1 * l2 / N)
+        ntb[0] = 0
+        marks = (bmark, bmark, tb, tb, ntb, ntb, np.int64(r))
+        pen = (aux, empty, l1, us, up, np.int64(variant))
+        penalise_block(v, aux, empty, l1, empty, us, up, t_base, n, variant)
+        tmax = _transitions_padded(v, a, space, T2, eT2, kbufT, kviewT, expT, expTT)
+        # the records of the sequence after next, the weights of the next one (whose
+        # records were fetched during this step's predecessor): they arrive during this step
+        if r + 2 < len(order):
+            _prefetch_sequence(data, order[r + 2], meta, W, v, space[2], 0)
+        if r + 1 < len(order):
+            _prefetch_sequence(data, order[r + 1], meta, W, v, space[2], 1)
+        buf[4][0] = 0.0
+        loss = 0.0 + _sequence_step_padded(v, aux, a, space, data, order[r], trans, expT, expTT, tmax, -eta / a_new,
+                                           buf, pb, meta, W, dmark, marks, pen, np.int64(r))
+        if buf[4][0] < 0.0:
+            st[5] += 1.0
+        if not math.isfinite(loss):
+            status = 1
+            break
+        st[4] += loss
+        inc = eta * 1 / N
+        us += inc / a_new
+        up += inc
+        a = a_new
+        k += 1
+        if a < RENORMALISE_BELOW:
+            st[0], st[1], st[2], st[3] = k, a, us, up
+            _scale_rows(W, a, variant)
+            _renormalise(v, aux, empty, st, variant)
+            a, us = st[1], st[2]
+    st[0], st[1], st[2], st[3] = k, a, us, up
+    _store_rows(space, meta, W, v, aux)
+    return status
+
+
 # --------------------------------------------------------------------------- one pass
 @njit(cache=True, nogil=True)
 def sgd_pass(space, data, order, v, aux, l1w, m, st, prm):
@@ -548,6 +976,8 @@ def sgd_pass(space, data, order, v, aux, l1w, m, st, prm):
     mixed = len(m) > 0
     lazy = variant != NAIVE
     direct = lazy and B == 1 and not mixed        # scatter the gradient straight into v
+    if direct and len(l1w) == 0 and n < 2 ** 31:
+        return _pass_padded(space, data, order, v, aux, l1, st, prm)
     umark = np.full(len(u_ptr) - 1, -1, dtype=np.int64)
     bmark = np.full(len(b_ptr) - 1, -1, dtype=np.int64)
     tu = np.empty(len(u_ptr) - 1, dtype=np.int64)
