@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import lapack
 
+from .projected_gradient import _chol, _inv_from_chol
 from .result import GaussianResult
 
 __all__ = ["BlockPenalty", "make_block_penalty", "block_l1_projected_gradient"]
@@ -195,22 +195,6 @@ def make_block_penalty(blocks, n, alpha, *, block_weight="size", penalize_diagon
     block_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return BlockPenalty(n=n, block_ptr=block_ptr, rows=rows, cols=cols,
                         radius=alpha * w, L_box=L_box)
-
-
-def _chol(A):
-    c, info = lapack.dpotrf(A, lower=False, clean=False, overwrite_a=False)
-    if info != 0:
-        return None, -np.inf
-    return c, 2.0 * float(np.sum(np.log(np.diag(c))))
-
-
-def _inv_from_chol(c):
-    inv, info = lapack.dpotri(c, lower=False, overwrite_c=True)
-    if info != 0:  # pragma: no cover
-        raise np.linalg.LinAlgError("dpotri failed")
-    inv = np.triu(inv)
-    inv += np.triu(inv, 1).T
-    return inv
 
 
 def _interior_start(S, bp):
