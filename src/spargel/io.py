@@ -14,12 +14,10 @@ import zipfile
 
 import numpy as np
 
+from .errors import ModelFileError
+
 FORMAT = "spargel-model"
 VERSION = 1
-
-
-class ModelFileError(ValueError):
-    """A model file that cannot be used: corrupt, truncated, tampered or foreign."""
 
 
 def _digest(a):

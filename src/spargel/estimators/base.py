@@ -4,6 +4,8 @@ and ``sklearn.base.clone`` work."""
 
 import inspect
 
+from ..errors import NotFittedError
+
 
 class ParamsMixin:
     @classmethod
@@ -44,7 +46,3 @@ def _same(a, b):
         return bool(a == b) and type(a) is type(b)
     except Exception:
         return a is b
-
-
-class NotFittedError(ValueError, AttributeError):
-    """Raised when a model is used before ``fit``."""
