@@ -36,6 +36,25 @@ class ParamsMixin:
                 parts.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
 
+    # -- scikit-learn tags (read by scikit-learn's own tools; importing spargel never
+    # imports scikit-learn, so the tag classes are imported only when asked for) -------
+    _estimator_kind = None          # "classifier", "regressor", "density" or None
+
+    def __sklearn_tags__(self):
+        from sklearn.utils import ClassifierTags, Tags, TargetTags
+        tags = Tags(estimator_type=None, target_tags=TargetTags(required=False))
+        if self._estimator_kind == "classifier":
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags()
+            tags.target_tags.required = True
+        elif self._estimator_kind == "density":
+            tags.estimator_type = "density_estimator"
+        self._more_sklearn_tags(tags)
+        return tags
+
+    def _more_sklearn_tags(self, tags):
+        """Subclasses adjust scikit-learn's tags here (input kinds, ...)."""
+
     def _check_fitted(self):
         if not hasattr(self, "weights_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit() first")
