@@ -9,7 +9,10 @@ compiled kernels are only loaded when a model is first used.
 
 from importlib import import_module
 
+from . import _kernel_cache
+
 __version__ = "0.1.0"
+_kernel_cache.check()
 
 _LAZY = {
     "CRF": "spargel.estimators.crf",

@@ -1,5 +1,7 @@
-"""The linear-chain CRF as a *model*: data + parameter layout + the negative
-log-likelihood and its gradient. It knows nothing about penalties or solvers.
+"""The first-order linear-chain CRF as a *model* of the protocol
+(:mod:`spargel.models.protocol`): data + parameter layout + the negative
+log-likelihood and its gradient, plus decoding. It knows nothing about penalties or
+solvers.
 
 >>> model = ChainCRF(space, data, n_jobs=2)            # doctest: +SKIP
 >>> loss, grad = model.loss_grad(w)                     # doctest: +SKIP
@@ -11,14 +13,22 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .._vec import dot
+from . import chain as C
 from . import crf_kernels as K
-from . import sparse_kernels as SK
+from .protocol import ParameterLayout
+
+INFERENCE_MODES = ("auto", "dense", "sparse")
+# unigram attributes that carry at least this fraction of the labels get a padded row
+# (fixed-length SIMD adds); the others keep their short label lists
+DENSE_FRACTION = 0.25
 
 
 def resolve_n_jobs(n_jobs):
     """scikit-learn's convention: None -> 1, -1 -> all cores, -2 -> all but one."""
     if n_jobs is None:
         return 1
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)):
+        raise ValueError(f"n_jobs must be an integer or None, got {n_jobs!r}")
     n_jobs = int(n_jobs)
     cores = os.cpu_count() or 1
     if n_jobs < 0:
@@ -43,184 +53,265 @@ def balanced_chunks(seq_ptr, n_chunks):
     return np.unique(np.concatenate([[0], bounds, [n_seq]])).astype(np.int64)
 
 
-def dense_label_threshold(n_labels):
-    """Unigram attributes with at least this many labels use the padded dense layout."""
-    return max(2, int(np.ceil(DENSE_FRACTION * n_labels)))
+def crf_layout(space, penalty_scale=None):
+    """Groups: one per unigram attribute, one per bigram attribute, the transitions."""
+    ptr = np.concatenate([space.u_ptr, space.b_base + space.b_ptr[1:], [space.n_params]]).astype(np.int64)
+    return ParameterLayout(space.n_params, ptr, penalty_scale)
 
 
-# unigram attributes that carry at least this fraction of the labels get a padded row
-# (fixed-length SIMD adds); the others keep their short label lists
-DENSE_FRACTION = 0.25
+class CRFView:
+    """A feature space and a data set prepared for the kernels: the layout and data
+    tuples and the padded view of the unigram features (``aux``). Shared by training and
+    prediction; :meth:`refresh` loads a weight vector into the padded rows and builds
+    the transition structure and bigram lists for it."""
+
+    def __init__(self, space, data, inference="auto"):
+        if inference not in INFERENCE_MODES:
+            raise ValueError(f"inference must be one of {INFERENCE_MODES}, got {inference!r}")
+        self.space, self.data, self.inference = space, data, inference
+        self.space_t = space.as_tuple()
+        self.data_t = data_tuple(data)
+        L = space.n_labels
+        self.L, self.Lp = L, C.padded(L)
+        sizes = np.diff(space.u_ptr)
+        counts = np.bincount(data.uni_ids, minlength=len(sizes))[:len(sizes)]
+        dense = np.flatnonzero(sizes >= max(2, int(np.ceil(DENSE_FRACTION * L))))
+        self.d_attr = dense[np.argsort(-counts[dense], kind="stable")].astype(np.int64)
+        drow = np.full(len(sizes), -1, dtype=np.int32)
+        drow[self.d_attr] = np.arange(len(self.d_attr), dtype=np.int32)
+        binary = bool(np.all(data.uni_vals == 1.0))
+        nd, ne = K.token_list_sizes(self.space_t, self.data_t, drow)
+        n_tok = data.n_tokens
+        dptr = np.zeros(n_tok + 1, dtype=np.int64)
+        eptr = np.zeros(n_tok + 1, dtype=np.int64)
+        drows = np.empty(nd, dtype=np.int32)
+        ek = np.empty(ne, dtype=np.int32 if space.n_unigram < 2 ** 31 else np.int64)
+        dval = np.empty(0 if binary else nd)
+        evals = np.empty(0 if binary else ne)
+        K.fill_token_lists(self.space_t, self.data_t, drow, binary, dptr, drows, dval, eptr, ek, evals)
+        self.Wd = np.zeros((len(self.d_attr), self.Lp))
+        self.dnz = np.zeros(len(self.d_attr), dtype=np.uint8)
+        self.aux = (self.Lp, binary, dptr, drows, dval, eptr, ek, evals, self.Wd, self.dnz)
+        self.has_bigrams = len(data.big_ids) > 0 and space.n_bigram > 0
+        self.all_pairs = inference == "dense"
+        self.has_transitions = len(space.t_pair) > 0
+
+    def refresh(self, w):
+        """Load weights w into the padded rows; returns the transition structure."""
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        s = self.space
+        K.refresh_weights(w, self.space_t, self.d_attr, self.Wd, self.dnz)
+        L = self.L
+        t_pair = s.t_pair.astype(np.int64)
+        return C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=C.DENSE if self.all_pairs else None)
+
+    def buffers(self, order):
+        """Scratch for the sequences ``order``, large enough for any weights."""
+        maxlen = K.max_length(self.data.seq_ptr, order)
+        n_corr = 0
+        if self.has_bigrams:
+            sizes = np.diff(self.space.b_ptr).astype(np.int64)
+            n_corr = K.correction_capacity(self.space_t, self.data_t, sizes, order)
+        return K.work_buffers(self.L, self.Lp, maxlen, n_corr, self.has_bigrams)
+
+    def log_buffers(self, order):
+        """Scratch of the log-space and decoding kernels for the sequences ``order``."""
+        return K.log_buffers(self.L, self.Lp, K.max_length(self.data.seq_ptr, order))
+
+    def accumulators(self, trans):
+        L = self.L
+        outer = np.zeros((self.Lp, self.Lp)) if self.has_transitions else np.zeros((1, 1))
+        return outer, np.zeros(len(trans[6])), np.zeros(len(trans[11]))
 
 
 class ChainCRF:
     """Negative log-likelihood ``sum_i -log p(y_i | x_i)`` of a linear-chain CRF.
 
-    The batch gradient is computed on ``n_jobs`` threads (compiled kernels release the
-    GIL), each over a fixed contiguous chunk of sequences with its own gradient buffer;
-    the buffers are added in a fixed order, so a run is reproducible and equals the
-    one-thread result up to float rounding.
+    The batch gradient runs on ``n_jobs`` threads (compiled kernels release the GIL),
+    each over a fixed contiguous chunk of sequences with its own gradient buffer; the
+    buffers are added in a fixed order, so a run is reproducible for a given
+    ``n_jobs`` and equals the one-thread result up to float rounding.
 
-    The kernels use a second view of the unigram features built once here (see
-    ``crf_kernels``): padded label rows for attributes with many labels, flat per-token
-    weight lists for the others. The empirical feature counts are computed once; the loss
-    is ``sum log Z - w . counts`` and the gradient ``expected counts - counts``.
+    The empirical feature counts are computed once; the loss is ``sum log Z - w . counts``
+    and the gradient ``expected counts - counts``.
 
-    ``inference``: ``"dense"`` kernels, ``"sparse"`` forward-backward (cost follows the
-    non-zero bigram weights, see ``sparse_kernels``), or ``"auto"`` (default): sparse
-    when the mean fraction of non-zero bigram weights per position is small.
+    ``inference``: ``"auto"`` / ``"sparse"`` (bigram attributes enter the chain through
+    their non-zero weights only, and transitions through the exp(λ)-1 trick when few are
+    non-zero) or ``"dense"`` (every bigram weight and a dense transition matrix).
     """
 
-    def __init__(self, space, data, n_jobs=1, inference="auto"):
-        if inference not in SK.INFERENCE_MODES:
-            raise ValueError(f"inference must be one of {SK.INFERENCE_MODES}, got {inference!r}")
-        self.inference = inference
-        self._probe = None
+    def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None):
         if data.labels is None:
             raise ValueError("training data needs labels")
-        self.space = space
-        self.data = data
+        self.view = CRFView(space, data, inference)
+        self.space, self.data, self.inference = space, data, inference
         self.n_jobs = resolve_n_jobs(n_jobs)
-        self._space_t = space.as_tuple()
-        self._data_t = data_tuple(data)
-        self._bounds = balanced_chunks(data.seq_ptr, self.n_jobs)
+        self.layout = crf_layout(space, penalty_scale)
         self.n_evals = 0
-        L = space.n_labels
-        self._Lp = -(-L // K.LANES) * K.LANES
-        # dense rows: attributes with many labels, most frequent first
-        sizes = np.diff(space.u_ptr)
-        counts = np.bincount(data.uni_ids, minlength=len(sizes))[:len(sizes)]
-        dense = np.flatnonzero(sizes >= dense_label_threshold(L))
-        self._d_attr = dense[np.argsort(-counts[dense], kind="stable")].astype(np.int64)
-        drow = np.full(len(sizes), -1, dtype=np.int32)
-        drow[self._d_attr] = np.arange(len(self._d_attr), dtype=np.int32)
-        n_dense = len(self._d_attr)
-        binary = bool(np.all(data.uni_vals == 1.0))
-        nd, ne = K.token_list_sizes(self._space_t, self._data_t, drow)
-        n_tok = data.n_tokens
-        dptr = np.zeros(n_tok + 1, dtype=np.int64)
-        eptr = np.zeros(n_tok + 1, dtype=np.int64)
-        drows = np.empty(nd, dtype=np.int32)
-        ek = np.empty(ne, dtype=np.int32 if space.n_unigram < 2**31 else np.int64)
-        dval = np.empty(0 if binary else nd)
-        evals = np.empty(0 if binary else ne)
-        K.fill_token_lists(self._space_t, self._data_t, drow, binary, dptr, drows, dval, eptr, ek, evals)
-        self._Wd = np.zeros((n_dense, self._Lp))
-        self._dnz = np.zeros(n_dense, dtype=np.uint8)
-        self._aux_t = (self._Lp, binary, dptr, drows, dval, eptr, ek, evals, self._Wd, self._dnz)
+        bounds = balanced_chunks(data.seq_ptr, self.n_jobs)
+        self._orders = [np.arange(bounds[c], bounds[c + 1], dtype=np.int64) for c in range(len(bounds) - 1)]
         self._emp = np.zeros(self.n_params)
-        K.empirical_counts(self._space_t, self._data_t, self._emp)
-        n_chunks = len(self._bounds) - 1
-        self._gbufs = [np.zeros(self.n_params) for _ in range(n_chunks - 1)]
-        self._Gdbufs = [np.zeros((n_dense, self._Lp)) for _ in range(n_chunks)]
+        K.empirical_counts(self.view.space_t, self.view.data_t, self._emp)
+        n_dense = len(self.view.d_attr)
+        self._gbufs = [np.zeros(self.n_params) for _ in self._orders]
+        self._Gdbufs = [np.zeros((n_dense, self.view.Lp)) for _ in self._orders]
+        self._work = None
 
     @property
     def n_params(self):
         return self.space.n_params
 
-    def _aux(self, w):
-        K.refresh_weights(w, self._space_t, self._d_attr, self._Wd, self._dnz)
-        return self._aux_t
+    @property
+    def n_samples(self):
+        return self.data.n_sequences
 
-    def _sparse(self, w):
-        if self.inference != "auto":
-            return self.inference == "sparse"
-        if self._probe is None:
-            self._probe = SK.SparsityProbe(self._space_t, self.data)
-        return self._probe.choose(w) == "sparse"
+    # -- loss and gradient ----------------------------------------------------------
+    def _run(self, w, want_grad):
+        v = self.view
+        trans = v.refresh(w)
+        if self._work is None:
+            self._work = [v.buffers(o) for o in self._orders]
+        bufs = self._work
+        accs = [v.accumulators(trans) for _ in self._orders]
+        failed = [np.zeros(len(o), np.uint8) for o in self._orders]
+        for c in range(len(self._orders)):
+            if want_grad:
+                self._gbufs[c].fill(0.0)
+                self._Gdbufs[c].fill(0.0)
+
+        def run(c):
+            return K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, v.all_pairs, self._orders[c], want_grad,
+                                     self._gbufs[c], self._Gdbufs[c], accs[c], failed[c], bufs[c])
+
+        if len(self._orders) == 1:
+            logz = [run(0)]
+        else:
+            with ThreadPoolExecutor(max_workers=len(self._orders)) as pool:
+                logz = list(pool.map(run, range(len(self._orders))))
+        tcount = np.zeros(len(trans[11]))
+        for c in range(len(self._orders)):
+            bad = self._orders[c][failed[c] == 1]
+            if len(bad):
+                logz[c] += K.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, v.all_pairs, bad, want_grad,
+                                                 self._gbufs[c], self._Gdbufs[c], tcount, bufs[c], v.log_buffers(bad))
+            if want_grad:
+                C.transition_counts(trans, accs[c], tcount)
+        total = sum(logz)
+        if not want_grad:
+            return total, None
+        g = self._gbufs[0]
+        Gd = self._Gdbufs[0]
+        for c in range(1, len(self._orders)):
+            g += self._gbufs[c]
+            Gd += self._Gdbufs[c]
+        out = g.copy()
+        K.finish_gradient(v.space_t, v.d_attr, Gd, tcount, self._emp, out)
+        return total, out
 
     def loss_grad(self, w):
         """(loss, gradient) at w."""
         self.n_evals += 1
         w = np.ascontiguousarray(w, dtype=np.float64)
-        if self._sparse(w):
-            return SK.sparse_loss_grad(self, w)
-        aux = self._aux(w)
-        bounds = self._bounds
-        n_chunks = len(bounds) - 1
-        g = np.zeros(self.n_params)
-        grads = [g] + self._gbufs
-        for buf in self._gbufs:
-            buf.fill(0.0)
-        for buf in self._Gdbufs:
-            buf.fill(0.0)
-
-        def run(c):
-            return K.chunk_logz_grad(w, self._space_t, self._data_t, aux, bounds[c], bounds[c + 1],
-                                     grads[c], self._Gdbufs[c], True)
-
-        if n_chunks == 1:
-            logz = [run(0)]
-        else:
-            with ThreadPoolExecutor(max_workers=n_chunks) as pool:
-                logz = list(pool.map(run, range(n_chunks)))
-        Gd = self._Gdbufs[0]
-        for c in range(1, n_chunks):
-            g += grads[c]
-            Gd += self._Gdbufs[c]
-        K.finish_gradient(self._space_t, self._d_attr, Gd, self._emp, g)
-        return float(sum(logz) - dot(w, self._emp)), g
+        logz, g = self._run(w, True)
+        return float(logz - dot(w, self._emp)), g
 
     def loss(self, w):
         w = np.ascontiguousarray(w, dtype=np.float64)
-        if self._sparse(w):
-            return SK.sparse_loss_grad(self, w, want_grad=False)[0]
-        aux = self._aux(w)
-        dummy = np.zeros(0)
-        logz = K.chunk_logz_grad(w, self._space_t, self._data_t, aux, 0, self.data.n_sequences, dummy,
-                                 self._Wd[:0], False)
+        logz, _ = self._run(w, False)
         return float(logz - dot(w, self._emp))
 
+    # -- the "sgd" capability ---------------------------------------------------------
+    def _sgd_trans(self):
+        L = self.space.n_labels
+        return C.make_transitions(L, np.zeros(0), np.zeros(0), np.zeros(0), kind=C.DENSE)
 
-def sequence_loss(space, data, w):
-    """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    st, dt = space.as_tuple(), data_tuple(data)
-    out = np.empty(data.n_sequences)
-    K.sequence_losses(w, st, dt, out)
-    return out
+    def sgd_pass(self, order, v, aux, l1w, m, st, prm):
+        """One compiled pass of lazily penalised SGD over the sequences ``order``
+        (see :mod:`spargel.models.crf_sgd`); returns 0, or 1 on divergence."""
+        from . import crf_sgd
+        st_, dt_ = self.view.space_t, self.view.data_t
+        direct, use_rows = crf_sgd.pass_layout(prm, l1w, m)
+        wk = crf_sgd.work(st_, dt_, order, v, aux, use_rows, direct)
+        return crf_sgd.sgd_pass(st_, dt_, self._sgd_trans(), order, v, aux, l1w, m, st, prm, wk)
+
+    def sample_loss(self, order, w):
+        """Sum of -log p(y_s | x_s) over the sequences ``order`` at w."""
+        from . import crf_sgd
+        st_, dt_ = self.view.space_t, self.view.data_t
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        wk = crf_sgd.work(st_, dt_, order, w, np.zeros(0), False, False)
+        st = np.zeros(6)
+        prm = np.zeros(8)
+        prm[3] = crf_sgd.LOSS_ONLY
+        crf_sgd.sgd_pass(st_, dt_, self._sgd_trans(), order, w, np.zeros(0), np.zeros(0), np.zeros(0), st, prm, wk)
+        return float(st[4])
+
+
+# --------------------------------------------------------------------------- prediction
+def _fixed_or_free(fixed, n_tokens):
+    if fixed is None:
+        return np.full(n_tokens, -1, dtype=np.int32)
+    return np.ascontiguousarray(fixed, dtype=np.int32)
 
 
 def decode(space, data, w, fixed=None, inference="auto"):
     """Viterbi label ids (one flat array over all tokens) and the path scores;
-    ``inference`` as in :class:`ChainCRF` (the sparse Viterbi gives the same paths)."""
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    if SK.choose_inference(w, space, data, inference, task="viterbi") == "sparse":
-        return SK.sparse_decode(space, data, w, fixed)
-    st, dt = space.as_tuple(), data_tuple(data)
-    if fixed is None:
-        fixed = np.full(data.n_tokens, -1, dtype=np.int32)
+    ``fixed[t] >= 0`` forces the label of token t."""
+    view = CRFView(space, data, inference)
+    trans = view.refresh(w)
     out = np.empty(data.n_tokens, dtype=np.int32)
     scores = np.empty(data.n_sequences)
-    for s in range(data.n_sequences):
-        lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
-        scores[s] = K.viterbi(w, st, dt, s, fixed, out[lo:hi])
+    order = np.arange(data.n_sequences, dtype=np.int64)
+    K.decode_all(np.ascontiguousarray(w, dtype=np.float64), view.space_t, view.data_t, view.aux, trans, view.all_pairs,
+                 _fixed_or_free(fixed, data.n_tokens), out, scores, view.buffers(order), view.log_buffers(order))
     return out, scores
 
 
 def marginals(space, data, w):
     """Point marginals (n_tokens x L) and log Z per sequence."""
     w = np.ascontiguousarray(w, dtype=np.float64)
-    st, dt = space.as_tuple(), data_tuple(data)
-    out = np.empty((data.n_tokens, space.n_labels))
+    view = CRFView(space, data)
+    trans = view.refresh(w)
+    out = np.zeros((data.n_tokens, space.n_labels))
     logz = np.empty(data.n_sequences)
-    for s in range(data.n_sequences):
-        lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
-        logz[s] = K.sequence_marginals(w, st, dt, s, out[lo:hi])
+    failed = np.zeros(data.n_sequences, np.uint8)
+    buf = view.buffers(np.arange(data.n_sequences, dtype=np.int64))
+    tcount = np.zeros(len(trans[11]))
+    K.marginals_all(w, view.space_t, view.data_t, view.aux, trans, view.all_pairs, out, logz, failed, buf, tcount)
+    bad = np.flatnonzero(failed).astype(np.int64)
+    if len(bad):
+        K.marginals_log(w, view.space_t, view.data_t, view.aux, trans, view.all_pairs, bad, out, logz, buf,
+                        view.log_buffers(bad), tcount)
     return out, logz
 
 
 def nbest(space, data, w, k, fixed=None):
     """Per sequence, a list of (label id array, score) for the k best paths, best first."""
     w = np.ascontiguousarray(w, dtype=np.float64)
-    st, dt = space.as_tuple(), data_tuple(data)
-    if fixed is None:
-        fixed = np.full(data.n_tokens, -1, dtype=np.int32)
+    view = CRFView(space, data)
+    trans = view.refresh(w)
+    fixed = _fixed_or_free(fixed, data.n_tokens)
+    order = np.arange(data.n_sequences, dtype=np.int64)
+    buf, lbuf = view.buffers(order), view.log_buffers(order)
     result = []
     for s in range(data.n_sequences):
         n = data.seq_ptr[s + 1] - data.seq_ptr[s]
         paths = np.zeros((k, n), dtype=np.int32)
         scores = np.empty(k)
-        found = K.nbest_viterbi(w, st, dt, s, fixed, k, paths, scores)
+        found = K.nbest_one(w, view.space_t, view.data_t, view.aux, trans, view.all_pairs, s, fixed, k, paths, scores,
+                            buf, lbuf)
         result.append([(paths[r].copy(), float(scores[r])) for r in range(found)])
     return result
+
+
+def sequence_loss(space, data, w):
+    """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    _, logz = marginals(space, data, w)
+    view = CRFView(space, data)
+    view.refresh(w)
+    order = np.arange(data.n_sequences, dtype=np.int64)
+    gold = np.empty(data.n_sequences)
+    K.gold_scores(w, view.space_t, view.data_t, view.aux, order, gold, view.buffers(order))
+    return logz - gold

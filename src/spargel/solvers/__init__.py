@@ -1,5 +1,6 @@
-"""Solvers: how to walk. Each asks the model only through a small protocol and
-refuses a model that lacks what it needs (see ``base.require``).
+"""Solvers: how to walk. Each asks the model only through the protocol of
+:mod:`spargel.models.protocol` and refuses a model (or penalty) that lacks what it
+needs with a :class:`~spargel.errors.CapabilityError`.
 
 Every solver is a function ``minimize(model, penalty, w0=None, *, max_iter, tol, gtol,
 window, monitor, **options) -> SolverResult``; estimators pick one by name.
@@ -7,18 +8,23 @@ window, monitor, **options) -> SolverResult``; estimators pick one by name.
 
 from importlib import import_module
 
-# name -> (module, function, what it needs from the model, what it does)
+# name -> (module, function, what it does)
 SOLVERS = {
     "lbfgs": ("spargel.solvers.owlqn", "minimize_owlqn", "L-BFGS, smooth objectives (l1 = 0)"),
-    "owlqn": ("spargel.solvers.owlqn", "minimize_owlqn", "OWL-QN, l1 / elastic net"),
-    "sgd-l1": ("spargel.solvers.sgd", "minimize_sgd_l1", "SGD with the cumulative l1 penalty"),
-    "cd": ("spargel.solvers.coordinate_descent", "minimize_cd", "coordinate descent, elastic net"),
-    "bcd": ("spargel.solvers.coordinate_descent", "minimize_bcd", "blockwise coordinate descent, elastic net"),
+    "owlqn": ("spargel.solvers.owlqn", "minimize_owlqn", "OWL-QN (orthant-wise L-BFGS), l1 / elastic net"),
+    "sgd-l1": ("spargel.solvers.sgd", "minimize_sgd_l1",
+               "stochastic gradient with the cumulative l1 penalty; fast first passes on big data"),
+    "cd": ("spargel.solvers.coordinate_descent", "minimize_cd",
+           "coordinate descent (one weight at a time), elastic net; small problems"),
+    "bcd": ("spargel.solvers.coordinate_descent", "minimize_bcd",
+            "blockwise coordinate descent (one attribute's weights at a time), elastic net / group"),
+    "fista": ("spargel.solvers.proximal", "minimize_fista",
+              "accelerated proximal gradient; any penalty with a prox (group lasso)"),
 }
 
 
 # iterations (passes over the data for SGD) when the estimator's max_iter is None
-DEFAULT_MAX_ITER = {"lbfgs": 500, "owlqn": 500, "sgd-l1": 30, "cd": 200, "bcd": 200}
+DEFAULT_MAX_ITER = {"lbfgs": 500, "owlqn": 500, "sgd-l1": 30, "cd": 200, "bcd": 200, "fista": 2000}
 
 
 def default_max_iter(name):

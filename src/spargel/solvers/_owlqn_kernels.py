@@ -7,25 +7,6 @@ from numba import njit
 FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
-@njit(cache=True)
-def pseudo_gradient(w, g, l1, out):
-    """Minimum-norm sub-gradient of f + sum l1_i |w_i| (l1 of length 1 broadcasts)."""
-    scalar = len(l1) == 1
-    for i in range(len(w)):
-        c = l1[0] if scalar else l1[i]
-        wi, gi = w[i], g[i]
-        if wi > 0:
-            out[i] = gi + c
-        elif wi < 0:
-            out[i] = gi - c
-        elif gi + c < 0:
-            out[i] = gi + c
-        elif gi - c > 0:
-            out[i] = gi - c
-        else:
-            out[i] = 0.0
-
-
 @njit(cache=True, fastmath=FAST)
 def two_loop(pg, S, Y, rho, slots, d, alpha):
     """d = -H pg from the curvature pairs in rows ``slots`` (oldest first) of S, Y."""

@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import CapabilityError
+
 STOP_REASONS = {
     "tol": "relative objective change over the window fell below tol",
     "gtol": "pseudo-gradient norm fell below gtol * max(1, ||w||)",
@@ -29,12 +31,24 @@ class SolverResult:
         return STOP_REASONS.get(self.stop_reason, self.stop_reason)
 
 
-def require(model, solver_name, *methods):
-    """Raise a clear TypeError when the model lacks what the solver needs."""
-    missing = [m for m in methods if not callable(getattr(model, m, None))]
-    if missing:
-        raise TypeError(f"solver {solver_name!r} needs a model with {', '.join(missing)}(); "
-                        f"{type(model).__name__} does not offer it")
+def check_start(model, w0):
+    """A fresh float64 copy of the initial weights (zeros when None), checked."""
+    n = int(model.n_params)
+    w = np.zeros(n) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
+    if w.shape != (n,):
+        raise ValueError(f"initial weights have shape {w.shape}, the model has {n} parameters")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("initial weights are not finite")
+    return w
+
+
+def require_separable(penalty, solver_name):
+    """Raise :class:`~spargel.errors.CapabilityError` unless the penalty is a sum of
+    one-weight terms (l1 / l2 / elastic net)."""
+    if not getattr(penalty, "separable", False):
+        raise CapabilityError(f"solver {solver_name!r} needs a separable penalty (l1 / elastic net); "
+                              f"{type(penalty).__name__} is not: use solver='fista' (proximal gradient) "
+                              f"or a block solver")
 
 
 class HistoryRecorder:

@@ -22,7 +22,8 @@ from collections import deque
 import numpy as np
 
 from .._vec import dot, norm
-from .base import HistoryRecorder, SolverResult, require
+from ..models.protocol import require
+from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 
 def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-5, window=10,
@@ -37,12 +38,10 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
     from . import _owlqn_kernels as Q
 
     require(model, "owlqn", "loss_grad")
+    require_separable(penalty, "owlqn")
+    w = check_start(model, w0)
     n = model.n_params
-    w = np.zeros(n) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
-    if w.shape != (n,):
-        raise ValueError(f"initial weights have shape {w.shape}, the model has {n} parameters")
-    use_l1 = penalty.has_l1
-    l1 = np.atleast_1d(np.asarray(penalty.l1, dtype=np.float64))
+    use_l1 = penalty.has_nonsmooth
     history = HistoryRecorder(monitor)
 
     def evaluate(x):
@@ -50,14 +49,10 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
         sv, sg = penalty.smooth_value_grad(x)
         if sg is not None:
             g += sg
-        return loss, loss + sv + penalty.l1_value(x), g
+        return loss, loss + sv + penalty.nonsmooth_value(x), g
 
     def pseudo(x, g, out):
-        if use_l1:
-            Q.pseudo_gradient(x, g, l1, out)
-        else:
-            out[:] = g
-        return out
+        return penalty.pseudo_gradient(x, g, out)
 
     memory = max(int(memory), 1)
     S = np.empty((memory, n))

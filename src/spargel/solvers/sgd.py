@@ -1,10 +1,11 @@
 """SGD-L1: stochastic gradient descent with the cumulative l1 penalty
 (Tsuruoka, Tsujii & Ananiadou 2009), plus the two baselines of the paper.
 
-Minimises ``sum_i loss_i(w) + l1 * ||w||_1 + l2 / 2 * ||w||^2`` over the N samples
-(sequences) of a model that exposes its parameter layout and data (``model.space``,
-``model.data``: :class:`~spargel.models.crf.ChainCRF`, which also serves the flat
-log-linear classifier). Each step visits ``batch_size`` samples and takes
+Minimises ``sum_i loss_i(w) + l1 * ||w||_1 + l2 / 2 * ||w||^2`` over the N samples of
+any model with the ``"sgd"`` capability (:mod:`spargel.models.protocol`): the model
+runs a compiled pass over a list of samples (``model.sgd_pass``), built from the shared
+bookkeeping of :mod:`spargel.lazy_l1`, and sums per-sample losses
+(``model.sample_loss``). Each step visits ``batch_size`` samples and takes
 
     w <- (1 - eta * B * l2 / N) * w - eta * sum_{i in batch} grad loss_i(w)
 
@@ -31,7 +32,11 @@ penalty are applied; see ``docs/sgd.md``. The l2 part is an O(1) scale factor.
 Learning rate at sample counter k (samples processed so far, across passes):
 
 * ``"exponential"``: ``eta0 * alpha ** (k / N)`` (paper eq. 6, written with alpha < 1);
+  it fades geometrically, so after some hundred passes the weights freeze wherever
+  they are (the history says so: ``rate_frozen``);
 * ``"inverse"``:     ``eta0 / (1 + k / N)`` (paper eq. 5);
+* ``"exponential-floor"`` (default): the larger of the two -- the paper's fast decay
+  over the first passes, then the inverse schedule, which keeps converging;
 * ``"constant"``:    ``eta0``.
 
 ``eta0=None`` calibrates it (see :func:`calibrate_eta0`).
@@ -42,11 +47,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import sgd_kernels as K
-from .base import HistoryRecorder, SolverResult
+from .. import lazy_l1 as K
+from ..models.protocol import require
+from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 PENALTY_UPDATES = {"naive": K.NAIVE, "clipping": K.CLIPPING, "cumulative": K.CUMULATIVE}
-SCHEDULES = {"exponential": K.EXPONENTIAL, "inverse": K.INVERSE, "constant": K.CONSTANT}
+SCHEDULES = {"exponential": K.EXPONENTIAL, "inverse": K.INVERSE, "constant": K.CONSTANT,
+             "exponential-floor": K.EXPONENTIAL_FLOOR}
+FROZEN_RATE = 1e-12            # a rate below this times eta0 no longer moves the weights
 CALIBRATION_CANDIDATES = (1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
 
 
@@ -54,7 +62,7 @@ CALIBRATION_CANDIDATES = (1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.
 @dataclass
 class SGDOptions:
     penalty_update: str = "cumulative"
-    schedule: str = "exponential"
+    schedule: str = "exponential-floor"
     eta0: float | None = None
     alpha: float = 0.85
     batch_size: int = 1
@@ -142,15 +150,12 @@ def _rng(random_state):
 def _penalty_arrays(penalty, n):
     """(l1 per weight or empty, uniform l1, l2 mask or empty, l2 value). The l2 part must
     be one value on the l2-penalised weights (it is applied as one global scale factor)."""
-    l1 = np.asarray(penalty.l1, dtype=np.float64)
-    if l1.ndim == 0:
-        l1w, l1s = np.zeros(0), float(l1)
-    else:
-        l1w, l1s = np.array(np.broadcast_to(l1, (n,)), dtype=np.float64), 0.0
-    l2 = np.asarray(penalty.l2, dtype=np.float64)
-    if l2.ndim == 0:
-        return l1w, l1s, np.zeros(0), float(l2)
-    l2 = np.broadcast_to(l2, (n,))
+    require_separable(penalty, "sgd-l1")
+    uni = penalty.uniform()
+    if uni is not None:
+        return np.zeros(0), uni[0], np.zeros(0), uni[1]
+    l1, l2 = penalty.per_weight(n)
+    l1w, l1s = (np.zeros(0), float(l1[0])) if np.all(l1 == l1[0]) else (l1, 0.0)
     levels = np.unique(l2[l2 > 0])
     if len(levels) == 0:
         return l1w, l1s, np.zeros(0), 0.0
@@ -161,18 +166,6 @@ def _penalty_arrays(penalty, n):
     if mask.all():
         return l1w, l1s, np.zeros(0), float(levels[0])
     return l1w, l1s, mask, float(levels[0])
-
-
-def _tuples(model):
-    for attr in ("space", "data"):
-        if not hasattr(model, attr):
-            raise TypeError(f"solver 'sgd-l1' needs a model that exposes its parameter layout and samples "
-                            f"(.space, .data, as ChainCRF); {type(model).__name__} does not")
-    d = model.data
-    if d.labels is None:
-        raise ValueError("solver 'sgd-l1' needs labelled data")
-    data_t = (d.seq_ptr, d.uni_ptr, d.uni_ids, d.uni_vals, d.big_ptr, d.big_ids, d.big_vals, d.labels)
-    return model.space.as_tuple(), data_t
 
 
 def _prm(opts, eta0, N, l2, l1):
@@ -187,7 +180,7 @@ def _check_l2(eta0, opts, N, l2):
 
 
 # --------------------------------------------------------------------------- calibration
-def calibrate_eta0(space_t, data_t, N, penalty, l1w, l1, m, l2, w0, opts, rng):
+def calibrate_eta0(model, N, penalty, l1w, l1, m, l2, w0, opts, rng):
     """Choose eta0 on a random sample of ``calibration_samples`` sequences.
 
     Each candidate rate (``calibration_candidates``, default 1, 0.5, 0.2, 0.1, ..., 0.001)
@@ -197,14 +190,14 @@ def calibrate_eta0(space_t, data_t, N, penalty, l1w, l1, m, l2, w0, opts, rng):
     initial one wins. When none improves, ten times smaller rates are tried (up to five
     times). Returns ``(eta0, table)`` with the (rate, objective) pairs tried.
     """
-    n_seq = len(data_t[0]) - 1
+    n_seq = model.n_samples
     size = min(n_seq, int(opts.calibration_samples))
     sample = np.sort(rng.choice(n_seq, size=size, replace=False)) if size < n_seq else np.arange(n_seq)
     sample = rng.permutation(sample).astype(np.int64)
     ratio = size / N
 
     def sample_objective(w):
-        return K.sample_losses(space_t, data_t, sample, w) + ratio * penalty.value(w)
+        return model.sample_loss(sample, w) + ratio * penalty.value(w)
 
     f0 = sample_objective(w0)
     table = []
@@ -216,7 +209,7 @@ def calibrate_eta0(space_t, data_t, N, penalty, l1w, l1, m, l2, w0, opts, rng):
                 continue
             st = np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
             v, aux = w0.copy(), np.zeros(len(w0))
-            status = K.sgd_pass(space_t, data_t, sample, v, aux, l1w, m, st, _prm(opts, eta, N, l2, l1))
+            status = model.sgd_pass(sample, v, aux, l1w, m, st, _prm(opts, eta, N, l2, l1))
             K.settle_all(v, aux, l1w, l1, m, st, PENALTY_UPDATES[opts.penalty_update])
             f = sample_objective(v) if status == 0 else np.inf
             table.append((eta, f))
@@ -234,14 +227,15 @@ class _Run:
     """The compiled-kernel view of one model + penalty + options."""
 
     def __init__(self, model, penalty, opts, N):
-        self.space_t, self.data_t = _tuples(model)
-        self.n_params = int(model.space.n_params)
+        require(model, "sgd-l1", "sgd")
+        self.model = model
+        self.n_params = int(model.n_params)
         self.N = float(N)
         self.opts = opts
         self.penalty = penalty
         self.l1w, self.l1, self.m, self.l2 = _penalty_arrays(penalty, self.n_params)
         self.variant = PENALTY_UPDATES[opts.penalty_update]
-        self.n_seq = len(self.data_t[0]) - 1
+        self.n_seq = int(model.n_samples)
 
     def ensure_eta0(self, state):
         if state.eta0 is None:
@@ -249,7 +243,7 @@ class _Run:
                 state.eta0 = float(self.opts.eta0)
             else:
                 state.eta0, self.calibration = calibrate_eta0(
-                    self.space_t, self.data_t, self.N, self.penalty, self.l1w, self.l1, self.m, self.l2, state.v.copy(),
+                    self.model, self.N, self.penalty, self.l1w, self.l1, self.m, self.l2, state.v.copy(),
                     self.opts, state.rng)
         _check_l2(state.eta0, self.opts, self.N, self.l2)
 
@@ -259,8 +253,8 @@ class _Run:
         order = state.rng.permutation(self.n_seq) if self.opts.shuffle else np.arange(self.n_seq)
         order = order.astype(np.int64)
         state.st[4] = 0.0
-        status = K.sgd_pass(self.space_t, self.data_t, order, state.v, state.aux, self.l1w, self.m, state.st,
-                            _prm(self.opts, state.eta0, self.N, self.l2, self.l1))
+        status = self.model.sgd_pass(order, state.v, state.aux, self.l1w, self.m, state.st,
+                                     _prm(self.opts, state.eta0, self.N, self.l2, self.l1))
         K.settle_all(state.v, state.aux, self.l1w, self.l1, self.m, state.st, self.variant)
         if status != 0:
             raise FloatingPointError(f"sgd-l1 diverged (non-finite loss) with eta0={state.eta0:g}; lower eta0")
@@ -269,7 +263,7 @@ class _Run:
 
     def loss(self, w):
         """sum_i loss_i(w) over all samples (one thread, no gradient)."""
-        return float(K.sample_losses(self.space_t, self.data_t, np.arange(self.n_seq, dtype=np.int64), w))
+        return float(self.model.sample_loss(np.arange(self.n_seq, dtype=np.int64), w))
 
     def rate(self, state):
         return float(K.learning_rate(state.eta0, float(self.opts.alpha), SCHEDULES[self.opts.schedule],
@@ -297,11 +291,9 @@ def minimize_sgd_l1(model, penalty, w0=None, *, max_iter=30, tol=1e-5, gtol=None
     (rate of the last step), ``eta0``, ``online_loss`` and ``samples``.
     """
     opts = parse_options(options)
-    n = model.space.n_params if hasattr(model, "space") else model.n_params
-    w = np.zeros(n) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
-    if w.shape != (n,):
-        raise ValueError(f"initial weights have shape {w.shape}, the model has {n} parameters")
-    run = _Run(model, penalty, opts, model.data.n_sequences if hasattr(model, "data") else 1)
+    require(model, "sgd-l1", "sgd")
+    w = check_start(model, w0)
+    run = _Run(model, penalty, opts, model.n_samples)
     state = SGDState.fresh(w, opts.penalty_update, opts.random_state)
     run.ensure_eta0(state)
     history = HistoryRecorder(monitor)
@@ -320,8 +312,10 @@ def minimize_sgd_l1(model, penalty, w0=None, *, max_iter=30, tol=1e-5, gtol=None
                 loss = F = math.nan
                 tracked = online + pen
             objectives.append(tracked)
-            if history.record(it, F, loss, pen, w, state.passes, eta=run.rate(state), eta0=state.eta0,
-                              online_loss=online, samples=state.samples):
+            rate = run.rate(state)
+            if history.record(it, F, loss, pen, w, state.passes, eta=rate, eta0=state.eta0,
+                              online_loss=online, samples=state.samples,
+                              rate_frozen=bool(rate < FROZEN_RATE * state.eta0)):
                 stop = "callback"
                 break
             if it > window and (objectives[-1 - window] - tracked) / max(abs(tracked), 1.0) < tol:
@@ -345,14 +339,15 @@ def sgd_partial_pass(model, penalty, state, n_samples, **options):
     if state.penalty_update != opts.penalty_update:
         raise ValueError(f"penalty_update changed from {state.penalty_update!r} to {opts.penalty_update!r} "
                          f"between partial_fit calls")
-    if len(state.v) != model.space.n_params:
+    if len(state.v) != model.n_params:
         raise ValueError("the SGD state does not match the model's parameter layout")
     run = _Run(model, penalty, opts, n_samples)
     run.ensure_eta0(state)
     online = run.one_pass(state)
     w = state.v
     pen = penalty.value(w)
+    rate = run.rate(state)
     return {"iteration": state.passes, "objective": math.nan, "loss": math.nan, "penalty": float(pen),
-            "active": int(np.count_nonzero(w)), "n_evals": state.passes, "eta": run.rate(state),
+            "active": int(np.count_nonzero(w)), "n_evals": state.passes, "eta": rate,
             "eta0": state.eta0, "online_loss": online, "samples": state.samples,
-            "chunk_sequences": run.n_seq}
+            "chunk_sequences": run.n_seq, "rate_frozen": bool(rate < FROZEN_RATE * state.eta0)}

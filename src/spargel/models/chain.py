@@ -1,0 +1,586 @@
+"""Chain inference, written once: scaled forward-backward with a log-space fallback,
+marginals, transition expectations, Viterbi and n-best over a chain of ``S`` states.
+
+Every chain model (first-order CRF, second-order CRF over label pairs, the per-sample
+step of SGD, the span updates of block coordinate descent) reduces a sequence of ``n``
+positions to
+
+* per-position state scores ``E[t, s]`` (log domain), and
+* a transition structure ``trans`` (the same at every position, built once per weight
+  vector by :func:`make_transitions`), plus optional per-position *corrections*: pairs
+  ``(i, j)`` whose transition score is raised by ``B_t[i, j]`` at position ``t`` (the
+  observation-conditioned bigram weights of a CRF).
+
+The transition factor at position t is ``M_t[i, j] = exp(T[i, j] + B_t[i, j])`` over
+the *allowed* pairs. ``trans`` stores it in one of four forms (``kind``):
+
+``DENSE``
+    every pair allowed; ``expT = exp(T - tshift)`` as a padded ``Sp x Sp`` matrix (and its
+    transpose), so a forward or backward step is ``S`` contiguous row updates;
+``ONES``
+    every pair allowed and few non-zero ``T``: ``M = 1 + sum of corrections``, with the
+    non-zero transitions as a *global* correction list ``expm1(T)`` (Sokolovska et al.
+    2010, §3.2: a step costs ``O(S + nnz)``);
+``LIST``
+    only the listed pairs allowed (e.g. ``(a, b) -> (b, c)`` in a second-order chain),
+    ``M = exp(T - tshift)`` on them: a step costs the number of allowed pairs;
+``PAIR_ONES``
+    second-order chains (``S = L^2`` states ``a * L + b``) with few non-zero transition
+    weights: ``M[(a, b), (b', c)] = [b = b'] (1 + expm1(T))``: a step costs ``O(S + nnz)``.
+
+A position correction is given as ``(i, j, c, v, k)``: ``c = Mbase[i, j] * expm1(v)`` is
+what it adds to ``M_t[i, j]`` (``Mbase`` the structure's own entry, see
+:func:`base_entry`), ``v`` the raw score it adds to ``log M_t[i, j]`` and ``k`` the
+index of the pair in the structure's list of allowed pairs (see below). Corrections of
+a sequence are flat arrays with a pointer per position (``cptr``).
+
+Scaling: each alpha row is normalised (Rabiner); emission rows are shifted by their
+maximum before ``exp`` and ``M`` by ``tshift``, so every number stays in range unless a
+whole row underflows, which :func:`forward` reports as NaN -- the caller then runs
+:func:`forward_backward_log` on that sequence, which cannot underflow.
+
+Viterbi, n-best and the log-space pass read the allowed pairs as a list sorted by
+destination state: ``fptr[j]:fptr[j+1]`` are the entries of the pairs ``(fi[k], j)`` with
+raw score ``fv[k]`` (for DENSE and ONES all ``S^2`` pairs, ``k = j * S + i``).
+
+Rows are padded to ``Sp`` (``S`` rounded up to :data:`LANES`) with zeros, so the dense
+updates vectorise.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+LANES = 8
+NEG_INF = -np.inf
+# largest finite double. Under the 'reassoc' fast-math flag LLVM folds math.isfinite(x)
+# (computed as x - x) to True, so finiteness is tested with ordered comparisons, which
+# NaN fails: 0 < x < FLOAT_MAX.
+FLOAT_MAX = 1.7976931348623157e308
+DENSE, ONES, LIST, PAIR_ONES = 0, 1, 2, 3
+# re-association lets LLVM vectorise the row updates; NaN / inf keep their IEEE meaning
+FAST = {"reassoc", "contract", "nsz", "arcp"}
+
+
+@njit(cache=True, nogil=True)
+def padded(S):
+    """``S`` rounded up to a multiple of :data:`LANES`."""
+    return -(-S // LANES) * LANES
+
+
+# --------------------------------------------------------------------------- structure
+def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True):
+    """The ``trans`` tuple of a chain with ``S`` states.
+
+    ``src``, ``dst``, ``score``: the pairs with a (possibly zero) transition score.
+    ``all_pairs``: every pair ``(i, j)`` is allowed (unlisted ones score 0); otherwise
+    exactly the listed pairs are allowed. ``kind``: None picks ``ONES`` / ``PAIR_ONES``
+    when at most a quarter of the allowed pairs have a non-zero score, else ``DENSE`` /
+    ``LIST``. ``n_labels``: for ``PAIR_ONES``, the L with ``S = L^2`` (then the allowed
+    pairs are exactly ``(a, b) -> (b, c)`` and ``src``/``dst`` list the non-zero ones).
+
+    Returns ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr, fi, fv, gk)``: ``tshift``
+    is a one-element array (so compiled code can refresh a structure in place, see
+    :func:`refresh_dense`), ``gk[q]`` the list index of global correction q.
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    score = np.asarray(score, dtype=np.float64)
+    Sp = padded(S)
+    L = int(n_labels)
+    nz = score != 0
+    if all_pairs:
+        if kind is None:
+            kind = ONES if np.count_nonzero(nz) <= 0.25 * S * S else DENSE
+        dense = np.zeros(S * S)
+        np.add.at(dense, src * S + dst, score)
+        fptr = np.arange(S + 1, dtype=np.int64) * S
+        fi = np.tile(np.arange(S, dtype=np.int64), S)
+        fv = dense.reshape(S, S).T.ravel().copy()           # entry k = j * S + i
+        if kind == DENSE:
+            tshift = float(dense.max()) if S else 0.0
+            expT = np.zeros((Sp, Sp))
+            expT[:S, :S] = np.exp(dense.reshape(S, S) - tshift)
+            return (DENSE, S, L, np.array([tshift]), expT, np.ascontiguousarray(expT.T), np.zeros(0, np.int64),
+                    np.zeros(0, np.int64), np.zeros(0), fptr, fi, fv, np.zeros(0, np.int64))
+        pairs = np.flatnonzero(dense)
+        gi, gj = pairs // S, pairs % S
+        return (ONES, S, L, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), gi, gj, np.expm1(dense[pairs]), fptr, fi, fv,
+                gj * S + gi)
+    if kind == PAIR_ONES:
+        # allowed: exactly (a, b) -> (b, c); the listed pairs (zero scores included) are
+        # the global corrections, so their expected counts are accumulated
+        if L * L != S:
+            raise ValueError("PAIR_ONES needs S = n_labels ** 2")
+        if np.any(src % L != dst // L):
+            raise ValueError("PAIR_ONES pairs must have the form (a, b) -> (b, c)")
+        # list order: by destination (b, c), then source (a, b): k = ((b * L + c) * L + a)
+        gk = dst * L + src // L
+        fd = np.repeat(np.arange(S, dtype=np.int64), L)
+        fs = (np.tile(np.arange(L, dtype=np.int64), S)) * L + fd // L
+        fv = np.zeros(S * L)
+        np.add.at(fv, gk, score)
+        fptr = np.arange(S + 1, dtype=np.int64) * L
+        return (PAIR_ONES, S, L, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), src, dst, np.expm1(score), fptr, fs,
+                fv, gk)
+    # LIST: exactly the listed pairs
+    order = np.lexsort((src, dst))
+    src, dst, score = src[order], dst[order], score[order]
+    fptr = np.zeros(S + 1, np.int64)
+    np.cumsum(np.bincount(dst, minlength=S), out=fptr[1:])
+    tshift = float(score.max()) if len(score) else 0.0
+    return (LIST, S, L, np.array([tshift]), np.zeros((1, 1)), np.zeros((1, 1)), src, dst, np.exp(score - tshift), fptr,
+            src.copy(), score.copy(), np.arange(len(src), dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def base_entry(trans, k):
+    """``Mbase``: the structure's factor for the allowed pair with list index k."""
+    return math.exp(trans[11][k] - trans[3][0])
+
+
+@njit(cache=True, nogil=True)
+def refresh_dense(trans, T):
+    """Load new transition scores ``T`` (S x S, flat) into a DENSE structure in place."""
+    S = trans[1]
+    expT, expTT, fv = trans[4], trans[5], trans[11]
+    m = T[0]
+    for p in range(1, S * S):
+        if T[p] > m:
+            m = T[p]
+    trans[3][0] = m
+    for i in range(S):
+        for j in range(S):
+            e = math.exp(T[i * S + j] - m)
+            expT[i, j] = e
+            expTT[j, i] = e
+            fv[j * S + i] = T[i * S + j]
+
+
+# --------------------------------------------------------------------------- emissions
+# exp(x) for x <= 0 as Cody-Waite reduction + degree-13 Taylor polynomial + exponent
+# bits: within ~1 ulp of math.exp, and the loop vectorises (math.exp is a libm call).
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_C2, _C3, _C4, _C5, _C6, _C7 = 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720, 1 / 5040
+_C8, _C9, _C10, _C11, _C12, _C13 = 1 / 40320, 1 / 362880, 1 / 3628800, 1 / 39916800, 1 / 479001600, 1 / 6227020800
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "nsz", "arcp"})
+def exp_rows(E, psi, shift, n, S, kbuf):
+    """``psi[t, :S] = exp(E[t, :S] - shift[t])`` with ``shift[t] = max E[t, :S]`` for
+    t < n (padding lanes left as they are, i.e. zero). Arguments below -708 give 0;
+    NaN stays NaN. ``kbuf`` is an int64 scratch of length >= S. (No 'reassoc': the
+    reduction ``x - k ln2`` must keep its two-step order.)"""
+    kview = kbuf.view(np.float64)
+    for t in range(n):
+        m = E[t, 0]
+        for y in range(1, S):
+            if E[t, y] > m:
+                m = E[t, y]
+        shift[t] = m
+        for y in range(S):
+            x = E[t, y] - m
+            v = x if not (x < -708.0) else -708.0
+            k = np.floor(v * _LOG2E + 0.5)
+            r = (v - k * _LN2_HI) - k * _LN2_LO
+            p = _C13
+            p = p * r + _C12
+            p = p * r + _C11
+            p = p * r + _C10
+            p = p * r + _C9
+            p = p * r + _C8
+            p = p * r + _C7
+            p = p * r + _C6
+            p = p * r + _C5
+            p = p * r + _C4
+            p = p * r + _C3
+            p = p * r + _C2
+            p = p * r + 1.0
+            p = p * r + 1.0
+            psi[t, y] = p if not (x < -708.0) else 0.0
+            kbuf[y] = (np.int64(k) + 1023) << 52
+        for y in range(S):
+            psi[t, y] *= kview[y]
+
+
+# --------------------------------------------------------------------------- steps
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
+def forward_step(prev, cur, trans, ci, cj, cc, q0, q1):
+    """``cur = prev @ M_t`` (unnormalised, psi not applied), with the position
+    corrections ``q0:q1`` of ``(ci, cj, cc)``."""
+    kind, S, L = trans[0], trans[1], trans[2]
+    Sp = len(cur)
+    if kind == DENSE:
+        expT = trans[4]
+        for y in range(Sp):
+            cur[y] = 0.0
+        for i in range(S):
+            a = prev[i]
+            if a != 0.0:
+                for y in range(Sp):
+                    cur[y] += a * expT[i, y]
+    elif kind == ONES:
+        s = 0.0
+        for i in range(S):
+            s += prev[i]
+        for y in range(S):
+            cur[y] = s
+        for y in range(S, Sp):
+            cur[y] = 0.0
+    elif kind == PAIR_ONES:
+        for y in range(Sp):
+            cur[y] = 0.0
+        for b in range(L):
+            s = 0.0
+            for a in range(L):
+                s += prev[a * L + b]
+            for c in range(L):
+                cur[b * L + c] = s
+    else:
+        for y in range(Sp):
+            cur[y] = 0.0
+    gi, gj, gc = trans[6], trans[7], trans[8]
+    for q in range(len(gi)):
+        cur[gj[q]] += prev[gi[q]] * gc[q]
+    for q in range(q0, q1):
+        cur[cj[q]] += prev[ci[q]] * cc[q]
+
+
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
+def backward_step(r, out, trans, ci, cj, cc, q0, q1):
+    """``out = M_t @ r`` with the position corrections ``q0:q1``."""
+    kind, S, L = trans[0], trans[1], trans[2]
+    Sp = len(out)
+    if kind == DENSE:
+        expTT = trans[5]
+        for y in range(Sp):
+            out[y] = 0.0
+        for j in range(S):
+            b = r[j]
+            if b != 0.0:
+                for y in range(Sp):
+                    out[y] += b * expTT[j, y]
+    elif kind == ONES:
+        s = 0.0
+        for j in range(S):
+            s += r[j]
+        for y in range(S):
+            out[y] = s
+        for y in range(S, Sp):
+            out[y] = 0.0
+    elif kind == PAIR_ONES:
+        for y in range(Sp):
+            out[y] = 0.0
+        for b in range(L):
+            s = 0.0
+            for c in range(L):
+                s += r[b * L + c]
+            for a in range(L):
+                out[a * L + b] = s
+    else:
+        for y in range(Sp):
+            out[y] = 0.0
+    gi, gj, gc = trans[6], trans[7], trans[8]
+    for q in range(len(gi)):
+        out[gi[q]] += gc[q] * r[gj[q]]
+    for q in range(q0, q1):
+        out[ci[q]] += cc[q] * r[cj[q]]
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P):
+    """``P[i * S + j] = prev[i] M_t[i, j] r[j]`` (the pairwise marginals when prev is the
+    normalised alpha of t-1 and ``r = psi_t beta_t / scale_t``), for DENSE and ONES."""
+    kind, S = trans[0], trans[1]
+    if kind == DENSE:
+        expT = trans[4]
+        for i in range(S):
+            a = prev[i]
+            for j in range(S):
+                P[i * S + j] = a * expT[i, j] * r[j]
+    else:
+        for i in range(S):
+            a = prev[i]
+            for j in range(S):
+                P[i * S + j] = a * r[j]
+        gi, gj, gc = trans[6], trans[7], trans[8]
+        for q in range(len(gi)):
+            P[gi[q] * S + gj[q]] += prev[gi[q]] * gc[q] * r[gj[q]]
+    for q in range(q0, q1):
+        P[ci[q] * S + cj[q]] += prev[ci[q]] * cc[q] * r[cj[q]]
+
+
+# --------------------------------------------------------------------------- forward-backward
+@njit(cache=True, nogil=True, fastmath=FAST)
+def forward(psi, shift, n, trans, corr, alpha, scale, t0):
+    """Scaled forward recursion over positions t0..n-1 (rows before t0 already valid):
+    alpha rows sum to 1, ``scale[t]`` their normaliser. Returns the sum over t0..n-1 of
+    ``shift[t] + log scale[t]`` (+ ``tshift`` for t >= 1), which over 0..n-1 is log Z;
+    NaN when a row underflowed (then use :func:`forward_backward_log`)."""
+    S, tshift = trans[1], trans[3][0]
+    cptr, ci, cj, cc = corr[0], corr[1], corr[2], corr[3]
+    Sp = alpha.shape[1]
+    logz = 0.0
+    for t in range(t0, n):
+        cur = alpha[t]
+        if t == 0:
+            for y in range(Sp):
+                cur[y] = psi[0, y]
+        else:
+            forward_step(alpha[t - 1], cur, trans, ci, cj, cc, cptr[t], cptr[t + 1])
+            for y in range(Sp):
+                cur[y] *= psi[t, y]
+            logz += tshift
+        c = 0.0
+        for y in range(Sp):
+            c += cur[y]
+        if not (c > 0.0 and c < FLOAT_MAX):
+            return np.nan
+        inv = 1.0 / c
+        for y in range(Sp):
+            cur[y] *= inv
+        scale[t] = c
+        logz += shift[t] + math.log(c)
+    return logz
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, want_pairs, P, tmp):
+    """Scaled backward recursion and expectations, after :func:`forward` over 0..n-1.
+
+    Fills ``beta`` and the point marginals ``gamma`` (which may be ``alpha`` itself: row t
+    of alpha is not read again once gamma[t] is written). ``acc = (outer, glob, pos)``
+    accumulates the transition expectations (see :func:`transition_counts`):
+    ``outer[i, y] += alpha[t-1, i] r_t[y]`` (DENSE and ONES, unless ``outer`` is 1 x 1),
+    ``glob[q]`` the part of global correction q (for PAIR_ONES and LIST its whole
+    expected count), ``pos[k]`` the part of the position corrections of the pair with
+    list index k. With ``want_pairs``, the pairwise marginals of every
+    position t >= 1 that has corrections are written to ``P[t]`` (DENSE/ONES only).
+    ``tmp`` is a scratch row."""
+    kind, S = trans[0], trans[1]
+    gi, gj, gc = trans[6], trans[7], trans[8]
+    cptr, ci, cj, cc, ck = corr[0], corr[1], corr[2], corr[3], corr[5]
+    outer, glob, pos = acc[0], acc[1], acc[2]
+    Sp = alpha.shape[1]
+    want_outer = outer.shape[0] > 1
+    base1 = 1.0 if kind == PAIR_ONES else 0.0          # PAIR_ONES: glob holds whole counts
+    for y in range(Sp):
+        beta[n - 1, y] = 1.0 if y < S else 0.0
+    for t in range(n - 1, 0, -1):
+        inv = 1.0 / scale[t]
+        r = tmp
+        for y in range(Sp):
+            r[y] = psi[t, y] * beta[t, y] * inv
+        prev = alpha[t - 1]
+        q0, q1 = cptr[t], cptr[t + 1]
+        backward_step(r, beta[t - 1], trans, ci, cj, cc, q0, q1)
+        if want_outer and (kind == DENSE or kind == ONES):
+            for i in range(S):
+                a = prev[i]
+                if a != 0.0:
+                    for y in range(Sp):
+                        outer[i, y] += a * r[y]
+        for q in range(len(gi)):
+            glob[q] += prev[gi[q]] * (gc[q] + base1) * r[gj[q]]
+        for q in range(q0, q1):
+            pos[ck[q]] += prev[ci[q]] * cc[q] * r[cj[q]]
+        if want_pairs and q1 > q0:
+            pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P[t])
+        for y in range(Sp):
+            gamma[t, y] = alpha[t, y] * beta[t, y]
+    for y in range(Sp):
+        gamma[0, y] = alpha[0, y] * beta[0, y]
+
+
+@njit(cache=True, nogil=True)
+def transition_counts(trans, acc, out):
+    """Add the expected transition counts gathered by :func:`backward` to ``out``,
+    indexed by list index (``k = j * S + i`` for DENSE and ONES). Exact for every allowed
+    pair under DENSE / ONES (with ``outer``), for the listed pairs under LIST and for the
+    global pairs (those with a weight) under PAIR_ONES."""
+    kind, S = trans[0], trans[1]
+    outer, glob, pos = acc[0], acc[1], acc[2]
+    if (kind == DENSE or kind == ONES) and outer.shape[0] > 1:
+        expT = trans[4]
+        for i in range(S):
+            for j in range(S):
+                out[j * S + i] += outer[i, j] * (expT[i, j] if kind == DENSE else 1.0)
+    for k in range(len(pos)):
+        out[k] += pos[k]
+    gk = trans[12]
+    for q in range(len(glob)):
+        out[gk[q]] += glob[q]
+
+
+@njit(cache=True, nogil=True)
+def _lse(x, n):
+    m = NEG_INF
+    for i in range(n):
+        if x[i] > m:
+            m = x[i]
+    if m == NEG_INF:
+        return m
+    s = 0.0
+    for i in range(n):
+        s += math.exp(x[i] - m)
+    return m + math.log(s)
+
+
+@njit(cache=True, nogil=True)
+def position_scores(trans, corr, t, fv_t):
+    """Raw log scores of the allowed pairs at position t (list order) into fv_t."""
+    fv = trans[11]
+    cptr, cv, ck = corr[0], corr[4], corr[5]
+    for k in range(len(fv)):
+        fv_t[k] = fv[k]
+    for q in range(cptr[t], cptr[t + 1]):
+        fv_t[ck[q]] += cv[q]
+
+
+@njit(cache=True, nogil=True)
+def forward_backward_log(E, n, trans, corr, la, lb, gamma, tcount, want_pairs, P, fv_t, cand):
+    """Log-space forward-backward (cannot underflow): returns log Z, fills ``gamma``
+    (point marginals), adds the expected transition counts to ``tcount`` (by list
+    index, like :func:`transition_counts`) and, with ``want_pairs``, writes the pairwise
+    marginals of positions with corrections to ``P[t]`` (``i * S + j``). ``cand`` is a
+    scratch of length >= max(2 S, largest in-degree). Slower than the scaled
+    recursion: run only where that one underflowed."""
+    S = trans[1]
+    fptr, fi = trans[9], trans[10]
+    cptr = corr[0]
+    for y in range(S):
+        la[0, y] = E[0, y]
+    for t in range(1, n):
+        position_scores(trans, corr, t, fv_t)
+        for j in range(S):
+            m = 0
+            for k in range(fptr[j], fptr[j + 1]):
+                cand[m] = la[t - 1, fi[k]] + fv_t[k]
+                m += 1
+            la[t, j] = _lse(cand, m) + E[t, j]
+    logz = _lse(la[n - 1], S)
+    if not math.isfinite(logz):
+        return logz
+    for y in range(S):
+        lb[n - 1, y] = 0.0
+    for t in range(n - 1, 0, -1):
+        position_scores(trans, corr, t, fv_t)
+        # lb[t-1, i] = log sum_j exp(fv(i, j) + E[t, j] + lb[t, j]): maximum, then sum
+        for i in range(S):
+            cand[i] = NEG_INF
+            cand[S + i] = 0.0
+        for j in range(S):
+            base = E[t, j] + lb[t, j]
+            for k in range(fptr[j], fptr[j + 1]):
+                v = fv_t[k] + base
+                if v > cand[fi[k]]:
+                    cand[fi[k]] = v
+        for j in range(S):
+            base = E[t, j] + lb[t, j]
+            for k in range(fptr[j], fptr[j + 1]):
+                i = fi[k]
+                if cand[i] != NEG_INF:
+                    cand[S + i] += math.exp(fv_t[k] + base - cand[i])
+        for i in range(S):
+            lb[t - 1, i] = cand[i] + math.log(cand[S + i]) if cand[i] != NEG_INF else NEG_INF
+        pairs = want_pairs and cptr[t + 1] > cptr[t]
+        for j in range(S):
+            base = E[t, j] + lb[t, j] - logz
+            for k in range(fptr[j], fptr[j + 1]):
+                i = fi[k]
+                p = math.exp(la[t - 1, i] + fv_t[k] + base)
+                tcount[k] += p
+                if pairs:
+                    P[t, i * S + j] = p
+    for t in range(n):
+        for y in range(S):
+            gamma[t, y] = math.exp(la[t, y] + lb[t, y] - logz)
+    return logz
+
+
+# --------------------------------------------------------------------------- decoding
+@njit(cache=True, nogil=True)
+def viterbi(E, n, trans, corr, delta, back, fv_t, out):
+    """Best state sequence for scores E (constrained states already at -inf) into out;
+    returns its score (-inf when no path is allowed). Ties go to the lowest state."""
+    S = trans[1]
+    fptr, fi = trans[9], trans[10]
+    for y in range(S):
+        delta[0, y] = E[0, y]
+    for t in range(1, n):
+        position_scores(trans, corr, t, fv_t)
+        for j in range(S):
+            best = NEG_INF
+            arg = -1
+            for k in range(fptr[j], fptr[j + 1]):
+                i = fi[k]
+                v = delta[t - 1, i] + fv_t[k]
+                if v > best or (v == best and (arg < 0 or i < arg)):
+                    best = v
+                    arg = i
+            delta[t, j] = best + E[t, j]
+            back[t, j] = max(arg, 0)
+    y = 0
+    for s in range(1, S):
+        if delta[n - 1, s] > delta[n - 1, y]:
+            y = s
+    score = delta[n - 1, y]
+    for t in range(n - 1, -1, -1):
+        out[t] = y
+        y = back[t, y]
+    return score
+
+
+@njit(cache=True, nogil=True)
+def nbest(E, n, trans, corr, K, fv_t, paths, scores):
+    """The K best state sequences (list Viterbi): ``paths`` (K, n), ``scores`` (K,);
+    rows past the number of distinct paths get score -inf. Returns that number."""
+    S = trans[1]
+    fptr, fi = trans[9], trans[10]
+    delta = np.full((n, S, K), NEG_INF)
+    back_state = np.zeros((n, S, K), dtype=np.int32)
+    back_rank = np.zeros((n, S, K), dtype=np.int32)
+    for y in range(S):
+        delta[0, y, 0] = E[0, y]
+    maxin = 1
+    for j in range(S):
+        maxin = max(maxin, fptr[j + 1] - fptr[j])
+    cand = np.empty(maxin * K)
+    csrc = np.empty(maxin * K, dtype=np.int64)
+    crank = np.empty(maxin * K, dtype=np.int64)
+    for t in range(1, n):
+        position_scores(trans, corr, t, fv_t)
+        for j in range(S):
+            m = 0
+            for k in range(fptr[j], fptr[j + 1]):
+                i = fi[k]
+                for r in range(K):
+                    cand[m] = delta[t - 1, i, r] + fv_t[k]
+                    csrc[m] = i
+                    crank[m] = r
+                    m += 1
+            order = np.argsort(-cand[:m], kind="mergesort")
+            for r in range(min(K, m)):
+                c = order[r]
+                delta[t, j, r] = cand[c] + E[t, j]
+                back_state[t, j, r] = csrc[c]
+                back_rank[t, j, r] = crank[c]
+    final = delta[n - 1].ravel()
+    order = np.argsort(-final, kind="mergesort")
+    found = 0
+    for r in range(K):
+        if r >= len(order) or final[order[r]] == NEG_INF:
+            scores[r] = NEG_INF
+            continue
+        c = order[r]
+        scores[r] = final[c]
+        y = c // K
+        rank = c % K
+        for t in range(n - 1, -1, -1):
+            paths[r, t] = y
+            y, rank = back_state[t, y, rank], back_rank[t, y, rank]
+        found += 1
+    return found

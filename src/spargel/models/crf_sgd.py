@@ -1,0 +1,414 @@
+"""The linear-chain CRF's SGD capability: one compiled pass of lazily penalised SGD
+(:mod:`spargel.lazy_l1`) over a list of sequences, and the summed loss of a list of
+sequences. Inference is :mod:`spargel.models.chain`; the features are those of
+:mod:`spargel.models.crf_kernels`.
+
+Per step (``batch`` sequences) the pass
+
+1. *settles* the blocks the step's sequences use (lazy variants): brings each touched
+   attribute block, the transitions and the bigram blocks up to date with the l1
+   penalty accrued since they were last touched -- fused with the emission scores, so
+   each block is settled the first time the step meets it;
+2. computes the gradient of the sequences' negative log-likelihood at these weights;
+   with one sequence per step it is scattered straight into the weights, with
+   mini-batches into a buffer kept zero outside the touched blocks;
+3. advances the schedule, the l2 shrink factor and the penalty accumulator.
+
+The step's own l1 penalty reaches a weight at its next settlement (next touch, or
+``settle_all`` at the end of the pass): with no gradient in between, applying the rule
+at ``u_k`` and later at ``u_j`` gives exactly what applying it once at ``u_j`` gives.
+So a step costs O(attributes x labels of its sequences + length x |Y|^2), never
+O(model size) -- except for ``naive``, which by definition penalises every weight.
+
+Padded rows: with one sequence per step, a uniform l1 and every weight l2-scaled alike
+(the common case), unigram attributes with many labels live during the pass in padded
+rows ``W[r, 0]`` (weights), ``W[r, 1]`` (their penalty records) and ``W[r, 2]`` (a 0/1
+mask of the labels they own), so settling, emission and gradient are fixed-length
+vector loops over one contiguous block (``meta[at] = (first weight, end, row or -1,
+mark)`` is all a step looks up about an attribute). The rows are loaded from v/aux at
+the start of a pass and written back at its end; the arithmetic per weight is that of
+the flat layout (a test checks both give the same weights).
+"""
+
+import math
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.core.extending import intrinsic
+
+from .. import lazy_l1 as Z
+from . import chain as C
+from . import crf_kernels as K
+
+FAST = C.FAST
+LOSS, MARK, SETTLE = 0, 1, 2          # what a step does with the blocks it meets
+LOSS_ONLY = -1                        # variant code of a pass that only sums the losses
+
+
+# --------------------------------------------------------------------------- rows
+def attribute_records(space, use_rows):
+    """``meta[at] = (first weight, end, padded row or -1, mark)`` for every unigram
+    attribute; with ``use_rows`` the attributes with many labels get rows."""
+    L, u_ptr = space[0], space[1]
+    n_attr = len(u_ptr) - 1
+    meta = np.empty((n_attr, 4), dtype=np.int64)
+    meta[:, 0] = u_ptr[:-1]
+    meta[:, 1] = u_ptr[1:]
+    meta[:, 2] = -1
+    meta[:, 3] = -1
+    if use_rows:
+        dense = np.flatnonzero(np.diff(u_ptr) >= max(2, int(math.ceil(0.25 * L))))
+        meta[dense, 2] = np.arange(len(dense))
+    return meta
+
+
+@njit(cache=True, nogil=True)
+def load_rows(space, v, aux, meta, W):
+    """Copy the weights and penalty records of the row attributes into W (and the
+    0/1 masks of the labels they own)."""
+    u_ptr, u_lab = space[1], space[2]
+    for at in range(len(meta)):
+        r = meta[at, 2]
+        if r >= 0:
+            for k in range(u_ptr[at], u_ptr[at + 1]):
+                y = u_lab[k]
+                W[r, 0, y] = v[k]
+                W[r, 1, y] = aux[k]
+                W[r, 2, y] = 1.0
+
+
+@njit(cache=True, nogil=True)
+def store_rows(space, meta, W, v, aux):
+    u_ptr, u_lab = space[1], space[2]
+    for at in range(len(meta)):
+        r = meta[at, 2]
+        if r >= 0:
+            for k in range(u_ptr[at], u_ptr[at + 1]):
+                y = u_lab[k]
+                v[k] = W[r, 0, y]
+                aux[k] = W[r, 1, y]
+
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    """Hint the cache to fetch the element at flat index idx of a contiguous array."""
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        i = context.cast(builder, args[1], signature.args[1], types.intp)
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
+        name = "llvm.prefetch.p0" if str(i8p) == "ptr" else "llvm.prefetch.p0i8"    # opaque / typed pointers
+        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+        i32 = ir.IntType(32)
+        builder.call(fn, [builder.bitcast(builder.gep(ary.data, [i]), i8p), ir.Constant(i32, 0), ir.Constant(i32, 3),
+                          ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def _prefetch_sequence(data, s, meta, W, v, u_lab, phase):
+    """Prefetch what a coming step will look up: phase 0 the attribute records, phase 1
+    (records in cache by then) the weights they point to."""
+    lo, hi = data[0][s], data[0][s + 1]
+    uni_ptr, uni_ids = data[1], data[2]
+    row = W.shape[1] * W.shape[2]
+    for j in range(uni_ptr[lo], uni_ptr[hi]):
+        at = uni_ids[j]
+        if phase == 0:
+            _prefetch(meta, at * 4)
+        else:
+            r = meta[at, 2]
+            if r >= 0:
+                for c in range(0, 2 * W.shape[2] + 1, 8):
+                    _prefetch(W, r * row + c)
+            else:
+                k0 = meta[at, 0]
+                _prefetch(v, k0)
+                _prefetch(u_lab, k0)
+
+
+# --------------------------------------------------------------------------- one sequence
+@njit(cache=True, nogil=True, fastmath=FAST)
+def _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode):
+    """E[t - lo] = unigram scores of tokens lo..hi-1 at the lazily scaled weights; with
+    mode MARK / SETTLE each flat block met for the first time in this step is recorded
+    (and settled first), each row settled on first touch."""
+    meta, W, dmark = rows
+    aux, l1w, l1, us, up, variant = pen
+    tu, ntu, stamp = marks[2], marks[3], marks[4]
+    u_lab = space[2]
+    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
+    Lp = E.shape[1]
+    for t in range(lo, hi):
+        row = E[t - lo]
+        for y in range(Lp):
+            row[y] = 0.0
+        for j in range(uni_ptr[t], uni_ptr[t + 1]):
+            at = uni_ids[j]
+            x = uni_vals[j]
+            r = meta[at, 2]
+            if r >= 0:
+                if mode == SETTLE and dmark[r] != stamp:
+                    dmark[r] = stamp
+                    Z.penalise_row(W[r, 0], W[r, 1], l1 * us, variant)
+                va = x * a
+                for y in range(Lp):
+                    row[y] += va * W[r, 0, y]
+            else:
+                k0, k1 = meta[at, 0], meta[at, 1]
+                if mode != LOSS and meta[at, 3] != stamp:
+                    meta[at, 3] = stamp
+                    tu[ntu[0]] = at
+                    ntu[0] += 1
+                    if mode == SETTLE:
+                        Z.penalise_block(v, aux, l1w, l1, m, us, up, k0, k1, variant)
+                for k in range(k0, k1):
+                    row[u_lab[k]] += x * K.weight(v, m, a, k)
+
+
+@njit(cache=True, nogil=True)
+def _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode):
+    """Record (and settle) the bigram attribute blocks of tokens lo+1..hi-1."""
+    aux, l1w, l1, us, up, variant = pen
+    bmark, tb, ntb, stamp = marks[0], marks[5], marks[6], marks[4]
+    b_ptr, b_base = space[3], space[5]
+    big_ptr, big_ids = data[4], data[5]
+    for tok in range(lo + 1, hi):
+        for j in range(big_ptr[tok], big_ptr[tok + 1]):
+            at = big_ids[j]
+            if bmark[at] != stamp:
+                bmark[at] = stamp
+                tb[ntb[0]] = at
+                ntb[0] += 1
+                if mode == SETTLE:
+                    Z.penalise_block(v, aux, l1w, l1, m, us, up, b_base + b_ptr[at], b_base + b_ptr[at + 1], variant)
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows):
+    """g (and the rows) += coef * (expected - gold) counts of the sequence's unigram
+    and bigram weights (gamma: point marginals, P: pair marginals where needed)."""
+    meta, W = rows[0], rows[1]
+    L, u_lab, b_ptr, b_pair, b_base = space[0], space[2], space[3], space[4], space[5]
+    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
+    big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
+    Lp = gamma.shape[1]
+    for t in range(lo, hi):
+        marg = gamma[t - lo]
+        y = labels[t]
+        for j in range(uni_ptr[t], uni_ptr[t + 1]):
+            at = uni_ids[j]
+            cv = coef * uni_vals[j]
+            r = meta[at, 2]
+            if r >= 0:
+                for lab in range(Lp):
+                    W[r, 0, lab] += W[r, 2, lab] * (cv * (marg[lab] - (1.0 if lab == y else 0.0)))
+            else:
+                for k in range(meta[at, 0], meta[at, 1]):
+                    lab = u_lab[k]
+                    g[k] += cv * (marg[lab] - (1.0 if lab == y else 0.0))
+        if t > lo and need[t - lo]:
+            Pt = P[t - lo]
+            gold = labels[t - 1] * L + y
+            for j in range(big_ptr[t], big_ptr[t + 1]):
+                at = big_ids[j]
+                cv = coef * big_vals[j]
+                for k in range(b_ptr[at], b_ptr[at + 1]):
+                    p = b_pair[k]
+                    g[b_base + k] += cv * (Pt[p] - (1.0 if p == gold else 0.0))
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, pen, marks):
+    """-log p(y_s | x_s) at the weights ``w = s_i * v`` (after settling the blocks it
+    meets, mode SETTLE); with ``coef != 0``, adds ``coef`` times its gradient to ``g``
+    (only the sequence's own weights are written; ``g`` may be ``v`` itself, the weights
+    are not read again once the gradient starts). ``trans`` is the (DENSE) transition
+    structure at the current weights. Returns NaN when even log space fails."""
+    E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
+    la, lb, gam, fv_t, cand, tcount, acc = xbuf
+    L, t_pair, t_base, t_index = space[0], space[6], space[7], space[8]
+    seq_ptr, labels = data[0], data[7]
+    lo, hi = seq_ptr[s], seq_ptr[s + 1]
+    n = hi - lo
+    has_big = n > 1 and data[4][hi] > data[4][lo + 1]
+    if has_big and mode != LOSS:
+        _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode)
+    _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode)
+    K.corrections(v, m, a, False, space, data, lo, hi, trans, corr, cacc, mark, need)
+    gold = K.gold_score(v, m, a, space, data, s, E)
+    C.exp_rows(E, psi, shift, n, L, kbuf)
+    logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
+    want = coef != 0.0
+    pairs = P.shape[1] > 1
+    for q in range(len(tcount)):
+        tcount[q] = 0.0
+    if logz != logz:
+        buf[4][0] = -1.0                 # marks the fallback for the pass statistics
+        logz = C.forward_backward_log(E, n, trans, corr, la, lb, gam, tcount, pairs and want, P, fv_t, cand)
+        if not (logz > -np.inf and logz < np.inf) or not (gold > -np.inf and gold < np.inf):
+            return np.nan
+        gamma = gam
+    else:
+        gamma = alpha
+        if want:
+            outer, glob, pos = acc
+            for i in range(outer.shape[0]):
+                for y in range(outer.shape[1]):
+                    outer[i, y] = 0.0
+            for q in range(len(pos)):
+                pos[q] = 0.0
+            C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, pairs, P, tmp)
+            C.transition_counts(trans, acc, tcount)
+    if want:
+        _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows)
+        for k in range(len(t_pair)):
+            p = t_pair[k]
+            i = p // L
+            g[t_base + k] += coef * tcount[(p - i * L) * L + i]
+        for t in range(lo + 1, hi):
+            ti = t_index[labels[t - 1] * L + labels[t]]
+            if ti >= 0:
+                g[t_base + ti] -= coef
+    return logz - gold
+
+
+# --------------------------------------------------------------------------- passes
+def work(space, data, order, v, aux, use_rows, direct):
+    """Everything a pass needs, allocated here (kernels allocate nothing):
+    ``(meta, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf)``."""
+    L = space[0]
+    Lp = C.padded(L)
+    meta = attribute_records(space, use_rows)
+    W = np.zeros((int(meta[:, 2].max()) + 1 if len(meta) else 0, 3, Lp))
+    if use_rows:
+        load_rows(space, v, aux, meta, W)
+    maxlen = K.max_length(data[0], order)
+    n_corr = K.correction_capacity(space, data, np.diff(space[3]), order) if len(data[5]) else 0
+    buf = K.work_buffers(L, Lp, maxlen, n_corr, len(data[5]) > 0)
+    outer = np.zeros((Lp, Lp)) if len(space[6]) > 0 else np.zeros((1, 1))
+    xbuf = (np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
+            np.empty(2 * L + 1), np.zeros(L * L), (outer, np.zeros(0), np.zeros(L * L)))
+    n_u, n_b = len(space[1]) - 1, len(space[3]) - 1
+    return (meta, W, np.full(W.shape[0], -1, dtype=np.int64), np.full(n_b, -1, dtype=np.int64),
+            np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
+            np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf)
+
+
+@njit(cache=True, nogil=True)
+def _set_transitions(v, m, a, space, T, trans):
+    L, t_pair, t_base = space[0], space[6], space[7]
+    for p in range(L * L):
+        T[p] = 0.0
+    for k in range(len(t_pair)):
+        T[t_pair[k]] = K.weight(v, m, a, t_base + k)
+    C.refresh_dense(trans, T)
+
+
+def pass_layout(prm, l1w, m):
+    """(direct, use_rows) of a pass: the gradient goes straight into the weights with one
+    sample per step and no l2 mask; padded rows need a uniform l1 too."""
+    lazy = int(prm[3]) != Z.NAIVE
+    direct = lazy and max(1, int(prm[6])) == 1 and len(m) == 0
+    return direct, direct and len(l1w) == 0
+
+
+@njit(cache=True, nogil=True)
+def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
+    """One pass of SGD-L1 over the sequences ``order`` (in that order), mini-batches of
+    ``prm[6]`` sequences (see :mod:`spargel.lazy_l1` for ``st`` and ``prm``). Updates v,
+    aux and st in place; returns 0, or 1 when a loss became non-finite (divergence; the
+    pass stops there). ``trans`` is a DENSE transition structure used as scratch, ``wk``
+    the scratch of :func:`work` (its ``g`` is ``v`` itself for a direct pass). With
+    variant ``LOSS_ONLY`` nothing moves: st[4] receives the summed loss at v (one entry
+    point for both uses keeps first-use compilation short)."""
+    u_ptr, b_ptr, b_base, t_base = space[1], space[3], space[5], space[7]
+    l1 = prm[7]
+    variant, B = int(prm[3]), max(1, int(prm[6]))
+    n = len(v)
+    lazy = variant != Z.NAIVE
+    meta, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf = wk
+    if variant == LOSS_ONLY:
+        # no step: the summed loss of the sequences at the weights v, into st[4]
+        rows = (meta, W, dmark)
+        marks = (bmark, bmark, tu, ntu, np.int64(0), tb, ntb)
+        pen = (aux, l1w, 0.0, 0.0, 0.0, np.int64(0))
+        _set_transitions(v, m, 1.0, space, T, trans)
+        total = 0.0
+        for r in range(len(order)):
+            total += sample_step(v, m, 1.0, space, data, order[r], trans, g, 0.0, np.int64(LOSS), buf, xbuf, rows,
+                                 pen, marks)
+        st[4] = total
+        return 0
+    direct = lazy and B == 1 and len(m) == 0
+    use_rows = W.shape[0] > 0
+    Lp = W.shape[2]
+    rows = (meta, W, dmark)
+    mode = np.int64(SETTLE if lazy else MARK)
+    status = 0
+    for start in range(0, len(order), B):
+        end = min(start + B, len(order))
+        nb = end - start
+        eta, a_new = Z.step_rate(st, prm, nb)
+        a, us, up = st[1], st[2], st[3]
+        ntu[0] = 0
+        ntb[0] = 0
+        marks = (bmark, bmark, tu, ntu, np.int64(start), tb, ntb)
+        pen = (aux, l1w, l1, us, up, np.int64(variant))
+        if lazy:
+            Z.penalise_block(v, aux, l1w, l1, m, us, up, t_base, n, variant)
+        _set_transitions(v, m, a, space, T, trans)
+        if use_rows:
+            if end + 1 < len(order):
+                _prefetch_sequence(data, order[end + 1], meta, W, v, space[2], 0)
+            if end < len(order):
+                _prefetch_sequence(data, order[end], meta, W, v, space[2], 1)
+        coef = -eta / a_new if direct else 1.0
+        step_loss = 0.0
+        for r in range(start, end):
+            buf[4][0] = 0.0
+            step_loss += sample_step(v, m, a, space, data, order[r], trans, g, coef, mode, buf, xbuf, rows, pen,
+                                     marks)
+            if buf[4][0] < 0.0:
+                st[5] += 1.0
+        if not (step_loss > -np.inf and step_loss < np.inf):
+            status = 1
+            break
+        st[4] += step_loss
+        inc = Z.step_done(st, prm, eta, nb, a_new, lazy)
+        # the gradient step of the touched weights (unless it was scattered into v); their
+        # own penalty of this step reaches them at their next settlement
+        if lazy and not direct:
+            inv_a = 1.0 / a_new
+            for r in range(ntu[0]):
+                at = tu[r]
+                Z.step_block(v, g, m, inv_a, eta, u_ptr[at], u_ptr[at + 1])
+            for r in range(ntb[0]):
+                at = tb[r]
+                Z.step_block(v, g, m, inv_a, eta, b_base + b_ptr[at], b_base + b_ptr[at + 1])
+            Z.step_block(v, g, m, inv_a, eta, t_base, n)
+        elif not lazy:
+            Z.naive_step(v, g, l1w, l1, m, eta, nb, prm[5], prm[4], inc)
+            for r in range(ntu[0]):
+                at = tu[r]
+                g[u_ptr[at]:u_ptr[at + 1]] = 0.0
+            for r in range(ntb[0]):
+                at = tb[r]
+                g[b_base + b_ptr[at]:b_base + b_ptr[at + 1]] = 0.0
+            g[t_base:] = 0.0
+        if st[1] < Z.RENORMALISE_BELOW:
+            a = st[1]
+            for r in range(W.shape[0]):
+                for y in range(Lp):
+                    W[r, 0, y] *= a
+                    if lazy:
+                        W[r, 1, y] *= a
+            Z.renormalise(v, aux, m, st, variant)
+    if use_rows:
+        store_rows(space, meta, W, v, aux)
+    return status
