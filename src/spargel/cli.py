@@ -855,11 +855,13 @@ def _train_streaming(args, say):
     chunks = 0
     with _StopOnSignal() as stopper:
         try:
-            for _ in range(int(passes)):
+            for p in range(1, int(passes) + 1):
                 for chunk in _chunks(read_conll(args.train, encoding=args.encoding), args.stream):
                     model.partial_fit(chunk, [s.labels for s in chunk])
                     done, chunks = copy.copy(model), chunks + 1
                     stopper.started = True
+                    say(f"pass {p:3d}  chunk {chunks:5d}  {len(chunk)} sequences  active "
+                        f"{model.n_active_features_}  {time.perf_counter() - t0:.1f}s")
                     if stopper.requested:
                         break
                 if stopper.requested:
