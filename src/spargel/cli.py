@@ -119,8 +119,11 @@ equivalents in other tools:
   (Wapiti's rho1/rho2 equal l1/l2; CRFsuite's c2 multiplies |w|^2 without the 1/2,
   so l2 = 2*c2.)
 
-Ctrl-C stops after the current iteration and writes the model reached so far
-(exit status 130); press it twice to stop at once.
+Ctrl-C stops after the current iteration (or --stream chunk) and writes the
+model reached so far (exit status 130); press it twice to stop at once (the last
+completed iteration is written). The model is written atomically (a temporary
+file beside MODEL, renamed at the end), through a symbolic link to its target;
+a MODEL that is not a regular file, or that is also an input, is refused.
 
 examples:
   spargel train --pattern chunking.tpl --dev test.txt train.txt chunk.model
