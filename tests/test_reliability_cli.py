@@ -201,8 +201,19 @@ def test_c7_model_files_follow_the_umask(work, tmp_path):
         os.umask(old)
 
 
+def test_c7_full_disk_for_eval_and_dump_names_stdout(work, tmp_path):
+    out = tmp_path / "out.txt"
+    assert main(["label", "-m", str(work["model"]), str(work["test"]), str(out)]) == 0
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    for argv in (["eval", str(out)], ["dump", str(work["model"])]):
+        with open("/dev/full", "w") as full:
+            r = subprocess.run(PY + argv, stdout=full, stderr=subprocess.PIPE, text=True, env=env)
+        assert r.returncode == 1 and r.stderr == "spargel: error: <stdout>: No space left on device\n", r.stderr
+
+
 def test_c7_closed_pipe_ends_quietly(work, tmp_path):
-    big = write_corpus(tmp_path / "big.txt", corpus(3000, seed=13))
+    big = write_corpus(tmp_path / "big.txt", corpus(1500, seed=13))  # > 64 KB of output
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
     cmd = " ".join(PY) + f" label -m {work['model']} {big} | head -1; " + " ".join(PY) + f" dump {work['model']} | head -1"

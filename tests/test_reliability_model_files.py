@@ -150,7 +150,8 @@ def test_a7_header_text_is_covered_by_the_checksum(model_file, tmp_path):
 
 @pytest.mark.parametrize("pattern,safe", [
     ("^[A-Z]", True), ("[0-9]", True), ("^[A-Z][a-z]+$", True), (".?.?.?$", True),
-    ("^(Mr|Mrs|Dr)\\.?$", True), ("(ab)+", True),
+    ("^(Mr|Mrs|Dr)\\.?$", True), ("(ab)+", True), ("^[0-9]+([.,][0-9]+)*$", True),
+    ("(-[A-Z][a-z]*)+", True), ("(,\\d+)*", True), ("(a[ab]+)*", False), ("(\\s\\w+)*", False),
     ("^(a+)+$", False), ("(a|a)*b", False), ("(\\w+\\s?)*$", False), ("(a)\\1", False),
 ])
 def test_a7_regex_shape_check(pattern, safe):
@@ -159,6 +160,17 @@ def test_a7_regex_shape_check(pattern, safe):
     else:
         with pytest.raises(safe_regex.UnsafeRegex):
             safe_regex.shape_cost(pattern)
+
+
+def test_a7_safe_regexes_give_re_s_answers():
+    import re
+    rng = random.Random(7)
+    for pattern in ("^[A-Z][a-z]+$", ".?.?.?$", "^[0-9]+([.,][0-9]+)*$", "(-[A-Z][a-z]*)+", "[0-9]"):
+        rx, plain = safe_regex.compile_regex(pattern), re.compile(pattern)
+        for _ in range(300):
+            cell = "".join(rng.choice("aZ9,.-x") for _ in range(rng.randrange(12)))
+            m, p = rx.search(cell), plain.search(cell)
+            assert (m is None) == (p is None) and (m is None or m.group(0) == p.group(0))
 
 
 def test_a7_long_cells_are_guarded(monkeypatch):

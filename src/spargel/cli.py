@@ -1053,11 +1053,8 @@ def cmd_eval(args):
     if report.kind == "tags" and args.scheme != "auto":
         print(f"{PROG} eval: note: the tags are not chunks in the {args.scheme} scheme; scores per tag",
               file=sys.stderr)
-    if args.json:
-        print(json.dumps(report.as_dict(), indent=None, sort_keys=False))
-    else:
-        print(report.as_text())
-    sys.stdout.flush()
+    text = json.dumps(report.as_dict(), indent=None, sort_keys=False) if args.json else report.as_text()
+    _write_output("-", text + "\n")
     return 0
 
 
@@ -1094,10 +1091,7 @@ def cmd_dump(args):
         rows.sort(key=lambda r: (r[0], r[1], r[2]))
     if args.top is not None:
         rows = rows[:args.top]
-    out = sys.stdout
-    for attr, prev, lab, w in rows:
-        out.write(f"{attr}\t{prev}\t{lab}\t{w:.6g}\n")
-    out.flush()
+    _write_output("-", "".join(f"{attr}\t{prev}\t{lab}\t{w:.6g}\n" for attr, prev, lab, w in rows))
     return 0
 
 

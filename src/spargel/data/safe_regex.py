@@ -10,7 +10,9 @@ pattern when the template is parsed:
    ``c * n^(d+1)``: ``d`` counts the unbounded repeats (``*``, ``+``, ``{m,}``), ``c``
    multiplies the choices of short ones (``?``, ``{1,3}``) and adds up alternatives. The
    shapes behind exponential blow-up are refused outright: a repeat over anything but
-   single characters (``(a+)+``, ``(a|ab)*``, ``(\\w+\\s?)*``) and backreferences.
+   single characters (``(a+)+``, ``(a|ab)*``, ``(\\w+\\s?)*``) and backreferences --
+   except a repeated group that starts with a delimiter nothing else in it can match
+   (``([.,][0-9]+)*``, ``(-[A-Z][a-z]*)+``), whose iterations cannot be cut two ways.
    Every other pattern runs on ``re`` with its usual semantics, as long as the bound stays
    within :data:`STEP_BUDGET` for the cell at hand; for the common patterns (one
    unbounded repeat: ``^[A-Z][a-z]+$``, ``.*ing$``) that is any cell up to 10,000
@@ -102,19 +104,126 @@ def _cost(items):
             if hi <= 1:  # optional: like a branch between the body and nothing
                 bc, bd = _cost(body)
                 ci, di = bc + 1, bd
-            else:
-                if not _single_chars(body):
-                    if any(o in _REPEATS for o, _ in _flatten(body)):
-                        raise UnsafeRegex("a repeat over a group that contains a repeat")
-                    raise UnsafeRegex("a repeat over a group that can match in several ways")
+            elif _single_chars(body):
                 if hi == _c.MAXREPEAT or hi > _SHORT:
                     ci, di = 1, 1
                 else:
                     ci, di = hi - lo + 1, 0
+            else:
+                inner = _delimited_loops(body)
+                if inner is None:
+                    if any(o in _REPEATS for o, _ in _flatten(body)):
+                        raise UnsafeRegex("a repeat over a group that contains a repeat")
+                    raise UnsafeRegex("a repeat over a group that can match in several ways")
+                # each iteration starts at the next delimiter: only the number of
+                # iterations and the last iteration's own repeats are choices
+                ci, di = 1, 1 + inner
         else:  # one character, an anchor, ...
             ci, di = 1, 0
         c, d = min(c * ci, 1 << 62), d + di
     return c, d
+
+
+def _items(items):
+    """The body of a group as a flat list of (op, av), groups opened."""
+    out = []
+    for op, av in items:
+        if op is _c.SUBPATTERN:
+            out.extend(_items(av[-1]))
+        else:
+            out.append((op, av))
+    return out
+
+
+def _delimited_loops(body):
+    """For a repeated group like ``([.,][0-9]+)*``: when the body starts with one
+    character from a small set F that nothing else in the body can match (so every
+    iteration starts exactly at the next F character), the number of repeats over single
+    characters inside it; None when the body is not of that shape."""
+    items = _items(body)
+    if not items or items[0][0] not in (_c.LITERAL, _c.IN):
+        return None
+    first = _finite_chars(*items[0])
+    if first is None:
+        return None
+    loops = 0
+    for op, av in items[1:]:
+        if op in _REPEATS:
+            lo, hi, sub = av
+            if not _single_chars(sub):
+                return None
+            loops += 1
+            parts = _items(sub)
+        elif op in _ONE_CHAR:
+            parts = [(op, av)]
+        else:
+            return None
+        for pop, pav in parts:
+            if any(_may_match(ch, pop, pav) for ch in first):
+                return None
+    return loops
+
+
+def _finite_chars(op, av, limit=512):
+    """The characters a LITERAL or a plain class ``[...]`` matches, if few; else None."""
+    if op is _c.LITERAL:
+        return [chr(av)]
+    chars = []
+    for o, a in av:
+        if o is _c.LITERAL:
+            chars.append(chr(a))
+        elif o is _c.RANGE and a[1] - a[0] < limit:
+            chars.extend(chr(x) for x in range(a[0], a[1] + 1))
+        else:
+            return None  # negated, a category, ...: not a small finite set
+        if len(chars) > limit:
+            return None
+    return chars
+
+
+# \d, \s, \w and their negations, each as its largest reading (Unicode for the
+# classes, ASCII for the negations), to test one character against a category
+_CATEGORIES = {"CATEGORY_DIGIT": re.compile(r"\d"), "CATEGORY_SPACE": re.compile(r"\s"),
+               "CATEGORY_WORD": re.compile(r"\w"), "CATEGORY_NOT_DIGIT": re.compile(r"\D", re.ASCII),
+               "CATEGORY_NOT_SPACE": re.compile(r"\S", re.ASCII),
+               "CATEGORY_NOT_WORD": re.compile(r"\W", re.ASCII)}
+
+
+def _in_category(c, cat):
+    rx = _CATEGORIES.get(getattr(cat, "name", ""))
+    return True if rx is None else rx.match(c) is not None
+
+
+def _may_match(ch, op, av):
+    """Whether the one-character matcher (op, av) may match ``ch`` (either case; True
+    when unsure)."""
+    for c in {ch, ch.lower(), ch.upper()}:
+        o = ord(c)
+        if op is _c.LITERAL:
+            hit = o == av
+        elif op is _c.NOT_LITERAL:
+            hit = o != av
+        elif op is _c.IN:
+            neg, hit = False, False
+            for o2, a2 in av:
+                if o2 is _c.NEGATE:
+                    neg = True
+                elif o2 is _c.LITERAL:
+                    hit = hit or o == a2
+                elif o2 is _c.RANGE:
+                    hit = hit or a2[0] <= o <= a2[1]
+                elif o2 is _c.CATEGORY:
+                    hit = hit or _in_category(c, a2)
+                else:
+                    return True  # anything else: assume the worst
+            hit = hit != neg
+        elif op is _c.CATEGORY:
+            hit = _in_category(c, av)
+        else:  # ANY, ...
+            return True
+        if hit:
+            return True
+    return False
 
 
 def _flatten(items):
