@@ -66,7 +66,7 @@ def main():
         ids, _ = decode(space, test_data, w)
         pred = [[names[i] for i in ids[test_data.seq_ptr[s]:test_data.seq_ptr[s + 1]]]
                 for s in range(test_data.n_sequences)]
-        row["test_f1"] = chunk_f1(gold, pred)
+        row["test_f1"] = 100 * chunk_f1(gold, pred)
         rows.append(dict(row))
         print(f"sweep {row['iteration']:3d}  obj {row['objective']:.2f}  active {row['active']}  "
               f"wall {row['sweep_time']:.1f}s  cpu {row['sweep_cpu']:.1f}s  visited {row['blocks_visited']}  "

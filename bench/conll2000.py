@@ -67,7 +67,7 @@ def worker_crfsuite(args):
     return {"learner": "CRFsuite lbfgs (OWL-QN)", "threads": 1, "iterations": len(its), "n_evals": n_evals,
             "train_s": train_time, "per_eval_s": sum(i["time"] for i in its) / n_evals,
             "reported_objective": its[-1]["loss"], "active": its[-1]["active_features"],
-            "f1": chunk_f1(gold, pred), "accuracy": 100 * accuracy(gold, pred),
+            "f1": 100 * chunk_f1(gold, pred), "accuracy": 100 * accuracy(gold, pred),
             "tokens_per_s": sum(len(s) for s in test) / tag_time, "peak_mb": peak_rss_mb()}
 
 
@@ -94,7 +94,7 @@ def worker_spargel(args):
     out = {"learner": "spargel owlqn", "threads": args.threads, "iterations": crf.n_iter_,
            "n_evals": hist[-1]["n_evals"], "train_s": train_time, "per_eval_s": hist[-1]["elapsed"] / hist[-1]["n_evals"],
            "active": crf.n_active_features_, "stop": crf.stop_reason_,
-           "f1": chunk_f1(gold, pred), "accuracy": 100 * accuracy(gold, pred),
+           "f1": 100 * chunk_f1(gold, pred), "accuracy": 100 * accuracy(gold, pred),
            "tokens_per_s": sum(len(s) for s in test) / tag_time, "peak_mb": peak_rss_mb()}
     crf.save(Path(args.tmp) / f"spargel-{args.threads}.model")
     return out

@@ -63,7 +63,7 @@ def train_row(label, solver, update, schedule, args, train, test):
     pred = crf.predict(test)
     gold = [s.labels for s in test]
     row = {"learner": label, "passes": crf.n_iter_, "objective_n": crf.objective_ / data.n_sequences,
-           "active": crf.n_active_features_, "wall_s": wall, "cpu_s": cpu, "f1": chunk_f1(gold, pred),
+           "active": crf.n_active_features_, "wall_s": wall, "cpu_s": cpu, "f1": 100 * chunk_f1(gold, pred),
            }
     if solver == "sgd-l1":
         row["eta0"] = crf.history_[0]["eta0"]

@@ -130,7 +130,7 @@ def test_perfect_prediction():
     gold = [["B-NP", "I-NP", "O", "B-VP"], ["B-PP"]]
     r = chunk_scores(gold, gold)
     assert r.precision == r.recall == r.f1 == r.accuracy == 1.0
-    assert chunk_f1(gold, gold) == 100.0
+    assert chunk_f1(gold, gold) == 1.0  # fractions everywhere
 
 
 def test_empty_prediction_scores_zero():
@@ -208,8 +208,8 @@ def test_as_dict_is_json_ready_and_uses_fractions():
 
 def test_chunk_f1_matches_report_and_accepts_labels():
     f = chunk_f1(LAYOUT_GOLD, LAYOUT_PRED)
-    assert f == pytest.approx(600 / 11)
-    assert f == pytest.approx(100 * chunk_scores(LAYOUT_GOLD, LAYOUT_PRED).f1)
+    assert f == pytest.approx(6 / 11)
+    assert f == pytest.approx(chunk_scores(LAYOUT_GOLD, LAYOUT_PRED).f1)
     labels = sorted({t for s in LAYOUT_GOLD + LAYOUT_PRED for t in s})
     index = {t: k for k, t in enumerate(labels)}
     gold_ids = [np.array([index[t] for t in s]) for s in LAYOUT_GOLD]

@@ -29,10 +29,17 @@ _LAZY = {
     "Template": "spargel.data.templates",
 }
 
-__all__ = sorted(_LAZY) + ["__version__"]
+#: submodules reachable as attributes (``spargel.metrics``), imported on first use
+_SUBMODULES = ("metrics",)
+
+__all__ = sorted(_LAZY) + list(_SUBMODULES) + ["__version__"]
 
 
 def __getattr__(name):
+    if name in _SUBMODULES:
+        value = import_module(f"spargel.{name}")
+        globals()[name] = value
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'spargel' has no attribute {name!r}")

@@ -41,8 +41,22 @@ _COLUMNS_RE = re.compile(r"^# spargel train: (\d+) observation column")
 #: Strings that stand for "no label given" in the label column of ``label --force``.
 _BLANKS = ("", "_")
 
-_SOLVER_HELP = ("owlqn (default; l1 and elastic net, as Wapiti's and CRFsuite's l1 trainers) or "
-                "lbfgs (smooth l2-only training, needs --l1 0)")
+
+
+def _solver_help():
+    """One line per solver of ``spargel.solvers.SOLVERS`` (so new solvers appear here)."""
+    from .solvers import SOLVERS
+
+    lines = []
+    for name, entry in SOLVERS.items():
+        if isinstance(entry, dict):
+            text = entry.get("description", "")
+        elif isinstance(entry, (tuple, list)):
+            text = next((x for x in reversed(entry) if isinstance(x, str)), "")
+        else:
+            text = getattr(entry, "description", "") or ""
+        lines.append(f"{name}{' (default)' if name == 'owlqn' else ''}: {text}")
+    return "; ".join(lines)
 
 
 class UsageError(Exception):
@@ -105,8 +119,11 @@ equivalents in other tools:
   (Wapiti's rho1/rho2 equal l1/l2; CRFsuite's c2 multiplies |w|^2 without the 1/2,
   so l2 = 2*c2.)
 
-Ctrl-C stops after the current iteration and writes the model reached so far
-(exit status 130); press it twice to stop at once.
+Ctrl-C stops after the current iteration (or --stream chunk) and writes the
+model reached so far (exit status 130); press it twice to stop at once (the last
+completed iteration is written). The model is written atomically (a temporary
+file beside MODEL, renamed at the end), through a symbolic link to its target;
+a MODEL that is not a regular file, or that is also an input, is refused.
 
 examples:
   spargel train --pattern chunking.tpl --dev test.txt train.txt chunk.model
@@ -121,7 +138,9 @@ input:
   column, so the output of a labelled input can go straight into 'spargel eval'.
 
   --nbest K          K label columns, best path first (a path that does not
-                     exist, for very short sequences, is shown as '_');
+                     exist, for very short sequences, is shown as '_'; K is
+                     lowered to the number of label sequences that exist, and a
+                     K that cannot fit in memory is refused);
   --nbest K --blocks each sequence K times, each copy preceded by a line
                      '# rank R probability P';
   --marginals        after every label column, the probability of that label at
@@ -130,8 +149,13 @@ input:
                      imposed on decoding, '_' (or an empty tab-separated field)
                      is predicted.
 
+output:
+  OUTPUT is written completely or not at all (a temporary file renamed at the
+  end); it may not be INPUT or MODEL. Text is written in --encoding.
+
 examples:
   spargel label -m chunk.model test.txt > test.out && spargel eval test.out
+  spargel label -m chunk.model --nbest 3 test.txt | spargel eval --pred -3
   cat raw.txt | spargel label -m chunk.model --marginals
 """
 
@@ -139,15 +163,24 @@ _EVAL_EPILOG = """\
 input:
   A column file whose last two columns are the gold and the predicted tags (as
   written by 'spargel label'), or use --gold/--pred to pick columns (1-based,
-  negative counts from the end). Chunks are read as conlleval does: a chunk starts
-  at B-, at S-, at I-/E- after O, after a chunk end or on a type change, and
-  ends before O, before a new chunk, or after E-/S-. Tags without a hyphen other
-  than O are one-token chunks (conlleval -r).
+  negative counts from the end; --gold defaults to the column just before
+  --pred, so after 'label --nbest K' use '--pred -K').
+
+tag sets:
+  When the tags form a chunk scheme (O, and P-TYPE tags with the prefixes of
+  --scheme: B, I, E, S, L, U for auto), chunks are read as conlleval does: a
+  chunk starts at B-, at S-, at I-/E- after O, after a chunk end or on a type
+  change, and ends before O, before a new chunk, or after E-/S-; tags without a
+  hyphen other than O are one-token chunks (conlleval -r). Any other tag set
+  (POS tags such as -LRB- or -NONE-, phonemes, ...) is scored per tag.
 
 output:
-  conlleval's report (token accuracy, overall precision / recall / FB1, then one
-  line per chunk type ending with the number of predicted chunks), or with
-  --json one JSON object whose scores are fractions in [0, 1].
+  Chunks: conlleval's report (token accuracy, overall precision / recall / FB1,
+  then one line per chunk type ending with the number of predicted chunks).
+  Plain tags: token accuracy, the macro-averaged F1, then precision / recall /
+  F1 per tag ending with the number of tokens predicted with it. Text reports
+  show percentages; --json prints one JSON object whose scores are fractions
+  in [0, 1] (as every score spargel stores, e.g. the history's dev_f1).
 """
 
 _DUMP_EPILOG = """\
@@ -190,10 +223,8 @@ def build_parser():
     p.add_argument("-p", "--pattern", metavar="FILE",
                    help="feature template (CRF++ / Wapiti pattern file); default: the current, "
                         "previous and next token of every observation column, plus transitions")
-    from .solvers import SOLVERS
-
     p.add_argument("-a", "--solver", default="owlqn",
-                   help=f"{_SOLVER_HELP}; available here: {', '.join(SOLVERS)}")
+                   help=f"how to minimise the objective -- {_solver_help()}. lbfgs needs --l1 0")
     p.add_argument("--l1", "--rho1", type=_nonneg_float, default=1.0, metavar="X",
                    help="l1 penalty weight (Wapiti rho1, CRFsuite c1)")
     p.add_argument("--l2", "--rho2", type=_nonneg_float, default=0.0, metavar="X",
@@ -228,6 +259,8 @@ def build_parser():
                    help="drop features that look outside the sequence instead of using the "
                         "CRF++ markers _B-1, _B+1, ... (CRFsuite's habit)")
     p.add_argument("--seed", type=int, default=None, help="random seed for randomised solvers")
+    p.add_argument("--encoding", default="utf-8", metavar="NAME",
+                   help="text encoding of TRAIN, --dev and --pattern (CoNLL-2002 is latin-1)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress lines, only errors")
     p.set_defaults(func=cmd_train)
@@ -250,6 +283,8 @@ def build_parser():
                    help="append the probability of each predicted label")
     p.add_argument("--force", action="store_true",
                    help="decode under the labels given in the input's last column")
+    p.add_argument("--encoding", default="utf-8", metavar="NAME",
+                   help="text encoding of INPUT, also used to write OUTPUT")
     p.set_defaults(func=cmd_label)
 
     # -- eval ----------------------------------------------------------------------------
@@ -261,11 +296,13 @@ def build_parser():
                    help="column file with gold and predicted tags (default or '-': stdin)")
     p.add_argument("--scheme", choices=("auto", "iob1", "iob2", "iobes", "bilou"), default="auto",
                    help="tagging scheme; auto accepts B, I, E, S (and L, U) prefixes")
-    p.add_argument("--gold", type=_column, default=-2, metavar="COL",
-                   help="column of the gold tags (1-based; negative from the end)")
+    p.add_argument("--gold", type=_column, default=None, metavar="COL",
+                   help="column of the gold tags (1-based; negative from the end); default: the "
+                        "column just before --pred")
     p.add_argument("--pred", type=_column, default=-1, metavar="COL",
                    help="column of the predicted tags (1-based; negative from the end)")
     p.add_argument("--json", action="store_true", help="print the scores as one JSON object")
+    p.add_argument("--encoding", default="utf-8", metavar="NAME", help="text encoding of FILE")
     p.set_defaults(func=cmd_eval)
 
     # -- dump ----------------------------------------------------------------------------
@@ -399,17 +436,34 @@ def main(argv=None):
         return 130
     except BrokenPipeError:
         # the reader went away (e.g. '| head'): quietly stop writing
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):
-            pass
+        _silence_stdout()
         return 141
     except Exception as exc:
         if debug:
             raise
+        from .files import SameFileError
+
         _error(_describe(exc))
+        _silence_stdout(only_if_broken=True)
+        if isinstance(exc, SameFileError):
+            return 2
         return 1
+
+
+def _silence_stdout(only_if_broken=False):
+    """Point standard output at /dev/null, so that the interpreter's final flush of a
+    closed pipe or a full disk prints nothing more (the error was already reported)."""
+    if only_if_broken:
+        try:
+            sys.stdout.flush()
+            return
+        except (OSError, ValueError):
+            pass
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _error(message):
@@ -446,7 +500,7 @@ def _describe(exc):
 # helpers
 # ---------------------------------------------------------------------------------------
 
-def _read_text(path):
+def _read_text(path, encoding="utf-8"):
     """The whole text of a file or of stdin ('-'), and the name to use in messages."""
     if path in (None, "-"):
         data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
@@ -458,60 +512,82 @@ def _read_text(path):
             data = fh.read()
         name = path
     if isinstance(data, bytes):
-        if b"\x00" in data[:4096]:
+        if b"\x00" in data[:4096] and "16" not in encoding and "32" not in encoding:
             raise CommandError(f"{name}: a binary file, not a CoNLL-style column file")
         try:
-            data = data.decode("utf-8")
+            data = data.decode(encoding)
         except UnicodeDecodeError as exc:
             line = data.count(b"\n", 0, exc.start) + 1
-            raise CommandError(f"{name}:{line}: not UTF-8 text (byte {exc.start + 1})") from None
+            hint = " (give its encoding with --encoding, e.g. latin-1)" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else ""
+            raise CommandError(f"{name}:{line}: not {encoding} text (byte {exc.start + 1}){hint}") from None
+        except LookupError:
+            raise UsageError(f"unknown --encoding {encoding!r}") from None
     if data.startswith("\ufeff"):
         data = data[1:]
     return data, name
 
 
-def _read_sentences(path, has_labels=True, separator=None):
+def _read_sentences(path, has_labels=True, separator=None, encoding="utf-8"):
     """Sentences of a column file (or stdin); returns (sentences, name, text)."""
     from .data.conll import read_conll
 
-    text, name = _read_text(path)
+    text, name = _read_text(path, encoding)
     stream = io.StringIO(text)
     stream.name = name
     return list(read_conll(stream, has_labels=has_labels, separator=separator)), name, text
 
 
-def _open_output(path):
-    """(file, close?) for a text output; '-' or None is stdout."""
+def _write_output(path, text, encoding="utf-8"):
+    """Write ``text`` to ``path`` atomically, or to stdout for '-' / None; errors name
+    the file (``<stdout>`` for standard output)."""
+    from .files import atomic_write
+
+    try:
+        data = text.encode(encoding)
+    except UnicodeEncodeError as exc:
+        raise CommandError(f"{path if path not in (None, '-') else '<stdout>'}: "
+                           f"{text[exc.start:exc.end]!r} cannot be written in {encoding}") from None
     if path in (None, "-"):
-        return sys.stdout, False
-    return open(path, "w", encoding="utf-8", newline="\n"), True
+        try:
+            if hasattr(sys.stdout, "buffer"):
+                sys.stdout.flush()
+                sys.stdout.buffer.write(data)
+                sys.stdout.buffer.flush()
+            else:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, "<stdout>") from None
+        return
+    with atomic_write(path, "wb") as fh:
+        fh.write(data)
 
 
 def _check_writable(path):
-    """Fail early (before a long training) when ``path`` cannot be written."""
-    folder = os.path.dirname(os.path.abspath(path)) or "."
+    """Fail early (before a long training) when ``path`` cannot be written: its folder is
+    missing or read-only, or it is (a link to) something else than a regular file."""
+    from .files import check_output_path
+
     if os.path.isdir(path):
-        raise CommandError(f"{path}: is a directory; give a file name for the model")
-    if not os.path.isdir(folder):
-        raise CommandError(f"{path}: the folder {folder} does not exist")
+        raise CommandError(f"{path}: is a directory; give a file name")
+    try:
+        target = check_output_path(path)
+    except OSError as exc:
+        raise CommandError(f"{path}: {exc.strerror}") from None
+    folder = os.path.dirname(target) or "."
     if not os.access(folder, os.W_OK):
         raise CommandError(f"{path}: the folder {folder} is not writable")
 
 
-def _save_atomically(model, path):
-    """Write the model to a temporary file beside ``path``, then rename it."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".spargel-", suffix=".tmp")
-    os.close(fd)
+def _refuse_same(outputs, inputs):
+    from .files import SameFileError, refuse_same_file
+
     try:
-        model.save(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        refuse_same_file(outputs, inputs)
+    except SameFileError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def default_template(n_columns):
@@ -547,21 +623,24 @@ def _fmt_row(row):
     parts = [f"iter {row['iteration']:4d}", f"objective {row['objective']:.8g}",
              f"active {row['active']}"]
     if row.get("dev_accuracy") is not None:
-        parts.append(f"dev acc {100 * row['dev_accuracy']:.2f}")
+        parts.append(f"dev acc {100 * row['dev_accuracy']:.2f}%")
     if row.get("dev_f1") is not None:
-        parts.append(f"dev F1 {100 * row['dev_f1']:.2f}")
+        parts.append(f"dev F1 {100 * row['dev_f1']:.2f}%")
     parts.append(f"{row['elapsed']:.1f}s")
     return "  ".join(parts)
 
 
 class _StopOnSignal:
-    """SIGINT handling for training: before the first iteration, Ctrl-C aborts at once;
-    afterwards the first Ctrl-C asks the solver to stop after the current iteration
-    (via the callback) and a second one stops at once."""
+    """SIGINT handling for training. Before the first iteration (or chunk) Ctrl-C
+    aborts at once; afterwards the first Ctrl-C asks to stop after the current iteration
+    (via the callback) and a second one stops at once, keeping the weights of the last
+    completed iteration. Once ``saving`` is set, Ctrl-C is only noted: the model being
+    written is always written completely."""
 
     def __init__(self):
         self.requested = False
         self.started = False
+        self.saving = False
         self.previous = None
 
     def __enter__(self):
@@ -577,6 +656,10 @@ class _StopOnSignal:
         return False
 
     def _handle(self, signum, frame):
+        if self.saving:
+            self.requested = True
+            print(f"{PROG}: finishing the save first", file=sys.stderr, flush=True)
+            return
         if not self.started or self.requested:
             raise KeyboardInterrupt
         self.requested = True
@@ -584,13 +667,69 @@ class _StopOnSignal:
               file=sys.stderr, flush=True)
 
 
+class _HistoryLog:
+    """The ``--history`` file, written row by row as training goes. A failure to write
+    it (full disk, ...) stops the log, not the training: the model is still written and
+    the error is reported at the end."""
+
+    def __init__(self, path, say):
+        self.path, self.say = path, say
+        self.error = None
+        self.fh = open(path, "w", encoding="utf-8")
+
+    def write(self, row):
+        if self.fh is None:
+            return
+        try:
+            self.fh.write(_json_row(row) + "\n")
+            self.fh.flush()
+        except OSError as exc:
+            self._failed(exc)
+
+    def _failed(self, exc):
+        self.error = exc.strerror or str(exc)
+        print(f"{PROG} train: error writing {self.path}: {self.error}; the history stops here, "
+              f"training goes on", file=sys.stderr, flush=True)
+        self.close()
+
+    def close(self):
+        fh, self.fh = self.fh, None
+        if fh is not None:
+            try:
+                fh.close()
+            except OSError as exc:
+                if self.error is None:
+                    self.error = exc.strerror or str(exc)
+
+
+def _completed_iterations(model, interrupted):
+    """Iterations whose weights the model holds: after Ctrl-C in the middle of an
+    iteration, the last one recorded in the history, not the one that was cut short."""
+    n = int(model.n_iter_)
+    if interrupted:
+        rows = getattr(model, "history_", None) or []
+        n = min(n, int(rows[-1].get("iteration", n))) if rows else 0
+    return n
+
+
 # ---------------------------------------------------------------------------------------
 # train
 # ---------------------------------------------------------------------------------------
 
+def _template_text(args, n_cols, source, line):
+    from .data.templates import Template
+
+    if args.pattern:
+        template = Template.from_file(args.pattern, encoding=args.encoding)
+        template.check_columns(n_cols, source, line)
+        text = template.text
+    else:
+        text = default_template(n_cols)
+    return _COLUMNS_MARK.format(n=n_cols) + "\n" + text
+
+
 def cmd_train(args):
     """``spargel train``: fit a CRF on a column file and write the model."""
-    from .data.templates import Template
     from .solvers import SOLVERS
 
     if args.solver not in SOLVERS:
@@ -602,23 +741,20 @@ def cmd_train(args):
         raise UsageError("train: --threads must be >= 1, or -1 for all cores")
     if args.train == "-" and args.dev == "-":
         raise UsageError("train: TRAIN and --dev cannot both be stdin")
+    # --init may be MODEL itself (continue a model in place): it is read before the save
+    _refuse_same({"MODEL": args.model, "--history": args.history},
+                 {"TRAIN": args.train, "--dev": args.dev, "--pattern": args.pattern})
     _check_writable(args.model)
     if args.history:
-        _check_writable(args.history)
+        _check_log(args.history)
 
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     if args.stream is not None:
         return _train_streaming(args, say)
     t0 = time.perf_counter()
-    sents, name, _ = _read_sentences(args.train)
+    sents, name, _ = _read_sentences(args.train, encoding=args.encoding)
     n_cols = len(sents[0].columns[0])
-    if args.pattern:
-        template = Template.from_file(args.pattern)
-        template.check_columns(n_cols, name, sents[0].line)
-        text = template.text
-    else:
-        text = default_template(n_cols)
-    text = _COLUMNS_MARK.format(n=n_cols) + "\n" + text
+    text = _template_text(args, n_cols, name, sents[0].line)
     known = {lab for s in sents for lab in s.labels}
     if len(known) < 2:
         raise CommandError(f"{name}: the last column holds only one distinct label "
@@ -626,7 +762,7 @@ def cmd_train(args):
                            f"column file with the label last?")
     dev_x = dev_y = None
     if args.dev:
-        dev, dev_name, _ = _read_sentences(args.dev)
+        dev, dev_name, _ = _read_sentences(args.dev, encoding=args.encoding)
         if len(dev[0].columns[0]) != n_cols:
             raise CommandError(f"{dev_name}:{dev[0].line}: the development data has "
                                f"{len(dev[0].columns[0]) + 1} columns, the training data {n_cols + 1}")
@@ -644,35 +780,55 @@ def cmd_train(args):
     crf = CRF(solver=args.solver, l1=args.l1, l2=args.l2, max_iter=args.max_iter, tol=args.tol,
               gtol=args.gtol, window=args.window, feature_space=args.feature_space, template=text,
               pad=args.pad, n_jobs=args.threads, random_state=args.seed)
-    history = open(args.history, "w", encoding="utf-8") if args.history else None
+    history = _HistoryLog(args.history, say) if args.history else None
     try:
         with _StopOnSignal() as stopper:
             def callback(row):
                 stopper.started = True
                 if history is not None:
-                    history.write(_json_row(row) + "\n")
-                    history.flush()
+                    history.write(row)
                 say(_fmt_row(row))
                 return stopper.requested
 
             crf.fit(sents, [s.labels for s in sents], X_dev=dev_x, y_dev=dev_y, callback=callback)
+            stopper.saving = True
             interrupted = stopper.requested or crf.stop_reason_ == "interrupted"
-            _save_atomically(crf, args.model)
+            crf.save(args.model)
+            interrupted = interrupted or stopper.requested
     finally:
         if history is not None:
             history.close()
     reason = "interrupted" if interrupted else crf.stop_reason_
-    say(f"{PROG} train: stopped after {crf.n_iter_} iterations ({reason}); objective "
-        f"{crf.objective_:.8g}; {crf.n_active_features_} active features; "
+    say(f"{PROG} train: stopped after {_completed_iterations(crf, interrupted)} iterations ({reason}); "
+        f"objective {crf.objective_:.8g}; {crf.n_active_features_} active features; "
         f"{time.perf_counter() - t0:.1f}s; model written to {args.model}")
+    if history is not None and history.error is not None:
+        raise CommandError(f"{args.history}: {history.error}; the history is incomplete (the model "
+                           f"was written to {args.model})")
     return 130 if interrupted else 0
 
 
+def _check_log(path):
+    """A log (``--history``) is written in place, so a pipe or /dev/stderr will do;
+    only its folder must exist and be writable."""
+    if os.path.isdir(path):
+        raise CommandError(f"{path}: is a directory; give a file name")
+    folder = os.path.dirname(os.path.realpath(path)) or "."
+    if not os.path.isdir(folder):
+        raise CommandError(f"{path}: the folder {folder} does not exist")
+    if not os.path.exists(path) and not os.access(folder, os.W_OK):
+        raise CommandError(f"{path}: the folder {folder} is not writable")
+
+
 def _train_streaming(args, say):
-    """``spargel train --stream N``: SGD-L1 over chunks of N sequences (never the whole file)."""
+    """``spargel train --stream N``: SGD-L1 over chunks of N sequences (never the whole
+    file), one ``CRF.partial_fit`` per chunk. Ctrl-C stops after the current chunk (a
+    second one at once, keeping the model of the last completed chunk), and the model
+    reached is written."""
+    import copy
+
     from .data.conll import read_conll
-    from .data.templates import Template
-    from .streaming import train_streaming
+    from .estimators.crf import CRF
 
     if args.train == "-":
         raise UsageError("train: --stream reads TRAIN several times; give a file, not stdin")
@@ -681,26 +837,66 @@ def _train_streaming(args, say):
     if args.solver not in ("owlqn", "sgd-l1"):
         say(f"{PROG} train: note: --stream always trains with sgd-l1")
     t0 = time.perf_counter()
-    first = next(read_conll(args.train))
+    first = next(read_conll(args.train, encoding=args.encoding))
     n_cols = len(first.columns[0])
-    if args.pattern:
-        template = Template.from_file(args.pattern)
-        template.check_columns(n_cols, args.train, first.line)
-        text = template.text
+    text = _template_text(args, n_cols, args.train, first.line)
+    params = dict(l1=args.l1, l2=args.l2, feature_space=args.feature_space, pad=args.pad,
+                  random_state=args.seed)
+    if args.init:
+        model = _load_crf(args.init).set_params(**params)
     else:
-        text = default_template(n_cols)
-    text = _COLUMNS_MARK.format(n=n_cols) + "\n" + text
-    model = _load_crf(args.init) if args.init else None
+        model = CRF(template=text, solver="sgd-l1", **params)
     passes = 1 if args.max_iter is None else args.max_iter
     say(f"{PROG} train: streaming {args.train} in chunks of {args.stream} sequences, {passes} pass(es), "
         f"sgd-l1, l1={args.l1:g}, l2={args.l2:g}")
-    crf = train_streaming(args.train, None if model is not None else text, chunk_sentences=args.stream,
-                          passes=passes, model=model, l1=args.l1, l2=args.l2,
-                          feature_space=args.feature_space, pad=args.pad, random_state=args.seed)
-    _save_atomically(crf, args.model)
-    say(f"{PROG} train: {crf.n_active_features_} active features; {time.perf_counter() - t0:.1f}s; "
+    n = sum(1 for _ in read_conll(args.train, encoding=args.encoding))
+    options = dict(model.solver_options or {}) if model.solver == "sgd-l1" else {}
+    options.setdefault("n_samples", n)  # the objective sums over the whole file
+    model.solver, model.solver_options = "sgd-l1", options
+
+    done = None  # the model after the last completed chunk (a shallow copy: cheap)
+    chunks = 0
+    with _StopOnSignal() as stopper:
+        try:
+            for p in range(1, int(passes) + 1):
+                for chunk in _chunks(read_conll(args.train, encoding=args.encoding), args.stream):
+                    model.partial_fit(chunk, [s.labels for s in chunk])
+                    done, chunks = copy.copy(model), chunks + 1
+                    stopper.started = True
+                    say(f"pass {p:3d}  chunk {chunks:5d}  {len(chunk)} sequences  active "
+                        f"{model.n_active_features_}  {time.perf_counter() - t0:.1f}s")
+                    if stopper.requested:
+                        break
+                if stopper.requested:
+                    break
+        except KeyboardInterrupt:
+            if done is None:
+                raise
+            stopper.requested = True
+        stopper.saving = True
+        interrupted = stopper.requested
+        if done is None:  # no pass at all (--max-iter 0): the initial model
+            if not hasattr(model, "weights_"):
+                raise CommandError(f"{args.train}: --max-iter 0 with --stream and no --init "
+                                   "trains nothing")
+            done = model
+        done.save(args.model)
+        interrupted = interrupted or stopper.requested
+    say(f"{PROG} train: {chunks} chunk(s){' (interrupted)' if interrupted else ''}; "
+        f"{done.n_active_features_} active features; {time.perf_counter() - t0:.1f}s; "
         f"model written to {args.model}")
-    return 0
+    return 130 if interrupted else 0
+
+
+def _chunks(sentences, size):
+    chunk = []
+    for s in sentences:
+        chunk.append(s)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 # ---------------------------------------------------------------------------------------
@@ -729,10 +925,15 @@ def _model_columns(model):
 
 def cmd_label(args):
     """``spargel label``: decode a column file and append the predicted labels."""
+    from .limits import check_nbest
+
     if args.blocks and args.nbest < 2:
         raise UsageError("label: --blocks needs --nbest K with K >= 2")
+    _refuse_same({"OUTPUT": args.output}, {"INPUT": args.input, "--model": args.model})
+    if args.output not in (None, "-"):
+        _check_writable(args.output)
     model = _load_crf(args.model)
-    text, name = _read_text(args.input)
+    text, name = _read_text(args.input, args.encoding)
     tabbed = any("\t" in line for line in text.split("\n", 50)[:50])
     separator = "\t" if (args.force and tabbed) else None
     from .data.conll import read_conll
@@ -775,42 +976,45 @@ def cmd_label(args):
     if k == 1:
         paths = [[(p, None)] for p in model.predict(X, constraints=constraints)]
     else:
+        try:
+            k = check_nbest(k, len(model.classes_), [len(s) for s in sents])
+        except ValueError as exc:
+            raise CommandError(f"{name}: {exc}") from None
+        if k < args.nbest:
+            print(f"{PROG} label: note: these sequences have at most {k} distinct labellings; "
+                  f"writing {k} instead of {args.nbest}", file=sys.stderr)
         paths = model.predict_nbest(X, k=k, constraints=constraints)
     marg = model.predict_marginals(X) if args.marginals else None
 
     out_sep = "\t" if tabbed else " "
-    fh, close = _open_output(args.output)
-    try:
-        for s_idx, s in enumerate(sents):
-            rows = s.columns
-            if args.blocks:
-                for rank, (labels, prob) in enumerate(paths[s_idx], start=1):
-                    fh.write(f"# rank {rank} probability {prob:.6g}\n")
-                    for t, row in enumerate(rows):
-                        fields = list(row) + [labels[t]]
-                        if marg is not None:
-                            fields.append(f"{marg[s_idx][t][labels[t]]:.4f}")
-                        fh.write(out_sep.join(fields) + "\n")
-                    fh.write("\n")
-                continue
-            for t, row in enumerate(rows):
-                fields = list(row)
-                for r in range(k):
-                    if r < len(paths[s_idx]):
-                        lab = paths[s_idx][r][0][t]
-                        fields.append(lab)
-                        if marg is not None:
-                            fields.append(f"{marg[s_idx][t][lab]:.4f}")
-                    else:
+    out = []
+    for s_idx, s in enumerate(sents):
+        rows = s.columns
+        if args.blocks:
+            for rank, (labels, prob) in enumerate(paths[s_idx], start=1):
+                out.append(f"# rank {rank} probability {prob:.6g}\n")
+                for t, row in enumerate(rows):
+                    fields = list(row) + [labels[t]]
+                    if marg is not None:
+                        fields.append(f"{marg[s_idx][t][labels[t]]:.4f}")
+                    out.append(out_sep.join(fields) + "\n")
+                out.append("\n")
+            continue
+        for t, row in enumerate(rows):
+            fields = list(row)
+            for r in range(k):
+                if r < len(paths[s_idx]):
+                    lab = paths[s_idx][r][0][t]
+                    fields.append(lab)
+                    if marg is not None:
+                        fields.append(f"{marg[s_idx][t][lab]:.4f}")
+                else:
+                    fields.append("_")
+                    if marg is not None:
                         fields.append("_")
-                        if marg is not None:
-                            fields.append("_")
-                fh.write(out_sep.join(fields) + "\n")
-            fh.write("\n")
-        fh.flush()
-    finally:
-        if close:
-            fh.close()
+            out.append(out_sep.join(fields) + "\n")
+        out.append("\n")
+    _write_output(args.output, "".join(out), args.encoding)
     return 0
 
 
@@ -819,16 +1023,22 @@ def cmd_label(args):
 # ---------------------------------------------------------------------------------------
 
 def cmd_eval(args):
-    """``spargel eval``: conlleval's report from gold and predicted tag columns."""
-    from .metrics import chunk_scores
+    """``spargel eval``: token accuracy, and conlleval's chunk report when the tags are
+    chunks, per-tag scores otherwise."""
+    from .metrics import sequence_scores
 
-    sents, name, _ = _read_sentences(args.file, has_labels=False)
+    sents, name, _ = _read_sentences(args.file, has_labels=False, encoding=args.encoding)
     width = len(sents[0].columns[0])
     if width < 2:
         raise CommandError(f"{name}:{sents[0].line}: one column per token; eval needs a gold and a "
                            "predicted tag column")
+    gold_col = args.gold
+    if gold_col is None:  # the column just before the predicted one
+        if args.pred == 1:
+            raise UsageError("eval: --pred 1 leaves no column before it for the gold tags; give --gold")
+        gold_col = args.pred - 1
     idx = []
-    for opt, col in (("--gold", args.gold), ("--pred", args.pred)):
+    for opt, col in (("--gold", gold_col), ("--pred", args.pred)):
         i = col - 1 if col > 0 else width + col
         if not 0 <= i < width:
             raise UsageError(f"eval: {opt} {col} is outside the {width} columns of {name}")
@@ -837,13 +1047,14 @@ def cmd_eval(args):
     gold = [[row[gi] for row in s.columns] for s in sents]
     pred = [[row[pi] for row in s.columns] for s in sents]
     try:
-        report = chunk_scores(gold, pred, scheme=args.scheme)
+        report = sequence_scores(gold, pred, scheme=args.scheme)
     except ValueError as exc:
         raise CommandError(f"{name}: {exc}") from None
-    if args.json:
-        print(json.dumps(report.as_dict(), indent=None, sort_keys=False))
-    else:
-        print(report.as_text())
+    if report.kind == "tags" and args.scheme != "auto":
+        print(f"{PROG} eval: note: the tags are not chunks in the {args.scheme} scheme; scores per tag",
+              file=sys.stderr)
+    text = json.dumps(report.as_dict(), indent=None, sort_keys=False) if args.json else report.as_text()
+    _write_output("-", text + "\n")
     return 0
 
 
@@ -880,10 +1091,7 @@ def cmd_dump(args):
         rows.sort(key=lambda r: (r[0], r[1], r[2]))
     if args.top is not None:
         rows = rows[:args.top]
-    out = sys.stdout
-    for attr, prev, lab, w in rows:
-        out.write(f"{attr}\t{prev}\t{lab}\t{w:.6g}\n")
-    out.flush()
+    _write_output("-", "".join(f"{attr}\t{prev}\t{lab}\t{w:.6g}\n" for attr, prev, lab, w in rows))
     return 0
 
 
@@ -903,6 +1111,7 @@ def cmd_plot(args):
         name = args.label[i] if args.label else os.path.splitext(os.path.basename(path))[0]
         runs.append((name, rows))
     out = args.out or os.path.splitext(args.histories[0])[0] + ".png"
+    _refuse_same({"--out": out}, {f"HISTORY {i + 1}": h for i, h in enumerate(args.histories)})
     try:
         plot_histories(runs, out, x=args.x, dpi=args.dpi)
     except MissingMatplotlibError as exc:

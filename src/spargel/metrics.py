@@ -52,9 +52,26 @@ decode identically; ``iob1``/``iob2`` differ only in documenting intent.  For
 ``E-``/``S-`` the original script is incomplete (it knows no ``S-`` and does
 not split ``E-NP B-NP``); rules 3-4 are the usual completion of it.
 
-Scores are kept as fractions in ``[0, 1]`` in :class:`ChunkReport` and its
-:meth:`~ChunkReport.as_dict`; the text report and :func:`chunk_f1` use
-percentages, as ``conlleval`` prints them.
+Tag sets that are not a chunk scheme
+------------------------------------
+Part-of-speech tags (``NN``, ``-LRB-``, ``-NONE-``), phonemes (NETtalk's ``-``)
+and other plain tag sets are not chunks. :func:`sequence_scores` decides from
+the tags themselves: when every tag is ``O``, a bare tag, or a prefix the scheme
+accepts followed by a non-empty type, and at least one tag has such a prefix,
+the tags form a chunk scheme and it returns :func:`chunk_scores`' report;
+otherwise it returns :func:`tag_scores`' report: token accuracy and precision,
+recall and F1 per tag. :func:`chunk_scores` itself keeps refusing a tag that is
+not a chunk tag of its scheme.
+
+Units
+-----
+Every score that spargel returns or stores is a **fraction in [0, 1]**:
+:class:`ChunkReport` and :class:`TagReport` attributes and ``as_dict()``,
+:func:`chunk_f1`, :func:`accuracy`, the ``dev_accuracy`` / ``dev_f1`` of
+training histories and ``spargel eval --json``. Percentages appear only in text
+meant for people, always with a ``%`` sign or in conlleval's own report layout
+(``as_text()``, ``spargel eval`` without ``--json``, the training progress
+lines).
 """
 
 from __future__ import annotations
@@ -69,11 +86,15 @@ import numpy as np
 __all__ = [
     "ChunkCounts",
     "ChunkReport",
+    "TagReport",
     "accuracy",
     "chunk_f1",
     "chunk_scores",
     "chunks",
+    "is_chunk_tagset",
     "sequence_accuracy",
+    "sequence_scores",
+    "tag_scores",
 ]
 
 # Tag kinds after parsing; E and S close their chunk, so they compare >= _E.
@@ -125,9 +146,18 @@ def _is_sequence(x: Any) -> bool:
 
 
 def _as_sentences(seqs: Any, name: str) -> list:
-    """One list entry per sentence; a flat sequence of labels is one sentence."""
+    """One list entry per sentence; a flat sequence of labels is one sentence.
+
+    numpy arrays: a 2-d array is one sentence per row; a 1-d array of objects
+    whose items are sequences (``np.array([["B-NP"], ["O", "O"]], dtype=object)``)
+    is one sentence per item; any other 1-d array is one sentence.
+    """
     if isinstance(seqs, np.ndarray):
-        return [seqs] if seqs.ndim == 1 else list(seqs)
+        if seqs.ndim == 0:
+            raise TypeError(f"{name} must be a sequence of tags, not a scalar array")
+        if seqs.ndim == 1 and not (seqs.dtype == object and len(seqs) and _is_sequence(seqs[0])):
+            return [seqs]
+        seqs = list(seqs)
     if isinstance(seqs, str):
         raise TypeError(f"{name} must be a sequence of tags, not a string")
     seqs = list(seqs)
@@ -342,14 +372,21 @@ class ChunkReport(ChunkCounts):
     n_correct_tags: int = 0
     per_type: Mapping[str, ChunkCounts] = field(default_factory=dict)
 
+    kind = "chunks"
+
     @property
     def accuracy(self) -> float:
         """Token accuracy as a fraction (0 when there are no tokens)."""
         return self.n_correct_tags / self.n_tokens if self.n_tokens else 0.0
 
+    @property
+    def chunk_f1(self) -> float:
+        """The overall chunk F1 (a fraction); :class:`TagReport` has None here."""
+        return self.f1
+
     def as_dict(self) -> dict:
         """JSON-ready dictionary; scores are fractions."""
-        out = {"tokens": self.n_tokens, "correct_tags": self.n_correct_tags,
+        out = {"kind": self.kind, "tokens": self.n_tokens, "correct_tags": self.n_correct_tags,
                "accuracy": self.accuracy}
         out.update(super().as_dict())
         out["per_type"] = {t: c.as_dict() for t, c in sorted(self.per_type.items())}
@@ -448,23 +485,23 @@ def chunk_f1(
     scheme: str = "auto",
     labels: Sequence[str] | None = None,
 ) -> float:
-    """Overall chunk F1 in percent (conlleval's FB1), with no per-type detail.
+    """Overall chunk F1 as a fraction in [0, 1] (conlleval's FB1 / 100), with no
+    per-type detail.
 
-    Meant for monitoring a development set during training: it accepts the
-    same inputs as :func:`chunk_scores`, including integer label arrays with
-    ``labels``, and skips the report.
+    It accepts the same inputs as :func:`chunk_scores`, including integer label
+    arrays with ``labels``, and skips the report.
 
     >>> chunk_f1([["B-NP", "I-NP", "B-VP"]], [["B-NP", "B-NP", "B-VP"]])
-    40.0
+    0.4
     >>> chunk_f1([[0, 1, 2]], [[0, 0, 2]], labels=["B-NP", "I-NP", "B-VP"])
-    40.0
+    0.4
     """
     g, p = _paired(gold, pred)
     dec = _Decoder(scheme, labels)
     gold_chunks = _corpus_chunks(dec, g)
     pred_chunks = _corpus_chunks(dec, p)
     correct = len(set(gold_chunks).intersection(pred_chunks))
-    return _percentages(len(gold_chunks), len(pred_chunks), correct)[2]
+    return _percentages(len(gold_chunks), len(pred_chunks), correct)[2] / 100.0
 
 
 def accuracy(gold: Any, pred: Any) -> float:
@@ -498,3 +535,144 @@ def sequence_accuracy(gold: Any, pred: Any) -> float:
     if not g:
         return 0.0
     return sum(_n_equal(gs, ps) == len(gs) for gs, ps in zip(g, p)) / len(g)
+
+
+# ---------------------------------------------------------------------------
+# Plain tags and the automatic choice
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TagReport:
+    """The result of :func:`tag_scores`: token accuracy and per-tag scores.
+
+    ``per_tag`` maps every tag seen in gold or predictions to a
+    :class:`ChunkCounts` over tokens: ``found`` tokens with that gold tag,
+    ``guessed`` tokens predicted with it, ``correct`` tokens with both.
+    ``macro_f1`` averages the per-tag F1 over the tags (fractions throughout).
+    """
+
+    n_tokens: int
+    n_correct_tags: int
+    per_tag: Mapping[str, ChunkCounts]
+
+    kind = "tags"
+    chunk_f1 = None  # no chunks in plain tags
+
+    @property
+    def accuracy(self) -> float:
+        """Token accuracy as a fraction (0 when there are no tokens)."""
+        return self.n_correct_tags / self.n_tokens if self.n_tokens else 0.0
+
+    @property
+    def macro_f1(self) -> float:
+        """The unweighted mean of the per-tag F1 (0 when there are no tags)."""
+        if not self.per_tag:
+            return 0.0
+        return sum(c.f1 for c in self.per_tag.values()) / len(self.per_tag)
+
+    def as_dict(self) -> dict:
+        """JSON-ready dictionary; scores are fractions."""
+        return {"kind": self.kind, "tokens": self.n_tokens, "correct_tags": self.n_correct_tags,
+                "accuracy": self.accuracy, "macro_f1": self.macro_f1,
+                "per_tag": {t: c.as_dict() for t, c in sorted(self.per_tag.items())}}
+
+    def as_text(self) -> str:
+        """A conlleval-like report: accuracy, then one line per tag (percentages)
+        ending with the number of tokens predicted with that tag.
+
+        >>> print(tag_scores([["NN", "-LRB-"]], [["NN", "NN"]]).as_text())
+        processed 2 tokens with 2 distinct tags (not chunks: scores per tag).
+        accuracy:  50.00%; macro-averaged FB1:  33.33
+                    -LRB-: precision:   0.00%; recall:   0.00%; FB1:   0.00  0
+                       NN: precision:  50.00%; recall: 100.00%; FB1:  66.67  2
+        """
+        lines = [f"processed {self.n_tokens} tokens with {len(self.per_tag)} distinct tags "
+                 f"(not chunks: scores per tag)."]
+        if self.n_tokens > 0:
+            lines.append("accuracy: %6.2f%%; macro-averaged FB1: %6.2f"
+                         % (100.0 * self.accuracy, 100.0 * self.macro_f1))
+        for tag in sorted(self.per_tag):
+            c = self.per_tag[tag]
+            p, r, f = _percentages(c.found, c.guessed, c.correct)
+            lines.append("%17s: precision: %6.2f%%; recall: %6.2f%%; FB1: %6.2f  %d"
+                         % (tag, p, r, f, c.guessed))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+
+def tag_scores(gold: Any, pred: Any) -> TagReport:
+    """Token accuracy and precision / recall / F1 of every tag, each token on its own
+    (for tag sets that are not chunks: POS tags, phonemes, ...).
+
+    >>> r = tag_scores([["DT", "NN"], ["-LRB-"]], [["DT", "VB"], ["-LRB-"]])
+    >>> round(r.accuracy, 4), r.per_tag["NN"].recall, r.per_tag["VB"].precision
+    (0.6667, 0.0, 0.0)
+    """
+    g, p = _paired(gold, pred)
+    found: Counter = Counter()
+    guessed: Counter = Counter()
+    correct: Counter = Counter()
+    n = n_ok = 0
+    for gs, ps in zip(g, p):
+        gl = gs.tolist() if isinstance(gs, np.ndarray) else gs
+        pl = ps.tolist() if isinstance(ps, np.ndarray) else ps
+        found.update(gl)
+        guessed.update(pl)
+        correct.update(a for a, b in zip(gl, pl) if a == b)
+        n += len(gl)
+    n_ok = sum(correct.values())
+    per_tag = {t: ChunkCounts(found[t], guessed[t], correct[t]) for t in sorted(found.keys() | guessed.keys(), key=str)}
+    return TagReport(n_tokens=n, n_correct_tags=n_ok, per_tag=per_tag)
+
+
+def is_chunk_tagset(tags: Any, scheme: str = "auto") -> bool:
+    """Whether ``tags`` (an iterable of tag strings) form a chunk scheme: each is
+    ``O``, a bare tag without hyphen, or ``P-TYPE`` with a prefix ``P`` that
+    ``scheme`` accepts and a non-empty ``TYPE`` -- and at least one is the last kind.
+
+    >>> is_chunk_tagset(["B-NP", "I-NP", "O"]), is_chunk_tagset(["NN", "-LRB-"])
+    (True, False)
+    >>> is_chunk_tagset(["B-NP", "E-NP"], "iob2"), is_chunk_tagset(["NN", "VB"])
+    (False, False)
+    """
+    allowed = _allowed_prefixes(scheme)
+    prefixed = False
+    for tag in tags:
+        if not isinstance(tag, str):
+            return False
+        prefix, hyphen, ctype = tag.partition("-")
+        if prefix == "O" or not hyphen:
+            continue
+        if prefix not in allowed or not ctype:
+            return False
+        prefixed = True
+    return prefixed
+
+
+def _distinct_tags(seqs: list) -> set:
+    out: set = set()
+    for s in seqs:
+        out.update(s.tolist() if isinstance(s, np.ndarray) else s)
+    return out
+
+
+def sequence_scores(gold: Any, pred: Any, scheme: str = "auto") -> ChunkReport | TagReport:
+    """The right scores for any tag set: a :class:`ChunkReport` (chunk precision /
+    recall / F1 and token accuracy) when the gold and predicted tags together form a
+    chunk scheme (:func:`is_chunk_tagset`), else a :class:`TagReport` (token accuracy
+    and per-tag scores). Both have ``accuracy``, ``chunk_f1`` (None for plain tags),
+    ``kind`` (``"chunks"`` / ``"tags"``), ``as_dict()`` and ``as_text()``.
+
+    >>> sequence_scores([["B-NP", "I-NP"]], [["B-NP", "B-NP"]]).chunk_f1
+    0.0
+    >>> r = sequence_scores([["-LRB-", "NN", "-NONE-"]], [["-LRB-", "NN", "NN"]])
+    >>> r.kind, round(r.accuracy, 4), r.chunk_f1
+    ('tags', 0.6667, None)
+    """
+    g, p = _paired(gold, pred)
+    if is_chunk_tagset(_distinct_tags(g) | _distinct_tags(p), scheme):
+        return chunk_scores(g, p, scheme=scheme)
+    return tag_scores(g, p)

@@ -92,7 +92,8 @@ def plot_histories(runs, out=None, *, x="time", figsize=None, dpi=100, title=Non
     runs : list of (name, rows) pairs, or a dict name -> rows
         Each ``rows`` is a history (list of dicts).
     out : path or None
-        Where to write the image (format from the extension, e.g. ``.png``).
+        Where to write the image (format from the extension, e.g. ``.png``),
+        atomically: a failure leaves no partial image (see :mod:`spargel.files`).
     x : {"time", "iteration"}
         Horizontal axis: elapsed seconds or iteration number.
     figsize : (width, height) in inches or None
@@ -165,7 +166,11 @@ def plot_histories(runs, out=None, *, x="time", figsize=None, dpi=100, title=Non
         fig.suptitle(title)
     fig.tight_layout()
     if out is not None:
-        fig.savefig(out, dpi=dpi)
+        from .files import atomic_write
+
+        ext = os.path.splitext(os.fspath(out))[1].lstrip(".").lower() or "png"
+        with atomic_write(out, "wb") as fh:
+            fig.savefig(fh, dpi=dpi, format=ext)
         plt.close(fig)
     return fig
 

@@ -44,6 +44,12 @@ Commands (``row`` is a token offset, ``col`` a 0-based observation column):
 Inside the quoted regex, ``\\"`` stands for a quote; any other backslash
 reaches the regex unchanged. Blanks around ``row`` and ``col`` are allowed.
 
+Limits (a template may come from a stranger, inside a model file): a ``row``
+offset is at most :data:`MAX_OFFSET` tokens away and a column at most
+:data:`MAX_COLUMN`; a regex whose backtracking time could explode (``(a+)+``,
+``(a|ab)*``, backreferences) runs on the linear-time RE2 engine when it is
+installed and is refused otherwise -- see :mod:`spargel.data.safe_regex`.
+
 Padding
 -------
 A position before the first token expands to ``_B-1`` (one before), ``_B-2``
@@ -71,6 +77,7 @@ import re
 from collections.abc import Sequence
 
 from .errors import DataFormatError
+from .safe_regex import UnsafeRegex, compile_regex
 
 __all__ = [
     "CRFSUITE_CHUNKING_TEMPLATE",
@@ -79,6 +86,11 @@ __all__ = [
 ]
 
 _INT = re.compile(r"[+-]?[0-9]+\Z")
+#: the farthest a pattern may look from the current token (%x[row,...], |row|), and the
+#: highest column it may name: beyond any real template, and small enough that padding
+#: and column checks stay cheap
+MAX_OFFSET = 1000
+MAX_COLUMN = 10000
 _KINDS = {"U": "U", "u": "U", "B": "B", "b": "B", "*": "*"}
 _MEMO_LIMIT = 1 << 20  # regex results remembered per command before starting afresh
 
@@ -251,16 +263,25 @@ class _Parser:
             self.fail(lineno, f"row offset {plain[0]!r} of {name} is not an integer")
         if not _INT.match(col_text):
             self.fail(lineno, f"column {col_text!r} of {name} is not an integer")
-        col = int(col_text)
+        row = int(row_text) if len(row_text) <= 8 else MAX_OFFSET + 1
+        if abs(row) > MAX_OFFSET:
+            self.fail(lineno, f"row offset {plain[0]!r} of {name} is out of range (at most "
+                              f"{MAX_OFFSET} tokens away)")
+        col = int(col_text) if len(col_text) <= 8 else MAX_COLUMN + 1
         if col < 0:
             self.fail(lineno, f"column {col} of {name} is negative")
+        if col > MAX_COLUMN:
+            self.fail(lineno, f"column {col_text!r} of {name} is out of range (at most {MAX_COLUMN})")
         regex = None
         if regex_text is not None:
+            flags = re.IGNORECASE if letter.isupper() else 0
             try:
-                regex = re.compile(regex_text, re.IGNORECASE if letter.isupper() else 0)
+                regex = compile_regex(regex_text, flags, where=(self.source, lineno))
             except re.error as exc:
                 self.fail(lineno, f"bad regular expression {regex_text!r} in {name}: {exc}")
-        command = _Command(op, letter.isupper(), int(row_text), col, absolute, regex)
+            except UnsafeRegex as exc:
+                self.fail(lineno, f"unsafe regular expression {regex_text!r} in {name}: {exc}")
+        command = _Command(op, letter.isupper(), row, col, absolute, regex)
         return command, j
 
     def parse_quoted(self, s, j, lineno):

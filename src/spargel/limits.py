@@ -1,0 +1,106 @@
+"""Bounds on what a request may cost, checked before the memory is allocated.
+
+A model file, a command-line option or an input file can ask for far more memory than
+the machine has (a model declaring 10^12 weights, ``--nbest 1000000000``). The checks
+here turn such a request into a clear error up front instead of a process killed by the
+operating system half-way through.
+
+>>> check_nbest(10**9, n_labels=3, lengths=[1])      # 1 token, 3 labels: 3 paths exist
+3
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+__all__ = ["available_memory", "check_nbest", "nbest_bytes", "distinct_paths"]
+
+
+def available_memory() -> int:
+    """Bytes of memory this process may still use: the kernel's ``MemAvailable`` (or the
+    physical memory when that is unknown), lowered by an address-space limit
+    (``ulimit -v``) when one is set."""
+    avail = None
+    try:
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            avail = 1 << 34  # 16 GiB: a guess when the system does not say
+    try:
+        import resource
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
+            avail = min(avail, soft)
+    except (ImportError, ValueError, OSError):
+        pass
+    return int(avail)
+
+
+def distinct_paths(n_labels: int, length: int, cap: int) -> int:
+    """``min(n_labels ** length, cap)`` without computing a huge power.
+
+    >>> distinct_paths(45, 30, 10**9), distinct_paths(3, 2, 100)
+    (1000000000, 9)
+    """
+    n_labels, length, cap = int(n_labels), int(length), int(cap)
+    if n_labels <= 1 or length <= 0:
+        return min(1, cap)
+    if length * math.log(n_labels) >= math.log(cap) + 1e-9:
+        return cap
+    return min(n_labels ** length, cap)
+
+
+def nbest_bytes(k: int, n_labels: int, lengths) -> int:
+    """Estimated peak bytes of a list-Viterbi decoding of the ``k`` best paths of every
+    sequence: the per-position tables of the longest sequence (a score and two
+    back-pointers per label and rank) plus the paths that are returned (ids and the
+    label strings that name them)."""
+    lengths = [int(n) for n in lengths]
+    L = max(int(n_labels), 1)
+    longest = max(lengths, default=0)
+    k_longest = distinct_paths(L, longest, k)
+    tables = k_longest * longest * L * 16 + k_longest * L * 8
+    kept = sum(distinct_paths(L, n, k) * (n * 12 + 200) for n in lengths)
+    return tables + kept
+
+
+def check_nbest(k, n_labels, lengths, memory_limit=None) -> int:
+    """The number of paths worth asking for, or a ``ValueError`` when it cannot fit.
+
+    ``k`` is lowered to the largest number of distinct label sequences that any of the
+    sequences (of the given ``lengths``) has, ``n_labels ** length``: asking for more
+    only allocates rows that stay empty. The estimated memory (:func:`nbest_bytes`) must
+    then fit in ``memory_limit`` bytes (default: half of :func:`available_memory`).
+
+    >>> check_nbest(5, n_labels=2, lengths=[2, 1])      # 2 tokens, 2 labels: 4 paths
+    4
+    >>> check_nbest(10**6, n_labels=40, lengths=[30], memory_limit=10**9)
+    Traceback (most recent call last):
+    ...
+    ValueError: --nbest 1000000 needs about 20.1 GB for these sequences (longest 30 tokens, 40 labels), more than the 1.0 GB available; ask for fewer paths
+    """
+    try:
+        k = int(k)
+    except (TypeError, ValueError):
+        raise ValueError(f"--nbest must be an integer, got {k!r}") from None
+    if k < 1:
+        raise ValueError(f"--nbest must be >= 1, got {k}")
+    lengths = [int(n) for n in lengths]
+    longest = max(lengths, default=0)
+    k_eff = max((distinct_paths(n_labels, n, k) for n in lengths), default=1)
+    need = nbest_bytes(k_eff, n_labels, lengths)
+    limit = available_memory() // 2 if memory_limit is None else int(memory_limit)
+    if need > limit:
+        raise ValueError(f"--nbest {k} needs about {need / 1e9:.1f} GB for these sequences (longest "
+                         f"{longest} tokens, {n_labels} labels), more than the {limit / 1e9:.1f} GB "
+                         f"available; ask for fewer paths")
+    return k_eff

@@ -1,0 +1,71 @@
+"""Small corpora and model-file surgery shared by the reliability tests."""
+
+import io
+import json
+import random
+import zipfile
+
+import numpy as np
+
+_WORDS = {"DT": ["the", "a", "this"], "JJ": ["big", "red", "old"], "NN": ["dog", "cat", "house", "tree"],
+          "VB": ["sees", "likes", "buys"], "IN": ["in", "on", "near"]}
+
+
+def corpus(n, seed=0):
+    """``n`` sentences of (word, POS, chunk) triples from a toy grammar."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        toks = [("DT", "B-NP"), ("NN", "I-NP"), ("VB", "B-VP"), ("DT", "B-NP")]
+        if rng.random() < 0.5:
+            toks.append(("JJ", "I-NP"))
+        toks.append(("NN", "I-NP"))
+        if rng.random() < 0.5:
+            toks += [("IN", "B-PP"), ("DT", "B-NP"), ("NN", "I-NP")]
+        out.append([(rng.choice(_WORDS[p]), p, c) for p, c in toks])
+    return out
+
+
+def write_corpus(path, sents, encoding="utf-8"):
+    with open(path, "w", encoding=encoding) as fh:
+        for s in sents:
+            fh.write("".join(" ".join(t) + "\n" for t in s) + "\n")
+    return path
+
+
+def members(path):
+    """{member name: bytes} of a model file, in archive order."""
+    with zipfile.ZipFile(path) as z:
+        return {n: z.read(n) for n in z.namelist()}
+
+
+def write_members(path, parts, compression=zipfile.ZIP_DEFLATED):
+    with zipfile.ZipFile(path, "w", compression=compression) as z:
+        for name, data in parts.items():
+            z.writestr(name, data)
+    return path
+
+
+def header_of(parts):
+    blob = np.lib.format.read_array(io.BytesIO(parts["header.npy"]))
+    return json.loads(blob.tobytes().decode("utf-8"))
+
+
+def npy_bytes(a):
+    bio = io.BytesIO()
+    np.lib.format.write_array(bio, np.ascontiguousarray(a), allow_pickle=False)
+    return bio.getvalue()
+
+
+def with_header(parts, header, *, reseal=True):
+    """``parts`` with ``header`` as its header; ``reseal`` recomputes the header's checksum
+    (what a forger would do), otherwise the old checksum stays."""
+    from spargel import io as sio
+
+    header = dict(header)
+    if reseal:
+        header["sha256"] = sio._header_digest(header)
+    blob = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+    out = dict(parts)
+    out["header.npy"] = npy_bytes(blob)
+    return out
