@@ -70,7 +70,7 @@ def padded(S):
 
 
 # --------------------------------------------------------------------------- structure
-def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True):
+def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, keep_zeros=False):
     """The ``trans`` tuple of a chain with ``S`` states.
 
     ``src``, ``dst``, ``score``: the pairs with a (possibly zero) transition score.
@@ -79,6 +79,8 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True):
     when at most a quarter of the allowed pairs have a non-zero score, else ``DENSE`` /
     ``LIST``. ``n_labels``: for ``PAIR_ONES``, the L with ``S = L^2`` (then the allowed
     pairs are exactly ``(a, b) -> (b, c)`` and ``src``/``dst`` list the non-zero ones).
+    ``keep_zeros``: under ONES, list every given pair (zero scores included) as a global
+    correction, so that :func:`refresh` can load new scores in place.
 
     Returns ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr, fi, fv, gk)``: ``tshift``
     is a one-element array (so compiled code can refresh a structure in place, see
@@ -104,7 +106,10 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True):
             expT[:S, :S] = np.exp(dense.reshape(S, S) - tshift)
             return (DENSE, S, L, np.array([tshift]), expT, np.ascontiguousarray(expT.T), np.zeros(0, np.int64),
                     np.zeros(0, np.int64), np.zeros(0), fptr, fi, fv, np.zeros(0, np.int64))
-        pairs = np.flatnonzero(dense)
+        if keep_zeros:
+            pairs = np.unique(src * S + dst)
+        else:
+            pairs = np.flatnonzero(dense)
         gi, gj = pairs // S, pairs % S
         return (ONES, S, L, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), gi, gj, np.expm1(dense[pairs]), fptr, fi, fv,
                 gj * S + gi)
@@ -138,6 +143,22 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True):
 def base_entry(trans, k):
     """``Mbase``: the structure's factor for the allowed pair with list index k."""
     return math.exp(trans[11][k] - trans[3][0])
+
+
+@njit(cache=True, nogil=True)
+def refresh(trans, T):
+    """Load new transition scores ``T`` (S x S, flat ``i * S + j``) into a DENSE
+    structure, or into a ONES structure made with ``keep_zeros`` (the scores of the
+    unlisted pairs must stay 0), in place."""
+    if trans[0] == ONES:
+        S = trans[1]
+        gi, gj, gc, fv = trans[6], trans[7], trans[8], trans[11]
+        for q in range(len(gi)):
+            x = T[gi[q] * S + gj[q]]
+            gc[q] = math.expm1(x)
+            fv[gj[q] * S + gi[q]] = x
+    else:
+        refresh_dense(trans, T)
 
 
 @njit(cache=True, nogil=True)
