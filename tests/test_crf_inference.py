@@ -1,10 +1,12 @@
-"""Exact inference against brute-force enumeration on random tiny models."""
+"""Exact inference against brute-force enumeration on random tiny models: the one
+chain-inference core (models/chain.py) through the first-order CRF, in every transition
+form (dense, exp(λ)-1 "ones" base with sparse weights), with the log-space fallback."""
 
 import numpy as np
 import pytest
 
+from spargel.models import chain as C
 from spargel.models import crf as M
-from spargel.models import crf_kernels as K
 
 from crf_reference import (brute_logz, brute_loss, brute_marginals, enumerate_paths, random_data,
                            random_space)
@@ -42,18 +44,26 @@ def test_loss_matches_enumeration(seed, kind, transitions):
     assert model.loss(w) == pytest.approx(loss, rel=1e-12)
 
 
-@pytest.mark.parametrize("kind,transitions", CASES)
-def test_gradient_matches_finite_differences(kind, transitions):
-    space, data, w = problem(7, kind, transitions)
-    model = M.ChainCRF(space, data)
-    _, g = model.loss_grad(w)
-    eps = 1e-6
+def _finite_differences(model, w, eps=1e-6):
     fd = np.empty_like(w)
     for i in range(len(w)):
         e = np.zeros_like(w)
         e[i] = eps
         fd[i] = (model.loss(w + e) - model.loss(w - e)) / (2 * eps)
-    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
+    return fd
+
+
+@pytest.mark.parametrize("kind,transitions", CASES)
+@pytest.mark.parametrize("density", [1.0, 0.3, 0.0])
+def test_gradient_matches_finite_differences(kind, transitions, density):
+    # density 0: every weight zero (no chain corrections at all, yet every bigram and
+    # transition weight needs its expected count); 0.3: a sparse model (ones base)
+    space, data, w = problem(7, kind, transitions)
+    w = np.where(np.random.default_rng(1).random(len(w)) < density, w, 0.0)
+    for inference in ("auto", "dense"):
+        model = M.ChainCRF(space, data, inference=inference)
+        _, g = model.loss_grad(w)
+        np.testing.assert_allclose(g, _finite_differences(model, w), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("kind,transitions", CASES)
@@ -109,13 +119,15 @@ def test_long_sequence_with_large_weights_is_stable():
         model = M.ChainCRF(space, data)
         loss, g = model.loss_grad(w)
         assert np.isfinite(loss) and np.isfinite(g).all() and loss >= -1e-6 * abs(logz[0])
-        # compare the scaled kernel (or its fallback) with the log-space kernel
-        st, dt = space.as_tuple(), M.data_tuple(data)
-        E = np.empty((n, 5)); la = np.empty((n, 5)); lb = np.empty((n, 5))
-        K.emission_scores(w, st, dt, 0, n, E)
-        trans = K.transition_matrix(w, st)
-        ref = K.forward_backward_log(w, st, dt, 0, n, E, trans, la, lb, np.empty(n), np.empty(25), np.empty(5))
-        assert logz[0] == pytest.approx(ref, rel=1e-10)
+        # compare with a plain log-space forward recursion in numpy
+        U = w[:space.b_base].reshape(6, 5)
+        T = np.zeros(25)
+        T[space.t_pair] = w[space.t_base:]
+        E = U[uni_ids]
+        la = E[0].copy()
+        for t in range(1, n):
+            la = np.logaddexp.reduce(la[:, None] + T.reshape(5, 5), axis=0) + E[t]
+        assert logz[0] == pytest.approx(np.logaddexp.reduce(la), rel=1e-10)
 
 
 def test_parallel_gradient_equals_single_thread():
@@ -143,3 +155,62 @@ def test_huge_weights_match_enumeration(kind, transitions):
         assert logz[s] == pytest.approx(brute_logz(space, data, w, s), rel=1e-10)
         point, _ = brute_marginals(space, data, w, s)
         np.testing.assert_allclose(marg[lo:hi], point, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind,transitions", CASES)
+@pytest.mark.parametrize("density", [1.0, 0.2])
+def test_inference_modes_agree(kind, transitions, density):
+    """Dense computation (every bigram weight, dense transition matrix) and the sparse one
+    (only non-zero bigram weights as corrections, ones base when transitions are sparse)
+    give the same loss, gradient and Viterbi paths."""
+    space, data, w = problem(4, kind, transitions)
+    w = np.where(np.random.default_rng(2).random(len(w)) < density, w, 0.0)
+    dense = M.ChainCRF(space, data, inference="dense", n_jobs=2).loss_grad(w)
+    sparse = M.ChainCRF(space, data, inference="sparse").loss_grad(w)
+    assert sparse[0] == pytest.approx(dense[0], rel=1e-12)
+    np.testing.assert_allclose(sparse[1], dense[1], rtol=1e-10, atol=1e-12)
+    ids_d, sc_d = M.decode(space, data, w, inference="dense")
+    ids_s, sc_s = M.decode(space, data, w, inference="sparse")
+    np.testing.assert_array_equal(ids_s, ids_d)
+    np.testing.assert_allclose(sc_s, sc_d, rtol=1e-12)
+    with pytest.raises(ValueError, match="inference"):
+        M.ChainCRF(space, data, inference="fast")
+
+
+@pytest.mark.parametrize("kind", [C.DENSE, C.ONES])
+def test_transition_structures_agree(kind):
+    """The same transition scores in the DENSE and the ONES form give the same chain."""
+    rng = np.random.default_rng(3)
+    S, n = 4, 6
+    src, dst = np.array([0, 1, 2, 3, 1]), np.array([1, 2, 0, 3, 1])
+    sc = rng.normal(size=5)
+    psi = np.zeros((n, C.padded(S)))
+    psi[:, :S] = rng.random((n, S)) + 0.1
+    corr = (np.zeros(n + 1, np.int64),) + tuple(np.zeros(0, t) for t in (np.int64, np.int64, float, float, np.int64))
+    out = {}
+    for k in (C.DENSE, C.ONES):
+        trans = C.make_transitions(S, src, dst, sc, kind=k)
+        alpha, scale = np.zeros_like(psi), np.zeros(n)
+        out[k] = C.forward(psi, np.zeros(n), n, trans, corr, alpha, scale, 0)
+    T = np.zeros((S, S))
+    T[src, dst] = sc
+    la = np.log(psi[0, :S])
+    for t in range(1, n):
+        la = np.logaddexp.reduce(la[:, None] + T, axis=0) + np.log(psi[t, :S])
+    assert out[kind] == pytest.approx(np.logaddexp.reduce(la), rel=1e-12)
+
+
+def test_weights_driven_to_a_thousand_on_separable_data():
+    """Issue case: L-BFGS without penalty on separable data drives weights to ~1e3; the
+    loss must stay the log-space value (it once went negative) and marginals probabilities."""
+    rng = np.random.default_rng(0)
+    data = random_data(rng, n_seq=6, max_len=5, n_labels=3, real_values=False)
+    space = random_space(rng, data, "observed", 3, 6, 3)
+    model = M.ChainCRF(space, data)
+    for scale in (1e2, 1e3, 3e3):
+        w = rng.normal(scale=scale, size=space.n_params)
+        loss = model.loss(w)
+        assert loss >= 0 and loss == pytest.approx(brute_loss(space, data, w), rel=1e-9, abs=1e-6)
+        marg, _ = M.marginals(space, data, w)
+        assert np.all(marg >= 0) and np.all(marg <= 1 + 1e-12)
+        np.testing.assert_allclose(marg.sum(axis=1), 1.0, atol=1e-9)

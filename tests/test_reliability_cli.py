@@ -95,8 +95,6 @@ def test_c5_sequence_scores_api():
 _MIXED_TRAIN = "a X B-NP\nb Y I-NP\nc Z -NONE-\n\n" * 20
 
 
-@pytest.mark.xfail(strict=True, reason="needs the lead's change in estimators/crf.py _Monitor: score the dev "
-                                       "set with metrics.sequence_scores (see the reliability report)")
 def test_c5_train_dev_with_a_tag_set_that_is_not_chunks(tmp_path, capsys):
     f = tmp_path / "mixed.txt"
     f.write_text(_MIXED_TRAIN)
@@ -107,8 +105,6 @@ def test_c5_train_dev_with_a_tag_set_that_is_not_chunks(tmp_path, capsys):
     assert all("dev_accuracy" in r and r.get("dev_f1") is None for r in rows)
 
 
-@pytest.mark.xfail(strict=True, reason="needs the lead's change in estimators/crf.py _Monitor: dev_f1 = "
-                                       "sequence_scores(...).chunk_f1, a fraction (no '/ 100')")
 def test_c5_history_dev_f1_is_the_eval_fraction(work, tmp_path, capsys):
     hist = tmp_path / "h.jsonl"
     model = tmp_path / "m.model"

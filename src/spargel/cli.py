@@ -75,7 +75,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """Keep the hand-made line breaks of descriptions and epilogs; show defaults."""
+    """Keep the hand-made line breaks of descriptions and epilogs; show defaults; never
+    break a line inside a hyphenated name (OWL-QN, sgd-l1)."""
+
+    def _split_lines(self, text, width):
+        import textwrap
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -730,8 +735,13 @@ def _template_text(args, n_cols, source, line):
 
 def cmd_train(args):
     """``spargel train``: fit a CRF on a column file and write the model."""
+    import warnings
+
+    from .errors import ConvergenceWarning
     from .solvers import SOLVERS
 
+    # the command prints the stop reason itself ("stopped after N iterations: max_iter")
+    warnings.simplefilter("ignore", ConvergenceWarning)
     if args.solver not in SOLVERS:
         raise UsageError(f"train: unknown solver {args.solver!r}; choose one of {', '.join(SOLVERS)}")
     if args.solver == "lbfgs" and args.l1 > 0:

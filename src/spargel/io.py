@@ -361,6 +361,14 @@ def _check_loglinear(meta, arrays, name):
     n = meta.get("n_features_in")
     if n is not None and (type(n) is not int or n < 0):
         _fail(name, f"invalid model (n_features_in {n!r} is not a non-negative integer)")
+    dt = meta.get("label_dtype")
+    if dt is not None:
+        try:
+            ok = isinstance(dt, str) and len(dt) < 8 and np.dtype(dt).kind in "iufb"
+        except TypeError:
+            ok = False
+        if not ok:
+            _fail(name, f"invalid model (label_dtype {dt!r} is not a numeric dtype)")
 
 
 _META_CHECKS = {"crf": _check_crf, "loglinear": _check_loglinear}

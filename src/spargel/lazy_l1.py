@@ -18,9 +18,7 @@ weights it was visited with) and the number of samples that needed log space.
 
 Parameters ``prm = [eta0, alpha, schedule, variant, N, l2, batch, l1]``: schedule 0 =
 exponential ``eta0 * alpha ** (k / N)``, 1 = inverse ``eta0 / (1 + k / N)``, 2 =
-constant, 3 = exponential with a floor (``max(eta0 * alpha ** (k / N), eta0 / (1 + k /
-N))``: decays fast at first and then like the inverse schedule, so it keeps converging);
-variant 0 = naive, 1 = clipping, 2 = cumulative; ``l1`` is the uniform l1 weight used when
+constant; variant 0 = naive, 1 = clipping, 2 = cumulative; ``l1`` is the uniform l1 weight used when
 the per-weight array ``l1w`` is empty. ``m`` is empty (every weight l2-scaled alike) or a
 0/1 float mask of the l2-penalised weights.
 """
@@ -29,20 +27,18 @@ import numpy as np
 from numba import njit
 
 NAIVE, CLIPPING, CUMULATIVE = 0, 1, 2
-EXPONENTIAL, INVERSE, CONSTANT, EXPONENTIAL_FLOOR = 0, 1, 2, 3
+EXPONENTIAL, INVERSE, CONSTANT = 0, 1, 2
 RENORMALISE_BELOW = 1e-8      # fold the shrink factor into v when it gets this small
 
 
 @njit(cache=True, nogil=True)
 def learning_rate(eta0, alpha, schedule, k, N):
-    """Paper eq. 6 (exponential decay, written with alpha < 1), eq. 5 (inverse),
-    constant, or the exponential decay floored by the inverse schedule."""
+    """Paper eq. 6 (exponential decay, written with alpha < 1), eq. 5 (inverse) or
+    constant."""
     if schedule == EXPONENTIAL:
         return eta0 * alpha ** (k / N)
     if schedule == INVERSE:
         return eta0 / (1.0 + k / N)
-    if schedule == EXPONENTIAL_FLOOR:
-        return max(eta0 * alpha ** (k / N), eta0 / (1.0 + k / N))
     return eta0
 
 

@@ -1,14 +1,61 @@
 """What the CRF and the flat log-linear classifier share: vocabularies, fitting a
 model x penalty x solver, compaction, warm starts and model files."""
 
+import warnings
+
 import numpy as np
 
 from .. import io
 from ..data.dataset import build_dataset
 from ..data.vocab import Vocabulary
+from ..errors import ConvergenceWarning
 from ..models.feature_space import FEATURE_SPACES, FeatureSpace
 from ..penalties import ElasticNet
-from .base import ParamsMixin
+from .base import ParamsMixin, check_number
+
+
+def run_solver(est, model, penalty, w0=None, monitor=None):
+    """Minimise ``model + penalty`` with the estimator's solver and stopping settings;
+    records ``history_``, ``n_iter_``, ``stop_reason_`` and ``objective_`` on ``est`` and
+    warns (:class:`~spargel.errors.ConvergenceWarning`) when the solver stopped on its
+    iteration limit. Returns the solver's result."""
+    from ..solvers import default_max_iter, get_solver
+
+    minimize = get_solver(est.solver)
+    options = dict(est.solver_options or {})
+    if est.solver in ("sgd-l1", "cd", "bcd") and "random_state" not in options:
+        options["random_state"] = est.random_state
+    max_iter = default_max_iter(est.solver) if est.max_iter is None else int(est.max_iter)
+    result = minimize(model, penalty, w0, max_iter=max_iter, tol=est.tol, gtol=est.gtol, window=est.window,
+                      monitor=monitor, **options)
+    est.history_ = result.history
+    est.n_iter_ = result.n_iter
+    est.stop_reason_ = result.stop_reason
+    est.objective_ = result.objective
+    if result.stop_reason == "max_iter" and max_iter > 0 and est.solver != "sgd-l1":
+        warnings.warn(f"{type(est).__name__}: solver {est.solver!r} stopped after max_iter={max_iter} iterations "
+                      f"before meeting tol={est.tol:g} / gtol={est.gtol:g}; increase max_iter or loosen tol",
+                      ConvergenceWarning, stacklevel=3)
+    return result
+
+
+def check_common_params(est):
+    """The parameter checks every penalised estimator shares (clear errors, before any
+    work)."""
+    from ..solvers import get_solver
+    get_solver(est.solver)                      # raises a clear error for unknown names
+    check_number("l1", est.l1, allow_array=True)
+    check_number("l2", est.l2, allow_array=True)
+    check_number("tol", est.tol)
+    check_number("gtol", est.gtol)
+    check_number("window", est.window, low=1, integer=True)
+    check_number("max_iter", est.max_iter, integer=True, allow_none=True)
+    if est.solver == "lbfgs" and np.any(np.asarray(est.l1) > 0):
+        raise ValueError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
+    if est.solver_options is not None and not isinstance(est.solver_options, dict):
+        raise TypeError(f"solver_options must be a dict or None, got {est.solver_options!r}")
+    from ..models.crf import resolve_n_jobs
+    resolve_n_jobs(est.n_jobs)
 
 
 def frequency_order(ids, n):
@@ -57,12 +104,7 @@ class LogLinearCore(ParamsMixin):
     def _check_params(self):
         if self.feature_space not in FEATURE_SPACES:
             raise ValueError(f"feature_space must be one of {FEATURE_SPACES}, got {self.feature_space!r}")
-        from ..solvers import get_solver
-        get_solver(self.solver)                      # raises a clear error for unknown names
-        if self.solver == "lbfgs" and np.any(np.asarray(self.l1) > 0):
-            raise ValueError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
-        if self.max_iter is not None and int(self.max_iter) < 0:
-            raise ValueError("max_iter must be >= 0 (or None for the solver's default)")
+        check_common_params(self)
 
     # -- fitting -----------------------------------------------------------------------
     def _feature_space(self, data):
@@ -75,38 +117,18 @@ class LogLinearCore(ParamsMixin):
         return FeatureSpace.observed(data, L, n_u, n_b, trans)
 
     def _fit_data(self, data, monitor=None):
-        from ..models.crf import ChainCRF
-        from ..solvers import get_solver
+        from ..models.factory import make_model
 
         space = self._feature_space(data)
         w0 = self._warm_start_weights(space) if getattr(self, "warm_start", False) else None
-        penalty = self._penalty(space)
-        model = ChainCRF(space, data, n_jobs=self.n_jobs)
+        model = make_model("crf", space, data, n_jobs=self.n_jobs)
         self._training_space = space
-        minimize = get_solver(self.solver)
-        options = dict(self.solver_options or {})
-        if self.solver in ("sgd-l1",):
-            options.setdefault("random_state", self.random_state)
-        from ..solvers import default_max_iter
-        max_iter = default_max_iter(self.solver) if self.max_iter is None else int(self.max_iter)
-        result = minimize(model, penalty, w0, max_iter=max_iter, tol=self.tol, gtol=self.gtol,
-                          window=self.window, monitor=monitor, **options)
-        del self._training_space
+        try:
+            result = run_solver(self, model, ElasticNet(self.l1, self.l2, model.layout.penalty_scale), w0, monitor)
+        finally:
+            del self._training_space
         self._set_fitted(space, result.w)
-        self.history_ = result.history
-        self.n_iter_ = result.n_iter
-        self.stop_reason_ = result.stop_reason
-        self.objective_ = result.objective
         return self
-
-    def _penalty(self, space):
-        unpen = self._unpenalised(self._uni_vocab)
-        if not len(unpen):
-            return ElasticNet(self.l1, self.l2)
-        mask = np.ones(space.n_params)
-        for a in unpen:
-            mask[space.u_ptr[a]:space.u_ptr[a + 1]] = 0.0
-        return ElasticNet(self.l1 * mask, self.l2 * mask)
 
     def _set_fitted(self, space, w):
         """Keep only the non-zero weights (and the attributes that own them)."""
@@ -197,12 +219,16 @@ class LogLinearCore(ParamsMixin):
         except (ValueError, TypeError, KeyError) as exc:
             raise io.ModelFileError(f"{path}: invalid model ({exc})") from None
         est.space_, est.weights_ = space, coef
-        est.classes_ = vocabs[2].names
+        est.classes_ = est._classes_from_names(vocabs[2].names, meta, path)
         est.n_active_features_ = int(np.count_nonzero(coef))
         return est
 
     def _restore(self, meta):
         """Subclasses rebuild what they need from the header's meta."""
+
+    def _classes_from_names(self, names, meta, path):
+        """``classes_`` from the stored label names (subclasses may restore a dtype)."""
+        return names
 
 
 def _map_code(code, lab_map, L, old_L, is_pair):

@@ -3,8 +3,31 @@ arguments of ``__init__``, stored as given; ``get_params``, ``set_params``, ``re
 and ``sklearn.base.clone`` work."""
 
 import inspect
+import numbers
+
+import numpy as np
 
 from ..errors import NotFittedError
+
+
+def check_number(name, value, *, low=0.0, allow_array=False, integer=False, allow_none=False):
+    """Validate an estimator parameter: a finite number >= ``low`` (an int with
+    ``integer``; optionally an array of such numbers, or None). Raises ValueError /
+    TypeError naming the parameter, never a numpy error from deep inside a solver."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, (str, bytes, bool)) or (isinstance(value, np.ndarray) and value.dtype.kind in "USOb"):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if isinstance(value, (np.ndarray, list, tuple)) and allow_array:
+        arr = np.asarray(value, dtype=float)
+    elif isinstance(value, numbers.Number):
+        arr = np.asarray(float(value))
+    else:
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if integer and (not isinstance(value, numbers.Integral)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < low):
+        raise ValueError(f"{name} must be a finite number >= {low:g}, got {value!r}")
 
 
 class ParamsMixin:

@@ -67,6 +67,7 @@ class CRF(LogLinearCore):
     """
 
     _kind = "crf"
+    _estimator_kind = "sequence_labeler"
 
     def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=None, tol=1e-5, gtol=1e-5, window=10,
                  feature_space="observed", template=None, pad=True, n_jobs=None, random_state=None,
@@ -156,7 +157,7 @@ class CRF(LogLinearCore):
         ``l1 / N``; without it, the number of sequences received so far is used). A
         fitted or loaded model (``CRF.load``) continues from its weights with a fresh
         schedule. See :mod:`spargel.streaming`."""
-        from ..streaming import partial_fit
+        from .streaming import partial_fit
         return partial_fit(self, X, y)
 
     def _restore(self, meta):
@@ -214,10 +215,12 @@ class CRF(LogLinearCore):
 
     def predict_nbest(self, X, k=5, constraints=None):
         """Per sequence, up to ``k`` (labels, probability) pairs, most probable first."""
+        from ..limits import check_nbest
         from ..models.crf import marginals, nbest
-        if int(k) < 1:
-            raise ValueError("k must be >= 1")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be an integer >= 1, got {k!r}")
         data = self._data(X)
+        k = check_nbest(int(k), self.space_.n_labels, np.diff(data.seq_ptr))
         _, logz = marginals(self.space_, data, self.weights_)
         lists = nbest(self.space_, data, self.weights_, int(k), self._fixed(constraints, data))
         names = self.classes_
@@ -236,7 +239,7 @@ class CRF(LogLinearCore):
         ``l1`` values with warm starts (default: ``n_l1`` values from the exact
         ``l1_max`` down); returns one dict row per value (see :func:`spargel.path.path`).
         This estimator itself is left unchanged."""
-        from ..path import path
+        from .path import path
         return path(self, X, y, l1_values=l1_values, n_l1=n_l1, l1_min_ratio=l1_min_ratio,
                     X_dev=X_dev, y_dev=y_dev)
 
@@ -297,22 +300,20 @@ class _Monitor:
 
     def __init__(self, est, dev, verbose, callback=None):
         self.est, self.dev, self.verbose, self.callback = est, dev, verbose, callback
-        if dev is not None:
-            labels = est._label_vocab.names
-            self.chunked = any(lab[:2] in ("B-", "I-", "E-", "S-") for lab in labels)
 
     def __call__(self, row, w):
         if self.dev is not None:
-            from ..metrics import accuracy, chunk_f1
+            from ..metrics import sequence_scores
             from ..models.crf import decode
             data, y_dev = self.dev
             # the training layout is still uncompacted here: decode with it
             ids, _ = decode(self._space(), data, w)
             names = self.est._label_vocab.names
             pred = [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
-            row["dev_accuracy"] = accuracy(y_dev, pred)
-            if self.chunked:
-                row["dev_f1"] = chunk_f1(y_dev, pred) / 100.0
+            scores = sequence_scores(y_dev, pred)
+            row["dev_accuracy"] = scores.accuracy
+            if scores.chunk_f1 is not None:
+                row["dev_f1"] = scores.chunk_f1
         if self.verbose:
             parts = [f"iter {row['iteration']:4d}", f"obj {row['objective']:.6g}", f"active {row['active']}"]
             if "dev_accuracy" in row:

@@ -1,31 +1,100 @@
-"""``spargel.LogLinearClassifier``: the flat multinomial log-linear (maxent) model.
+"""``spargel.LogLinearClassifier``: the flat multinomial log-linear (maxent) model,
+trained on :class:`~spargel.models.loglinear.FlatLogLinear` (BLAS products for the batch
+gradient, its own compiled SGD pass and block updates)."""
 
-It is the CRF's datafit with sequences of length one and no transitions, so it shares
-every kernel, penalty and solver with :class:`spargel.CRF`.
-"""
+import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..data.dataset import SequenceData, check_values
 from ..data.featuredicts import token_attributes
 from ..data.vocab import Vocabulary
-from ._core import LogLinearCore
+from ..models.feature_space import FeatureSpace
+from ..penalties import ElasticNet
+from ._core import LogLinearCore, run_solver
 
 BIAS = "__bias__"
+
+
+def _is_feature_dicts(X):
+    """True for sklearn-crfsuite style input: a list of dicts or of attribute lists."""
+    if sp.issparse(X) or isinstance(X, np.ndarray) or hasattr(X, "columns"):
+        return False
+    if isinstance(X, (str, bytes)) or not hasattr(X, "__iter__"):
+        raise TypeError("X must be a 2-d array, a sparse matrix or a list of feature dicts")
+    first = next(iter(X), None)
+    if isinstance(first, dict):
+        return True
+    if isinstance(first, (list, tuple)) and len(first) and isinstance(first[0], (str, tuple)):
+        return True
+    return False
+
+
+def _as_matrix(X, name="X"):
+    """A 2-d float64 array or CSR matrix from X, with clear errors."""
+    if sp.issparse(X):
+        M = sp.csr_matrix(X, dtype=np.float64)
+        if M.ndim != 2:
+            raise ValueError(f"{name} must be 2-dimensional")
+        if not np.all(np.isfinite(M.data)):
+            raise ValueError(f"{name} contains NaN or infinite values")
+        return M
+    if hasattr(X, "to_numpy") and hasattr(X, "columns"):
+        X = X.to_numpy()
+    try:
+        A = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric ({exc})") from None
+    if A.ndim == 1:
+        raise ValueError(f"{name} is 1-dimensional; reshape it: X.reshape(-1, 1) for one feature, "
+                         f"X.reshape(1, -1) for one sample")
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be 2-dimensional, got {A.ndim} dimensions")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return np.ascontiguousarray(A)
+
+
+def _class_labels(y):
+    """(classes_, label ids) from targets y: sorted distinct labels, their dtype kept;
+    continuous or missing targets are refused."""
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-dimensional, got shape {y.shape}")
+    if y.dtype == object:
+        bad = [v for v in y if v is None or (isinstance(v, float) and v != v)]
+        if bad:
+            raise ValueError("y contains missing labels (None or NaN)")
+        kinds = {type(v) for v in y}
+        if len(kinds) > 1 and not all(issubclass(k, numbers.Integral) for k in kinds):
+            raise ValueError(f"y mixes label types: {sorted(k.__name__ for k in kinds)}")
+    if y.dtype.kind == "f":
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinite values")
+        if np.any(y != np.round(y)):
+            raise ValueError("y looks continuous (non-integer floats): LogLinearClassifier is a classifier")
+    classes, ids = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"y has {len(classes)} distinct label(s); need at least 2")
+    return classes, ids.astype(np.int64)
 
 
 class LogLinearClassifier(LogLinearCore):
     """Multinomial logistic regression with l1 / elastic-net penalties.
 
-    Minimises ``sum_i -log p(y_i | x_i) + l1 * ||w||_1 + l2 / 2 * ||w||^2`` (the
-    intercept is not penalised). ``X`` is a scipy sparse matrix or dense 2-d array
-    (n_samples x n_features), or a list of feature dicts / attribute lists (one per
-    sample, sklearn-crfsuite style).
+    Minimises ``sum_i s_i (-log p(y_i | x_i)) + l1 * ||w||_1 + l2 / 2 * ||w||^2`` (the
+    intercept is not penalised; ``s_i`` the sample weights). ``X`` is a dense 2-d array
+    (or anything numpy turns into one, a pandas DataFrame included), a scipy sparse
+    matrix, or a list of feature dicts / attribute lists (one per sample,
+    sklearn-crfsuite style).
 
     Parameters are those of :class:`spargel.CRF` (without templates), plus
-    ``fit_intercept``. The default feature space is ``"full"`` (every feature with
-    every class), as in scikit-learn.
+    ``fit_intercept``. The default feature space is ``"full"`` (every feature with every
+    class), as in scikit-learn; ``"observed"`` keeps only the (feature, class) pairs seen
+    in training. scikit-learn's ``LogisticRegression(C=C)`` minimises the same objective
+    with ``l2 = 1 / C``.
 
     Examples
     --------
@@ -37,6 +106,7 @@ class LogLinearClassifier(LogLinearCore):
     """
 
     _kind = "loglinear"
+    _estimator_kind = "classifier"
 
     def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=None, tol=1e-6, gtol=1e-5, window=10,
                  fit_intercept=True, feature_space="full", n_jobs=None, random_state=None,
@@ -56,136 +126,251 @@ class LogLinearClassifier(LogLinearCore):
         self.verbose = verbose
         self.solver_options = solver_options
 
-    def _has_transitions(self):
-        return False
+    def _more_sklearn_tags(self, tags):
+        tags.input_tags.sparse = True
 
-    def _unpenalised(self, uni_vocab):
-        i = uni_vocab.id(BIAS)
-        return (i,) if i >= 0 else ()
-
-    def _rows(self, X):
-        for i, x in enumerate(X):
-            attrs = token_attributes(x, f"sample {i}: ")
-            if self.fit_intercept:
-                attrs.append((BIAS, 1.0))
-            yield [attrs], None
-
-    def _dataset(self, X, y=None, grow=False):
-        y_seqs = None if y is None else [[lab] for lab in y]
-        if not (sp.issparse(X) or isinstance(X, np.ndarray)):
-            return super()._dataset(X, y_seqs, grow)
-        M = sp.csr_matrix(X, dtype=np.float64)
-        M.sort_indices()
-        if grow:
-            self.n_features_in_ = M.shape[1]
-            self._uni_vocab = Vocabulary([f"x{j}" for j in range(M.shape[1])] + [BIAS])
-            self._big_vocab, self._label_vocab = Vocabulary(), Vocabulary()
-        elif M.shape[1] != getattr(self, "n_features_in_", None):
-            raise ValueError(f"X has {M.shape[1]} features, the model was fitted with "
-                             f"{getattr(self, 'n_features_in_', 'dict')} features")
+    # -- input -------------------------------------------------------------------------
+    def _design(self, X, fit=False):
+        """X as a float64 matrix whose columns are this model's features: at fit, every
+        column (matrix input) or attribute (dict input); later, the columns of the
+        fitted model (attributes it does not know are ignored)."""
+        if _is_feature_dicts(X):
+            if fit:
+                self._dict_input = True
+                self._uni_vocab = Vocabulary()
+            elif not getattr(self, "_dict_input", False):
+                raise ValueError("this model was fitted on a matrix; give X as a matrix")
+            return self._dict_matrix(X, grow=fit)
+        if not fit and getattr(self, "_dict_input", False):
+            raise ValueError("this model was fitted on feature dicts; give X as a list of feature dicts")
+        names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+        M = _as_matrix(X)
         if M.shape[0] == 0:
             raise ValueError("X has no samples")
-        col = self._column_ids(M.shape[1])
-        ids, vals, ptr = col[M.indices], M.data, M.indptr.astype(np.int64)
-        keep = ids >= 0
-        if self.fit_intercept and self._uni_vocab.id(BIAS) >= 0:
-            n = M.shape[0]
-            rows = np.repeat(np.arange(n), np.diff(ptr))[keep]
-            ids = np.concatenate([ids[keep], np.full(n, self._uni_vocab.id(BIAS), np.int32)])
-            vals = np.concatenate([vals[keep], np.ones(n)])
-            order = np.argsort(np.concatenate([rows, np.arange(n)]), kind="stable")
-            ids, vals = ids[order], vals[order]
-            counts = np.bincount(rows, minlength=n) + 1
-        else:
-            ids, vals = ids[keep], vals[keep]
-            counts = np.bincount(np.repeat(np.arange(M.shape[0]), np.diff(ptr))[keep], minlength=M.shape[0])
-        uni_ptr = np.zeros(M.shape[0] + 1, np.int64)
-        np.cumsum(counts, out=uni_ptr[1:])
-        n = M.shape[0]
-        data = SequenceData(np.arange(n + 1, dtype=np.int64), uni_ptr, ids.astype(np.int32), vals.astype(np.float64),
-                            np.zeros(n + 1, np.int64), np.zeros(0, np.int32), np.zeros(0))
-        check_values(data)
-        if y_seqs is not None:
-            from ..data.dataset import _add_labels
-            from array import array
-            out = array("i")
-            _add_labels([lab for (lab,) in y_seqs], self._label_vocab, grow, out, 0)
-            data.labels = np.frombuffer(out, dtype=np.int32).copy()
-            if len(data.labels) != n:
-                raise ValueError(f"X has {n} samples but y has {len(data.labels)} labels")
-            if grow and len(self._label_vocab) < 2:
-                raise ValueError("training data has fewer than 2 distinct labels")
-        return data
+        if fit:
+            self._dict_input = False
+            self.n_features_in_ = M.shape[1]
+            if names is not None:
+                self.feature_names_in_ = np.asarray(names, dtype=object)
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+            self._uni_vocab = Vocabulary([f"x{j}" for j in range(M.shape[1])])
+        elif M.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {M.shape[1]} features, but {type(self).__name__} was fitted with "
+                             f"{self.n_features_in_} features")
+        return M
 
-    def _column_ids(self, n_cols):
-        """Attribute id of every matrix column (-1 for columns without weights)."""
-        v = self._uni_vocab
-        return np.array([v.id(f"x{j}") for j in range(n_cols)], dtype=np.int32)
+    def _dict_matrix(self, X, grow):
+        vocab = self._uni_vocab
+        indptr, indices, values = [0], [], []
+        for i, x in enumerate(X):
+            for name, value in token_attributes(x, f"sample {i}: "):
+                j = vocab.id(name)
+                if j < 0:
+                    if not grow:
+                        continue
+                    j = vocab.add(name)
+                indices.append(j)
+                values.append(value)
+            indptr.append(len(indices))
+        n = len(indptr) - 1
+        if n == 0:
+            raise ValueError("X has no samples")
+        return sp.csr_matrix((np.asarray(values, dtype=np.float64), np.asarray(indices, dtype=np.int64),
+                              np.asarray(indptr, dtype=np.int64)), shape=(n, len(vocab)))
 
-    def fit(self, X, y):
-        """Fit on samples ``X`` with labels ``y`` (strings or anything ``str()`` names)."""
+    # -- fitting -------------------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None):
+        """Fit on samples ``X`` with labels ``y`` (any sortable label type; kept as is)."""
+        from ..models.factory import make_model
+
         self._check_params()
         if self.warm_start:
             self._remember_for_warm_start()
-        y = [str(lab) for lab in np.asarray(y, dtype=object).ravel()]
-        data = self._dataset(X, y, grow=True)
-        return self._fit_data(data)
+        M = self._design(X, fit=True)
+        classes, ids = _class_labels(y)
+        if len(ids) != M.shape[0]:
+            raise ValueError(f"X has {M.shape[0]} samples but y has {len(ids)} labels")
+        sw = self._sample_weights(sample_weight, M.shape[0])
+        K, d = len(classes), M.shape[1]
+        mask = self._observed_mask(M, ids, K) if self.feature_space == "observed" else None
+        model = make_model("loglinear", M, ids, K, fit_intercept=self.fit_intercept, sample_weight=sw, mask=mask)
+        self.classes_ = classes
+        self._label_vocab = Vocabulary([str(c) for c in classes])
+        w0 = self._warm_weights(d, K) if self.warm_start else None
+        result = run_solver(self, model, ElasticNet(self.l1, self.l2, model.layout.penalty_scale), w0)
+        self._set_flat(result.w, d, K)
+        return self
+
+    @staticmethod
+    def _sample_weights(sample_weight, n):
+        if sample_weight is None:
+            return None
+        sw = np.asarray(sample_weight, dtype=np.float64)
+        if sw.shape != (n,):
+            raise ValueError(f"sample_weight has shape {sw.shape}, expected ({n},)")
+        if not np.all(np.isfinite(sw)) or np.any(sw < 0):
+            raise ValueError("sample_weight must be finite and >= 0")
+        return sw
+
+    @staticmethod
+    def _observed_mask(M, ids, K):
+        C = sp.csr_matrix(M) if not sp.issparse(M) else M
+        C = C.tocoo()
+        seen = np.zeros((C.shape[1], K))
+        nz = C.data != 0
+        seen[C.col[nz], ids[C.row[nz]]] = 1.0
+        mask = seen.ravel()
+        return np.concatenate([mask, np.ones(K)])
+
+    def _set_flat(self, w, d, K):
+        """Keep the non-zero weights in the compact layout of the model files: one
+        attribute per feature (its classes with a weight) and the intercept as the
+        attribute ``__bias__``."""
+        W = w[:d * K].reshape(d, K)
+        names = list(self._uni_vocab.names)
+        rows, labs, vals, keep = [], [], [], []
+        for j in np.flatnonzero(np.any(W != 0, axis=1)):
+            nz = np.flatnonzero(W[j])
+            keep.append(names[j])
+            labs.append(nz)
+            vals.append(W[j, nz])
+        if self.fit_intercept and np.any(w[d * K:] != 0):
+            b = w[d * K:]
+            nz = np.flatnonzero(b)
+            keep.append(BIAS)
+            labs.append(nz)
+            vals.append(b[nz])
+        counts = np.array([len(x) for x in labs], dtype=np.int64)
+        u_ptr = np.zeros(len(keep) + 1, dtype=np.int64)
+        np.cumsum(counts, out=u_ptr[1:])
+        u_lab = np.concatenate(labs).astype(np.int32) if labs else np.zeros(0, np.int32)
+        coef = np.concatenate(vals) if vals else np.zeros(0)
+        self._uni_vocab = Vocabulary(keep)
+        self._big_vocab = Vocabulary()
+        empty = np.zeros(0, np.int32)
+        self.space_ = FeatureSpace(K, u_ptr, u_lab, np.zeros(1, np.int64), empty, empty)
+        self.weights_ = coef
+        self.n_active_features_ = int(np.count_nonzero(coef))
+        self._cache = None
+
+    def _warm_weights(self, d, K):
+        if not hasattr(self, "_prev"):
+            return None
+        old = self._prev
+        w = np.zeros(d * K + K)
+        lab = {name: k for k, name in enumerate(self._label_vocab.names)}
+        old_lab = old["labels"]
+        for name, entries in old["uni"].items():
+            j = d if name == BIAS else self._uni_vocab.id(name)
+            if j < 0:
+                continue
+            for code, value in entries:
+                k = lab.get(old_lab[code])
+                if k is not None:
+                    w[j * K + k] = value
+        return w
+
+    # -- prediction ----------------------------------------------------------------------
+    def _weights(self):
+        """(W over the design columns, intercepts) of the fitted model, cached."""
+        if getattr(self, "_cache", None) is None:
+            s, coef, K = self.space_, self.weights_, self.space_.n_labels
+            b = np.zeros(K)
+            if getattr(self, "_dict_input", False) or not hasattr(self, "n_features_in_"):
+                cols = np.arange(len(self._uni_vocab))
+                n_cols = len(self._uni_vocab)
+            else:
+                n_cols = self.n_features_in_
+                cols = np.array([int(n[1:]) if n != BIAS else -1 for n in self._uni_vocab.names], dtype=np.int64)
+            W = np.zeros((n_cols, K))
+            for a, name in enumerate(self._uni_vocab.names):
+                lo, hi = s.u_ptr[a], s.u_ptr[a + 1]
+                if name == BIAS:
+                    b[s.u_lab[lo:hi]] = coef[lo:hi]
+                else:
+                    W[cols[a], s.u_lab[lo:hi]] = coef[lo:hi]
+            self._cache = (W, b)
+        return self._cache
+
+    def decision_function(self, X):
+        """Class scores ``X @ W + b`` (n_samples x n_classes)."""
+        self._check_fitted()
+        M = self._design(X)
+        W, b = self._weights()
+        return np.asarray(M @ W) + b
 
     def predict_proba(self, X):
         """Class probabilities, one row per sample, columns in ``classes_`` order."""
-        from ..models.crf import marginals
-        self._check_fitted()
-        proba, _ = marginals(self.space_, self._dataset(X), self.weights_)
-        return proba
+        Z = self.decision_function(X)
+        Z -= Z.max(axis=1, keepdims=True)
+        P = np.exp(Z)
+        P /= P.sum(axis=1, keepdims=True)
+        return P
+
+    def predict_log_proba(self, X):
+        Z = self.decision_function(X)
+        m = Z.max(axis=1, keepdims=True)
+        return Z - m - np.log(np.exp(Z - m).sum(axis=1, keepdims=True))
 
     def predict(self, X):
-        return np.asarray(self.classes_, dtype=object)[np.argmax(self.predict_proba(X), axis=1)]
+        scores = self.decision_function(X)
+        return self.classes_[np.argmax(scores, axis=1)]
 
-    def score(self, X, y):
-        """Accuracy."""
-        y = np.asarray([str(v) for v in np.asarray(y, dtype=object).ravel()], dtype=object)
-        return float(np.mean(self.predict(X) == y))
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy (weighted by ``sample_weight`` when given)."""
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        hit = (self.predict(X) == y).astype(float)
+        return float(np.average(hit, weights=sample_weight))
 
+    # -- inspection ----------------------------------------------------------------------
     @property
     def feature_names_(self):
         """Names of the columns of ``coef_``: every column for matrix input; for dict
-        input, the attributes that kept a non-zero weight (the model file keeps no others)."""
+        input, the attributes that kept a non-zero weight (the model keeps no others)."""
         self._check_fitted()
-        if hasattr(self, "n_features_in_"):
+        if not getattr(self, "_dict_input", False) and hasattr(self, "n_features_in_"):
+            if hasattr(self, "feature_names_in_"):
+                return list(self.feature_names_in_)
             return [f"x{j}" for j in range(self.n_features_in_)]
         return [name for name in self._uni_vocab if name != BIAS]
 
     @property
     def coef_(self):
-        """Weights as a sparse (n_classes x n_features) matrix."""
+        """Weights as a (n_classes x n_features) array (sparse for dict input)."""
         self._check_fitted()
-        s, w = self.space_, self.weights_
-        names = self.feature_names_
-        col = {name: j for j, name in enumerate(names)}
-        rows, cols, vals = [], [], []
-        for a, name in enumerate(self._uni_vocab):
-            j = col.get(name)
-            if j is None:
-                continue
-            for k in range(s.u_ptr[a], s.u_ptr[a + 1]):
-                rows.append(s.u_lab[k]); cols.append(j); vals.append(w[k])
-        return sp.csr_matrix((vals, (rows, cols)), shape=(s.n_labels, len(names)))
+        W, _ = self._weights()
+        if getattr(self, "_dict_input", False):
+            keep = [a for a, name in enumerate(self._uni_vocab.names) if name != BIAS]
+            return sp.csr_matrix(W[keep].T)
+        return W.T.copy()
 
     @property
     def intercept_(self):
         self._check_fitted()
-        out = np.zeros(self.space_.n_labels)
-        a = self._uni_vocab.id(BIAS)
-        if a >= 0:
-            s = self.space_
-            out[s.u_lab[s.u_ptr[a]:s.u_ptr[a + 1]]] = self.weights_[s.u_ptr[a]:s.u_ptr[a + 1]]
-        return out
+        return self._weights()[1].copy()
 
+    # -- model files ---------------------------------------------------------------------
     def _meta(self):
         meta = super()._meta()
-        meta["n_features_in"] = getattr(self, "n_features_in_", None)
+        meta["n_features_in"] = None if getattr(self, "_dict_input", False) else getattr(self, "n_features_in_", None)
+        meta["label_dtype"] = self.classes_.dtype.str if self.classes_.dtype.kind in "iufb" else None
         return meta
 
     def _restore(self, meta):
         if meta.get("n_features_in") is not None:
             self.n_features_in_ = int(meta["n_features_in"])
+            self._dict_input = False
+        else:
+            self._dict_input = True
+
+    def _classes_from_names(self, names, meta, path):
+        dt = meta.get("label_dtype")
+        self._cache = None
+        try:
+            return np.asarray(names, dtype=np.dtype(dt)) if dt else np.asarray(names, dtype=object)
+        except (TypeError, ValueError):
+            from ..errors import ModelFileError
+            raise ModelFileError(f"{path}: invalid model (labels do not match their dtype)") from None

@@ -34,6 +34,11 @@ what it adds to ``M_t[i, j]`` (``Mbase`` the structure's own entry, see
 index of the pair in the structure's list of allowed pairs (see below). Corrections of
 a sequence are flat arrays with a pointer per position (``cptr``).
 
+``1 + expm1(v)`` cancels when ``v`` is strongly negative (``v = -20`` leaves 9 digits,
+``v = -37`` none), so a position with such a score lists its *whole* matrix instead:
+its first entry is the sentinel ``i = -1`` (see :data:`FULL`), the structure's base is
+not used there, and every allowed pair follows with ``c = Mbase[i, j] * exp(v)``.
+
 Scaling: each alpha row is normalised (Rabiner); emission rows are shifted by their
 maximum before ``exp`` and ``M`` by ``tshift``, so every number stays in range unless a
 whole row underflows, which :func:`forward` reports as NaN -- the caller then runs
@@ -59,6 +64,7 @@ NEG_INF = -np.inf
 # NaN fails: 0 < x < FLOAT_MAX.
 FLOAT_MAX = 1.7976931348623157e308
 DENSE, ONES, LIST, PAIR_ONES = 0, 1, 2, 3
+FULL = -1           # ci of the first correction of a position that lists its whole matrix
 # re-association lets LLVM vectorise the row updates; NaN / inf keep their IEEE meaning
 FAST = {"reassoc", "contract", "nsz", "arcp"}
 
@@ -234,6 +240,12 @@ def forward_step(prev, cur, trans, ci, cj, cc, q0, q1):
     corrections ``q0:q1`` of ``(ci, cj, cc)``."""
     kind, S, L = trans[0], trans[1], trans[2]
     Sp = len(cur)
+    if q1 > q0 and ci[q0] == FULL:
+        for y in range(Sp):
+            cur[y] = 0.0
+        for q in range(q0 + 1, q1):
+            cur[cj[q]] += prev[ci[q]] * cc[q]
+        return
     if kind == DENSE:
         expT = trans[4]
         for y in range(Sp):
@@ -275,6 +287,12 @@ def backward_step(r, out, trans, ci, cj, cc, q0, q1):
     """``out = M_t @ r`` with the position corrections ``q0:q1``."""
     kind, S, L = trans[0], trans[1], trans[2]
     Sp = len(out)
+    if q1 > q0 and ci[q0] == FULL:
+        for y in range(Sp):
+            out[y] = 0.0
+        for q in range(q0 + 1, q1):
+            out[ci[q]] += cc[q] * r[cj[q]]
+        return
     if kind == DENSE:
         expTT = trans[5]
         for y in range(Sp):
@@ -316,7 +334,11 @@ def pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P):
     """``P[i * S + j] = prev[i] M_t[i, j] r[j]`` (the pairwise marginals when prev is the
     normalised alpha of t-1 and ``r = psi_t beta_t / scale_t``), for DENSE and ONES."""
     kind, S = trans[0], trans[1]
-    if kind == DENSE:
+    if q1 > q0 and ci[q0] == FULL:
+        for p in range(S * S):
+            P[p] = 0.0
+        q0 += 1
+    elif kind == DENSE:
         expT = trans[4]
         for i in range(S):
             a = prev[i]
@@ -369,7 +391,7 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
 
 
 @njit(cache=True, nogil=True, fastmath=FAST)
-def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, want_pairs, P, tmp):
+def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     """Scaled backward recursion and expectations, after :func:`forward` over 0..n-1.
 
     Fills ``beta`` and the point marginals ``gamma`` (which may be ``alpha`` itself: row t
@@ -378,9 +400,9 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, want_pairs, P,
     ``outer[i, y] += alpha[t-1, i] r_t[y]`` (DENSE and ONES, unless ``outer`` is 1 x 1),
     ``glob[q]`` the part of global correction q (for PAIR_ONES and LIST its whole
     expected count), ``pos[k]`` the part of the position corrections of the pair with
-    list index k. With ``want_pairs``, the pairwise marginals of every
-    position t >= 1 that has corrections are written to ``P[t]`` (DENSE/ONES only).
-    ``tmp`` is a scratch row."""
+    list index k. The pairwise marginals of every position t >= 1 with ``need[t] != 0``
+    are written to ``P[t]`` (DENSE/ONES only; the gradient of observation-conditioned
+    bigram weights needs them, zero weights included). ``tmp`` is a scratch row."""
     kind, S = trans[0], trans[1]
     gi, gj, gc = trans[6], trans[7], trans[8]
     cptr, ci, cj, cc, ck = corr[0], corr[1], corr[2], corr[3], corr[5]
@@ -398,18 +420,22 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, want_pairs, P,
         prev = alpha[t - 1]
         q0, q1 = cptr[t], cptr[t + 1]
         backward_step(r, beta[t - 1], trans, ci, cj, cc, q0, q1)
-        if want_outer and (kind == DENSE or kind == ONES):
-            for i in range(S):
-                a = prev[i]
-                if a != 0.0:
-                    for y in range(Sp):
-                        outer[i, y] += a * r[y]
-        for q in range(len(gi)):
-            glob[q] += prev[gi[q]] * (gc[q] + base1) * r[gj[q]]
+        full = q1 > q0 and ci[q0] == FULL
+        if full:
+            q0 += 1
+        else:
+            if want_outer and (kind == DENSE or kind == ONES):
+                for i in range(S):
+                    a = prev[i]
+                    if a != 0.0:
+                        for y in range(Sp):
+                            outer[i, y] += a * r[y]
+            for q in range(len(gi)):
+                glob[q] += prev[gi[q]] * (gc[q] + base1) * r[gj[q]]
         for q in range(q0, q1):
             pos[ck[q]] += prev[ci[q]] * cc[q] * r[cj[q]]
-        if want_pairs and q1 > q0:
-            pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P[t])
+        if need[t] != 0:
+            pair_matrix(prev, r, trans, ci, cj, cc, cptr[t], q1, P[t])
         for y in range(Sp):
             gamma[t, y] = alpha[t, y] * beta[t, y]
     for y in range(Sp):
@@ -462,34 +488,43 @@ def position_scores(trans, corr, t, fv_t):
 
 
 @njit(cache=True, nogil=True)
-def forward_backward_log(E, n, trans, corr, la, lb, gamma, tcount, want_pairs, P, fv_t, cand):
+def forward_backward_log(E, n, trans, corr, la, lb, logc, gamma, tcount, need, P, fv_t, cand):
     """Log-space forward-backward (cannot underflow): returns log Z, fills ``gamma``
     (point marginals), adds the expected transition counts to ``tcount`` (by list
-    index, like :func:`transition_counts`) and, with ``want_pairs``, writes the pairwise
-    marginals of positions with corrections to ``P[t]`` (``i * S + j``). ``cand`` is a
+    index, like :func:`transition_counts`) and writes the pairwise marginals of the
+    positions with ``need[t] != 0`` to ``P[t]`` (``i * S + j``). Each forward row is
+    shifted by its log normaliser ``logc[t]`` (the log-domain twin of scaling, so the
+    numbers stay small on long sequences and keep their precision); ``cand`` is a
     scratch of length >= max(2 S, largest in-degree). Slower than the scaled
     recursion: run only where that one underflowed."""
     S = trans[1]
     fptr, fi = trans[9], trans[10]
-    cptr = corr[0]
-    for y in range(S):
-        la[0, y] = E[0, y]
-    for t in range(1, n):
-        position_scores(trans, corr, t, fv_t)
-        for j in range(S):
-            m = 0
-            for k in range(fptr[j], fptr[j + 1]):
-                cand[m] = la[t - 1, fi[k]] + fv_t[k]
-                m += 1
-            la[t, j] = _lse(cand, m) + E[t, j]
-    logz = _lse(la[n - 1], S)
-    if not math.isfinite(logz):
-        return logz
+    for t in range(n):
+        if t == 0:
+            for y in range(S):
+                la[0, y] = E[0, y]
+        else:
+            position_scores(trans, corr, t, fv_t)
+            for j in range(S):
+                m = 0
+                for k in range(fptr[j], fptr[j + 1]):
+                    cand[m] = la[t - 1, fi[k]] + fv_t[k]
+                    m += 1
+                la[t, j] = _lse(cand, m) + E[t, j]
+        c = _lse(la[t], S)
+        if not (c > NEG_INF and c < np.inf):
+            return c
+        logc[t] = c
+        for y in range(S):
+            la[t, y] -= c
+    logz = 0.0
+    for t in range(n):
+        logz += logc[t]
     for y in range(S):
         lb[n - 1, y] = 0.0
     for t in range(n - 1, 0, -1):
         position_scores(trans, corr, t, fv_t)
-        # lb[t-1, i] = log sum_j exp(fv(i, j) + E[t, j] + lb[t, j]): maximum, then sum
+        # lb[t-1, i] = log sum_j exp(fv(i, j) + E[t, j] + lb[t, j]) - logc[t]: maximum, then sum
         for i in range(S):
             cand[i] = NEG_INF
             cand[S + i] = 0.0
@@ -506,10 +541,10 @@ def forward_backward_log(E, n, trans, corr, la, lb, gamma, tcount, want_pairs, P
                 if cand[i] != NEG_INF:
                     cand[S + i] += math.exp(fv_t[k] + base - cand[i])
         for i in range(S):
-            lb[t - 1, i] = cand[i] + math.log(cand[S + i]) if cand[i] != NEG_INF else NEG_INF
-        pairs = want_pairs and cptr[t + 1] > cptr[t]
+            lb[t - 1, i] = cand[i] + math.log(cand[S + i]) - logc[t] if cand[i] != NEG_INF else NEG_INF
+        pairs = need[t] != 0
         for j in range(S):
-            base = E[t, j] + lb[t, j] - logz
+            base = E[t, j] + lb[t, j] - logc[t]
             for k in range(fptr[j], fptr[j + 1]):
                 i = fi[k]
                 p = math.exp(la[t - 1, i] + fv_t[k] + base)
@@ -518,7 +553,7 @@ def forward_backward_log(E, n, trans, corr, la, lb, gamma, tcount, want_pairs, P
                     P[t, i * S + j] = p
     for t in range(n):
         for y in range(S):
-            gamma[t, y] = math.exp(la[t, y] + lb[t, y] - logz)
+            gamma[t, y] = math.exp(la[t, y] + lb[t, y])
     return logz
 
 

@@ -166,13 +166,19 @@ def emissions(w, space, aux, lo, hi, E):
             E[row, u_lab[k]] += (1.0 if binary else evals[e]) * w[k]
 
 
+# below this summed bigram score a position lists its whole transition matrix
+# (1 + expm1(-12) keeps all but ~5 of 16 digits)
+CANCEL_LIMIT = 12.0
+
+
 @njit(cache=True, nogil=True)
 def corrections(v, m, a, all_pairs, space, data, lo, hi, trans, corr, acc, mark, need):
     """The chain corrections of tokens lo+1..hi-1 from the (non-zero, or all with
     ``all_pairs``) weights of their bigram attributes, into ``corr = (cptr, ci, cj, cc, cv,
     ck)`` (positions relative to lo); ``need[t - lo]`` = 1 where the position has bigram
-    attributes (its pair marginals are needed for their gradient). ``acc`` / ``mark`` are
-    |Y|^2 scratch left zeroed."""
+    attributes (its pair marginals are needed for their gradient). A position with a
+    summed score below ``-CANCEL_LIMIT`` lists its whole matrix (``chain.FULL``), so no
+    ``1 + expm1(v)`` cancels. ``acc`` / ``mark`` are |Y|^2 scratch left zeroed."""
     L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
     big_ptr, big_ids, big_vals = data[4], data[5], data[6]
     cptr, ci, cj, cc, cv, ck = corr
@@ -202,6 +208,34 @@ def corrections(v, m, a, all_pairs, space, data, lo, hi, trans, corr, acc, mark,
                     q += 1
                 else:
                     acc[p] += x * wk
+        lowest = 0.0
+        for e in range(q0, q):
+            x = acc[ci[e] * L + cj[e]]
+            if x < lowest:
+                lowest = x
+        if lowest < -CANCEL_LIMIT:
+            # the whole matrix: a sentinel, then every pair (i, j), list index k = j * L + i
+            for e in range(q0, q):
+                mark[ci[e] * L + cj[e]] = 0
+            ci[q0] = C.FULL
+            cj[q0] = 0
+            cc[q0] = 0.0
+            cv[q0] = 0.0
+            ck[q0] = 0
+            q = q0 + 1
+            for j in range(L):
+                for i in range(L):
+                    p = i * L + j
+                    x = acc[p]
+                    k = j * L + i
+                    ci[q] = i
+                    cj[q] = j
+                    cv[q] = x
+                    ck[q] = k
+                    cc[q] = C.base_entry(trans, k) * math.exp(x)
+                    acc[p] = 0.0
+                    q += 1
+            continue
         for e in range(q0, q):
             p = ci[e] * L + cj[e]
             x = acc[p]
@@ -291,8 +325,8 @@ def work_buffers(L, Lp, maxlen, n_corr, pairs):
 
 @njit(cache=True, nogil=True)
 def correction_capacity(space, data, cnt, order):
-    """Largest number of corrections a sequence of ``order`` can need when bigram
-    attribute a lists ``cnt[a]`` weights."""
+    """Largest number of corrections a sequence of ``order`` can need: a position with
+    bigram attributes may list its whole matrix (|Y|^2 + 1 entries)."""
     L = space[0]
     seq_ptr, big_ptr, big_ids = data[0], data[4], data[5]
     best = 0
@@ -303,7 +337,8 @@ def correction_capacity(space, data, cnt, order):
             here = 0
             for j in range(big_ptr[t], big_ptr[t + 1]):
                 here += cnt[big_ids[j]]
-            total += min(here, L * L)
+            if here > 0:
+                total += L * L + 1
         best = max(best, total)
     return best
 
@@ -319,7 +354,6 @@ def chunk_logz_grad(w, space, data, aux, trans, all_pairs, order, want_grad, g, 
     L = space[0]
     seq_ptr = data[0]
     E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
-    pairs = P.shape[1] > 1
     nomask = buf[13]
     total = 0.0
     for r in range(len(order)):
@@ -335,7 +369,7 @@ def chunk_logz_grad(w, space, data, aux, trans, all_pairs, order, want_grad, g, 
             continue
         total += logz
         if want_grad:
-            C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, pairs, P, tmp)
+            C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
             scatter(space, data, aux, lo, hi, alpha, P, need, 1.0, g, Gd)
     return total
 
@@ -346,9 +380,8 @@ def chunk_logz_grad_log(w, space, data, aux, trans, all_pairs, order, want_grad,
     underflowed); the transition counts go straight to ``tcount`` (by list index)."""
     seq_ptr = data[0]
     nomask = buf[13]
-    E, P, need, cacc, mark, corr = buf[0], buf[8], buf[9], buf[10], buf[11], buf[12]
+    E, scale, P, need, cacc, mark, corr = buf[0], buf[4], buf[8], buf[9], buf[10], buf[11], buf[12]
     la, lb, gamma, fv_t, cand = lbuf[0], lbuf[1], lbuf[2], lbuf[3], lbuf[4]
-    pairs = P.shape[1] > 1
     total = 0.0
     for r in range(len(order)):
         s = order[r]
@@ -356,7 +389,9 @@ def chunk_logz_grad_log(w, space, data, aux, trans, all_pairs, order, want_grad,
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
         corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
-        logz = C.forward_backward_log(E, n, trans, corr, la, lb, gamma, tcount, pairs and want_grad, P, fv_t, cand)
+        if not want_grad:
+            need[:n] = 0
+        logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount, need, P, fv_t, cand)
         total += logz
         if want_grad and math.isfinite(logz):
             scatter(space, data, aux, lo, hi, gamma, P, need, 1.0, g, Gd)
@@ -430,7 +465,8 @@ def marginals_all(w, space, data, aux, trans, all_pairs, out, logz, failed, buf,
         if math.isnan(z):
             failed[s] = 1
             continue
-        C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, False, P, tmp)
+        need[:n] = 0
+        C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
         for t in range(n):
             for y in range(L):
                 out[lo + t, y] = alpha[t, y]
@@ -442,7 +478,7 @@ def marginals_log(w, space, data, aux, trans, all_pairs, order, out, logz, buf, 
     L = space[0]
     seq_ptr = data[0]
     nomask = buf[13]
-    E, P, need, cacc, mark, corr = buf[0], buf[8], buf[9], buf[10], buf[11], buf[12]
+    E, scale, P, need, cacc, mark, corr = buf[0], buf[4], buf[8], buf[9], buf[10], buf[11], buf[12]
     la, lb, gamma, fv_t, cand = lbuf[0], lbuf[1], lbuf[2], lbuf[3], lbuf[4]
     for r in range(len(order)):
         s = order[r]
@@ -450,7 +486,8 @@ def marginals_log(w, space, data, aux, trans, all_pairs, order, out, logz, buf, 
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
         corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
-        logz[s] = C.forward_backward_log(E, n, trans, corr, la, lb, gamma, tcount, False, P, fv_t, cand)
+        need[:n] = 0
+        logz[s] = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount, need, P, fv_t, cand)
         for t in range(n):
             for y in range(L):
                 out[lo + t, y] = gamma[t, y]

@@ -245,12 +245,13 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     C.exp_rows(E, psi, shift, n, L, kbuf)
     logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
     want = coef != 0.0
-    pairs = P.shape[1] > 1
+    if not want:
+        need[:n] = 0
     for q in range(len(tcount)):
         tcount[q] = 0.0
     if logz != logz:
         buf[4][0] = -1.0                 # marks the fallback for the pass statistics
-        logz = C.forward_backward_log(E, n, trans, corr, la, lb, gam, tcount, pairs and want, P, fv_t, cand)
+        logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gam, tcount, need, P, fv_t, cand)
         if not (logz > -np.inf and logz < np.inf) or not (gold > -np.inf and gold < np.inf):
             return np.nan
         gamma = gam
@@ -263,7 +264,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
                     outer[i, y] = 0.0
             for q in range(len(pos)):
                 pos[q] = 0.0
-            C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, pairs, P, tmp)
+            C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
             C.transition_counts(trans, acc, tcount)
     if want:
         _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows)

@@ -27,7 +27,7 @@ from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 
 def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-5, window=10,
-                   memory=6, max_linesearch=30, monitor=None, c1=1e-4):
+                   memory=10, max_linesearch=30, monitor=None, c1=1e-4):
     """Minimise ``model.loss_grad`` + ``penalty`` from ``w0``.
 
     ``monitor(row, w)`` is called after each iteration with the history row (it may add
@@ -106,7 +106,7 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
             if history.record(it, F, loss, F - loss, w, n_evals, step=step, pg_norm=norm(pg)):
                 stop = "callback"
                 break
-            if it >= window and (objectives[-1 - window] - F) / max(abs(F), 1.0) < tol:
+            if tol > 0 and it >= window and (objectives[-1 - window] - F) / max(abs(F), 1.0) < tol:
                 stop = "tol"
                 break
         else:

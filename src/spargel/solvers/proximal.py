@@ -78,7 +78,7 @@ def minimize_fista(model, penalty, w0=None, *, max_iter=1000, tol=1e-7, gtol=1e-
             if viol <= gtol * max(1.0, norm(w)):
                 stop = "gtol"
                 break
-            if it >= window and (objectives[-1 - window] - F) / max(abs(F), 1.0) < tol:
+            if tol > 0 and it >= window and (objectives[-1 - window] - F) / max(abs(F), 1.0) < tol:
                 stop = "tol"
                 break
             if beta > 0:

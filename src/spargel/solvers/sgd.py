@@ -31,12 +31,14 @@ penalty are applied; see ``docs/sgd.md``. The l2 part is an O(1) scale factor.
 
 Learning rate at sample counter k (samples processed so far, across passes):
 
-* ``"exponential"``: ``eta0 * alpha ** (k / N)`` (paper eq. 6, written with alpha < 1);
-  it fades geometrically, so after some hundred passes the weights freeze wherever
-  they are (the history says so: ``rate_frozen``);
+* ``"exponential"`` (default): ``eta0 * alpha ** (k / N)`` (paper eq. 6, written with
+  alpha < 1). The default ``alpha=None`` spreads the decay over the run:
+  ``alpha = 0.85 ** (30 / max_iter)``, which is the paper's 0.85 for its 30 passes and
+  ends every run at the same fraction of eta0 (0.85^30 = 0.0076), so a longer run keeps
+  a useful rate until its end and gets closer to the optimum (with a fixed alpha the
+  rate fades geometrically and after some hundred passes the weights freeze wherever
+  they are; the history says so: ``rate_frozen``). ``partial_fit`` uses 0.85;
 * ``"inverse"``:     ``eta0 / (1 + k / N)`` (paper eq. 5);
-* ``"exponential-floor"`` (default): the larger of the two -- the paper's fast decay
-  over the first passes, then the inverse schedule, which keeps converging;
 * ``"constant"``:    ``eta0``.
 
 ``eta0=None`` calibrates it (see :func:`calibrate_eta0`).
@@ -52,8 +54,8 @@ from ..models.protocol import require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 PENALTY_UPDATES = {"naive": K.NAIVE, "clipping": K.CLIPPING, "cumulative": K.CUMULATIVE}
-SCHEDULES = {"exponential": K.EXPONENTIAL, "inverse": K.INVERSE, "constant": K.CONSTANT,
-             "exponential-floor": K.EXPONENTIAL_FLOOR}
+SCHEDULES = {"exponential": K.EXPONENTIAL, "inverse": K.INVERSE, "constant": K.CONSTANT}
+PAPER_ALPHA, PAPER_PASSES = 0.85, 30
 FROZEN_RATE = 1e-12            # a rate below this times eta0 no longer moves the weights
 CALIBRATION_CANDIDATES = (1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
 
@@ -62,9 +64,9 @@ CALIBRATION_CANDIDATES = (1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.
 @dataclass
 class SGDOptions:
     penalty_update: str = "cumulative"
-    schedule: str = "exponential-floor"
+    schedule: str = "exponential"
     eta0: float | None = None
-    alpha: float = 0.85
+    alpha: float | None = None
     batch_size: int = 1
     shuffle: bool = True
     compute_objective: bool = False
@@ -81,8 +83,8 @@ class SGDOptions:
             raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if self.eta0 is not None and not (np.isfinite(self.eta0) and self.eta0 > 0):
             raise ValueError(f"eta0 must be a positive number or None, got {self.eta0!r}")
-        if not (0 < float(self.alpha) <= 1):
-            raise ValueError(f"alpha must be in (0, 1], got {self.alpha!r}")
+        if self.alpha is not None and not (0 < float(self.alpha) <= 1):
+            raise ValueError(f"alpha must be in (0, 1] or None, got {self.alpha!r}")
         if int(self.batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size!r}")
         if int(self.calibration_samples) < 1:
@@ -291,6 +293,8 @@ def minimize_sgd_l1(model, penalty, w0=None, *, max_iter=30, tol=1e-5, gtol=None
     (rate of the last step), ``eta0``, ``online_loss`` and ``samples``.
     """
     opts = parse_options(options)
+    if opts.alpha is None:
+        opts.alpha = PAPER_ALPHA ** (PAPER_PASSES / max(int(max_iter), 1))
     require(model, "sgd-l1", "sgd")
     w = check_start(model, w0)
     run = _Run(model, penalty, opts, model.n_samples)
@@ -318,7 +322,7 @@ def minimize_sgd_l1(model, penalty, w0=None, *, max_iter=30, tol=1e-5, gtol=None
                               rate_frozen=bool(rate < FROZEN_RATE * state.eta0)):
                 stop = "callback"
                 break
-            if it > window and (objectives[-1 - window] - tracked) / max(abs(tracked), 1.0) < tol:
+            if tol > 0 and it > window and (objectives[-1 - window] - tracked) / max(abs(tracked), 1.0) < tol:
                 stop = "tol"
                 break
     except KeyboardInterrupt:
@@ -336,6 +340,8 @@ def sgd_partial_pass(model, penalty, state, n_samples, **options):
     is the N of the objective (the per-sample penalty is l1 / N). Returns the history
     row (a dict) of the pass; the weights are ``state.v``."""
     opts = parse_options(options)
+    if opts.alpha is None:
+        opts.alpha = PAPER_ALPHA
     if state.penalty_update != opts.penalty_update:
         raise ValueError(f"penalty_update changed from {state.penalty_update!r} to {opts.penalty_update!r} "
                          f"between partial_fit calls")
