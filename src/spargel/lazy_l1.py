@@ -82,7 +82,7 @@ def penalise_block(v, aux, l1w, l1, m, us, up, lo, hi, variant):
             v[i] = zp if z > 0.0 else (zn if z < 0.0 else 0.0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def penalise_row(row, rec, pen, variant):
     """:func:`penalise_block` on one padded row (uniform penalty ``pen = l1 * u``):
     ``row`` the weights, ``rec`` their penalty records."""
@@ -109,7 +109,7 @@ def penalise_row(row, rec, pen, variant):
             row[y] = zp if z > 0.0 else (zn if z < 0.0 else 0.0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def step_block(v, g, m, inv_a, eta, lo, hi):
     """v -= eta * g / s for weights lo..hi-1 (s = a or 1), and g <- 0 there."""
     mixed = len(m) > 0
@@ -119,7 +119,7 @@ def step_block(v, g, m, inv_a, eta, lo, hi):
         g[i] = 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def naive_step(v, g, l1w, l1, m, eta, nb, l2, N, inc):
     """The naive variant: the sub-gradient of the penalty at the old weights and the
     gradient step, on every weight (cost proportional to the model size)."""
@@ -160,14 +160,14 @@ def settle_all(v, aux, l1w, l1, m, st, variant):
     renormalise(v, aux, m, st, variant)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def step_rate(st, prm, nb):
     """(eta, a_new) of the next step of ``nb`` samples."""
     eta = learning_rate(prm[0], prm[1], int(prm[2]), st[0], prm[4])
     return eta, st[1] * (1.0 - eta * nb * prm[5] / prm[4])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def step_done(st, prm, eta, nb, a_new, lazy):
     """Advance the counters after a step: the accumulated penalty per unit of l1 (v
     units), the shrink factor and the sample counter. Returns the increment of the

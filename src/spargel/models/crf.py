@@ -243,7 +243,7 @@ class ChainCRF:
         wk = crf_sgd.work(st_, dt_, order, w, np.zeros(0), False, False)
         st = np.zeros(6)
         prm = np.zeros(8)
-        prm[3] = crf_sgd.LOSS_ONLY
+        prm[3], prm[4], prm[6] = crf_sgd.LOSS_ONLY, 1.0, 1.0
         crf_sgd.sgd_pass(st_, dt_, self._sgd_trans(), order, w, np.zeros(0), np.zeros(0), np.zeros(0), st, prm, wk)
         return float(st[4])
 

@@ -133,7 +133,7 @@ def _prefetch_sequence(data, s, meta, W, v, u_lab, phase):
 
 
 # --------------------------------------------------------------------------- one sequence
-@njit(cache=True, nogil=True, fastmath=FAST)
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
 def _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode):
     """E[t - lo] = unigram scores of tokens lo..hi-1 at the lazily scaled weights; with
     mode MARK / SETTLE each flat block met for the first time in this step is recorded
@@ -171,7 +171,7 @@ def _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode):
                     row[u_lab[k]] += x * K.weight(v, m, a, k)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode):
     """Record (and settle) the bigram attribute blocks of tokens lo+1..hi-1."""
     aux, l1w, l1, us, up, variant = pen
@@ -189,7 +189,7 @@ def _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode):
                     Z.penalise_block(v, aux, l1w, l1, m, us, up, b_base + b_ptr[at], b_base + b_ptr[at + 1], variant)
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
 def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows):
     """g (and the rows) += coef * (expected - gold) counts of the sequence's unigram
     and bigram weights (gamma: point marginals, P: pair marginals where needed)."""
@@ -223,7 +223,7 @@ def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows):
                     g[b_base + k] += cv * (Pt[p] - (1.0 if p == gold else 0.0))
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
 def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, pen, marks):
     """-log p(y_s | x_s) at the weights ``w = s_i * v`` (after settling the blocks it
     meets, mode SETTLE); with ``coef != 0``, adds ``coef`` times its gradient to ``g``
@@ -301,7 +301,7 @@ def work(space, data, order, v, aux, use_rows, direct):
             np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _set_transitions(v, m, a, space, T, trans):
     L, t_pair, t_base = space[0], space[6], space[7]
     for p in range(L * L):
@@ -334,18 +334,10 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
     n = len(v)
     lazy = variant != Z.NAIVE
     meta, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf = wk
-    if variant == LOSS_ONLY:
-        # no step: the summed loss of the sequences at the weights v, into st[4]
-        rows = (meta, W, dmark)
-        marks = (bmark, bmark, tu, ntu, np.int64(0), tb, ntb)
-        pen = (aux, l1w, 0.0, 0.0, 0.0, np.int64(0))
-        _set_transitions(v, m, 1.0, space, T, trans)
-        total = 0.0
-        for r in range(len(order)):
-            total += sample_step(v, m, 1.0, space, data, order[r], trans, g, 0.0, np.int64(LOSS), buf, xbuf, rows,
-                                 pen, marks)
-        st[4] = total
-        return 0
+    loss_only = variant == LOSS_ONLY        # no step: the summed loss at v, into st[4]
+    if loss_only:
+        B = len(order)
+        lazy = False
     direct = lazy and B == 1 and len(m) == 0
     use_rows = W.shape[0] > 0
     Lp = W.shape[2]
@@ -369,7 +361,10 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
                 _prefetch_sequence(data, order[end + 1], meta, W, v, space[2], 0)
             if end < len(order):
                 _prefetch_sequence(data, order[end], meta, W, v, space[2], 1)
-        coef = -eta / a_new if direct else 1.0
+        coef = 0.0 if loss_only else (-eta / a_new if direct else 1.0)
+        if loss_only:
+            mode = np.int64(LOSS)
+            a = 1.0
         step_loss = 0.0
         for r in range(start, end):
             buf[4][0] = 0.0
@@ -377,6 +372,9 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
                                      marks)
             if buf[4][0] < 0.0:
                 st[5] += 1.0
+        if loss_only:
+            st[4] = step_loss
+            return 0
         if not (step_loss > -np.inf and step_loss < np.inf):
             status = 1
             break
