@@ -214,3 +214,15 @@ def test_weights_driven_to_a_thousand_on_separable_data():
         marg, _ = M.marginals(space, data, w)
         assert np.all(marg >= 0) and np.all(marg <= 1 + 1e-12)
         np.testing.assert_allclose(marg.sum(axis=1), 1.0, atol=1e-9)
+
+
+def test_models_do_not_depend_on_the_thread_count():
+    """n_jobs 1, 2 and 4 split the batch into the same fixed chunks, summed in the same
+    order: identical gradients, hence identical models (issue: 486 vs 476 iterations)."""
+    from spargel import CRF
+    from spargel.datasets import make_chain_data
+    X, y, _ = make_chain_data(n_sequences=80, random_state=3)
+    fits = [CRF(l1=0.5, n_jobs=j, tol=1e-8).fit(X, y) for j in (1, 2, 4)]
+    for f in fits[1:]:
+        assert f.n_iter_ == fits[0].n_iter_
+        np.testing.assert_array_equal(f.weights_, fits[0].weights_)

@@ -36,7 +36,27 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
         warnings.warn(f"{type(est).__name__}: solver {est.solver!r} stopped after max_iter={max_iter} iterations "
                       f"before meeting tol={est.tol:g} / gtol={est.gtol:g}; increase max_iter or loosen tol",
                       ConvergenceWarning, stacklevel=3)
+    elif result.stop_reason == "linesearch" and result.n_iter < EARLY_LINESEARCH:
+        warnings.warn(f"{type(est).__name__}: solver {est.solver!r} found no decrease of the objective after "
+                      f"{result.n_iter} iteration(s): the model is probably useless. The problem is badly scaled: "
+                      f"check the size of the attribute values (scale them to about [-1, 1])",
+                      ConvergenceWarning, stacklevel=3)
     return result
+
+
+# a failed line search this early means a badly scaled problem, not convergence
+EARLY_LINESEARCH = 5
+# attribute values beyond this make the objective badly conditioned for every solver
+LARGE_VALUE = 1e6
+
+
+def warn_large_values(est, values):
+    """Warn when attribute values are so large that the solvers will struggle."""
+    big = float(np.max(np.abs(values))) if len(values) else 0.0
+    if big > LARGE_VALUE:
+        warnings.warn(f"{type(est).__name__}: attribute values as large as {big:.3g}: the objective is badly "
+                      f"conditioned (weights of such attributes must be tiny, the others not); scale the values to "
+                      f"about [-1, 1]", UserWarning, stacklevel=4)
 
 
 def check_common_params(est):
@@ -119,6 +139,8 @@ class LogLinearCore(ParamsMixin):
     def _fit_data(self, data, monitor=None):
         from ..models.factory import make_model
 
+        warn_large_values(self, data.uni_vals)
+        warn_large_values(self, data.big_vals)
         space = self._feature_space(data)
         w0 = self._warm_start_weights(space) if getattr(self, "warm_start", False) else None
         model = make_model("crf", space, data, n_jobs=self.n_jobs)

@@ -11,7 +11,7 @@ from ..data.featuredicts import token_attributes
 from ..data.vocab import Vocabulary
 from ..models.feature_space import FeatureSpace
 from ..penalties import ElasticNet
-from ._core import LogLinearCore, run_solver
+from ._core import LogLinearCore, run_solver, warn_large_values
 
 BIAS = "__bias__"
 
@@ -192,6 +192,7 @@ class LogLinearClassifier(LogLinearCore):
         if len(ids) != M.shape[0]:
             raise ValueError(f"X has {M.shape[0]} samples but y has {len(ids)} labels")
         sw = self._sample_weights(sample_weight, M.shape[0])
+        warn_large_values(self, M.data if sp.issparse(M) else M.ravel())
         K, d = len(classes), M.shape[1]
         mask = self._observed_mask(M, ids, K) if self.feature_space == "observed" else None
         model = make_model("loglinear", M, ids, K, fit_intercept=self.fit_intercept, sample_weight=sw, mask=mask)

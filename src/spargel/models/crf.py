@@ -18,6 +18,11 @@ from . import crf_kernels as K
 from .protocol import ParameterLayout
 
 INFERENCE_MODES = ("auto", "dense", "sparse")
+# the batch gradient is always split into at least this many fixed chunks (summed in a
+# fixed order), so that n_jobs = 1 .. 4 give bit-identical gradients and models ...
+FIXED_CHUNKS = 4
+# ... unless the per-chunk gradient buffers would take more memory than this
+CHUNK_BUFFER_BUDGET = 256 * 2 ** 20
 # unigram attributes that carry at least this fraction of the labels get a padded row
 # (fixed-length SIMD adds); the others keep their short label lists
 DENSE_FRACTION = 0.25
@@ -127,10 +132,12 @@ class CRFView:
 class ChainCRF:
     """Negative log-likelihood ``sum_i -log p(y_i | x_i)`` of a linear-chain CRF.
 
-    The batch gradient runs on ``n_jobs`` threads (compiled kernels release the GIL),
-    each over a fixed contiguous chunk of sequences with its own gradient buffer; the
-    buffers are added in a fixed order, so a run is reproducible for a given
-    ``n_jobs`` and equals the one-thread result up to float rounding.
+    The batch gradient runs on ``n_jobs`` threads (compiled kernels release the GIL)
+    over ``max(n_jobs, 4)`` fixed contiguous chunks of sequences, each with its own
+    gradient buffer; the buffers are added in chunk order, so ``n_jobs`` from 1 to 4
+    give bit-identical gradients, hence identical models (more threads use as many
+    chunks, which changes the rounding; so do models whose four buffers would exceed
+    256 MB, which use ``n_jobs`` chunks).
 
     The empirical feature counts are computed once; the loss is ``sum log Z - w . counts``
     and the gradient ``expected counts - counts``.
@@ -148,7 +155,8 @@ class ChainCRF:
         self.n_jobs = resolve_n_jobs(n_jobs)
         self.layout = crf_layout(space, penalty_scale)
         self.n_evals = 0
-        bounds = balanced_chunks(data.seq_ptr, self.n_jobs)
+        fixed = FIXED_CHUNKS if FIXED_CHUNKS * space.n_params * 8 <= CHUNK_BUFFER_BUDGET else 1
+        bounds = balanced_chunks(data.seq_ptr, max(self.n_jobs, fixed))
         self._orders = [np.arange(bounds[c], bounds[c + 1], dtype=np.int64) for c in range(len(bounds) - 1)]
         self._emp = np.zeros(self.n_params)
         K.empirical_counts(self.view.space_t, self.view.data_t, self._emp)
@@ -183,10 +191,10 @@ class ChainCRF:
             return K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, v.all_pairs, self._orders[c], want_grad,
                                      self._gbufs[c], self._Gdbufs[c], accs[c], failed[c], bufs[c])
 
-        if len(self._orders) == 1:
-            logz = [run(0)]
+        if self.n_jobs == 1 or len(self._orders) == 1:
+            logz = [run(c) for c in range(len(self._orders))]
         else:
-            with ThreadPoolExecutor(max_workers=len(self._orders)) as pool:
+            with ThreadPoolExecutor(max_workers=min(self.n_jobs, len(self._orders))) as pool:
                 logz = list(pool.map(run, range(len(self._orders))))
         tcount = np.zeros(len(trans[11]))
         for c in range(len(self._orders)):

@@ -27,7 +27,7 @@ from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 
 def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-5, window=10,
-                   memory=10, max_linesearch=30, monitor=None, c1=1e-4):
+                   memory=10, max_linesearch=40, monitor=None, c1=1e-4):
     """Minimise ``model.loss_grad`` + ``penalty`` from ``w0``.
 
     ``monitor(row, w)`` is called after each iteration with the history row (it may add
@@ -89,7 +89,8 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
                 n_evals += 1
                 if np.isfinite(F_new) and F_new <= F + c1 * dec:
                     break
-                step *= 0.5
+                # far off (badly scaled features, first iterations): shrink faster
+                step *= 0.5 if np.isfinite(F_new) and F_new - F <= 10.0 * abs(dec) else 0.05
             else:
                 stop, it = "linesearch", it - 1
                 break
