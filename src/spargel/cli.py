@@ -759,6 +759,9 @@ def cmd_train(args):
         _check_log(args.history)
 
     say = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    if not args.quiet:
+        from . import _first_use
+        _first_use.enable()
     if args.stream is not None:
         return _train_streaming(args, say)
     t0 = time.perf_counter()

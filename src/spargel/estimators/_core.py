@@ -19,9 +19,13 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
     records ``history_``, ``n_iter_``, ``stop_reason_`` and ``objective_`` on ``est`` and
     warns (:class:`~spargel.errors.ConvergenceWarning`) when the solver stopped on its
     iteration limit. Returns the solver's result."""
+    from .._first_use import announce
     from ..solvers import default_max_iter, get_solver
 
     minimize = get_solver(est.solver)
+    entry = getattr(model, "entry_kernels", None)
+    if entry is not None:
+        announce(entry(est.solver), quiet=not est.verbose)
     options = dict(est.solver_options or {})
     if est.solver in ("sgd-l1", "cd", "bcd") and "random_state" not in options:
         options["random_state"] = est.random_state

@@ -173,6 +173,13 @@ class ChainCRF:
     def n_samples(self):
         return self.data.n_sequences
 
+    def entry_kernels(self, solver):
+        """The compiled entry points a solver will call first (for the first-use note)."""
+        if solver == "sgd-l1":
+            from . import crf_sgd
+            return [crf_sgd.sgd_pass]
+        return [K.chunk_logz_grad]
+
     # -- loss and gradient ----------------------------------------------------------
     def _run(self, w, want_grad):
         v = self.view

@@ -70,6 +70,11 @@ class FlatLogLinear:
     def n_samples(self):
         return self.n
 
+    def entry_kernels(self, solver):
+        """The compiled entry points a solver will call first (for the first-use note)."""
+        from . import loglinear_kernels as S
+        return [S.sgd_pass] if solver == "sgd-l1" else [S.softmax_residual]
+
     # -- batch ------------------------------------------------------------------------
     def _split(self, w):
         K, d = self.K, self.d
