@@ -145,6 +145,24 @@ def build_dataset(sequences, uni_vocab, big_vocab, label_vocab=None, labels=None
     return data
 
 
+def label_ids(labels, seq_ptr, vocab, grow):
+    """Label ids (int32, one per token) of per-sequence label lists, checked against the
+    sequence lengths in ``seq_ptr``; unknown labels are added (``grow``) or refused."""
+    out = array("i")
+    n_seq = len(seq_ptr) - 1
+    s = -1
+    for s, ys in enumerate(labels):
+        if s >= n_seq:
+            raise ValueError("more label sequences than sequences")
+        n = int(seq_ptr[s + 1] - seq_ptr[s])
+        if len(ys) != n:
+            raise ValueError(f"sequence {s} has {n} tokens but {len(ys)} labels")
+        _add_labels(ys, vocab, grow, out, s)
+    if s + 1 < n_seq:
+        raise ValueError(f"fewer label sequences than sequences (none for sequence {s + 1})")
+    return np.frombuffer(out, dtype=np.int32).copy()
+
+
 def _add_labels(ys, vocab, grow, out, s):
     mapping = vocab.mapping
     for t, y in enumerate(ys):

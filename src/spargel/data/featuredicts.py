@@ -72,3 +72,102 @@ def sequence_attributes(seq, index=None):
         where = f"sequence {index}, token {t}: " if index is not None else f"token {t}: "
         out.append(token_attributes(token, where))
     return out
+
+
+def encode_sequences(X, vocab, grow):
+    """Sequences of feature dicts (or attribute lists) straight to flat arrays:
+    ``(seq_ptr, uni_ptr, uni_ids, uni_vals)`` over ``vocab``'s attribute ids, with the
+    conversion rules of :func:`token_attributes`. With ``grow`` new attributes are added
+    to ``vocab``; otherwise unknown attributes are skipped (they have no weights), as are
+    attributes whose value is 0 (they contribute nothing).
+
+    This is the hot path of tagging from dicts: plain ``str`` / ``float`` / ``int`` /
+    ``bool`` values are handled inline, anything else (nested dicts, lists, numpy
+    scalars, attribute lists) goes through :func:`token_attributes`; error messages name
+    the sequence and token but are only built when something is wrong.
+    """
+    import numpy as np
+
+    mapping = vocab.mapping
+    get = mapping.get
+    split = vocab.split_index()
+    ids, vals = [], []
+    uni_ptr, seq_ptr = [0], [0]
+    n_tok = 0
+    for s, seq in enumerate(X):
+        if isinstance(seq, (str, bytes, dict)):
+            raise TypeError(f"sequence {s} must be a list of tokens, not a {type(seq).__name__}")
+        n = 0
+        for tok in seq:
+            if type(tok) is dict and _plain_dict(tok, get, split, grow, vocab, ids, vals):
+                pass
+            else:
+                for name, v in token_attributes(tok, f"sequence {s}, token {n}: "):
+                    if v == 0.0:
+                        continue
+                    i = get(name)
+                    if i is None:
+                        if not grow:
+                            continue
+                        i = vocab.add(name)
+                    ids.append(i)
+                    vals.append(v)
+            uni_ptr.append(len(ids))
+            n += 1
+        if n == 0:
+            raise ValueError(f"sequence {s} is empty")
+        n_tok += n
+        seq_ptr.append(n_tok)
+    return (np.asarray(seq_ptr, dtype=np.int64), np.asarray(uni_ptr, dtype=np.int64),
+            np.asarray(ids, dtype=np.int32), np.asarray(vals, dtype=np.float64))
+
+
+def _plain_dict(tok, get, split, grow, vocab, ids, vals):
+    """Append the attributes of a dict whose values are all str / float / int / bool;
+    returns False (having appended nothing) when some value is anything else. A string
+    value is looked up as ``split[key][value]`` (no ``key=value`` string is built unless
+    the attribute is new)."""
+    start = len(ids)
+    add_id, add_val = ids.append, vals.append
+    split_get = split.get
+    for key, v in tok.items():
+        tv = type(v)
+        if tv is str:
+            sub = split_get(key)
+            if sub is not None:
+                i = sub.get(v)
+                if i is not None:
+                    add_id(i)
+                    add_val(1.0)
+                    continue
+            if not grow:                      # the split index knows every key=value name
+                continue
+            name = f"{key}={v}"
+            x = 1.0
+        elif tv is float or tv is int or tv is bool:
+            if not v:
+                continue
+            x = float(v)
+            if x - x != 0.0:                  # NaN or inf: let the slow path say where
+                del ids[start:], vals[start:]
+                return False
+            i = get(key)
+            if i is not None:
+                add_id(i)
+                add_val(x)
+                continue
+            if not grow:
+                continue
+            name = key
+        else:
+            del ids[start:], vals[start:]
+            return False
+        if type(key) is not str:
+            del ids[start:], vals[start:]
+            return False
+        i = get(name)
+        if i is None:
+            i = vocab.add(name)
+        add_id(i)
+        add_val(x)
+    return True

@@ -11,11 +11,12 @@ class Vocabulary:
     (2, 1, 'O', 3)
     """
 
-    __slots__ = ("_ids", "_names")
+    __slots__ = ("_ids", "_names", "_split")
 
     def __init__(self, names=()):
         self._names = []
         self._ids = {}
+        self._split = None
         for name in names:
             self.add(name)
 
@@ -26,7 +27,20 @@ class Vocabulary:
             i = len(self._names)
             self._ids[name] = i
             self._names.append(name)
+            if self._split is not None:
+                _index_splits(self._split, name, i)
         return i
+
+    def split_index(self):
+        """``{key: {value: id}}`` for every way of writing each name as ``key=value``
+        (kept up to date by :meth:`add`): looking up a feature-dict entry ``key: value``
+        this way needs no new string (the tagging hot path)."""
+        if self._split is None:
+            index = {}
+            for i, name in enumerate(self._names):
+                _index_splits(index, name, i)
+            self._split = index
+        return self._split
 
     def id(self, name, default=-1):
         """The id of ``name``, or ``default`` when it is unknown."""
@@ -63,6 +77,7 @@ class Vocabulary:
         for i, name in enumerate(names):
             ids[name] = i
         self._names = names
+        self._split = None
         return self
 
     def subset(self, keep):
@@ -99,3 +114,13 @@ class Vocabulary:
         if len(vocab) != len(names):
             raise ValueError("vocabulary has duplicate entries")
         return vocab
+
+
+def _index_splits(index, name, i):
+    j = name.find("=")
+    while j >= 0:
+        sub = index.get(name[:j])
+        if sub is None:
+            sub = index[name[:j]] = {}
+        sub[name[j + 1:]] = i
+        j = name.find("=", j + 1)

@@ -118,6 +118,31 @@ class CRF(LogLinearCore):
             else:
                 yield sequence_attributes(columns, i), None
 
+    def _dataset(self, X, y=None, grow=False):
+        if self._template() is not None:
+            return super()._dataset(X, y, grow)
+        # feature dicts / attribute lists: straight to flat arrays (the tagging hot path)
+        from ..data.dataset import SequenceData, label_ids
+        from ..data.featuredicts import encode_sequences
+        from ..data.vocab import Vocabulary
+        from ._core import _reorder
+
+        if isinstance(X, (str, bytes)) or not hasattr(X, "__iter__"):
+            raise TypeError("X must be a list of sequences")
+        if grow:
+            self._uni_vocab, self._big_vocab, self._label_vocab = Vocabulary(), Vocabulary(), Vocabulary()
+        seq_ptr, uni_ptr, ids, vals = encode_sequences((getattr(x, "columns", x) for x in X), self._uni_vocab, grow)
+        n = len(uni_ptr) - 1
+        data = SequenceData(seq_ptr, uni_ptr, ids, vals, np.zeros(n + 1, np.int64), np.zeros(0, np.int32),
+                            np.zeros(0))
+        if y is not None:
+            data.labels = label_ids(y, seq_ptr, self._label_vocab, grow)
+        if grow:
+            self._uni_vocab, data.uni_ids = _reorder(self._uni_vocab, data.uni_ids)
+            if len(self._label_vocab) < 2:
+                raise ValueError(f"training data has {len(self._label_vocab)} distinct label(s); need at least 2")
+        return data
+
     # -- fitting -----------------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None, callback=None):
         """Train on sequences ``X`` with label sequences ``y``.
