@@ -44,8 +44,7 @@ class BPResult:
     """What a run of loopy BP returns.
 
     ``node_beliefs`` (flat, ``graph.node_ptr`` layout), ``edge_beliefs`` (flat,
-    ``graph.edge_ptr`` layout; filled for the active edges, and for the edges in
-    ``independent`` with the product of their end beliefs), ``log_z`` (Bethe; ``nan``
+    ``graph.edge_ptr`` layout; filled for the active edges, zero elsewhere), ``log_z`` (Bethe; ``nan``
     for max-product), ``n_iter`` (sweeps), ``max_change`` (the last sweep's largest
     message change), ``converged``, ``n_updates`` (messages computed) and ``messages``
     (to warm-start the next call).
@@ -95,13 +94,11 @@ def bethe_log_z(graph, node_theta, edge_theta, node_b, edge_b):
 
 
 def loopy_bp(graph, node_theta, edge_theta, *, messages=None, schedule="sequential", damping=0.0,
-             max_iter=200, tol=1e-8, max_product=False, independent=None, warn=True,
+             max_iter=200, tol=1e-8, max_product=False, warn=True,
              _pots=None):
     """Run loopy BP on the active edges of ``graph``; returns a :class:`BPResult`.
 
-    ``node_theta`` / ``edge_theta`` are the flat log-potentials. ``independent``: edge
-    ids (inactive) whose "beliefs" should be the product of their end beliefs (the
-    cheap estimate used for candidate edges in structure learning). A
+    ``node_theta`` / ``edge_theta`` are the flat log-potentials. A
     :class:`ConvergenceWarning` is issued when ``max_iter`` sweeps end with a message
     change above ``tol`` (``warn=False`` leaves that to the caller).
     """
@@ -140,7 +137,6 @@ def loopy_bp(graph, node_theta, edge_theta, *, messages=None, schedule="sequenti
                       ConvergenceWarning, stacklevel=2)
     node_b = np.empty(graph.n_node_values)
     edge_b = np.zeros(graph.n_edge_values)
-    indep = np.zeros(0, np.int64) if independent is None else np.asarray(independent, dtype=np.int64)
-    K.beliefs(G, node_pot, edge_pot, messages, graph.active, indep, node_b, edge_b)
+    K.beliefs(G, node_pot, edge_pot, messages, graph.active, node_b, edge_b)
     log_z = np.nan if max_product else bethe_log_z(graph, node_theta, edge_theta, node_b, edge_b)
     return BPResult(node_b, edge_b, log_z, int(n_iter), float(change), converged, int(updates), messages)

@@ -171,9 +171,8 @@ def run_bp(G, node_pot, edge_pot, msgs, schedule, max_iter, tol, damping, maxpro
 
 
 @njit(cache=True, nogil=True, fastmath=FAST)
-def beliefs(G, node_pot, edge_pot, msgs, active, indep, node_b, edge_b):
-    """Normalised node beliefs (all nodes) and edge beliefs of the ``active`` edges;
-    edges listed in ``indep`` get the product of their end beliefs."""
+def beliefs(G, node_pot, edge_pot, msgs, active, node_b, edge_b):
+    """Normalised node beliefs (all nodes) and edge beliefs of the ``active`` edges."""
     ns, node_ptr, edges, edge_ptr, msg_ptr = G[0], G[1], G[2], G[3], G[4]
     adj_ptr, adj_edge, adj_side = G[5], G[7], G[8]
     n = len(ns)
@@ -212,14 +211,6 @@ def beliefs(G, node_pot, edge_pot, msgs, active, indep, node_b, edge_b):
                 s += v
         for q in range(eo, eo + ki * kj):
             edge_b[q] /= s
-    for e in indep:
-        i, j = edges[e, 0], edges[e, 1]
-        ki, kj = ns[i], ns[j]
-        eo = edge_ptr[e]
-        for x in range(ki):
-            bx = node_b[node_ptr[i] + x]
-            for y in range(kj):
-                edge_b[eo + x * kj + y] = bx * node_b[node_ptr[j] + y]
 
 
 @njit(cache=True, nogil=True)
