@@ -195,6 +195,11 @@ def beliefs(G, node_pot, edge_pot, msgs, active, node_b, edge_b):
         s = 0.0
         for x in range(k):
             s += node_b[nb + x]
+        if not s > 0.0:                     # contradictory messages: fall back on phi
+            s = 0.0
+            for x in range(k):
+                node_b[nb + x] = node_pot[nb + x]
+                s += node_pot[nb + x]
         for x in range(k):
             node_b[nb + x] /= s
     for e in active:
@@ -203,14 +208,27 @@ def beliefs(G, node_pot, edge_pot, msgs, active, node_b, edge_b):
         ci = msg_ptr[2 * e + 1]             # cavity of i towards j
         cj = msg_ptr[2 * e]                 # cavity of j towards i
         eo = edge_ptr[e]
-        s = 0.0
+        mi = 0.0
         for x in range(ki):
-            for y in range(kj):
-                v = edge_pot[eo + x * kj + y] * C[ci + x] * C[cj + y]
-                edge_b[eo + x * kj + y] = v
-                s += v
-        for q in range(eo, eo + ki * kj):
-            edge_b[q] /= s
+            mi = max(mi, C[ci + x])
+        mj = 0.0
+        for y in range(kj):
+            mj = max(mj, C[cj + y])
+        s = 0.0
+        if mi > 0.0 and mj > 0.0:
+            for x in range(ki):
+                cx = C[ci + x] / mi
+                for y in range(kj):
+                    v = edge_pot[eo + x * kj + y] * cx * (C[cj + y] / mj)
+                    edge_b[eo + x * kj + y] = v
+                    s += v
+        if s > 0.0:
+            for q in range(eo, eo + ki * kj):
+                edge_b[q] /= s
+        else:                               # contradictory: product of the node beliefs
+            for x in range(ki):
+                for y in range(kj):
+                    edge_b[eo + x * kj + y] = node_b[node_ptr[i] + x] * node_b[node_ptr[j] + y]
 
 
 @njit(cache=True, nogil=True)
