@@ -293,8 +293,8 @@ class PairwiseMRFModel:
             res = self._bp(graph, node_theta, edge_theta, evidence, warm)
             log_z, node_b, edge_b = res.log_z, res.node_beliefs, res.edge_beliefs
 
-            def marg(ev):
-                return self._bp(graph, node_theta, edge_theta, ev, False, record=False).node_beliefs
+            def marg(ev):                 # warm-started from the unclamped messages
+                return self._bp(graph, node_theta, edge_theta, ev, True, record=False).node_beliefs
         if len(pairs_for):
             pairs = self.graph.edges[pairs_for]
             sizes = np.diff(self.graph.edge_ptr)[pairs_for]
