@@ -223,6 +223,7 @@ class PairwiseMRFModel:
         if objective == "likelihood":
             pair_counts(X, sw, g.edges, g.edge_ptr, self.n_states, self.edge_counts)
         self._messages = None
+        self._dense = False              # pseudo-likelihood BLAS arrays, built on first use
         self._active_key = None
         self._active_graph = None
         self.last_inference = {}
@@ -348,8 +349,62 @@ class PairwiseMRFModel:
         g[self.n_node_params:] = self._edge_grad(Nw * edge_b - self.edge_counts)
         return loss, g
 
+    def _pl_dense_setup(self):
+        """Arrays of the dense pseudo-likelihood (BLAS) path, or None when it does not pay:
+        the one-hot data O (N x K, K = total states) and, for every flat edge-table entry,
+        its row and column in the symmetric K x K matrix of edge log-potentials."""
+        g = self.graph
+        K = g.n_node_values
+        N = self.X.shape[0]
+        dense_enough = g.n_edges >= 0.25 * g.n_nodes * (g.n_nodes - 1) / 2
+        if not dense_enough or K > 4096 or N * K > 60_000_000:
+            return None
+        O = np.zeros((N, K))
+        for i in range(g.n_nodes):
+            O[np.arange(N), g.node_ptr[i] + self.X[:, i]] = 1.0
+        sizes = np.diff(g.edge_ptr)
+        local = np.arange(g.n_edge_values) - np.repeat(g.edge_ptr[:-1], sizes)
+        kj = np.repeat(self.n_states[g.edges[:, 1]], sizes)
+        rows = np.repeat(g.node_ptr[g.edges[:, 0]], sizes) + local // kj
+        cols = np.repeat(g.node_ptr[g.edges[:, 1]], sizes) + local % kj
+        return O, rows, cols
+
+    def _pl_dense(self, node_theta, edge_theta):
+        """Pseudo-likelihood by two matrix products: logits = O Theta + theta_nodes, and
+        the edge gradient from R^T O, R the weighted residuals (softmax - one-hot)."""
+        O, rows, cols = self._dense
+        g = self.graph
+        K = g.n_node_values
+        T = np.zeros((K, K))
+        T[rows, cols] = edge_theta
+        T[cols, rows] = edge_theta
+        Z = O @ T
+        Z += node_theta
+        starts = g.node_ptr[:-1]
+        ns = self.n_states
+        m = np.maximum.reduceat(Z, starts, axis=1)
+        Z -= np.repeat(m, ns, axis=1)
+        obs = np.add.reduceat(Z * O, starts, axis=1)        # observed state's shifted logit
+        np.exp(Z, out=Z)
+        s = np.add.reduceat(Z, starts, axis=1)
+        sw = self.sample_weight
+        loss = -float(sw @ (obs - np.log(s)).sum(axis=1))
+        Z /= np.repeat(s, ns, axis=1)
+        Z -= O
+        Z *= sw[:, None]
+        g_node = Z.sum(axis=0)
+        GE = Z.T @ O
+        g_edge = GE[rows, cols] + GE[cols, rows]
+        return loss, g_node, g_edge
+
     def _pl_loss_grad(self, w, node_theta, edge_theta):
         from numba import get_num_threads
+
+        if self._dense is False:
+            self._dense = self._pl_dense_setup()
+        if self._dense is not None:
+            loss, g_node, g_edge = self._pl_dense(node_theta, edge_theta)
+            return loss, np.concatenate([g_node, self._edge_grad(g_edge)])
 
         from .mrf_pl_kernels import pl_loss_grad
         live = np.zeros(self.graph.n_edges, np.bool_)
