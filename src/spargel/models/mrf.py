@@ -37,6 +37,9 @@ carry. It is estimated (``candidate_estimate``):
   ``x_i`` clamped to each of its states (``k_i`` extra runs per distinct ``i``; exact
   with ``inference="exact"``, so exact gradients everywhere).
 
+With ``inference="exact"`` and at most 2^17 joint states, the model is enumerated
+instead: one pass gives log Z and *every* pairwise marginal exactly (no estimate).
+
 The default is ``"clamp"`` with exact inference and ``"independent"`` with loopy BP;
 ``bench/mrf_structure.py --rank`` measures how well each ranks candidate edges against
 exact marginals. Pseudo-likelihood needs no estimate: its gradient is exact for every
@@ -191,6 +194,8 @@ class PairwiseMRFModel:
         self.bp = {"schedule": "sequential", "damping": 0.0, "max_iter": 200, "tol": 1e-6}
         self.bp.update(bp or {})
         self.max_table = int(max_table)
+        # exact inference on a small joint state space: enumeration gives every pair at once
+        self._small = inference == "exact" and np.prod(self.n_states.astype(float)) <= (1 << 17)
         N = X.shape[0]
         if sample_weight is None:
             sw = np.ones(N)
@@ -283,6 +288,12 @@ class PairwiseMRFModel:
             mask[active] = False
             pairs_for = np.flatnonzero(mask)
         self.n_inference_calls += 1
+        if self.inference == "exact" and self._small:
+            from .mrf_exact import enumerate_moments
+            log_z, node_b, M = enumerate_moments(graph, node_theta, edge_theta)
+            rows, cols = self._edge_index()
+            self.last_inference = {"method": "exact", "treewidth": None, "active_edges": len(active)}
+            return log_z, node_b, M[rows, cols]
         if self.inference == "exact":
             from .mrf_exact import junction_tree
             res = junction_tree(graph, node_theta, edge_theta, max_table=self.max_table, evidence=evidence)
@@ -362,12 +373,18 @@ class PairwiseMRFModel:
         O = np.zeros((N, K))
         for i in range(g.n_nodes):
             O[np.arange(N), g.node_ptr[i] + self.X[:, i]] = 1.0
+        return (O, *self._edge_index())
+
+    def _edge_index(self):
+        """For every flat edge-table entry ``(e, a, b)``: its row ``(i, a)`` and column
+        ``(j, b)`` in a K x K matrix over all variables' states."""
+        g = self.graph
         sizes = np.diff(g.edge_ptr)
         local = np.arange(g.n_edge_values) - np.repeat(g.edge_ptr[:-1], sizes)
         kj = np.repeat(self.n_states[g.edges[:, 1]], sizes)
         rows = np.repeat(g.node_ptr[g.edges[:, 0]], sizes) + local // kj
         cols = np.repeat(g.node_ptr[g.edges[:, 1]], sizes) + local % kj
-        return O, rows, cols
+        return rows, cols
 
     def _pl_dense(self, node_theta, edge_theta):
         """Pseudo-likelihood by two matrix products: logits = O Theta + theta_nodes, and

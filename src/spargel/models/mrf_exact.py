@@ -98,15 +98,7 @@ def junction_tree(graph, node_theta, edge_theta, *, max_table=2_000_000, evidenc
     when a clique table would exceed ``max_table`` entries.
     """
     n, ns = graph.n_nodes, graph.n_states
-    adjacency = [set() for _ in range(n)]
-    for e in graph.active:
-        i, j = graph.edges[e]
-        adjacency[i].add(int(j))
-        adjacency[j].add(int(i))
-    order, cliques = elimination_order(n, adjacency)
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n)
-    largest = max(int(np.prod(ns[list(c)])) for c in cliques)
+    order, cliques, rank, parent, children, largest = _plan(graph)
     if largest > max_table:
         raise CapabilityError(f"exact inference needs a clique table of {largest} entries (treewidth "
                               f"{max(len(c) for c in cliques) - 1}), above max_table={max_table}; "
@@ -124,15 +116,6 @@ def junction_tree(graph, node_theta, edge_theta, *, max_table=2_000_000, evidenc
         host = i if rank[i] < rank[j] else j
         t = edge_theta[graph.edge_ptr[e]:graph.edge_ptr[e + 1]].reshape(ns[i], ns[j])
         psi[host] = psi[host] + _aligned((i, j), t, cliques[host])
-    parent = [-1] * n
-    for v in order:
-        sep = [u for u in cliques[v] if u != v]
-        if sep:
-            parent[v] = min(sep, key=lambda u: rank[u])
-    children = [[] for _ in range(n)]
-    for v in range(n):
-        if parent[v] >= 0:
-            children[parent[v]].append(v)
     up = [None] * n                       # message v -> parent, over sep_v
     belief = [None] * n
     for v in order:                       # children are eliminated before their parent
@@ -172,6 +155,36 @@ def junction_tree(graph, node_theta, edge_theta, *, max_table=2_000_000, evidenc
     return ExactResult(log_z, node_b, edge_b, max(len(c) for c in cliques) - 1)
 
 
+def _plan(graph):
+    """Elimination order, cliques, ranks, tree and largest table of ``graph``'s active
+    edges (computed once per graph object: clamped reruns share it)."""
+    plan = graph.__dict__.get("_jt_plan")
+    if plan is not None:
+        return plan
+    n, ns = graph.n_nodes, graph.n_states
+    adjacency = [set() for _ in range(n)]
+    for e in graph.active:
+        i, j = graph.edges[e]
+        adjacency[i].add(int(j))
+        adjacency[j].add(int(i))
+    order, cliques = elimination_order(n, adjacency)
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    largest = max(int(np.prod(ns[list(c)].astype(float))) for c in cliques)
+    parent = [-1] * n
+    for v in order:
+        sep = [u for u in cliques[v] if u != v]
+        if sep:
+            parent[v] = min(sep, key=lambda u: rank[u])
+    children = [[] for _ in range(n)]
+    for v in range(n):
+        if parent[v] >= 0:
+            children[parent[v]].append(v)
+    plan = (order, cliques, rank, parent, children, largest)
+    graph.__dict__["_jt_plan"] = plan
+    return plan
+
+
 def _sep(cliques, v):
     return tuple(u for u in cliques[v] if u != v)
 
@@ -192,6 +205,27 @@ def brute_force(graph, node_theta, edge_theta, *, max_states=2_000_000):
     return ExactResult(float(logsumexp(logp)), node_b, edge_b, graph.n_nodes - 1)
 
 
+def enumerate_moments(graph, node_theta, edge_theta, max_states=1 << 17):
+    """Exact log Z, node marginals and the (K, K) matrix of *every* pairwise marginal
+    (``K`` = total states; entry ``[(i, a), (j, b)] = p(x_i = a, x_j = b)``) by
+    enumeration; ``None`` when the joint state space exceeds ``max_states``. Cheap for
+    small models, and it gives exact gradients for every candidate edge at once."""
+    total = int(np.prod(graph.n_states.astype(float)))
+    if total > max_states:
+        return None
+    logp, states = _joint(graph, node_theta, edge_theta, max_states)
+    log_z = float(logsumexp(logp))
+    p = np.exp(logp - log_z)
+    O = graph.__dict__.get("_enum_onehot")
+    if O is None:                       # the one-hot joint states, kept with the graph
+        O = np.zeros((total, graph.n_node_values))
+        for i in range(graph.n_nodes):
+            O[np.arange(total), graph.node_ptr[i] + states[:, i]] = 1.0
+        graph.__dict__["_enum_onehot"] = O
+    M = O.T @ (O * p[:, None])
+    return log_z, p @ O, M
+
+
 def brute_force_pair(graph, node_theta, edge_theta, i, j):
     """The exact (k_i, k_j) marginal of any pair of variables, by enumeration."""
     logp, states = _joint(graph, node_theta, edge_theta, 2_000_000)
@@ -205,7 +239,10 @@ def _joint(graph, node_theta, edge_theta, max_states):
     total = int(np.prod(ns.astype(float)))
     if total > max_states:
         raise CapabilityError(f"brute force over {total} joint states exceeds max_states={max_states}")
-    states = np.stack(np.unravel_index(np.arange(total), tuple(ns)), axis=1).astype(np.int64)
+    states = graph.__dict__.get("_enum_states")
+    if states is None:
+        states = np.stack(np.unravel_index(np.arange(total), tuple(ns)), axis=1).astype(np.int64)
+        graph.__dict__["_enum_states"] = states
     logp = np.zeros(total)
     for i in range(graph.n_nodes):
         logp += node_theta[graph.node_ptr[i] + states[:, i]]

@@ -149,7 +149,7 @@ class Graph:
     def with_active(self, active):
         """A graph sharing this one's offsets, with adjacency over ``active`` edges only."""
         g = object.__new__(Graph)
-        g.__dict__.update({k: v for k, v in self.__dict__.items()})
+        g.__dict__.update({k: v for k, v in self.__dict__.items() if not k.startswith("_")})
         g._set_active(active)
         return g
 
