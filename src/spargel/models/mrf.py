@@ -361,19 +361,26 @@ class PairwiseMRFModel:
         return loss, g
 
     def _pl_dense_setup(self):
-        """Arrays of the dense pseudo-likelihood (BLAS) path, or None when it does not pay:
-        the one-hot data O (N x K, K = total states) and, for every flat edge-table entry,
-        its row and column in the symmetric K x K matrix of edge log-potentials."""
+        """Arrays of the dense pseudo-likelihood (BLAS) path, or None when it does not pay.
+
+        The data enter as one-hot columns *without* each variable's state 0 (that column is
+        one minus the others): ``O1`` (N x (K - n)), its columns' state ids ``nz`` (in
+        0..K-1) and the state-0 id of their variable ``ref``; plus, for every flat
+        edge-table entry, its row and column in the symmetric K x K matrix of edge
+        log-potentials. Dropping the reference columns halves the products for binary data.
+        """
         g = self.graph
         K = g.n_node_values
         N = self.X.shape[0]
         dense_enough = g.n_edges >= 0.25 * g.n_nodes * (g.n_nodes - 1) / 2
         if not dense_enough or K > 4096 or N * K > 60_000_000:
             return None
+        ref_of = np.repeat(g.node_ptr[:-1], self.n_states)            # state id -> its variable's state 0
+        nz = np.flatnonzero(np.arange(K) != ref_of)
         O = np.zeros((N, K))
         for i in range(g.n_nodes):
             O[np.arange(N), g.node_ptr[i] + self.X[:, i]] = 1.0
-        return (O, *self._edge_index())
+        return (np.ascontiguousarray(O[:, nz]), nz, ref_of[nz], O, *self._edge_index())
 
     def _edge_index(self):
         """For every flat edge-table entry ``(e, a, b)``: its row ``(i, a)`` and column
@@ -388,15 +395,17 @@ class PairwiseMRFModel:
 
     def _pl_dense(self, node_theta, edge_theta):
         """Pseudo-likelihood by two matrix products: logits = O Theta + theta_nodes, and
-        the edge gradient from R^T O, R the weighted residuals (softmax - one-hot)."""
-        O, rows, cols = self._dense
+        the edge gradient from R^T O, R the weighted residuals (softmax - one-hot); both
+        with the reference-free one-hot ``O1`` (see :meth:`_pl_dense_setup`)."""
+        O1, nz, ref, O, rows, cols = self._dense
         g = self.graph
         K = g.n_node_values
         T = np.zeros((K, K))
         T[rows, cols] = edge_theta
         T[cols, rows] = edge_theta
-        Z = O @ T
-        Z += node_theta
+        # O T = sum_j T[(j, 0)] + O1 (T[(j, b)] - T[(j, 0)])
+        Z = O1 @ (T[nz] - T[ref])
+        Z += T[g.node_ptr[:-1]].sum(axis=0) + node_theta
         starts = g.node_ptr[:-1]
         ns = self.n_states
         m = np.maximum.reduceat(Z, starts, axis=1)
@@ -410,7 +419,12 @@ class PairwiseMRFModel:
         Z -= O
         Z *= sw[:, None]
         g_node = Z.sum(axis=0)
-        GE = Z.T @ O
+        # R^T O: the state-0 column of variable j is sum(R) minus its other columns
+        GE = np.empty((K, K))
+        part = Z.T @ O1
+        GE[:, nz] = part
+        GE[:, starts] = g_node[:, None]
+        np.subtract.at(GE.T, ref, part.T)
         g_edge = GE[rows, cols] + GE[cols, rows]
         return loss, g_node, g_edge
 
