@@ -139,8 +139,9 @@ def best_of(path, truth):
 
 
 def structure(args):
-    ratios = [0.5, 0.35, 0.25, 0.18, 0.13, 0.09, 0.06, 0.04]
-    Cs = [0.002, 0.004, 0.008, 0.016, 0.03, 0.06, 0.12, 0.25]
+    # the same number of points (12) on both paths, each spanning a factor of ~20-250
+    ratios = np.geomspace(0.6, 0.03, 12).tolist()
+    Cs = np.geomspace(0.001, 0.25, 12).tolist()
     try:
         from spargel.penalties import GroupLasso  # noqa: F401
         from spargel.solvers import get_solver
