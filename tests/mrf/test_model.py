@@ -184,3 +184,53 @@ def test_dense_and_compiled_pseudo_likelihood_agree():
     loss, g = m.loss_grad(w)
     assert loss == pytest.approx(dense_loss, rel=1e-12)
     np.testing.assert_allclose(g, dense_g, atol=1e-10)
+
+
+@pytest.mark.parametrize("objective, inference", [("likelihood", "exact"), ("likelihood", "loopy-bp"),
+                                                  ("pseudo", "exact")])
+@pytest.mark.parametrize("tied", [False, True])
+def test_conditional_gradients_equal_finite_differences(objective, inference, tied):
+    """The conditional model (node potentials from per-sample features), on a chain (BP
+    exact) with some inactive candidate edges."""
+    X = _data(n=4, N=15, k=3)
+    F = np.random.default_rng(1).normal(size=(15, 4, 2))
+    m = PairwiseMRFModel(X, candidate_edges=[[0, 1], [1, 2], [2, 3], [0, 3]], objective=objective,
+                         inference=inference, node_features=F, tie_features=tied,
+                         bp={"tol": 1e-13, "max_iter": 500})    # default estimates: exact / Bethe-exact
+    assert m.n_params == m.edge_param_ptr[-1] + (3 * 2 if tied else 4 * 3 * 2)
+    w = _weights(m, 9, zero_edges=(3,))                 # edge 0-3 inactive: the rest is a chain
+    loss, g = m.loss_grad(w)
+    np.testing.assert_allclose(g, _fd(m, w), atol=2e-6 * max(1.0, np.abs(g).max()))
+
+
+def test_conditional_loss_is_sum_of_per_sample_likelihoods():
+    X = _data(n=4, N=10)
+    F = np.random.default_rng(2).normal(size=(10, 3))          # shared by every variable
+    m = PairwiseMRFModel(X, inference="exact", node_features=F)
+    w = _weights(m, 10)
+    NT = m.sample_node_theta(w)
+    _, et = m.potentials(w)
+    g = m.graph.with_active(m.active_edges(w))
+    total = 0.0
+    for r, x in enumerate(X):
+        logz = brute_force(g, NT[r], et).log_z
+        s = sum(NT[r, g.node_ptr[i] + x[i]] for i in range(4))
+        s += sum(et[g.edge_ptr[e] + x[i] * m.n_states[j] + x[j]] for e, (i, j) in enumerate(g.edges))
+        total += logz - s
+    assert m.loss(w) == pytest.approx(total, rel=1e-12)
+    pl = PairwiseMRFModel(X, objective="pseudo", node_features=F)
+    dense = pl.loss_grad(w)
+    pl._dense = None
+    compiled = pl.loss_grad(w)
+    assert compiled[0] == pytest.approx(dense[0], rel=1e-12)
+    np.testing.assert_allclose(compiled[1], dense[1], atol=1e-10)
+
+
+def test_bad_node_features():
+    X = _data(n=3, N=5)
+    with pytest.raises(DataFormatError, match="expected shape"):
+        PairwiseMRFModel(X, node_features=np.zeros((4, 3, 2)))
+    F = np.zeros((5, 3, 2))
+    F[2, 1, 0] = np.nan
+    with pytest.raises(DataFormatError, match="node_features:3: variable 1, feature 0"):
+        PairwiseMRFModel(X, node_features=F)

@@ -169,7 +169,7 @@ class PairwiseMRFModel:
     def __init__(self, X, n_states=None, candidate_edges=None, *, edge_features="full",
                  objective="likelihood", inference="loopy-bp", sample_weight=None,
                  candidate_estimate=None, bp=None, penalize_nodes=False, max_table=2_000_000,
-                 validated=False):
+                 node_features=None, tie_features=False, validated=False):
         if not validated:
             X, n_states = check_discrete_data(X, n_states)
         self.X = X
@@ -208,17 +208,27 @@ class PairwiseMRFModel:
         self.sample_weight = sw
         self.n_samples = N
         self.total_weight = float(sw.sum())
-        # parameter layout: node groups, then one group per candidate edge
+        # parameter layout: node groups, one group per candidate edge, then (conditional
+        # model) the node-feature weights: one group per variable, or one tied group
         self.n_node_params = g.n_node_values
         edge_sizes = np.ones(g.n_edges, np.int64) if self.feature_table is not None else np.diff(g.edge_ptr)
         self.edge_param_ptr = self.n_node_params + np.concatenate([[0], np.cumsum(edge_sizes)]).astype(np.int64)
-        self.n_params = int(self.edge_param_ptr[-1])
+        self.F = None if node_features is None else check_node_features(node_features, N, n)
+        self.tie_features = bool(tie_features)
+        d = 0 if self.F is None else self.F.shape[2]
+        if self.F is not None and self.tie_features and np.any(self.n_states != self.n_states[0]):
+            raise ValueError("tie_features needs the same number of states for every variable")
+        feat_sizes = ([] if self.F is None else
+                      [int(self.n_states[0]) * d] if self.tie_features else list(self.n_states * d))
+        self.feat_ptr = int(self.edge_param_ptr[-1]) + np.concatenate([[0], np.cumsum(feat_sizes)]).astype(np.int64)
+        self.n_params = int(self.feat_ptr[-1])
         scale = np.ones(self.n_params)
         if not penalize_nodes:
             scale[:self.n_node_params] = 0.0
-        ptr = np.concatenate([g.node_ptr, self.edge_param_ptr[1:]])
-        names = [f"node {i}" for i in range(n)] + [f"edge {i}-{j}" for i, j in g.edges]
-        self.layout = ParameterLayout(self.n_params, ptr, scale, names)
+        ptr = np.concatenate([g.node_ptr, self.edge_param_ptr[1:], self.feat_ptr[1:]])
+        names = [f"node {i}" for i in range(n)] + [f"edge {i}-{j}" for i, j in g.edges] + \
+            (["features"] if self.tie_features else [f"features {i}" for i in range(len(feat_sizes))])
+        self.layout = ParameterLayout(self.n_params, ptr, scale, names[:len(ptr) - 1])
         # sufficient statistics
         from .mrf_pl_kernels import pair_counts
         self.node_counts = np.zeros(g.n_node_values)
@@ -228,6 +238,8 @@ class PairwiseMRFModel:
         if objective == "likelihood":
             pair_counts(X, sw, g.edges, g.edge_ptr, self.n_states, self.edge_counts)
         self._messages = None
+        self._sample_messages = {}        # conditional model: warm-start messages per sample
+        self._onehot = None
         self._dense = False              # pseudo-likelihood BLAS arrays, built on first use
         self._active_key = None
         self._active_graph = None
@@ -242,7 +254,7 @@ class PairwiseMRFModel:
         if w.shape != (self.n_params,):
             raise ValueError(f"weights have shape {w.shape}, the model has {self.n_params} parameters")
         node = w[:self.n_node_params]
-        ew = w[self.n_node_params:]
+        ew = w[self.n_node_params:self.edge_param_ptr[-1]]
         if self.feature_table is None:
             return node, ew
         return node, np.repeat(ew, np.diff(self.graph.edge_ptr)) * self.feature_table
@@ -262,7 +274,7 @@ class PairwiseMRFModel:
 
     def active_edges(self, w):
         """Ids of the candidate edges with a non-zero weight."""
-        ew = np.asarray(w)[self.n_node_params:]
+        ew = np.asarray(w)[self.n_node_params:self.edge_param_ptr[-1]]
         if not len(ew):
             return np.zeros(0, np.int64)
         nz = np.add.reduceat(np.abs(ew), self.edge_param_ptr[:-1] - self.n_node_params) > 0
@@ -275,12 +287,72 @@ class PairwiseMRFModel:
             self._active_key = key
         return self._active_graph
 
+    # -- the conditional model: node potentials from per-sample features ------------------
+    def feature_weights(self, w):
+        """The node-feature weights: a list of (k_i, d) arrays, or one (k, d) array when tied."""
+        d = self.F.shape[2]
+        fw = np.asarray(w)[self.feat_ptr[0]:]
+        if self.tie_features:
+            return fw.reshape(int(self.n_states[0]), d)
+        return [fw[self.feat_ptr[i] - self.feat_ptr[0]:self.feat_ptr[i + 1] - self.feat_ptr[0]].reshape(k, d)
+                for i, k in enumerate(self.n_states)]
+
+    def sample_node_theta(self, w, F=None):
+        """(N, K) node log-potentials of every sample: biases + features x weights."""
+        F = self.F if F is None else F
+        return node_theta_rows(np.asarray(w)[:self.n_node_params], self.feature_weights(w), F,
+                               self.graph.node_ptr, self.tie_features)
+
+    def _feature_grad(self, G):
+        """Gradient of the feature weights from per-sample node-potential gradients G (N, K)."""
+        g = self.graph
+        if self.tie_features:
+            N, n, k = G.shape[0], g.n_nodes, int(self.n_states[0])
+            return np.einsum("rik,rid->kd", G.reshape(N, n, k), self.F).ravel()
+        return np.concatenate([(G[:, g.node_ptr[i]:g.node_ptr[i + 1]].T @ self.F[:, i, :]).ravel()
+                               for i in range(g.n_nodes)])
+
+    def _onehot_rows(self):
+        if self._onehot is None:
+            O = np.zeros((self.X.shape[0], self.graph.n_node_values))
+            for i in range(self.graph.n_nodes):
+                O[np.arange(len(O)), self.graph.node_ptr[i] + self.X[:, i]] = 1.0
+            self._onehot = O
+        return self._onehot
+
+    def _conditional_loss_grad(self, w, need_grad):
+        """Sum over samples of -log p(x^n | features^n): one inference per sample."""
+        _, edge_theta = self.potentials(w)
+        NT = self.sample_node_theta(w)
+        O = self._onehot_rows()
+        sw = self.sample_weight
+        G = np.zeros_like(NT)
+        edge_acc = np.zeros(self.graph.n_edge_values)
+        total_log_z = 0.0
+        pairs_for = None if need_grad else np.zeros(0, np.int64)
+        for r in range(len(NT)):
+            if sw[r] == 0.0:
+                continue
+            log_z, node_b, edge_b = self.infer(w, pairs_for=pairs_for, node_theta=NT[r], slot=r)
+            total_log_z += sw[r] * log_z
+            G[r] = sw[r] * node_b
+            edge_acc += sw[r] * edge_b
+        loss = total_log_z - float(np.sum(sw * np.einsum("rk,rk->r", NT, O))) - float(edge_theta @ self.edge_counts)
+        if not need_grad:
+            return loss, None
+        G -= sw[:, None] * O
+        grad = np.concatenate([G.sum(axis=0), self._edge_grad(edge_acc - self.edge_counts), self._feature_grad(G)])
+        return loss, grad
+
     # -- inference ------------------------------------------------------------------------
-    def infer(self, w, *, pairs_for=None, evidence=None, warm=True):
+    def infer(self, w, *, pairs_for=None, evidence=None, warm=True, node_theta=None, slot=None):
         """Inference on the active graph at ``w``: returns (log_z, node_beliefs,
         edge_beliefs) with edge beliefs for active edges and, estimated, for the edges in
-        ``pairs_for`` (None: every inactive candidate)."""
-        node_theta, edge_theta = self.potentials(w)
+        ``pairs_for`` (None: every inactive candidate). ``node_theta`` overrides the node
+        log-potentials (one sample of the conditional model; ``slot`` names the sample
+        whose messages warm-start loopy BP)."""
+        node_bias, edge_theta = self.potentials(w)
+        node_theta = node_bias if node_theta is None else node_theta
         active = self.active_edges(w)
         graph = self.active_graph(active)
         if pairs_for is None:
@@ -302,11 +374,11 @@ class PairwiseMRFModel:
             marg = (lambda ev: junction_tree(graph, node_theta, edge_theta, max_table=self.max_table,
                                              evidence=ev).node_beliefs)
         else:
-            res = self._bp(graph, node_theta, edge_theta, evidence, warm)
+            res = self._bp(graph, node_theta, edge_theta, evidence, warm, slot=slot)
             log_z, node_b, edge_b = res.log_z, res.node_beliefs, res.edge_beliefs
 
             def marg(ev):                 # warm-started from the unclamped messages
-                return self._bp(graph, node_theta, edge_theta, ev, True, record=False).node_beliefs
+                return self._bp(graph, node_theta, edge_theta, ev, True, record=False, slot=slot).node_beliefs
         if len(pairs_for):
             pairs = self.graph.edges[pairs_for]
             sizes = np.diff(self.graph.edge_ptr)[pairs_for]
@@ -320,7 +392,7 @@ class PairwiseMRFModel:
             edge_b[idx] = vals
         return log_z, node_b, edge_b
 
-    def _bp(self, graph, node_theta, edge_theta, evidence, warm, record=True):
+    def _bp(self, graph, node_theta, edge_theta, evidence, warm, record=True, slot=None):
         from .mrf_bp import loopy_bp
         if evidence:
             node_theta = node_theta.copy()
@@ -329,10 +401,13 @@ class PairwiseMRFModel:
                 keep = node_theta[lo + a]
                 node_theta[lo:hi] = -1e300
                 node_theta[lo + a] = keep
-        res = loopy_bp(graph, node_theta, edge_theta, messages=self._messages if warm else None,
-                       warn=False, **self.bp)
+        start = self._messages if slot is None else self._sample_messages.get(slot)
+        res = loopy_bp(graph, node_theta, edge_theta, messages=start if warm else None, warn=False, **self.bp)
         if record:
-            self._messages = res.messages
+            if slot is None:
+                self._messages = res.messages
+            else:
+                self._sample_messages[slot] = res.messages
             self.last_inference = {"method": "loopy-bp", "sweeps": res.n_iter, "max_change": res.max_change,
                                    "converged": res.converged, "active_edges": len(graph.active)}
             if not res.converged:
@@ -349,6 +424,8 @@ class PairwiseMRFModel:
         node_theta, edge_theta = self.potentials(w)
         if self.objective == "pseudo":
             return self._pl_loss_grad(w, node_theta, edge_theta)
+        if self.F is not None:
+            return self._conditional_loss_grad(w, need_grad)
         pairs_for = None if need_grad else np.zeros(0, np.int64)
         log_z, node_b, edge_b = self.infer(w, pairs_for=pairs_for)
         Nw = self.total_weight
@@ -426,27 +503,32 @@ class PairwiseMRFModel:
         GE[:, starts] = g_node[:, None]
         np.subtract.at(GE.T, ref, part.T)
         g_edge = GE[rows, cols] + GE[cols, rows]
-        return loss, g_node, g_edge
+        return loss, g_node, g_edge, Z
 
     def _pl_loss_grad(self, w, node_theta, edge_theta):
         from numba import get_num_threads
 
+        from .mrf_pl_kernels import pl_loss_grad
+
+        if self.F is not None:
+            node_theta = self.sample_node_theta(w)
         if self._dense is False:
             self._dense = self._pl_dense_setup()
         if self._dense is not None:
-            loss, g_node, g_edge = self._pl_dense(node_theta, edge_theta)
-            return loss, np.concatenate([g_node, self._edge_grad(g_edge)])
-
-        from .mrf_pl_kernels import pl_loss_grad
-        live = np.zeros(self.graph.n_edges, np.bool_)
-        live[self.active_edges(w)] = True
-        g_node = np.empty(self.graph.n_node_values)
-        g_edge = np.empty(self.graph.n_edge_values)
-        loss = pl_loss_grad(self.X, self.sample_weight, self.graph.arrays(), live,
-                            np.ascontiguousarray(node_theta), np.ascontiguousarray(edge_theta), g_node, g_edge,
-                            get_num_threads())
-        g = np.concatenate([g_node, self._edge_grad(g_edge)])
-        return float(loss), g
+            loss, g_node, g_edge, R = self._pl_dense(node_theta, edge_theta)
+        else:
+            live = np.zeros(self.graph.n_edges, np.bool_)
+            live[self.active_edges(w)] = True
+            g_node = np.empty(self.graph.n_node_values)
+            g_edge = np.empty(self.graph.n_edge_values)
+            R = np.zeros((self.X.shape[0] if self.F is not None else 0, self.graph.n_node_values))
+            loss = pl_loss_grad(self.X, self.sample_weight, self.graph.arrays(), live,
+                                np.ascontiguousarray(np.atleast_2d(node_theta)), np.ascontiguousarray(edge_theta),
+                                g_node, g_edge, R, get_num_threads())
+        parts = [g_node, self._edge_grad(g_edge)]
+        if self.F is not None:
+            parts.append(self._feature_grad(R))
+        return float(loss), np.concatenate(parts)
 
     def initial_weights(self):
         """Node biases at the log of the (smoothed) marginal frequencies, edges at zero:
@@ -457,6 +539,37 @@ class PairwiseMRFModel:
             c = self.node_counts[g.node_ptr[i]:g.node_ptr[i + 1]] + 0.5
             w[g.node_ptr[i]:g.node_ptr[i + 1]] = np.log(c / c.sum())
         return w
+
+
+def check_node_features(F, n_samples, n_nodes, source="node_features"):
+    """Validate per-sample node features: (N, n, d) floats, or (N, d) shared by every
+    variable; returns a float64 (N, n, d) array."""
+    try:
+        A = np.asarray(F, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataFormatError(source, None, f"not a numeric array ({exc})") from None
+    if A.ndim == 2:
+        A = np.repeat(A[:, None, :], n_nodes, axis=1)
+    if A.ndim != 3 or A.shape[:2] != (n_samples, n_nodes) or A.shape[2] < 1:
+        raise DataFormatError(source, None, f"expected shape ({n_samples}, {n_nodes}, d) or ({n_samples}, d), "
+                                            f"got {np.shape(F)}")
+    bad = ~np.isfinite(A)
+    if bad.any():
+        r, i, f = np.argwhere(bad)[0]
+        raise DataFormatError(source, int(r) + 1, f"variable {int(i)}, feature {int(f)}: {A[r, i, f]} is not finite")
+    return np.ascontiguousarray(A)
+
+
+def node_theta_rows(bias, feature_weights, F, node_ptr, tied):
+    """(N, K) node log-potentials ``bias + features x weights`` of every row of F."""
+    N, n, _ = F.shape
+    if tied:
+        k = feature_weights.shape[0]
+        return bias[None, :] + np.einsum("rid,kd->rik", F, feature_weights).reshape(N, n * k)
+    out = np.repeat(bias[None, :], N, axis=0)
+    for i in range(n):
+        out[:, node_ptr[i]:node_ptr[i + 1]] += F[:, i, :] @ feature_weights[i].T
+    return out
 
 
 def _outer_products(node_b, node_ptr, n_states, pairs):

@@ -12,7 +12,7 @@ from numba import njit, prange
 
 
 @njit(cache=True, nogil=True)
-def _chunk(X, sw, lo, hi, G, live, node_theta, edge_theta, g_node, g_edge, logit):
+def _chunk(X, sw, lo, hi, G, live, node_theta, edge_theta, g_node, g_edge, logit, resid):
     ns, node_ptr, edge_ptr = G[0], G[1], G[3]
     adj_ptr, adj_nbr, adj_edge, adj_side = G[5], G[6], G[7], G[8]
     n = len(ns)
@@ -22,11 +22,12 @@ def _chunk(X, sw, lo, hi, G, live, node_theta, edge_theta, g_node, g_edge, logit
         if w == 0.0:
             continue
         x = X[r]
+        th = node_theta[r if node_theta.shape[0] > 1 else 0]
         for i in range(n):
             k = ns[i]
             nb = node_ptr[i]
             for a in range(k):
-                logit[a] = node_theta[nb + a]
+                logit[a] = th[nb + a]
             for t in range(adj_ptr[i], adj_ptr[i + 1]):
                 e = adj_edge[t]
                 if not live[e]:
@@ -54,6 +55,9 @@ def _chunk(X, sw, lo, hi, G, live, node_theta, edge_theta, g_node, g_edge, logit
             logit[xi] -= w
             for a in range(k):
                 g_node[nb + a] += logit[a]
+            if resid.shape[0] > 0:
+                for a in range(k):
+                    resid[r, nb + a] = logit[a]
             for t in range(adj_ptr[i], adj_ptr[i + 1]):
                 e = adj_edge[t]
                 xj = x[adj_nbr[t]]
@@ -69,10 +73,12 @@ def _chunk(X, sw, lo, hi, G, live, node_theta, edge_theta, g_node, g_edge, logit
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def pl_loss_grad(X, sw, G, live, node_theta, edge_theta, g_node, g_edge, n_chunks):
+def pl_loss_grad(X, sw, G, live, node_theta, edge_theta, g_node, g_edge, resid, n_chunks):
     """Negative pseudo-log-likelihood summed over samples (weights ``sw``); the gradient
     with respect to the node and edge log-potentials is written into ``g_node`` and
-    ``g_edge`` (overwritten). ``n_chunks``: sample chunks (one per thread)."""
+    ``g_edge`` (overwritten). ``node_theta`` is (1, K) or, per sample, (N, K); ``resid``
+    (N, K) receives each sample's weighted residuals (conditional model) or is (0, K).
+    ``n_chunks``: sample chunks (one per thread)."""
     N = X.shape[0]
     T = max(1, min(n_chunks, N // 64 + 1))
     kmax = 1
@@ -85,7 +91,7 @@ def pl_loss_grad(X, sw, G, live, node_theta, edge_theta, g_node, g_edge, n_chunk
         lo = c * N // T
         hi = (c + 1) * N // T
         logit = np.empty(kmax)
-        losses[c] = _chunk(X, sw, lo, hi, G, live, node_theta, edge_theta, gn[c], ge[c], logit)
+        losses[c] = _chunk(X, sw, lo, hi, G, live, node_theta, edge_theta, gn[c], ge[c], logit, resid)
     g_node[:] = gn.sum(axis=0)
     g_edge[:] = ge.sum(axis=0)
     return losses.sum()
