@@ -170,3 +170,31 @@ def test_main_cli_has_mrf():
     parser = build_parser()
     args = parser.parse_args(["mrf", "x.csv", "--l1", "2"])
     assert args.l1 == 2.0
+
+
+def test_conditional_model_learns_feature_weights(tmp_path):
+    """A chain CRF: each variable's state follows its own input (weight 2), neighbours agree."""
+    rng = np.random.default_rng(0)
+    N, n = 600, 4
+    F = rng.normal(size=(N, n, 1))
+    g = Graph([2] * n, [[0, 1], [1, 2], [2, 3]])
+    X = np.empty((N, n), dtype=np.int64)
+    for r in range(N):
+        nt = np.stack([-F[r, :, 0], F[r, :, 0]], axis=1).ravel()          # +-1 * input
+        X[r] = gibbs_sample(g, nt, np.tile([0.5, -0.5, -0.5, 0.5], 3), 1, burn_in=50, n_chains=1, seed=r)[0]
+    m = PairwiseMRF(l1=10.0, inference="exact", tie_features=True).fit(X, node_features=F)
+    assert m.edges_.tolist() == [[0, 1], [1, 2], [2, 3]]
+    fw = m.feature_weights_
+    assert fw.shape == (2, 1) and fw[1, 0] - fw[0, 0] > 1.4               # true difference 2
+    s = m.score(X[:20], node_features=F[:20])
+    with pytest.raises(ValueError, match="give node_features"):
+        m.score(X[:20])
+    P = m.predict_marginals(np.full((2, n), -1), node_features=np.array([[[3.0]] * n, [[-3.0]] * n]))
+    assert P[0, :, 1].min() > 0.9 and P[1, :, 0].min() > 0.9
+    assert m.sample(node_features=F[:5]).shape == (5, n)
+    p = tmp_path / "c.mrf"
+    m.save(p)
+    m2 = PairwiseMRF.load(p)
+    assert m2.score(X[:20], node_features=F[:20]) == pytest.approx(s, rel=1e-13)
+    untied = PairwiseMRF(l1=10.0, inference="pseudo-likelihood").fit(X, node_features=F)
+    assert len(untied.feature_weights_) == n and untied.feature_weights_[0].shape == (2, 1)

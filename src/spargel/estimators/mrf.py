@@ -65,6 +65,9 @@ class PairwiseMRF(ParamsMixin):
         pairs, Potts agreement otherwise).
     n_states : None, int or sequence
         States per variable (default: ``max + 1`` of each column of X).
+    tie_features : bool
+        Conditional model only (``fit(X, node_features=F)``): one (k, d) table of
+        feature weights shared by every variable (a grid CRF) instead of one per variable.
     candidate_estimate : None, 'independent' or 'clamp'
         How gradients of inactive edges are estimated (see :mod:`spargel.models.mrf`).
     bp_schedule, bp_damping, bp_max_iter, bp_tol : loopy BP options.
@@ -80,6 +83,9 @@ class PairwiseMRF(ParamsMixin):
     node_weights_ : list of (k_i,) arrays, the node log-potentials.
     edge_strength_ : (E,) the Frobenius norm of each double-centred edge table (the part
         of the table that couples the two variables).
+    feature_weights_ : conditional model only: a list of (k_i, d) arrays (one (k, d)
+        array when ``tie_features``), so that ``theta_i(a) = node_weights_[i][a] +
+        feature_weights_[i][a] . features[i]``.
     n_states_, n_features_in_, weights_ (flat), history_ (one dict per iteration),
     n_iter_, stop_reason_, converged_, inference_ (the last training inference report),
     bp_failures_ (training gradient evaluations whose BP did not converge).
@@ -88,7 +94,8 @@ class PairwiseMRF(ParamsMixin):
     _estimator_kind = "density"
 
     def __init__(self, l1=1.0, *, l2=0.0, penalty="l1", inference="loopy-bp", solver="owlqn",
-                 candidate_edges=None, edge_features="full", n_states=None, candidate_estimate=None,
+                 candidate_edges=None, edge_features="full", n_states=None, tie_features=False,
+                 candidate_estimate=None,
                  bp_schedule="sequential", bp_damping=0.0, bp_max_iter=200, bp_tol=1e-6,
                  max_iter=None, tol=1e-6, n_jobs=1, random_state=None, verbose=False):
         self.l1 = l1
@@ -99,6 +106,7 @@ class PairwiseMRF(ParamsMixin):
         self.candidate_edges = candidate_edges
         self.edge_features = edge_features
         self.n_states = n_states
+        self.tie_features = tie_features
         self.candidate_estimate = candidate_estimate
         self.bp_schedule = bp_schedule
         self.bp_damping = bp_damping
@@ -139,8 +147,13 @@ class PairwiseMRF(ParamsMixin):
                                   "does not have; use penalty='l1'") from None
         return GroupLasso(self.l1, model.layout, l2=self.l2)
 
-    def fit(self, X, y=None, sample_weight=None):
-        """Learn the structure and weights from ``X`` (n_samples, n_variables) of states."""
+    def fit(self, X, y=None, sample_weight=None, node_features=None):
+        """Learn the structure and weights from ``X`` (n_samples, n_variables) of states.
+
+        ``node_features``: optional (n_samples, n_variables, d) or (n_samples, d) inputs
+        that shift every sample's node potentials (the conditional model, a CRF on a
+        general graph); then inference runs once per sample.
+        """
         from ..models.mrf import PairwiseMRFModel, check_discrete_data
         from ..solvers import default_max_iter, get_solver
 
@@ -158,7 +171,7 @@ class PairwiseMRF(ParamsMixin):
             Xc, ns, self.candidate_edges, edge_features=self.edge_features,
             objective="pseudo" if pl else "likelihood", inference="exact" if self.inference == "exact" else "loopy-bp",
             sample_weight=sample_weight, candidate_estimate=self.candidate_estimate, bp=self._bp_options(),
-            validated=True)
+            node_features=node_features, tie_features=self.tie_features, validated=True)
         penalty = self._penalty(model)
         solver_name = self.solver
         if self.penalty == "group" and solver_name == "owlqn":
@@ -207,6 +220,8 @@ class PairwiseMRF(ParamsMixin):
         self._node_theta = node_theta.copy()
         self._edge_theta = np.concatenate([edge_theta[g.edge_ptr[e]:g.edge_ptr[e + 1]] for e in active]) \
             if len(active) else np.zeros(0)
+        self._features = None if model.F is None else np.asarray(w[model.feat_ptr[0]:], dtype=np.float64).copy()
+        self._n_input_features = 0 if model.F is None else int(model.F.shape[2])
         self._build()
 
     def _build(self):
@@ -220,6 +235,29 @@ class PairwiseMRF(ParamsMixin):
         self.edge_strength_ = np.array([np.linalg.norm(t - t.mean(0, keepdims=True) - t.mean(1, keepdims=True)
                                                        + t.mean()) for t in self.edge_weights_])
         self._exact = None
+        if getattr(self, "_features", None) is not None:
+            d, ns = self._n_input_features, self.n_states_
+            if self.tie_features:
+                self.feature_weights_ = self._features.reshape(int(ns[0]), d).copy()
+            else:
+                offs = np.concatenate([[0], np.cumsum(ns * d)])
+                self.feature_weights_ = [self._features[offs[i]:offs[i + 1]].reshape(ns[i], d).copy()
+                                         for i in range(len(ns))]
+
+    def _row_thetas(self, node_features, n_rows):
+        """Per-row node log-potentials (n_rows, K) of the conditional model, or None."""
+        from ..models.mrf import check_node_features, node_theta_rows
+        conditional = getattr(self, "_features", None) is not None
+        if node_features is None:
+            if conditional:
+                raise ValueError("this model was fitted with node_features; give node_features for these rows")
+            return None
+        if not conditional:
+            raise ValueError("this model was fitted without node_features")
+        F = check_node_features(node_features, n_rows, self.n_features_in_)
+        if F.shape[2] != self._n_input_features:
+            raise ValueError(f"node_features have {F.shape[2]} features, the model {self._n_input_features}")
+        return node_theta_rows(self._node_theta, self.feature_weights_, F, self._graph.node_ptr, self.tie_features)
 
     # -- inference on the fitted model ----------------------------------------------------
     def _check_fitted(self):
@@ -236,12 +274,13 @@ class PairwiseMRF(ParamsMixin):
                 self._exact = False
         return self._exact
 
-    def _marginals(self, evidence):
+    def _marginals(self, evidence, node_theta=None):
+        node_theta = self._node_theta if node_theta is None else node_theta
         if self._exact_ok():
             from ..models.mrf_exact import junction_tree
-            return junction_tree(self._graph, self._node_theta, self._edge_theta, evidence=evidence)
+            return junction_tree(self._graph, node_theta, self._edge_theta, evidence=evidence)
         from ..models.mrf_bp import loopy_bp
-        nt = self._node_theta.copy()
+        nt = node_theta.copy()
         for i, a in (evidence or {}).items():
             lo, hi = self._graph.node_ptr[i], self._graph.node_ptr[i + 1]
             keep = nt[lo + a]
@@ -249,31 +288,40 @@ class PairwiseMRF(ParamsMixin):
             nt[lo + a] = keep
         return loopy_bp(self._graph, nt, self._edge_theta, **self._bp_options())
 
-    def log_partition(self):
-        """(log Z, 'exact' or 'bethe') of the fitted model."""
+    def log_partition(self, node_theta=None):
+        """(log Z, 'exact' or 'bethe') of the fitted model (of one row's node
+        log-potentials ``node_theta`` in the conditional model)."""
         self._check_fitted()
-        r = self._marginals(None)
+        r = self._marginals(None, node_theta)
         return float(r.log_z), ("exact" if self._exact_ok() else "bethe")
 
-    def score_samples(self, X):
+    def score_samples(self, X, node_features=None):
         """Log-likelihood of each row of X (exact where the junction tree fits, Bethe
-        otherwise; :attr:`score_method_` says which)."""
+        otherwise; :attr:`score_method_` says which). The conditional model needs the
+        rows' ``node_features``."""
         from ..models.mrf import check_discrete_data
         self._check_fitted()
         Xc, _ = check_discrete_data(X, self.n_states_, min_samples=1)
-        log_z, method = self.log_partition()
-        self.score_method_ = method
+        rows = self._row_thetas(node_features, len(Xc))
         g = self._graph
         s = np.zeros(len(Xc))
-        for i in range(g.n_nodes):
-            s += self._node_theta[g.node_ptr[i] + Xc[:, i]]
         for e, (i, j) in enumerate(g.edges):
             s += self._edge_theta[g.edge_ptr[e] + Xc[:, i] * self.n_states_[j] + Xc[:, j]]
-        return s - log_z
+        if rows is None:
+            log_z, method = self.log_partition()
+            for i in range(g.n_nodes):
+                s += self._node_theta[g.node_ptr[i] + Xc[:, i]]
+            s -= log_z
+        else:
+            for r in range(len(Xc)):
+                log_z, method = self.log_partition(rows[r])
+                s[r] += rows[r, g.node_ptr[:-1] + Xc[r]].sum() - log_z
+        self.score_method_ = method
+        return s
 
-    def score(self, X, y=None):
+    def score(self, X, y=None, node_features=None):
         """Mean log-likelihood per sample (exact or Bethe: see :attr:`score_method_`)."""
-        return float(np.mean(self.score_samples(X)))
+        return float(np.mean(self.score_samples(X, node_features)))
 
     def _partial(self, X_partial):
         from ..models.mrf import check_discrete_data
@@ -281,7 +329,7 @@ class PairwiseMRF(ParamsMixin):
         return check_discrete_data(X_partial, self.n_states_, allow_missing=True, min_samples=1,
                                    source="X_partial")[0]
 
-    def predict_marginals(self, X_partial):
+    def predict_marginals(self, X_partial, node_features=None):
         """Marginals of every variable given the observed ones (``-1`` = unobserved).
 
         Returns an (n_rows, n_variables, max_states) array; ``[r, i, a]`` is
@@ -290,25 +338,27 @@ class PairwiseMRF(ParamsMixin):
         junction tree fits, loopy BP otherwise.
         """
         Xp = self._partial(X_partial)
+        rows = self._row_thetas(node_features, len(Xp))
         g = self._graph
         kmax = int(self.n_states_.max())
         out = np.zeros((len(Xp), g.n_nodes, kmax))
         for r, row in enumerate(Xp):
             ev = {int(i): int(row[i]) for i in np.flatnonzero(row >= 0)}
-            b = self._marginals(ev).node_beliefs
+            b = self._marginals(ev, None if rows is None else rows[r]).node_beliefs
             for i in range(g.n_nodes):
                 out[r, i, :self.n_states_[i]] = b[g.node_ptr[i]:g.node_ptr[i + 1]]
         return out
 
-    def predict(self, X_partial):
+    def predict(self, X_partial, node_features=None):
         """Fill the unobserved (``-1``) entries with the most probable joint completion
         (max-product BP: exact on a tree or forest, approximate on a loopy graph)."""
         from ..models.mrf_bp import loopy_bp
         Xp = self._partial(X_partial)
+        rows = self._row_thetas(node_features, len(Xp))
         g = self._graph
         out = Xp.copy()
         for r, row in enumerate(Xp):
-            nt = self._node_theta.copy()
+            nt = (self._node_theta if rows is None else rows[r]).copy()
             for i in np.flatnonzero(row >= 0):
                 lo, hi = g.node_ptr[i], g.node_ptr[i + 1]
                 keep = nt[lo + row[i]]
@@ -318,15 +368,21 @@ class PairwiseMRF(ParamsMixin):
             out[r] = res.map_state(g)
         return out
 
-    def sample(self, n_samples=1, *, burn_in=200, thin=5, random_state=None):
-        """Draw samples (n_samples, n_variables) from the fitted model by Gibbs sampling."""
+    def sample(self, n_samples=1, *, burn_in=200, thin=5, random_state=None, node_features=None):
+        """Draw samples (n_samples, n_variables) from the fitted model by Gibbs sampling
+        (conditional model: one sample per row of ``node_features``)."""
         from ..models.mrf_sampling import gibbs_sample
         self._check_fitted()
         rs = self.random_state if random_state is None else random_state
         seed = 0 if rs is None else (int(rs) if isinstance(rs, (int, np.integer))
                                      else int(np.random.default_rng(rs).integers(2**31)))
-        return gibbs_sample(self._graph, self._node_theta, self._edge_theta, n_samples, burn_in=burn_in,
-                            thin=thin, seed=seed)
+        if getattr(self, "_features", None) is None:
+            self._row_thetas(node_features, n_samples)          # refuses stray features
+            return gibbs_sample(self._graph, self._node_theta, self._edge_theta, n_samples, burn_in=burn_in,
+                                thin=thin, seed=seed)
+        rows = self._row_thetas(node_features, len(np.asarray(node_features)))
+        return np.concatenate([gibbs_sample(self._graph, rows[r], self._edge_theta, 1, burn_in=burn_in, thin=1,
+                                            n_chains=1, seed=seed + r) for r in range(len(rows))])
 
     def plot(self, ax=None, labels=None, positions=None, **kwargs):
         """Draw the learned graph (needs matplotlib): variables on a circle (or at
@@ -344,9 +400,12 @@ class PairwiseMRF(ParamsMixin):
         self._check_fitted()
         meta = {"params": {k: v for k, v in self.get_params().items()
                            if isinstance(v, (int, float, str, bool, type(None)))}}
-        io.save_arrays(path, "mrf", meta, {"n_states": self.n_states_.astype(np.int64),
-                                           "edges": self.edges_.astype(np.int64),
-                                           "node_theta": self._node_theta, "edge_theta": self._edge_theta})
+        arrays = {"n_states": self.n_states_.astype(np.int64), "edges": self.edges_.astype(np.int64),
+                  "node_theta": self._node_theta, "edge_theta": self._edge_theta}
+        if getattr(self, "_features", None) is not None:
+            arrays["feature_weights"] = self._features
+            meta["n_input_features"] = self._n_input_features
+        io.save_arrays(path, "mrf", meta, arrays)
 
     @classmethod
     def load(cls, path):
@@ -372,6 +431,15 @@ class PairwiseMRF(ParamsMixin):
                        f"{name} must be {size} finite float64 values")
         params = meta.get("params", {}) if isinstance(meta, dict) else {}
         est = cls(**{k: v for k, v in params.items() if k in cls._param_names()})
+        est._features, est._n_input_features = None, 0
+        if "feature_weights" in arrays:
+            d = meta.get("n_input_features")
+            fw = arrays["feature_weights"]
+            size = (int(ns[0]) if est.tie_features else int(ns.sum())) * (d if isinstance(d, int) else 0)
+            io.require(isinstance(d, int) and d >= 1 and fw.dtype == np.float64 and fw.shape == (size,)
+                       and np.all(np.isfinite(fw)) and (not est.tie_features or np.all(ns == ns[0])), path,
+                       "feature_weights do not match n_states and n_input_features")
+            est._features, est._n_input_features = fw.copy(), d
         est.n_states_ = ns.astype(np.int64)
         est.n_features_in_ = len(ns)
         est.edges_ = edges
