@@ -24,36 +24,32 @@ SEQUENTIAL, RESIDUAL, PARALLEL = 0, 1, 2
 
 
 @njit(cache=True, nogil=True, fastmath=FAST)
-def _cavities(i, G, node_pot, msgs, C, suf):
-    """Write the cavities of node ``i`` into ``C``; returns the slot range."""
-    ns, node_ptr, msg_ptr, adj_ptr, adj_edge, adj_side = G[0], G[1], G[4], G[5], G[7], G[8]
-    k = ns[i]
-    a0, a1 = adj_ptr[i], adj_ptr[i + 1]
-    nb = node_ptr[i]
+def _cavities(i, k, nb, a0, a1, adj_in, node_pot, msgs, C, suf):
+    """Write the cavities of node ``i`` (``k`` states, node values at ``nb``, slots
+    ``a0:a1``) into ``C``."""
+    if a1 == a0:
+        return
     # prefix products: C[slot t] = phi * prod_{s < t} m_s
-    prev = -1
-    for t in range(a0, a1):
-        o = msg_ptr[2 * adj_edge[t] + 1 - adj_side[t]]
-        if prev < 0:
-            for x in range(k):
-                C[o + x] = node_pot[nb + x]
-        else:
-            po = msg_ptr[2 * adj_edge[prev] + 1 - adj_side[prev]]
-            mx = 0.0
-            for x in range(k):
-                v = C[po + x] * msgs[po + x]
-                C[o + x] = v
-                mx = max(mx, v)
-            if mx < TINY or mx > HUGE:
-                if mx > 0.0:
-                    for x in range(k):
-                        C[o + x] /= mx
-        prev = t
+    o = adj_in[a0]
+    for x in range(k):
+        C[o + x] = node_pot[nb + x]
+    for t in range(a0 + 1, a1):
+        po = o
+        o = adj_in[t]
+        mx = 0.0
+        for x in range(k):
+            v = C[po + x] * msgs[po + x]
+            C[o + x] = v
+            mx = max(mx, v)
+        if mx < TINY or mx > HUGE:
+            if mx > 0.0:
+                for x in range(k):
+                    C[o + x] /= mx
     # times suffix products, from the last slot backwards
     for x in range(k):
         suf[x] = 1.0
     for t in range(a1 - 1, a0 - 1, -1):
-        o = msg_ptr[2 * adj_edge[t] + 1 - adj_side[t]]
+        o = adj_in[t]
         mx = 0.0
         for x in range(k):
             C[o + x] *= suf[x]
@@ -63,24 +59,33 @@ def _cavities(i, G, node_pot, msgs, C, suf):
             if mx > 0.0:
                 for x in range(k):
                     suf[x] /= mx
-    return a0, a1
 
 
 @njit(cache=True, nogil=True, fastmath=FAST)
-def _send(i, G, node_pot, edge_pot, src, dst, C, suf, out, damping, maxprod, resid):
+def _send(i, ns, node_ptr, adj_ptr, adj_nbr, adj_side, adj_in, adj_out, adj_table, node_pot, edge_pot,
+          src, dst, C, suf, out, damping, maxprod, resid):
     """Recompute every message out of node ``i``; returns the largest change."""
-    ns, edge_ptr, msg_ptr, adj_nbr, adj_edge, adj_side = G[0], G[3], G[4], G[6], G[7], G[8]
     k = ns[i]
-    a0, a1 = _cavities(i, G, node_pot, src, C, suf)
+    a0, a1 = adj_ptr[i], adj_ptr[i + 1]
+    _cavities(i, k, node_ptr[i], a0, a1, adj_in, node_pot, src, C, suf)
     worst = 0.0
     for t in range(a0, a1):
-        e = adj_edge[t]
         side = adj_side[t]
         j = adj_nbr[t]
         kj = ns[j]
-        co = msg_ptr[2 * e + 1 - side]
-        eo = edge_ptr[e]
-        if side == 0:                       # table[x_i, x_j]: accumulate rows
+        co = adj_in[t]
+        eo = adj_table[t]
+        mo = adj_out[t]
+        if k == 2 and kj == 2 and not maxprod:     # binary pair: unrolled
+            c0 = C[co]
+            c1 = C[co + 1]
+            if side == 0:
+                out[0] = edge_pot[eo] * c0 + edge_pot[eo + 2] * c1
+                out[1] = edge_pot[eo + 1] * c0 + edge_pot[eo + 3] * c1
+            else:
+                out[0] = edge_pot[eo] * c0 + edge_pot[eo + 1] * c1
+                out[1] = edge_pot[eo + 2] * c0 + edge_pot[eo + 3] * c1
+        elif side == 0:                     # table[x_i, x_j]: accumulate rows
             for y in range(kj):
                 out[y] = 0.0
             for x in range(k):
@@ -106,7 +111,6 @@ def _send(i, G, node_pot, edge_pot, src, dst, C, suf, out, damping, maxprod, res
         total = 0.0
         for y in range(kj):
             total += out[y]
-        mo = msg_ptr[2 * e + side]
         delta = 0.0
         if total > 0.0 and np.isfinite(total):
             inv = (1.0 - damping) / total
@@ -133,7 +137,8 @@ def run_bp(G, node_pot, edge_pot, msgs, schedule, max_iter, tol, damping, maxpro
     every message from the previous sweep's messages). Returns (sweeps, last change,
     message updates).
     """
-    ns, adj_ptr = G[0], G[5]
+    ns, node_ptr, adj_ptr, adj_nbr, adj_side = G[0], G[1], G[5], G[6], G[8]
+    adj_in, adj_out, adj_table = G[9], G[10], G[11]
     n = len(ns)
     kmax = 1
     for i in range(n):
@@ -160,7 +165,8 @@ def run_bp(G, node_pot, edge_pot, msgs, schedule, max_iter, tol, damping, maxpro
             resid[i] = 0.0
             if adj_ptr[i + 1] == adj_ptr[i]:
                 continue
-            d = _send(i, G, node_pot, edge_pot, src, msgs, C, suf, out, damping, maxprod, resid)
+            d = _send(i, ns, node_ptr, adj_ptr, adj_nbr, adj_side, adj_in, adj_out, adj_table, node_pot,
+                      edge_pot, src, msgs, C, suf, out, damping, maxprod, resid)
             updates += adj_ptr[i + 1] - adj_ptr[i]
             worst = max(worst, d)
         if schedule == RESIDUAL:
@@ -184,7 +190,8 @@ def beliefs(G, node_pot, edge_pot, msgs, active, node_b, edge_b):
     for i in range(n):
         k = ns[i]
         nb = node_ptr[i]
-        a0, a1 = _cavities(i, G, node_pot, msgs, C, suf)
+        a0, a1 = adj_ptr[i], adj_ptr[i + 1]
+        _cavities(i, k, nb, a0, a1, G[9], node_pot, msgs, C, suf)
         if a1 == a0:
             for x in range(k):
                 node_b[nb + x] = node_pot[nb + x]

@@ -18,7 +18,8 @@ kernels need is a flat integer array:
     edge ``adj_edge[k]``; ``adj_side[k]`` is 0 when ``i`` is that edge's first variable
     and 1 when it is the second. The message into ``i`` along slot ``k`` is
     ``2 * adj_edge[k] + 1 - adj_side[k]``, the message out of it ``2 * adj_edge[k] +
-    adj_side[k]``.
+    adj_side[k]``; their offsets in the message array are ``adj_in[k]`` and
+    ``adj_out[k]``, and the edge's table starts at ``adj_table[k]``.
 
 The adjacency may cover only a subset of the edges (the *active* ones): kernels then
 ignore the others, while their tables and messages keep their places in the flat
@@ -145,6 +146,10 @@ class Graph:
         counts = np.bincount(ends, minlength=self.n_nodes)
         self.adj_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.degree = counts.astype(np.int64)
+        # per slot: where the message into / out of the node sits, and the edge table
+        self.adj_in = self.msg_ptr[2 * self.adj_edge + 1 - self.adj_side]
+        self.adj_out = self.msg_ptr[2 * self.adj_edge + self.adj_side]
+        self.adj_table = self.edge_ptr[self.adj_edge]
 
     def with_active(self, active):
         """A graph sharing this one's offsets, with adjacency over ``active`` edges only."""
@@ -167,7 +172,8 @@ class Graph:
     def arrays(self):
         """The tuple the compiled kernels take."""
         return (self.n_states, self.node_ptr, self.edges, self.edge_ptr, self.msg_ptr,
-                self.adj_ptr, self.adj_nbr, self.adj_edge, self.adj_side)
+                self.adj_ptr, self.adj_nbr, self.adj_edge, self.adj_side,
+                self.adj_in, self.adj_out, self.adj_table)
 
     def is_forest(self):
         """True when the active graph has no cycle."""
