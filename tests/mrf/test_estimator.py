@@ -198,3 +198,21 @@ def test_conditional_model_learns_feature_weights(tmp_path):
     assert m2.score(X[:20], node_features=F[:20]) == pytest.approx(s, rel=1e-13)
     untied = PairwiseMRF(l1=10.0, inference="pseudo-likelihood").fit(X, node_features=F)
     assert len(untied.feature_weights_) == n and untied.feature_weights_[0].shape == (2, 1)
+
+
+def test_verbose_warnings_and_plot(capsys):
+    from spargel.errors import ConvergenceWarning
+
+    X, _ = _planted(N=300)
+    PairwiseMRF(l1=30.0, inference="loopy-bp", verbose=True).fit(X)
+    err = capsys.readouterr().err
+    assert "iter    1" in err and "bp " in err and "edges" in err
+    with pytest.warns(ConvergenceWarning, match="loopy BP did not converge"):
+        PairwiseMRF(l1=1.0, bp_max_iter=1, bp_tol=1e-14, max_iter=5).fit(X)
+    with pytest.warns(ConvergenceWarning, match="state 2 of variable 0 never occurs"):
+        PairwiseMRF(l1=30.0, inference="pseudo-likelihood", n_states=3, max_iter=3).fit(X)
+    pytest.importorskip("matplotlib")
+    m = PairwiseMRF(l1=30.0, inference="exact").fit(X)
+    ax = m.plot(labels=list("abcde"))
+    E = len(m.edges_)
+    assert E >= 1 and ax.get_title() == f"5 variables, {E} edges" and len(ax.lines) == E
