@@ -19,6 +19,7 @@ _LAZY = {
     "LogLinearClassifier": "spargel.estimators.loglinear",
     "SparseGaussianMRF": "spargel.estimators.gaussian",
     "SparseGaussianMRFCV": "spargel.estimators.gaussian",
+    "PairwiseMRF": "spargel.estimators.mrf",
     "SpargelError": "spargel.errors",
     "DataFormatError": "spargel.errors",
     "ModelFileError": "spargel.errors",

@@ -9,6 +9,7 @@ Sub-commands (``spargel COMMAND --help`` documents each one)::
     spargel plot HISTORY.jsonl ...              draw training histories
     spargel demo                                a synthetic end-to-end example
     spargel gmrf ...                            sparse Gaussian MRFs (when installed)
+    spargel mrf DATA.csv --l1 X                 discrete pairwise MRF structure learning
 
 Conventions: an input of ``-`` (or none) is standard input, an output of ``-``
 (or none) standard output. Every error is one line ``spargel: error: ...`` on
@@ -361,7 +362,15 @@ def build_parser():
             gp.set_defaults(func=_run_gmrf)
         except Exception:  # a broken optional command must not break the others
             pass
+    # -- mrf (spargel.estimators.mrf_cli) ---------------------------------------------------
+    from .estimators import mrf_cli
+    mrf_cli.add_parser(sub).set_defaults(func=_run_mrf)
     return parser
+
+
+def _run_mrf(args):
+    from .estimators import mrf_cli
+    return int(mrf_cli.run(args) or 0)
 
 
 def _gmrf_module():
