@@ -198,3 +198,20 @@ def test_dev_set_with_labels_unseen_in_training(chain):
     y_dev[0][0] = "NEVER-SEEN"
     crf = CRF(l1=4.0, max_iter=5).fit(X, y, X_dev=Xt[:20], y_dev=y_dev)
     assert all(0 < row["dev_accuracy"] < 1 for row in crf.history_)
+
+
+def test_sklearn_crfsuite_parameter_names_and_helpers():
+    X, y, _ = make_chain_data(n_sequences=40, random_state=2)
+    ours = CRF(l1=0.3, l2=0.2, max_iter=40).fit(X, y)
+    theirs = CRF(c1=0.3, c2=0.1, max_iterations=40).fit(X, y)      # l2 = 2 * c2
+    np.testing.assert_array_equal(ours.weights_, theirs.weights_)
+    assert theirs.predict_single(X[0]) == theirs.predict(X[:1])[0]
+    assert theirs.predict_marginals_single(X[0]) == theirs.predict_marginals(X[:1])[0]
+    assert set(theirs.attributes_) == {a for a, _ in theirs.state_features_}
+    assert theirs.training_log_ is theirs.history_
+    full = CRF(c1=0.0, c2=0.5, max_iterations=5, all_possible_transitions=True,
+               all_possible_states=True).fit(X, y)
+    L = len(full.classes_)
+    assert full.space_.n_params >= 0 and len(full.transition_features_) == L * L
+    from sklearn.base import clone
+    assert clone(theirs).get_params()["c1"] == 0.3

@@ -29,7 +29,8 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
     options = dict(est.solver_options or {})
     if est.solver in ("sgd-l1", "cd", "bcd") and "random_state" not in options:
         options["random_state"] = est.random_state
-    max_iter = default_max_iter(est.solver) if est.max_iter is None else int(est.max_iter)
+    max_it = est._effective("max_iter")
+    max_iter = default_max_iter(est.solver) if max_it is None else int(max_it)
     result = minimize(model, penalty, w0, max_iter=max_iter, tol=est.tol, gtol=est.gtol, window=est.window,
                       monitor=monitor, **options)
     est.history_ = result.history
@@ -74,7 +75,7 @@ def check_common_params(est):
     check_number("gtol", est.gtol)
     check_number("window", est.window, low=1, integer=True)
     check_number("max_iter", est.max_iter, integer=True, allow_none=True)
-    if est.solver == "lbfgs" and np.any(np.asarray(est.l1) > 0):
+    if est.solver == "lbfgs" and np.any(np.asarray(est._effective("l1")) > 0):
         raise ValueError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
     if est.solver_options is not None and not isinstance(est.solver_options, dict):
         raise TypeError(f"solver_options must be a dict or None, got {est.solver_options!r}")
@@ -101,6 +102,10 @@ class LogLinearCore(ParamsMixin):
     _kind = None
 
     # -- hooks -----------------------------------------------------------------------
+    def _effective(self, name):
+        """The value of parameter ``name`` that training uses (subclasses map aliases)."""
+        return getattr(self, name)
+
     def _rows(self, X):
         """Yield (uni, big) per sequence."""
         raise NotImplementedError
@@ -150,7 +155,8 @@ class LogLinearCore(ParamsMixin):
         model = make_model("crf", space, data, n_jobs=self.n_jobs)
         self._training_space = space
         try:
-            result = run_solver(self, model, ElasticNet(self.l1, self.l2, model.layout.penalty_scale), w0, monitor)
+            penalty = ElasticNet(self._effective("l1"), self._effective("l2"), model.layout.penalty_scale)
+            result = run_solver(self, model, penalty, w0, monitor)
         finally:
             del self._training_space
         self._set_fitted(space, result.w)

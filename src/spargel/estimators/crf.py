@@ -71,7 +71,8 @@ class CRF(LogLinearCore):
 
     def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=None, tol=1e-5, gtol=1e-5, window=10,
                  feature_space="observed", template=None, pad=True, n_jobs=None, random_state=None,
-                 warm_start=False, verbose=0, solver_options=None):
+                 warm_start=False, verbose=0, solver_options=None, c1=None, c2=None, max_iterations=None,
+                 all_possible_transitions=None, all_possible_states=None):
         self.solver = solver
         self.l1 = l1
         self.l2 = l2
@@ -87,6 +88,33 @@ class CRF(LogLinearCore):
         self.warm_start = warm_start
         self.verbose = verbose
         self.solver_options = solver_options
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.all_possible_transitions = all_possible_transitions
+        self.all_possible_states = all_possible_states
+
+    # -- sklearn-crfsuite names ----------------------------------------------------------
+    def _effective(self, name):
+        """sklearn-crfsuite's parameter names, when given, win over ours: ``c1`` ->
+        ``l1``, ``c2`` -> ``l2 = 2 * c2`` (CRFsuite's l2 term is ``c2 ||w||^2``),
+        ``max_iterations`` -> ``max_iter``. (``all_possible_transitions`` /
+        ``all_possible_states`` give every label pair a transition weight / every
+        attribute a weight for every label: the "full" space, part by part.)"""
+        if name == "l1" and self.c1 is not None:
+            return self.c1
+        if name == "l2" and self.c2 is not None:
+            return 2.0 * self.c2
+        if name == "max_iter" and self.max_iterations is not None:
+            return self.max_iterations
+        return getattr(self, name)
+
+    def _check_params(self):
+        from .base import check_number
+        for name in ("c1", "c2"):
+            check_number(name, getattr(self, name), allow_none=True)
+        check_number("max_iterations", self.max_iterations, integer=True, allow_none=True)
+        super()._check_params()
 
     # -- features ----------------------------------------------------------------------
     def _template(self):
@@ -102,6 +130,14 @@ class CRF(LogLinearCore):
     def _has_transitions(self):
         tpl = self._template()
         return True if tpl is None else tpl.transitions
+
+    def _feature_space(self, data):
+        from ..models.feature_space import FeatureSpace
+        if self.feature_space == "full" or not (self.all_possible_states or self.all_possible_transitions):
+            return super()._feature_space(data)
+        return FeatureSpace.observed(data, len(self._label_vocab), len(self._uni_vocab), len(self._big_vocab),
+                                     self._has_transitions(), all_states=bool(self.all_possible_states),
+                                     all_transitions=bool(self.all_possible_transitions))
 
     def _rows(self, X):
         if isinstance(X, (str, bytes)) or not hasattr(X, "__iter__"):
@@ -221,6 +257,14 @@ class CRF(LogLinearCore):
                 fixed[lo + t] = i
         return fixed
 
+    def predict_single(self, xseq, constraints=None):
+        """The labels of one sequence (sklearn-crfsuite's ``predict_single``)."""
+        return self.predict([xseq], None if constraints is None else [constraints])[0]
+
+    def predict_marginals_single(self, xseq):
+        """Per token of one sequence, a dict label -> probability."""
+        return self.predict_marginals([xseq])[0]
+
     def predict(self, X, constraints=None):
         """Most probable label sequence for every sequence (Viterbi). ``constraints``:
         per sequence, a list with a label (fixed) or None (free) per token."""
@@ -273,6 +317,20 @@ class CRF(LogLinearCore):
         return [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
 
     # -- inspection ----------------------------------------------------------------------
+    @property
+    def attributes_(self):
+        """Names of the attributes that kept a non-zero weight (sklearn-crfsuite)."""
+        self._check_fitted()
+        return list(self._uni_vocab)
+
+    @property
+    def training_log_(self):
+        """The per-iteration history rows (``history_``; sklearn-crfsuite's name)."""
+        if not hasattr(self, "history_"):
+            from ..errors import NotFittedError
+            raise NotFittedError("this CRF has no training log yet; call fit() first")
+        return self.history_
+
     @property
     def state_features_(self):
         """{(attribute, label): weight} for the non-zero unigram weights."""

@@ -90,6 +90,8 @@ def path(estimator, X, y, l1_values=None, n_l1=10, l1_min_ratio=1e-3, X_dev=None
     X = list(X)
     y = list(y)
     est = _fresh(estimator, warm_start=True)
+    if "c1" in est.get_params():
+        est.set_params(c1=None)                 # the path sets l1 itself
     rows = []
     dev_labels = None if y_dev is None else _label_lists(est, y_dev)
     for v in values:

@@ -120,7 +120,7 @@ def partial_fit(est, X, y):
     state.space = space
     est._uni_vocab = state.uni
     model = make_model("crf", space, data)
-    penalty = ElasticNet(est.l1, est.l2, model.layout.penalty_scale)
+    penalty = ElasticNet(est._effective("l1"), est._effective("l2"), model.layout.penalty_scale)
     state.n_seen += data.n_sequences
     N = int(n_samples) if n_samples is not None else state.n_seen
     row = sgd_partial_pass(model, penalty, state.sgd, N, **options)

@@ -70,9 +70,12 @@ class FeatureSpace:
         )
 
     @classmethod
-    def observed(cls, data, n_labels, n_uni_attrs, n_big_attrs, transitions=True):
+    def observed(cls, data, n_labels, n_uni_attrs, n_big_attrs, transitions=True, all_states=False,
+                 all_transitions=False):
         """Only the (attribute, label) and (attribute, label pair) combinations and the
-        transitions seen in the labelled ``data``, as CRFsuite."""
+        transitions seen in the labelled ``data``, as CRFsuite; ``all_states`` gives every
+        unigram attribute every label, ``all_transitions`` every label pair a transition
+        weight (CRFsuite's ``feature.possible_states`` / ``possible_transitions``)."""
         L = n_labels
         y = data.labels.astype(np.int64)
         first = np.zeros(data.n_tokens, dtype=bool)
@@ -80,9 +83,18 @@ class FeatureSpace:
         pair = np.full(data.n_tokens, -1, dtype=np.int64)      # -1: no previous label
         pair[1:] = y[:-1] * L + y[1:]
         pair[first] = -1
-        u_ptr, u_lab = _seen_csr(data.uni_ptr, data.uni_ids, y, n_uni_attrs, L)
+        if all_states:
+            u_ptr = np.arange(n_uni_attrs + 1, dtype=np.int64) * L
+            u_lab = np.tile(np.arange(L, dtype=np.int32), n_uni_attrs)
+        else:
+            u_ptr, u_lab = _seen_csr(data.uni_ptr, data.uni_ids, y, n_uni_attrs, L)
         b_ptr, b_pair = _seen_csr(data.big_ptr, data.big_ids, pair, n_big_attrs, L * L)
-        t_pair = np.unique(pair[pair >= 0]).astype(np.int32) if transitions else np.zeros(0, np.int32)
+        if not transitions:
+            t_pair = np.zeros(0, np.int32)
+        elif all_transitions:
+            t_pair = np.arange(L * L, dtype=np.int32)
+        else:
+            t_pair = np.unique(pair[pair >= 0]).astype(np.int32)
         return cls(L, u_ptr, u_lab, b_ptr, b_pair, t_pair)
 
     def compact(self, w):
