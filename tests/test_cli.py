@@ -600,3 +600,34 @@ def test_train_streaming_in_chunks_and_warm_start(tmp_path):
     again = tmp_path / "m2.model"
     assert main(["train", "--quiet", "--stream", "25", "--init", str(model), str(path), str(again)]) == 0
     assert CRF.load(again).predict([[["r0"]]])[0][0] in first.classes_
+
+
+# ---------------------------------------------------------------------------------------
+# partial labels and weights from column files
+# ---------------------------------------------------------------------------------------
+
+def test_train_with_unknown_labels_and_a_weight_column(tmp_path, capsys):
+    rng = random.Random(3)
+    sents = make_corpus(80, seed=4)
+    lines = []
+    for k, s in enumerate(sents):
+        w = 1 + k % 3
+        for word, pos, tag in s:
+            lines.append(f"{word} {pos} {w} {'?' if rng.random() < 0.3 else tag}")
+        lines.append("")
+    f = tmp_path / "partial.txt"
+    f.write_text("\n".join(lines) + "\n")
+    model = tmp_path / "m.model"
+    rc, _, err = run(["train", "--quiet", "--unknown-label", "?", "--weight-column", "2", "--max-iter", "40",
+                      f, model], capsys)
+    assert rc == 0, err
+    from spargel import CRF
+    crf = CRF.load(model)
+    assert "?" not in crf.classes_
+    test = make_corpus(30, seed=5)
+    assert crf.score([[list(t[:2]) for t in s] for s in test], [[t[2] for t in s] for s in test]) > 0.9
+    lines[0] = lines[0].replace(" 1 ", " 2 ")          # two weights in one sequence
+    f.write_text("\n".join(lines) + "\n")
+    rc, _, err = run(["train", "--quiet", "--weight-column", "2", f, model], capsys)
+    assert_one_line_error(rc, err, 1)
+    assert "different values" in err

@@ -215,3 +215,22 @@ def test_sklearn_crfsuite_parameter_names_and_helpers():
     assert full.space_.n_params >= 0 and len(full.transition_features_) == L * L
     from sklearn.base import clone
     assert clone(theirs).get_params()["c1"] == 0.3
+
+
+def test_partial_labels_and_sample_weights():
+    X, y, _ = make_chain_data(n_sequences=60, random_state=4)
+    rng = np.random.default_rng(0)
+    hidden = [[None if rng.random() < 0.4 else lab for lab in seq] for seq in y]
+    crf = CRF(l1=0.5).fit(X, hidden)
+    assert crf.score(X, y) > 0.8 and set(crf.classes_) == {lab for s in y for lab in s}
+    assert np.isfinite(crf.objective_)
+    # integer weights = duplicated sequences
+    w = rng.integers(1, 4, size=len(X))
+    a = CRF(l1=0.5, tol=1e-9).fit(X, y, sample_weight=w)
+    b = CRF(l1=0.5, tol=1e-9).fit([x for x, k in zip(X, w) for _ in range(k)],
+                                  [s for s, k in zip(y, w) for _ in range(k)])
+    np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-6)
+    with pytest.raises(ValueError, match="sample_weight"):
+        CRF().fit(X, y, sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match="bcd"):
+        CRF(solver="bcd").fit(X, hidden)

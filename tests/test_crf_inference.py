@@ -226,3 +226,39 @@ def test_models_do_not_depend_on_the_thread_count():
     for f in fits[1:]:
         assert f.n_iter_ == fits[0].n_iter_
         np.testing.assert_array_equal(f.weights_, fits[0].weights_)
+
+
+def _brute_partial_loss(space, data, w, sw):
+    total = 0.0
+    for s in range(data.n_sequences):
+        lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+        paths, scores = enumerate_paths(space, data, w, s)
+        known = data.labels[lo:hi]
+        ok = np.array([all(k < 0 or k == y for k, y in zip(known, p)) for p in paths])
+        num = np.logaddexp.reduce(scores[ok])
+        total += sw[s] * (np.logaddexp.reduce(scores) - num)
+    return total
+
+
+@pytest.mark.parametrize("kind,transitions", CASES)
+def test_partial_labels_and_weights_match_enumeration(kind, transitions):
+    space, data, w = problem(5, kind, transitions)
+    rng = np.random.default_rng(9)
+    data.labels = np.where(rng.random(data.n_tokens) < 0.4, -1, data.labels).astype(np.int32)
+    sw = rng.uniform(0.2, 3.0, size=data.n_sequences)
+    model = M.ChainCRF(space, data, sample_weight=sw, n_jobs=2)
+    loss, g = model.loss_grad(w)
+    assert loss == pytest.approx(_brute_partial_loss(space, data, w, sw), rel=1e-10)
+    np.testing.assert_allclose(g, _finite_differences(model, w), rtol=1e-5, atol=1e-6)
+    big = M.ChainCRF(space, data, sample_weight=sw).loss_grad(w * 300)      # log-space fallback too
+    assert big[0] == pytest.approx(_brute_partial_loss(space, data, w * 300, sw), rel=1e-9)
+
+
+def test_integer_weights_equal_duplicated_sequences():
+    space, data, w = problem(6, "full", True)
+    reps = np.array([2, 1, 3, 1])[:data.n_sequences]
+    dup = data.subset(np.repeat(np.arange(data.n_sequences), reps))
+    a = M.ChainCRF(space, data, sample_weight=reps.astype(float)).loss_grad(w)
+    b = M.ChainCRF(space, dup).loss_grad(w)
+    assert a[0] == pytest.approx(b[0], rel=1e-12)
+    np.testing.assert_allclose(a[1], b[1], rtol=1e-10, atol=1e-12)

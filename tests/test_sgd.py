@@ -260,3 +260,30 @@ def test_loglinear_classifier_uses_the_same_solver():
     ref = LogLinearClassifier(l1=0.5).fit(Xd, y)                       # OWL-QN to convergence
     assert ref.objective_ <= sgd.objective_ < ref.objective_ * 1.005
     assert abs(sgd.score(Xd, y) - ref.score(Xd, y)) <= 0.03
+
+
+def test_partial_labels_and_weights_in_sgd_match_the_batch_model():
+    """SGD's per-sample losses and steps use the same objective as the batch model:
+    its summed sample loss equals the batch loss, and lazy SGD equals the eager
+    reference built from batch gradients of one sequence at a time."""
+    rng = np.random.default_rng(4)
+    data = random_data(rng, n_seq=10, max_len=5, n_uni=8, n_big=3, n_labels=3)
+    data.labels = np.where(rng.random(data.n_tokens) < 0.3, -1, data.labels).astype(np.int32)
+    space = random_space(rng, data, "full", 3, 8, 3)
+    sw = rng.uniform(0.5, 2.0, size=data.n_sequences)
+    model = ChainCRF(space, data, sample_weight=sw)
+    w = rng.normal(size=space.n_params)
+    assert model.sample_loss(np.arange(data.n_sequences), w) == pytest.approx(model.loss(w), rel=1e-12)
+    res = minimize_sgd_l1(model, ElasticNet(0.5, 0.0), max_iter=2, eta0=0.2, alpha=0.85, shuffle=False)
+    N, n = data.n_sequences, space.n_params
+    v, q, u = np.zeros(n), np.zeros(n), 0.0
+    for k in range(2 * N):
+        s = k % N
+        eta = 0.2 * 0.85 ** (k / N)
+        g = ChainCRF(space, data.subset([s]), sample_weight=sw[[s]]).loss_grad(v)[1]
+        v = v - eta * g
+        u += eta * 0.5 / N
+        z = v.copy()
+        v = np.where(z > 0, np.maximum(0, z - (u + q)), np.where(z < 0, np.minimum(0, z + (u - q)), 0.0))
+        q += v - z
+    np.testing.assert_allclose(res.w, v, rtol=1e-9, atol=1e-11)

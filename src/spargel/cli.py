@@ -265,6 +265,13 @@ def build_parser():
                    help="drop features that look outside the sequence instead of using the "
                         "CRF++ markers _B-1, _B+1, ... (CRFsuite's habit)")
     p.add_argument("--seed", type=int, default=None, help="random seed for randomised solvers")
+    p.add_argument("--unknown-label", metavar="MARK",
+                   help="a label equal to MARK means 'unknown here' (partially labelled training data: "
+                        "training sums over the labels at such positions)")
+    p.add_argument("--weight-column", type=int, metavar="N",
+                   help="observation column N (counting from 0, as %%x[row,N]) holds the weight of its "
+                        "sequence (the same number on every token); it is removed from the observations "
+                        "before the pattern applies")
     p.add_argument("--encoding", default="utf-8", metavar="NAME",
                    help="text encoding of TRAIN, --dev and --pattern (CoNLL-2002 is latin-1)")
     p.add_argument("-q", "--quiet", action="store_true",
@@ -742,6 +749,31 @@ def _template_text(args, n_cols, source, line):
     return _COLUMNS_MARK.format(n=n_cols) + "\n" + text
 
 
+def _take_weight_column(sents, col, name):
+    """Remove observation column ``col`` from every sentence and return the per-sentence
+    weights it holds (the same number on every token)."""
+    weights = []
+    for s in sents:
+        n_cols = len(s.columns[0])
+        if not 0 <= col < n_cols:
+            raise CommandError(f"{name}:{s.line}: --weight-column {col} but the tokens have {n_cols} observation "
+                               f"column(s) (counting from 0)")
+        values = {tok[col] for tok in s.columns}
+        if len(values) != 1:
+            raise CommandError(f"{name}:{s.line}: the weight column holds different values in one sequence "
+                               f"({', '.join(sorted(values)[:3])})")
+        text = values.pop()
+        try:
+            w = float(text)
+        except ValueError:
+            raise CommandError(f"{name}:{s.line}: weight {text!r} is not a number") from None
+        if not (w >= 0 and w < float("inf")):
+            raise CommandError(f"{name}:{s.line}: weight {text!r} must be a finite number >= 0")
+        weights.append(w)
+        s.columns = [tok[:col] + tok[col + 1:] for tok in s.columns]
+    return weights
+
+
 def cmd_train(args):
     """``spargel train``: fit a CRF on a column file and write the model."""
     import warnings
@@ -775,9 +807,13 @@ def cmd_train(args):
         return _train_streaming(args, say)
     t0 = time.perf_counter()
     sents, name, _ = _read_sentences(args.train, encoding=args.encoding)
+    weights = _take_weight_column(sents, args.weight_column, name) if args.weight_column is not None else None
+    if args.unknown_label is not None:
+        for s in sents:
+            s.labels = [None if lab == args.unknown_label else lab for lab in s.labels]
     n_cols = len(sents[0].columns[0])
     text = _template_text(args, n_cols, name, sents[0].line)
-    known = {lab for s in sents for lab in s.labels}
+    known = {lab for s in sents for lab in s.labels if lab is not None}
     if len(known) < 2:
         raise CommandError(f"{name}: the last column holds only one distinct label "
                            f"({next(iter(known))!r}); training needs at least 2 -- is this a "
@@ -812,7 +848,8 @@ def cmd_train(args):
                 say(_fmt_row(row))
                 return stopper.requested
 
-            crf.fit(sents, [s.labels for s in sents], X_dev=dev_x, y_dev=dev_y, callback=callback)
+            crf.fit(sents, [s.labels for s in sents], X_dev=dev_x, y_dev=dev_y, callback=callback,
+                    sample_weight=weights)
             stopper.saving = True
             interrupted = stopper.requested or crf.stop_reason_ == "interrupted"
             crf.save(args.model)

@@ -164,10 +164,15 @@ def label_ids(labels, seq_ptr, vocab, grow):
 
 
 def _add_labels(ys, vocab, grow, out, s):
+    """Append the ids of the labels ``ys`` of sequence s; ``None`` (a label unknown at
+    this position: partially labelled training data) becomes -1 when ``grow``."""
     mapping = vocab.mapping
     for t, y in enumerate(ys):
         i = mapping.get(y)
         if i is None:
+            if y is None and grow:
+                out.append(-1)
+                continue
             if not isinstance(y, str):
                 raise TypeError(f"sequence {s}, token {t}: label {y!r} is not a string")
             if not grow:

@@ -152,7 +152,8 @@ class LogLinearCore(ParamsMixin):
         warn_large_values(self, data.big_vals)
         space = self._feature_space(data)
         w0 = self._warm_start_weights(space) if getattr(self, "warm_start", False) else None
-        model = make_model("crf", space, data, n_jobs=self.n_jobs)
+        model = make_model("crf", space, data, n_jobs=self.n_jobs,
+                           sample_weight=getattr(self, "_sample_weight", None))
         self._training_space = space
         try:
             penalty = ElasticNet(self._effective("l1"), self._effective("l2"), model.layout.penalty_scale)

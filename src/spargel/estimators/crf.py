@@ -180,19 +180,27 @@ class CRF(LogLinearCore):
         return data
 
     # -- fitting -----------------------------------------------------------------------
-    def fit(self, X, y, X_dev=None, y_dev=None, callback=None):
+    def fit(self, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None):
         """Train on sequences ``X`` with label sequences ``y``.
 
-        ``X_dev``/``y_dev`` are decoded after every iteration and their accuracy (and
-        chunk F1 for B-/I-/E-/S- tags) is added to ``history_``. ``callback(row)`` is
-        called with each history row (a dict) as soon as it is complete; returning True
-        stops training. Ctrl-C stops after the current iteration and keeps the
-        weights reached (``stop_reason_ == "interrupted"``)."""
+        A label ``None`` means "unknown at this position": training sums over the
+        labels there (partially labelled sequences; solvers owlqn, lbfgs, fista and
+        sgd-l1). ``sample_weight``: one weight per sequence (integer weights give the
+        model trained on duplicated sequences). ``X_dev``/``y_dev`` are decoded after
+        every iteration and their accuracy (and chunk F1 when the tags form a chunk
+        scheme) is added to ``history_``. ``callback(row)`` is called with each history
+        row (a dict) as soon as it is complete; returning True stops training. Ctrl-C
+        stops after the current iteration and keeps the weights reached
+        (``stop_reason_ == "interrupted"``)."""
         self._check_params()
         if self.warm_start:
             self._remember_for_warm_start()
         y = _label_lists(y, "y")
         data = self._dataset(X, y, grow=True)
+        self._sample_weight = _sequence_weights(sample_weight, data.n_sequences)
+        if self.solver in ("cd", "bcd") and (self._sample_weight is not None or np.any(data.labels < 0)):
+            raise ValueError(f"solver {self.solver!r} does not take sample weights or partially labelled "
+                             f"sequences; use solver='owlqn' (or 'sgd-l1')")
         dev = None
         if X_dev is not None:
             y_dev = _label_lists(y_dev, "y_dev")
@@ -297,11 +305,15 @@ class CRF(LogLinearCore):
                 for s, lst in enumerate(lists)]
 
     def score(self, X, y):
-        """Token accuracy of ``predict(X)`` against ``y`` (unknown labels in ``y`` raise)."""
+        """Token accuracy of ``predict(X)`` against ``y`` (labels the model does not know
+        raise; ``None`` labels are not counted)."""
         from ..models.crf import decode
-        data = self._data(X, _label_lists(y, "y"))
+        y = _label_lists(y, "y")
+        known = np.array([lab is not None for seq in y for lab in seq], dtype=bool)
+        y = [[self.classes_[0] if lab is None else lab for lab in seq] for seq in y]
+        data = self._data(X, y)
         ids, _ = decode(self.space_, data, self.weights_)
-        return float(np.mean(ids == data.labels))
+        return float(np.mean((ids == data.labels)[known])) if known.any() else float("nan")
 
     def path(self, X, y, l1_values=None, n_l1=10, l1_min_ratio=1e-3, X_dev=None, y_dev=None):
         """Pseudo regularisation path: fits of this estimator's settings for decreasing
@@ -364,6 +376,17 @@ class CRF(LogLinearCore):
         s, w, names, L = self.space_, self.weights_, self.classes_, self.space_.n_labels
         return {(names[p // L], names[p % L]): float(w[s.t_base + k])
                 for k, p in enumerate(s.t_pair) if w[s.t_base + k] != 0}
+
+
+def _sequence_weights(sample_weight, n):
+    if sample_weight is None:
+        return None
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    if sw.shape != (n,):
+        raise ValueError(f"sample_weight has shape {sw.shape}, expected one weight per sequence ({n},)")
+    if not np.all(np.isfinite(sw)) or np.any(sw < 0):
+        raise ValueError("sample_weight must be finite and >= 0")
+    return sw
 
 
 def _label_lists(y, name):

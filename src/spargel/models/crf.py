@@ -142,14 +142,22 @@ class ChainCRF:
     The empirical feature counts are computed once; the loss is ``sum log Z - w . counts``
     and the gradient ``expected counts - counts``.
 
+    ``sample_weight`` (one per sequence) multiplies each sequence's term, so integer
+    weights give the model of the duplicated sequences. Label -1 marks a position whose
+    label is unknown: such a sequence's numerator sums over the unknown labels (a
+    forward-backward with the known labels clamped), ``-log sum_{y consistent} p(y|x)``.
+
     ``inference``: ``"auto"`` / ``"sparse"`` (bigram attributes enter the chain through
     their non-zero weights only, and transitions through the exp(λ)-1 trick when few are
     non-zero) or ``"dense"`` (every bigram weight and a dense transition matrix).
     """
 
-    def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None):
+    def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None, sample_weight=None):
         if data.labels is None:
             raise ValueError("training data needs labels")
+        self.sw = np.zeros(0) if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
+        if len(self.sw) and self.sw.shape != (data.n_sequences,):
+            raise ValueError(f"sample_weight has {len(self.sw)} entries, the data {data.n_sequences} sequences")
         self.view = CRFView(space, data, inference)
         self.space, self.data, self.inference = space, data, inference
         self.n_jobs = resolve_n_jobs(n_jobs)
@@ -158,8 +166,14 @@ class ChainCRF:
         fixed = FIXED_CHUNKS if FIXED_CHUNKS * space.n_params * 8 <= CHUNK_BUFFER_BUDGET else 1
         bounds = balanced_chunks(data.seq_ptr, max(self.n_jobs, fixed))
         self._orders = [np.arange(bounds[c], bounds[c + 1], dtype=np.int64) for c in range(len(bounds) - 1)]
+        unknown = np.zeros(data.n_sequences, dtype=bool)
+        tok_seq = np.repeat(np.arange(data.n_sequences), np.diff(data.seq_ptr))
+        unknown[tok_seq[data.labels < 0]] = True
+        self.partial = unknown
+        self._partial = [o[unknown[o]] for o in self._orders]
         self._emp = np.zeros(self.n_params)
-        K.empirical_counts(self.view.space_t, self.view.data_t, self._emp)
+        K.empirical_counts(self.view.space_t, self.view.data_t, np.flatnonzero(~unknown).astype(np.int64), self.sw,
+                           self._emp)
         n_dense = len(self.view.d_attr)
         self._gbufs = [np.zeros(self.n_params) for _ in self._orders]
         self._Gdbufs = [np.zeros((n_dense, self.view.Lp)) for _ in self._orders]
@@ -188,27 +202,43 @@ class ChainCRF:
             self._work = [v.buffers(o) for o in self._orders]
         bufs = self._work
         accs = [v.accumulators(trans) for _ in self._orders]
-        failed = [np.zeros(len(o), np.uint8) for o in self._orders]
+        scratch = [v.accumulators(trans) for _ in self._orders]
+        # per chunk: the free pass over all its sequences, the clamped pass over its
+        # partially labelled ones (each flags the sequences that need log space)
+        passes = [(self._orders[c], False) for c in range(len(self._orders))]
+        passes += [(self._partial[c], True) for c in range(len(self._orders))]
+        failed = [np.zeros(len(o), np.uint8) for o, _ in passes]
         for c in range(len(self._orders)):
             if want_grad:
                 self._gbufs[c].fill(0.0)
                 self._Gdbufs[c].fill(0.0)
+        n_chunks = len(self._orders)
 
         def run(c):
-            return K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, v.all_pairs, self._orders[c], want_grad,
-                                     self._gbufs[c], self._Gdbufs[c], accs[c], failed[c], bufs[c])
+            total = 0.0
+            for p in (c, c + n_chunks):
+                order, clamp = passes[p]
+                if len(order):
+                    total += K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, v.all_pairs, order, want_grad,
+                                               self._gbufs[c], self._Gdbufs[c], accs[c], failed[p], bufs[c],
+                                               self.sw, clamp, scratch[c])
+            return total
 
-        if self.n_jobs == 1 or len(self._orders) == 1:
-            logz = [run(c) for c in range(len(self._orders))]
+        if self.n_jobs == 1 or n_chunks == 1:
+            logz = [run(c) for c in range(n_chunks)]
         else:
-            with ThreadPoolExecutor(max_workers=min(self.n_jobs, len(self._orders))) as pool:
-                logz = list(pool.map(run, range(len(self._orders))))
+            with ThreadPoolExecutor(max_workers=min(self.n_jobs, n_chunks)) as pool:
+                logz = list(pool.map(run, range(n_chunks)))
         tcount = np.zeros(len(trans[11]))
-        for c in range(len(self._orders)):
-            bad = self._orders[c][failed[c] == 1]
-            if len(bad):
-                logz[c] += K.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, v.all_pairs, bad, want_grad,
-                                                 self._gbufs[c], self._Gdbufs[c], tcount, bufs[c], v.log_buffers(bad))
+        tcount1 = np.zeros(len(trans[11]))
+        for c in range(n_chunks):
+            for p in (c, c + n_chunks):
+                order, clamp = passes[p]
+                bad = order[failed[p] == 1]
+                if len(bad):
+                    logz[c] += K.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, v.all_pairs, bad,
+                                                     want_grad, self._gbufs[c], self._Gdbufs[c], tcount, bufs[c],
+                                                     v.log_buffers(bad), self.sw, clamp, tcount1)
             if want_grad:
                 C.transition_counts(trans, accs[c], tcount)
         total = sum(logz)
@@ -246,7 +276,7 @@ class ChainCRF:
         from . import crf_sgd
         st_, dt_ = self.view.space_t, self.view.data_t
         direct, use_rows = crf_sgd.pass_layout(prm, l1w, m)
-        wk = crf_sgd.work(st_, dt_, order, v, aux, use_rows, direct)
+        wk = crf_sgd.work(st_, dt_, order, v, aux, use_rows, direct, self.sw, self.partial)
         return crf_sgd.sgd_pass(st_, dt_, self._sgd_trans(), order, v, aux, l1w, m, st, prm, wk)
 
     def sample_loss(self, order, w):
@@ -255,7 +285,7 @@ class ChainCRF:
         st_, dt_ = self.view.space_t, self.view.data_t
         order = np.ascontiguousarray(order, dtype=np.int64)
         w = np.ascontiguousarray(w, dtype=np.float64)
-        wk = crf_sgd.work(st_, dt_, order, w, np.zeros(0), False, False)
+        wk = crf_sgd.work(st_, dt_, order, w, np.zeros(0), False, False, self.sw, self.partial)
         st = np.zeros(6)
         prm = np.zeros(8)
         prm[3], prm[4], prm[6] = crf_sgd.LOSS_ONLY, 1.0, 1.0

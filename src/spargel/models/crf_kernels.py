@@ -47,14 +47,17 @@ FAST = C.FAST
 
 # --------------------------------------------------------------------------- layout views
 @njit(cache=True, nogil=True)
-def empirical_counts(space, data, emp):
-    """emp += feature counts of the gold label sequences (unigram, bigram, transitions)."""
+def empirical_counts(space, data, order, sw, emp):
+    """emp += feature counts of the gold label sequences ``order`` (unigram, bigram,
+    transitions), each times its weight ``sw[s]`` (``sw`` empty: 1)."""
     L, u_ptr, u_lab = space[0], space[1], space[2]
     b_ptr, b_pair, b_base = space[3], space[4], space[5]
     t_base, t_index = space[7], space[8]
     seq_ptr, uni_ptr, uni_ids, uni_vals = data[0], data[1], data[2], data[3]
     big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
-    for s in range(len(seq_ptr) - 1):
+    for r in range(len(order)):
+        s = order[r]
+        c = sw[s] if len(sw) > 0 else 1.0
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         for t in range(lo, hi):
             y = labels[t]
@@ -62,19 +65,19 @@ def empirical_counts(space, data, emp):
                 a = uni_ids[j]
                 for k in range(u_ptr[a], u_ptr[a + 1]):
                     if u_lab[k] == y:
-                        emp[k] += uni_vals[j]
+                        emp[k] += c * uni_vals[j]
                         break
             if t == lo:
                 continue
             pair = labels[t - 1] * L + y
             ti = t_index[pair]
             if ti >= 0:
-                emp[t_base + ti] += 1.0
+                emp[t_base + ti] += c
             for j in range(big_ptr[t], big_ptr[t + 1]):
                 a = big_ids[j]
                 for k in range(b_ptr[a], b_ptr[a + 1]):
                     if b_pair[k] == pair:
-                        emp[b_base + k] += big_vals[j]
+                        emp[b_base + k] += c * big_vals[j]
                         break
 
 
@@ -345,14 +348,44 @@ def correction_capacity(space, data, cnt, order):
 
 # --------------------------------------------------------------------------- batch pass
 @njit(cache=True, nogil=True)
-def chunk_logz_grad(w, space, data, aux, trans, all_pairs, order, want_grad, g, Gd, acc, failed, buf):
-    """Sum of log Z over the sequences ``order``; with want_grad, adds their expected
-    feature counts to ``g`` (sparse unigram and bigram weights), ``Gd`` (dense unigram
-    rows) and the transition accumulators ``acc`` (see ``chain.backward``). A sequence
-    whose scaled recursion underflows is skipped and flagged in ``failed`` (the caller
-    redoes it with :func:`chunk_logz_grad_log`)."""
+def _clamp(E, labels, lo, n, L):
+    """Scores of every label but the known one to -inf (unknown labels are -1)."""
+    for t in range(n):
+        f = labels[lo + t]
+        if f >= 0:
+            for y in range(L):
+                if y != f:
+                    E[t, y] = -np.inf
+
+
+@njit(cache=True, nogil=True)
+def _add_scaled_acc(acc, part, c):
+    """acc += c * part (transition accumulators); part is left zeroed."""
+    for i in range(acc[0].shape[0]):
+        for y in range(acc[0].shape[1]):
+            acc[0][i, y] += c * part[0][i, y]
+            part[0][i, y] = 0.0
+    for q in range(len(acc[1])):
+        acc[1][q] += c * part[1][q]
+        part[1][q] = 0.0
+    for q in range(len(acc[2])):
+        acc[2][q] += c * part[2][q]
+        part[2][q] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def chunk_logz_grad(w, space, data, aux, trans, all_pairs, order, want_grad, g, Gd, acc, failed, buf, sw, clamp,
+                    acc1):
+    """``sum_s c_s log Z_s`` over the sequences ``order``, ``c_s`` their weight ``sw[s]``
+    (``sw`` empty: 1); with want_grad, adds ``c_s`` times their expected feature counts
+    to ``g`` (sparse unigram and bigram weights), ``Gd`` (dense unigram rows) and the
+    transition accumulators ``acc`` (see ``chain.backward``; ``acc1`` is zeroed scratch of
+    the same shapes). With ``clamp`` the partition functions are those of the known
+    labels (label -1: unknown, summed over) and ``c_s`` is negated: the numerator of a
+    partially labelled sequence. A sequence whose scaled recursion underflows is skipped
+    and flagged in ``failed`` (the caller redoes it with :func:`chunk_logz_grad_log`)."""
     L = space[0]
-    seq_ptr = data[0]
+    seq_ptr, labels = data[0], data[7]
     E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
     nomask = buf[13]
     total = 0.0
@@ -360,25 +393,37 @@ def chunk_logz_grad(w, space, data, aux, trans, all_pairs, order, want_grad, g, 
         s = order[r]
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
+        c = sw[s] if len(sw) > 0 else 1.0
+        if clamp:
+            c = -c
         emissions(w, space, aux, lo, hi, E)
+        if clamp:
+            _clamp(E, labels, lo, n, L)
         C.exp_rows(E, psi, shift, n, L, kbuf)
         corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
         logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         if math.isnan(logz):
             failed[r] = 1
             continue
-        total += logz
+        total += c * logz
         if want_grad:
-            C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
-            scatter(space, data, aux, lo, hi, alpha, P, need, 1.0, g, Gd)
+            if c == 1.0:
+                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
+            else:
+                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc1, need, P, tmp)
+                _add_scaled_acc(acc, acc1, c)
+            scatter(space, data, aux, lo, hi, alpha, P, need, c, g, Gd)
     return total
 
 
 @njit(cache=True, nogil=True)
-def chunk_logz_grad_log(w, space, data, aux, trans, all_pairs, order, want_grad, g, Gd, tcount, buf, lbuf):
+def chunk_logz_grad_log(w, space, data, aux, trans, all_pairs, order, want_grad, g, Gd, tcount, buf, lbuf, sw,
+                        clamp, tcount1):
     """:func:`chunk_logz_grad` in log space (for the sequences whose scaled recursion
-    underflowed); the transition counts go straight to ``tcount`` (by list index)."""
-    seq_ptr = data[0]
+    underflowed); the transition counts go straight to ``tcount`` (by list index;
+    ``tcount1`` is zeroed scratch of the same length)."""
+    L = space[0]
+    seq_ptr, labels = data[0], data[7]
     nomask = buf[13]
     E, scale, P, need, cacc, mark, corr = buf[0], buf[4], buf[8], buf[9], buf[10], buf[11], buf[12]
     la, lb, gamma, fv_t, cand = lbuf[0], lbuf[1], lbuf[2], lbuf[3], lbuf[4]
@@ -387,14 +432,22 @@ def chunk_logz_grad_log(w, space, data, aux, trans, all_pairs, order, want_grad,
         s = order[r]
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
+        c = sw[s] if len(sw) > 0 else 1.0
+        if clamp:
+            c = -c
         emissions(w, space, aux, lo, hi, E)
+        if clamp:
+            _clamp(E, labels, lo, n, L)
         corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
         if not want_grad:
             need[:n] = 0
-        logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount, need, P, fv_t, cand)
-        total += logz
+        logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount1, need, P, fv_t, cand)
+        total += c * logz
+        for k in range(len(tcount)):
+            tcount[k] += c * tcount1[k]
+            tcount1[k] = 0.0
         if want_grad and math.isfinite(logz):
-            scatter(space, data, aux, lo, hi, gamma, P, need, 1.0, g, Gd)
+            scatter(space, data, aux, lo, hi, gamma, P, need, c, g, Gd)
     return total
 
 

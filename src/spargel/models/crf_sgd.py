@@ -190,9 +190,10 @@ def _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode):
 
 
 @njit(cache=True, nogil=True, fastmath=FAST, inline="always")
-def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows):
+def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows, with_gold):
     """g (and the rows) += coef * (expected - gold) counts of the sequence's unigram
-    and bigram weights (gamma: point marginals, P: pair marginals where needed)."""
+    and bigram weights (gamma: point marginals, P: pair marginals where needed; no gold
+    part unless ``with_gold``)."""
     meta, W = rows[0], rows[1]
     L, u_lab, b_ptr, b_pair, b_base = space[0], space[2], space[3], space[4], space[5]
     uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
@@ -200,7 +201,7 @@ def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows):
     Lp = gamma.shape[1]
     for t in range(lo, hi):
         marg = gamma[t - lo]
-        y = labels[t]
+        y = labels[t] if with_gold else -1
         for j in range(uni_ptr[t], uni_ptr[t + 1]):
             at = uni_ids[j]
             cv = coef * uni_vals[j]
@@ -214,7 +215,7 @@ def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows):
                     g[k] += cv * (marg[lab] - (1.0 if lab == y else 0.0))
         if t > lo and need[t - lo]:
             Pt = P[t - lo]
-            gold = labels[t - 1] * L + y
+            gold = labels[t - 1] * L + y if with_gold else -1
             for j in range(big_ptr[t], big_ptr[t + 1]):
                 at = big_ids[j]
                 cv = coef * big_vals[j]
@@ -224,11 +225,14 @@ def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows):
 
 
 @njit(cache=True, nogil=True, fastmath=FAST, inline="always")
-def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, pen, marks):
-    """-log p(y_s | x_s) at the weights ``w = s_i * v`` (after settling the blocks it
-    meets, mode SETTLE); with ``coef != 0``, adds ``coef`` times its gradient to ``g``
-    (only the sequence's own weights are written; ``g`` may be ``v`` itself, the weights
-    are not read again once the gradient starts). ``trans`` is the (DENSE) transition
+def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, pen, marks, sw, partial):
+    """``c_s (-log p(y_s | x_s))`` at the weights ``w = s_i * v`` (after settling the
+    blocks it meets, mode SETTLE), ``c_s`` the sequence's weight (``sw`` empty: 1); with
+    ``coef != 0``, adds ``coef`` times its gradient to ``g`` (only the sequence's own
+    weights are written; ``g`` may be ``v`` itself, the weights are not read again once
+    the gradient starts). A partially labelled sequence (``partial[s]``, label -1 where
+    unknown) has the numerator ``log sum_{y consistent} exp(score)``: a second, clamped
+    forward-backward instead of the gold score. ``trans`` is the (DENSE) transition
     structure at the current weights. Returns NaN when even log space fails."""
     E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
     la, lb, gam, fv_t, cand, tcount, acc = xbuf
@@ -236,53 +240,68 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     seq_ptr, labels = data[0], data[7]
     lo, hi = seq_ptr[s], seq_ptr[s + 1]
     n = hi - lo
+    c = sw[s] if len(sw) > 0 else 1.0
+    clamped = len(partial) > 0 and partial[s] != 0
     has_big = n > 1 and data[4][hi] > data[4][lo + 1]
     if has_big and mode != LOSS:
         _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode)
     _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode)
     K.corrections(v, m, a, False, space, data, lo, hi, trans, corr, cacc, mark, need)
-    gold = K.gold_score(v, m, a, space, data, s, E)
-    C.exp_rows(E, psi, shift, n, L, kbuf)
-    logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
     want = coef != 0.0
     if not want:
         need[:n] = 0
-    for q in range(len(tcount)):
-        tcount[q] = 0.0
-    if logz != logz:
-        buf[4][0] = -1.0                 # marks the fallback for the pass statistics
-        logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gam, tcount, need, P, fv_t, cand)
-        if not (logz > -np.inf and logz < np.inf) or not (gold > -np.inf and gold < np.inf):
-            return np.nan
-        gamma = gam
-    else:
-        gamma = alpha
+    total = 0.0 if clamped else -K.gold_score(v, m, a, space, data, s, E)
+    if not (total > -np.inf and total < np.inf):
+        return np.nan
+    # phase 0: log Z and the expected counts; phase 1 (partial labels): the clamped
+    # numerator and its expected counts, with the opposite sign
+    for phase in range(2 if clamped else 1):
+        sign = 1.0 if phase == 0 else -1.0
+        if phase == 1:
+            K._clamp(E, labels, lo, n, L)
+        C.exp_rows(E, psi, shift, n, L, kbuf)
+        logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
+        for q in range(len(tcount)):
+            tcount[q] = 0.0
+        if logz != logz:
+            buf[4][0] = -1.0                 # marks the fallback for the pass statistics
+            logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gam, tcount, need, P, fv_t, cand)
+            if not (logz > -np.inf and logz < np.inf):
+                return np.nan
+            gamma = gam
+        else:
+            gamma = alpha
+            if want:
+                outer, glob, pos = acc
+                for i in range(outer.shape[0]):
+                    for y in range(outer.shape[1]):
+                        outer[i, y] = 0.0
+                for q in range(len(pos)):
+                    pos[q] = 0.0
+                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
+                C.transition_counts(trans, acc, tcount)
+        total += sign * logz
         if want:
-            outer, glob, pos = acc
-            for i in range(outer.shape[0]):
-                for y in range(outer.shape[1]):
-                    outer[i, y] = 0.0
-            for q in range(len(pos)):
-                pos[q] = 0.0
-            C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
-            C.transition_counts(trans, acc, tcount)
-    if want:
-        _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows)
-        for k in range(len(t_pair)):
-            p = t_pair[k]
-            i = p // L
-            g[t_base + k] += coef * tcount[(p - i * L) * L + i]
+            cs = sign * c * coef
+            _scatter(space, data, lo, hi, gamma, P, need, cs, g, rows, not clamped)
+            for k in range(len(t_pair)):
+                p = t_pair[k]
+                i = p // L
+                g[t_base + k] += cs * tcount[(p - i * L) * L + i]
+    if want and not clamped:
         for t in range(lo + 1, hi):
             ti = t_index[labels[t - 1] * L + labels[t]]
             if ti >= 0:
-                g[t_base + ti] -= coef
-    return logz - gold
+                g[t_base + ti] -= c * coef
+    return c * total
 
 
 # --------------------------------------------------------------------------- passes
-def work(space, data, order, v, aux, use_rows, direct):
+def work(space, data, order, v, aux, use_rows, direct, sw=None, partial=None):
     """Everything a pass needs, allocated here (kernels allocate nothing):
-    ``(meta, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf)``."""
+    ``(meta, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial)``; ``sw``
+    the per-sequence weights and ``partial`` the 0/1 flags of partially labelled
+    sequences (None: all weights 1, all labels known)."""
     L = space[0]
     Lp = C.padded(L)
     meta = attribute_records(space, use_rows)
@@ -298,7 +317,9 @@ def work(space, data, order, v, aux, use_rows, direct):
     n_u, n_b = len(space[1]) - 1, len(space[3]) - 1
     return (meta, W, np.full(W.shape[0], -1, dtype=np.int64), np.full(n_b, -1, dtype=np.int64),
             np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
-            np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf)
+            np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf,
+            np.zeros(0) if sw is None else np.ascontiguousarray(sw, dtype=np.float64),
+            np.zeros(0, np.uint8) if partial is None else np.ascontiguousarray(partial, dtype=np.uint8))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -333,11 +354,12 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
     variant, B = int(prm[3]), max(1, int(prm[6]))
     n = len(v)
     lazy = variant != Z.NAIVE
-    meta, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf = wk
+    meta, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial = wk
     loss_only = variant == LOSS_ONLY        # no step: the summed loss at v, into st[4]
     if loss_only:
-        B = len(order)
+        B = max(1, len(order))
         lazy = False
+        st[1] = 1.0                         # the weights are v itself
     direct = lazy and B == 1 and len(m) == 0
     use_rows = W.shape[0] > 0
     Lp = W.shape[2]
@@ -369,7 +391,7 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
         for r in range(start, end):
             buf[4][0] = 0.0
             step_loss += sample_step(v, m, a, space, data, order[r], trans, g, coef, mode, buf, xbuf, rows, pen,
-                                     marks)
+                                     marks, sw, partial)
             if buf[4][0] < 0.0:
                 st[5] += 1.0
         if loss_only:

@@ -83,6 +83,7 @@ class FeatureSpace:
         pair = np.full(data.n_tokens, -1, dtype=np.int64)      # -1: no previous label
         pair[1:] = y[:-1] * L + y[1:]
         pair[first] = -1
+        pair[1:][(y[:-1] < 0) | (y[1:] < 0)] = -1                # a label unknown (partial labels)
         if all_states:
             u_ptr = np.arange(n_uni_attrs + 1, dtype=np.int64) * L
             u_lab = np.tile(np.arange(L, dtype=np.int32), n_uni_attrs)
