@@ -1,18 +1,25 @@
-"""CoNLL-2000 chunking: spargel vs python-crfsuite on the same attributes.
+"""CRF training: spargel vs python-crfsuite on the same attributes and objective.
 
-Both learners see CRFsuite's classic chunking attributes (word and POS n-grams in a
-+-2 window, no features past the sentence edges), the "observed" feature space, and
-the same objective ``sum -log p(y|x) + 1 * ||w||_1`` (CRFsuite ``lbfgs`` with c1=1,
-c2=0; spargel OWL-QN with l1=1, l2=0), each with its default stopping rule
-(relative objective change < 1e-5 over 10 iterations). Every learner runs in its own
-process so that its peak memory can be read.
+Two data sets (``--dataset``):
+
+* ``conll2000`` (default): CoNLL-2000 chunking, 22 labels, CRFsuite's classic chunking
+  attributes (word and POS n-grams in a +-2 window);
+* ``conll2002``: CoNLL-2002 Spanish NER (``esp.train`` / ``esp.testb``, ISO-8859-1), 9
+  labels, generic word / POS n-gram, word-shape and affix attributes (:data:`NER_TEMPLATE`).
+  With few labels the per-attribute work, not the |Y|^2 work, dominates.
+
+Both learners see the same attributes (no features past the sentence edges), the
+"observed" feature space, and the same objective ``sum -log p(y|x) + 1 * ||w||_1``
+(CRFsuite ``lbfgs`` with c1=1, c2=0; spargel OWL-QN with l1=1, l2=0), each with its
+default stopping rule (relative objective change < 1e-5 over 10 iterations). Every
+learner runs in its own process so that its peak memory can be read.
 
 Reported: final objective (each learner's weights evaluated by the same code),
-iterations, gradient evaluations, time per gradient evaluation, test chunk F1 and
-token accuracy (conlleval rules), Viterbi tagging speed (feature extraction
+iterations, gradient evaluations, time per gradient evaluation, test chunk (entity) F1
+and token accuracy (conlleval rules), Viterbi tagging speed (feature extraction
 excluded), active features and peak memory.
 
-    python bench/conll2000.py [--max-iter N] [--markdown FILE]
+    python bench/conll2000.py [--dataset conll2000|conll2002] [--max-iter N] [--markdown FILE]
 """
 
 import argparse
@@ -29,19 +36,69 @@ from _common import data_dir, markdown_table, peak_rss_mb, run_worker  # noqa: E
 
 C1 = 1.0
 
+# generic NER attributes: words and POS in a +-2 window, word bigrams, POS bigrams and
+# trigrams, shape tests and affixes of the current word (column 0 word, column 1 POS)
+NER_TEMPLATE = """\
+U00:w[-2]=%x[-2,0]
+U01:w[-1]=%x[-1,0]
+U02:w[0]=%x[0,0]
+U03:w[1]=%x[1,0]
+U04:w[2]=%x[2,0]
+U05:w[-1]|w[0]=%x[-1,0]|%x[0,0]
+U06:w[0]|w[1]=%x[0,0]|%x[1,0]
+U07:lw[0]=%X[0,0]
+U10:pos[-2]=%x[-2,1]
+U11:pos[-1]=%x[-1,1]
+U12:pos[0]=%x[0,1]
+U13:pos[1]=%x[1,1]
+U14:pos[2]=%x[2,1]
+U15:pos[-1]|pos[0]=%x[-1,1]|%x[0,1]
+U16:pos[0]|pos[1]=%x[0,1]|%x[1,1]
+U17:pos[-1]|pos[0]|pos[1]=%x[-1,1]|%x[0,1]|%x[1,1]
+U20:cap=%t[0,0,"^[A-ZÁÉÍÓÚÑÜ]"]
+U21:allcap=%t[0,0,"^[A-ZÁÉÍÓÚÑÜ]+$"]
+U22:digit=%t[0,0,"[0-9]"]
+U23:hyphen=%t[0,0,"-"]
+U24:punct=%t[0,0,"^[^A-Za-z0-9ÁÉÍÓÚÑÜáéíóúñü]+$"]
+U25:cap[-1]=%t[-1,0,"^[A-ZÁÉÍÓÚÑÜ]"]
+U26:cap[1]=%t[1,0,"^[A-ZÁÉÍÓÚÑÜ]"]
+U30:pre3=%m[0,0,"^.{1,3}"]
+U31:suf3=%M[0,0,".{1,3}$"]
+U32:suf2=%M[0,0,".{1,2}$"]
 
-def load(name):
+B
+"""
+
+DATASETS = {
+    "conll2000": {"dir": "conll2000", "train": "train.txt", "test": "test.txt", "encoding": "utf-8",
+                  "template": None, "f1": 93.6, "accuracy": 95.9, "eval_1": 0.5, "eval_2": 0.3},
+    "conll2002": {"dir": "conll2002_spanish", "train": "esp.train", "test": "esp.testb", "encoding": "latin-1",
+                  "template": NER_TEMPLATE, "f1": None, "accuracy": None, "eval_1": 0.4, "eval_2": 0.25},
+}
+
+
+def config(args):
+    return DATASETS[args.dataset]
+
+
+def template(args):
+    from spargel.data.templates import CRFSUITE_CHUNKING_TEMPLATE
+    return config(args)["template"] or CRFSUITE_CHUNKING_TEMPLATE
+
+
+def load(args, which):
     from spargel.data.conll import read_conll
-    return list(read_conll(data_dir("conll2000") / name))
+    cfg = config(args)
+    return list(read_conll(data_dir(cfg["dir"]) / cfg[which], encoding=cfg["encoding"]))
 
 
 def worker_crfsuite(args):
     import pycrfsuite
-    from spargel.data.templates import crfsuite_chunking_template
+    from spargel.data.templates import Template
     from spargel.metrics import accuracy, chunk_f1
 
-    tpl = crfsuite_chunking_template()
-    train, test = load("train.txt"), load("test.txt")
+    tpl = Template.parse(template(args))
+    train, test = load(args, "train"), load(args, "test")
     trainer = pycrfsuite.Trainer(verbose=False)
     for s in train:
         trainer.append(pycrfsuite.ItemSequence(tpl.extract(s.columns, pad=False)[0]), s.labels)
@@ -73,12 +130,11 @@ def worker_crfsuite(args):
 
 def worker_spargel(args):
     import spargel
-    from spargel.data.templates import CRFSUITE_CHUNKING_TEMPLATE
     from spargel.metrics import accuracy, chunk_f1
-    from spargel.models.crf import ChainCRF, decode
+    from spargel.models.crf import decode
 
-    train, test = load("train.txt"), load("test.txt")
-    crf = spargel.CRF(l1=C1, l2=0.0, feature_space="observed", template=CRFSUITE_CHUNKING_TEMPLATE, pad=False,
+    train, test = load(args, "train"), load(args, "test")
+    crf = spargel.CRF(l1=C1, l2=0.0, feature_space="observed", template=template(args), pad=False,
                       n_jobs=args.threads, max_iter=args.max_iter)
     t0 = time.perf_counter()
     crf.fit(train, [s.labels for s in train])
@@ -103,11 +159,10 @@ def worker_spargel(args):
 def worker_objective(args):
     """The objective of both learners' final weights, computed by the same code."""
     import spargel
-    from spargel.data.templates import CRFSUITE_CHUNKING_TEMPLATE
     from spargel.models.crf import ChainCRF
 
-    train = load("train.txt")
-    est = spargel.CRF(l1=C1, feature_space="observed", template=CRFSUITE_CHUNKING_TEMPLATE, pad=False)
+    train = load(args, "train")
+    est = spargel.CRF(l1=C1, feature_space="observed", template=template(args), pad=False)
     data = est._dataset(train, [s.labels for s in train], grow=True)
     space = est._feature_space(data)
     model = ChainCRF(space, data)
@@ -162,6 +217,7 @@ COLUMNS = [("learner", "learner", None), ("threads", "threads", None), ("iterati
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", choices=sorted(DATASETS), default="conll2000")
     ap.add_argument("--max-iter", type=int, default=1000)
     ap.add_argument("--markdown", help="also write the table to this file")
     ap.add_argument("--worker", choices=["crfsuite", "spargel", "objective"], help=argparse.SUPPRESS)
@@ -172,9 +228,10 @@ def main():
         fn = {"crfsuite": worker_crfsuite, "spargel": worker_spargel, "objective": worker_objective}[args.worker]
         print(json.dumps(fn(args)))
         return
-    data_dir("conll2000")
+    cfg = config(args)
+    data_dir(cfg["dir"])
     with tempfile.TemporaryDirectory() as tmp:
-        common = ["--max-iter", str(args.max_iter), "--tmp", tmp]
+        common = ["--dataset", args.dataset, "--max-iter", str(args.max_iter), "--tmp", tmp]
         one_thread = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
         print("training CRFsuite ...", file=sys.stderr)
         cs = run_worker(__file__, ["--worker", "crfsuite", *common], one_thread)
@@ -192,10 +249,15 @@ def main():
     gap = (sp1["objective"] - cs["objective"]) / cs["objective"]
     checks = [
         ("objective within 0.1% of CRFsuite's", f"{100 * gap:+.3f}%", abs(gap) <= 1e-3),
-        ("time per gradient evaluation, 1 thread <= 0.5x", f"{sp1['ratio_eval']:.2f}x", sp1["ratio_eval"] <= 0.5),
-        ("time per gradient evaluation, 2 threads <= 0.3x", f"{sp2['ratio_eval']:.2f}x", sp2["ratio_eval"] <= 0.3),
-        ("test chunk F1 >= 93.6", f"{sp1['f1']:.2f}", sp1["f1"] >= 93.6),
-        ("token accuracy >= 95.9", f"{sp1['accuracy']:.2f}", sp1["accuracy"] >= 95.9),
+        (f"time per gradient evaluation, 1 thread <= {cfg['eval_1']}x", f"{sp1['ratio_eval']:.2f}x",
+         sp1["ratio_eval"] <= cfg["eval_1"]),
+        (f"time per gradient evaluation, 2 threads <= {cfg['eval_2']}x", f"{sp2['ratio_eval']:.2f}x",
+         sp2["ratio_eval"] <= cfg["eval_2"]),
+        (f"test F1 >= CRFsuite's - 0.1" if cfg["f1"] is None else f"test chunk F1 >= {cfg['f1']}",
+         f"{sp1['f1']:.2f}", sp1["f1"] >= (cs["f1"] - 0.1 if cfg["f1"] is None else cfg["f1"])),
+        (f"token accuracy >= CRFsuite's - 0.1" if cfg["accuracy"] is None else f"token accuracy >= {cfg['accuracy']}",
+         f"{sp1['accuracy']:.2f}", sp1["accuracy"] >= (cs["accuracy"] - 0.1 if cfg["accuracy"] is None
+                                                        else cfg["accuracy"])),
         ("Viterbi tokens/s >= CRFsuite's", f"{sp1['tokens_per_s'] / cs['tokens_per_s']:.2f}x",
          sp1["tokens_per_s"] >= cs["tokens_per_s"]),
         ("peak memory <= 1.5x CRFsuite's", f"{sp1['peak_mb'] / cs['peak_mb']:.2f}x", sp1["peak_mb"] <= 1.5 * cs["peak_mb"]),

@@ -362,8 +362,12 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
     """Scaled forward recursion over positions t0..n-1 (rows before t0 already valid):
     alpha rows sum to 1, ``scale[t]`` their normaliser. Returns the sum over t0..n-1 of
     ``shift[t] + log scale[t]`` (+ ``tshift`` for t >= 1), which over 0..n-1 is log Z;
-    NaN when a row underflowed (then use :func:`forward_backward_log`)."""
-    S, tshift = trans[1], trans[3][0]
+    NaN when a row underflowed or overflowed (then use :func:`forward_backward_log`).
+    The common step -- DENSE structure, no corrections at the position -- is written
+    out here (a tight loop that vectorises; through :func:`forward_step` it is twice as
+    slow); every other step goes through :func:`forward_step`."""
+    kind, S, tshift = trans[0], trans[1], trans[3][0]
+    expT = trans[4]
     cptr, ci, cj, cc = corr[0], corr[1], corr[2], corr[3]
     Sp = alpha.shape[1]
     logz = 0.0
@@ -373,7 +377,16 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
             for y in range(Sp):
                 cur[y] = psi[0, y]
         else:
-            forward_step(alpha[t - 1], cur, trans, ci, cj, cc, cptr[t], cptr[t + 1])
+            if kind == DENSE and cptr[t] == cptr[t + 1]:
+                prev = alpha[t - 1]
+                for y in range(Sp):
+                    cur[y] = 0.0
+                for i in range(S):
+                    a = prev[i]
+                    for y in range(Sp):
+                        cur[y] += a * expT[i, y]
+            else:
+                forward_step(alpha[t - 1], cur, trans, ci, cj, cc, cptr[t], cptr[t + 1])
             for y in range(Sp):
                 cur[y] *= psi[t, y]
             logz += tshift
@@ -410,6 +423,7 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     Sp = alpha.shape[1]
     want_outer = outer.shape[0] > 1
     base1 = 1.0 if kind == PAIR_ONES else 0.0          # PAIR_ONES: glob holds whole counts
+    expTT = trans[5]
     for y in range(Sp):
         beta[n - 1, y] = 1.0 if y < S else 0.0
     for t in range(n - 1, 0, -1):
@@ -419,6 +433,25 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
             r[y] = psi[t, y] * beta[t, y] * inv
         prev = alpha[t - 1]
         q0, q1 = cptr[t], cptr[t + 1]
+        if kind == DENSE and q0 == q1:
+            # the common step written out (see forward)
+            out = beta[t - 1]
+            for y in range(Sp):
+                out[y] = 0.0
+            for j in range(S):
+                b = r[j]
+                for y in range(Sp):
+                    out[y] += b * expTT[j, y]
+            if want_outer:
+                for i in range(S):
+                    a = prev[i]
+                    for y in range(Sp):
+                        outer[i, y] += a * r[y]
+            if need[t] != 0:
+                pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P[t])
+            for y in range(Sp):
+                gamma[t, y] = alpha[t, y] * beta[t, y]
+            continue
         backward_step(r, beta[t - 1], trans, ci, cj, cc, q0, q1)
         full = q1 > q0 and ci[q0] == FULL
         if full:

@@ -258,7 +258,7 @@ def scatter(space, data, aux, lo, hi, gamma, P, need, coef, g, Gd):
     L, u_lab, b_ptr, b_pair, b_base = space[0], space[2], space[3], space[4], space[5]
     big_ptr, big_ids, big_vals = data[4], data[5], data[6]
     Lp, binary, dptr, drows, dval, eptr, ek, evals = aux[0], aux[1], aux[2], aux[3], aux[4], aux[5], aux[6], aux[7]
-    for t in range(lo, hi):
+    for t in range(hi - 1, lo - 1, -1):          # last tokens first: their rows are still cached
         marg = gamma[t - lo]
         for j in range(dptr[t], dptr[t + 1]):
             v = coef if binary else coef * dval[j]
@@ -388,6 +388,7 @@ def chunk_logz_grad(w, space, data, aux, trans, all_pairs, order, want_grad, g, 
     seq_ptr, labels = data[0], data[7]
     E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
     nomask = buf[13]
+    bigrams = len(data[5]) > 0
     total = 0.0
     for r in range(len(order)):
         s = order[r]
@@ -400,7 +401,8 @@ def chunk_logz_grad(w, space, data, aux, trans, all_pairs, order, want_grad, g, 
         if clamp:
             _clamp(E, labels, lo, n, L)
         C.exp_rows(E, psi, shift, n, L, kbuf)
-        corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
+        if bigrams:          # else cptr and need stay all zero: no corrections anywhere
+            corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
         logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         if math.isnan(logz):
             failed[r] = 1

@@ -33,14 +33,12 @@ the flat layout (a test checks both give the same weights).
 import math
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.core.extending import intrinsic
+from numba import njit
 
 from .. import lazy_l1 as Z
 from . import chain as C
 from . import crf_kernels as K
+from .prefetch import prefetch
 
 FAST = C.FAST
 LOSS, MARK, SETTLE = 0, 1, 2          # what a step does with the blocks it meets
@@ -91,25 +89,6 @@ def store_rows(space, meta, W, v, aux):
                 aux[k] = W[r, 1, y]
 
 
-@intrinsic
-def _prefetch(typingctx, arr, idx):
-    """Hint the cache to fetch the element at flat index idx of a contiguous array."""
-    sig = types.void(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        i = context.cast(builder, args[1], signature.args[1], types.intp)
-        i8p = ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
-        name = "llvm.prefetch.p0" if str(i8p) == "ptr" else "llvm.prefetch.p0i8"    # opaque / typed pointers
-        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
-        i32 = ir.IntType(32)
-        builder.call(fn, [builder.bitcast(builder.gep(ary.data, [i]), i8p), ir.Constant(i32, 0), ir.Constant(i32, 3),
-                          ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-    return sig, codegen
-
-
 @njit(cache=True, nogil=True)
 def _prefetch_sequence(data, s, meta, W, v, u_lab, phase):
     """Prefetch what a coming step will look up: phase 0 the attribute records, phase 1
@@ -120,16 +99,16 @@ def _prefetch_sequence(data, s, meta, W, v, u_lab, phase):
     for j in range(uni_ptr[lo], uni_ptr[hi]):
         at = uni_ids[j]
         if phase == 0:
-            _prefetch(meta, at * 4)
+            prefetch(meta, at * 4)
         else:
             r = meta[at, 2]
             if r >= 0:
                 for c in range(0, 2 * W.shape[2] + 1, 8):
-                    _prefetch(W, r * row + c)
+                    prefetch(W, r * row + c)
             else:
                 k0 = meta[at, 0]
-                _prefetch(v, k0)
-                _prefetch(u_lab, k0)
+                prefetch(v, k0)
+                prefetch(u_lab, k0)
 
 
 # --------------------------------------------------------------------------- one sequence
