@@ -76,14 +76,19 @@ def padded(S):
 
 
 # --------------------------------------------------------------------------- structure
-def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, keep_zeros=False):
+def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, keep_zeros=False,
+                     ones_fraction=None):
     """The ``trans`` tuple of a chain with ``S`` states.
 
     ``src``, ``dst``, ``score``: the pairs with a (possibly zero) transition score.
     ``all_pairs``: every pair ``(i, j)`` is allowed (unlisted ones score 0); otherwise
-    exactly the listed pairs are allowed. ``kind``: None picks ``ONES`` / ``PAIR_ONES``
-    when at most a quarter of the allowed pairs have a non-zero score, else ``DENSE`` /
-    ``LIST``. ``n_labels``: for ``PAIR_ONES``, the L with ``S = L^2`` (then the allowed
+    exactly the listed pairs are allowed. ``kind``: None picks ``ONES`` when at most
+    ``ones_fraction`` of the pairs have a non-zero score, else ``DENSE``. The default
+    fraction follows the costs of a step: a DENSE step is ``S * Sp`` vectorised
+    multiply-adds, a ONES step ``S`` adds plus one scattered multiply-add (about three
+    times dearer) per non-zero score, so ONES wins below about ``Sp / (12 S)``, some 8%
+    of the pairs. (Callers know better: a chain whose positions carry corrections anyway
+    favours ONES more, one that needs every pair's expectation at every position less.) ``n_labels``: for ``PAIR_ONES``, the L with ``S = L^2`` (then the allowed
     pairs are exactly ``(a, b) -> (b, c)`` and ``src``/``dst`` list the non-zero ones).
     ``keep_zeros``: under ONES, list every given pair (zero scores included) as a global
     correction, so that :func:`refresh` can load new scores in place.
@@ -100,7 +105,8 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     nz = score != 0
     if all_pairs:
         if kind is None:
-            kind = ONES if np.count_nonzero(nz) <= 0.25 * S * S else DENSE
+            frac = padded(S) / (12.0 * S) if ones_fraction is None else ones_fraction
+            kind = ONES if np.count_nonzero(nz) <= frac * S * S else DENSE
         dense = np.zeros(S * S)
         np.add.at(dense, src * S + dst, score)
         fptr = np.arange(S + 1, dtype=np.int64) * S

@@ -108,7 +108,13 @@ class CRFView:
         K.refresh_weights(w, self.space_t, self.d_attr, self.Wd, self.dnz)
         L = self.L
         t_pair = s.t_pair.astype(np.int64)
-        return C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=C.DENSE if self.all_pairs else None)
+        # With bigram attributes most positions carry corrections, whose cost a ONES base
+        # keeps at O(|Y| + nnz) instead of |Y|^2: take it up to a quarter non-zero. Without
+        # them the backward pass accumulates |Y|^2 transition expectations per position
+        # anyway, and the dense step (a vectorised loop) is faster whatever the sparsity.
+        ones = 0.25 if self.has_bigrams and not self.all_pairs else 0.0
+        return C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=None if ones else C.DENSE,
+                                  ones_fraction=ones)
 
     def buffers(self, order):
         """Scratch for the sequences ``order``, large enough for any weights."""
