@@ -51,7 +51,9 @@ def test_sklearn_conventions():
     crf.set_params(l2=2.0)
     assert crf.l2 == 2.0
     with pytest.raises(ValueError, match="invalid parameter"):
-        crf.set_params(c1=1.0)
+        crf.set_params(C1=1.0)
+
+
     # no work or validation in __init__
     bad = CRF(feature_space="nonsense")
     with pytest.raises(ValueError, match="feature_space"):
