@@ -67,6 +67,7 @@ DENSE, ONES, LIST, PAIR_ONES = 0, 1, 2, 3
 FULL = -1           # ci of the first correction of a position that lists its whole matrix
 # re-association lets LLVM vectorise the row updates; NaN / inf keep their IEEE meaning
 FAST = {"reassoc", "contract", "nsz", "arcp"}
+EXP_FAST = {"contract", "nsz", "arcp"}      # no 'reassoc': x - k ln2 must keep its two steps
 
 
 @njit(cache=True, nogil=True)
@@ -88,15 +89,22 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     multiply-adds, a ONES step ``S`` adds plus one scattered multiply-add (about three
     times dearer) per non-zero score, so ONES wins below about ``Sp / (12 S)``, some 8%
     of the pairs. (Callers know better: a chain whose positions carry corrections anyway
-    favours ONES more, one that needs every pair's expectation at every position less.) ``n_labels``: for ``PAIR_ONES``, the L with ``S = L^2`` (then the allowed
+    favours ONES more, one that needs every pair's expectation at every position less.)
+    ``n_labels``: for ``PAIR_ONES``, the L with ``S = L^2`` (then the allowed
     pairs are exactly ``(a, b) -> (b, c)`` and ``src``/``dst`` list the non-zero ones).
     ``keep_zeros``: under ONES, list every given pair (zero scores included) as a global
     correction, so that :func:`refresh` can load new scores in place.
 
-    Returns ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr, fi, fv, gk)``: ``tshift``
-    is a one-element array (so compiled code can refresh a structure in place, see
-    :func:`refresh_dense`), ``gk[q]`` the list index of global correction q.
+    Returns ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr, fi, fv, gk, kbuf, ebuf)``:
+    ``tshift`` is a one-element array (so compiled code can refresh a structure in place,
+    see :func:`refresh`), ``gk[q]`` the list index of global correction q, ``kbuf`` /
+    ``ebuf`` scratch for that refresh.
     """
+    trans = _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction)
+    return trans + (np.zeros(S * S, np.int64), np.zeros(S * S))
+
+
+def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction):
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     score = np.asarray(score, dtype=np.float64)
@@ -173,21 +181,18 @@ def refresh(trans, T):
         refresh_dense(trans, T)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=EXP_FAST)
 def refresh_dense(trans, T):
-    """Load new transition scores ``T`` (S x S, flat) into a DENSE structure in place."""
+    """Load new transition scores ``T`` (S x S, flat) into a DENSE structure in place
+    (its scratch ``trans[13]``, ``trans[14]`` takes the vectorised exponentials)."""
     S = trans[1]
-    expT, expTT, fv = trans[4], trans[5], trans[11]
-    m = T[0]
-    for p in range(1, S * S):
-        if T[p] > m:
-            m = T[p]
-    trans[3][0] = m
+    expT, expTT, fv, kbuf, e = trans[4], trans[5], trans[11], trans[13], trans[14]
+    trans[3][0] = exp_shifted(T, e, S * S, kbuf)
     for i in range(S):
         for j in range(S):
-            e = math.exp(T[i * S + j] - m)
-            expT[i, j] = e
-            expTT[j, i] = e
+            x = e[i * S + j]
+            expT[i, j] = x
+            expTT[j, i] = x
             fv[j * S + i] = T[i * S + j]
 
 
@@ -201,42 +206,48 @@ _C2, _C3, _C4, _C5, _C6, _C7 = 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720, 1 / 5040
 _C8, _C9, _C10, _C11, _C12, _C13 = 1 / 40320, 1 / 362880, 1 / 3628800, 1 / 39916800, 1 / 479001600, 1 / 6227020800
 
 
-@njit(cache=True, nogil=True, fastmath={"contract", "nsz", "arcp"})
+@njit(cache=True, nogil=True, fastmath=EXP_FAST, inline="always")
+def exp_shifted(x, out, n, kbuf):
+    """``out[:n] = exp(x[:n] - m)`` with ``m = max x[:n]``; returns m. Arguments below -708
+    give 0; NaN stays NaN. ``kbuf`` is an int64 scratch of length >= n."""
+    kview = kbuf.view(np.float64)
+    m = x[0]
+    for y in range(1, n):
+        if x[y] > m:
+            m = x[y]
+    for y in range(n):
+        d = x[y] - m
+        v = d if not (d < -708.0) else -708.0
+        k = np.floor(v * _LOG2E + 0.5)
+        r = (v - k * _LN2_HI) - k * _LN2_LO
+        p = _C13
+        p = p * r + _C12
+        p = p * r + _C11
+        p = p * r + _C10
+        p = p * r + _C9
+        p = p * r + _C8
+        p = p * r + _C7
+        p = p * r + _C6
+        p = p * r + _C5
+        p = p * r + _C4
+        p = p * r + _C3
+        p = p * r + _C2
+        p = p * r + 1.0
+        p = p * r + 1.0
+        out[y] = p if not (d < -708.0) else 0.0
+        kbuf[y] = (np.int64(k) + 1023) << 52
+    for y in range(n):
+        out[y] *= kview[y]
+    return m
+
+
+@njit(cache=True, nogil=True, fastmath=EXP_FAST)
 def exp_rows(E, psi, shift, n, S, kbuf):
     """``psi[t, :S] = exp(E[t, :S] - shift[t])`` with ``shift[t] = max E[t, :S]`` for
-    t < n (padding lanes left as they are, i.e. zero). Arguments below -708 give 0;
-    NaN stays NaN. ``kbuf`` is an int64 scratch of length >= S. (No 'reassoc': the
-    reduction ``x - k ln2`` must keep its two-step order.)"""
-    kview = kbuf.view(np.float64)
+    t < n (padding lanes left as they are, i.e. zero); ``kbuf`` is an int64 scratch of
+    length >= S."""
     for t in range(n):
-        m = E[t, 0]
-        for y in range(1, S):
-            if E[t, y] > m:
-                m = E[t, y]
-        shift[t] = m
-        for y in range(S):
-            x = E[t, y] - m
-            v = x if not (x < -708.0) else -708.0
-            k = np.floor(v * _LOG2E + 0.5)
-            r = (v - k * _LN2_HI) - k * _LN2_LO
-            p = _C13
-            p = p * r + _C12
-            p = p * r + _C11
-            p = p * r + _C10
-            p = p * r + _C9
-            p = p * r + _C8
-            p = p * r + _C7
-            p = p * r + _C6
-            p = p * r + _C5
-            p = p * r + _C4
-            p = p * r + _C3
-            p = p * r + _C2
-            p = p * r + 1.0
-            p = p * r + 1.0
-            psi[t, y] = p if not (x < -708.0) else 0.0
-            kbuf[y] = (np.int64(k) + 1023) << 52
-        for y in range(S):
-            psi[t, y] *= kview[y]
+        shift[t] = exp_shifted(E[t], psi[t], S, kbuf)
 
 
 # --------------------------------------------------------------------------- steps

@@ -178,7 +178,7 @@ def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows, with_gold):
     uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
     big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
     Lp = gamma.shape[1]
-    for t in range(lo, hi):
+    for t in range(hi - 1, lo - 1, -1):          # last tokens first: their rows are still cached
         marg = gamma[t - lo]
         y = labels[t] if with_gold else -1
         for j in range(uni_ptr[t], uni_ptr[t + 1]):
@@ -225,7 +225,8 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     if has_big and mode != LOSS:
         _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode)
     _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode)
-    K.corrections(v, m, a, False, space, data, lo, hi, trans, corr, cacc, mark, need)
+    if len(data[5]) > 0:     # else cptr and need stay all zero: no corrections anywhere
+        K.corrections(v, m, a, False, space, data, lo, hi, trans, corr, cacc, mark, need)
     want = coef != 0.0
     if not want:
         need[:n] = 0
@@ -291,8 +292,9 @@ def work(space, data, order, v, aux, use_rows, direct, sw=None, partial=None):
     n_corr = K.correction_capacity(space, data, np.diff(space[3]), order) if len(data[5]) else 0
     buf = K.work_buffers(L, Lp, maxlen, n_corr, len(data[5]) > 0)
     outer = np.zeros((Lp, Lp)) if len(space[6]) > 0 else np.zeros((1, 1))
+    pos = np.zeros(L * L) if len(data[5]) else np.zeros(0)     # corrections only come from bigram attributes
     xbuf = (np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
-            np.empty(2 * L + 1), np.zeros(L * L), (outer, np.zeros(0), np.zeros(L * L)))
+            np.empty(2 * L + 1), np.zeros(L * L), (outer, np.zeros(0), pos))
     n_u, n_b = len(space[1]) - 1, len(space[3]) - 1
     return (meta, W, np.full(W.shape[0], -1, dtype=np.int64), np.full(n_b, -1, dtype=np.int64),
             np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
