@@ -15,6 +15,7 @@ from importlib import import_module
 MODELS = {
     "crf": ("spargel.models.crf", "ChainCRF"),
     "loglinear": ("spargel.models.loglinear", "FlatLogLinear"),
+    "sharded": ("spargel.models.sharded", "ShardedModel"),
 }
 
 

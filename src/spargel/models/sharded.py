@@ -1,0 +1,158 @@
+"""A model whose data is split into shards that live on the workers of a Dask cluster.
+
+:class:`ShardedModel` is one more model of the protocol (:mod:`spargel.models.protocol`):
+it offers ``loss_grad`` (and ``loss``), so OWL-QN, L-BFGS, FISTA and every other solver
+that needs only the batch loss and gradient runs on it unchanged. Each shard is an
+ordinary model (a :class:`~spargel.models.crf.ChainCRF` over a subset of the sequences,
+a :class:`~spargel.models.loglinear.FlatLogLinear` over a subset of the rows) built *on
+its worker* and sharing the global parameter layout; the loss is a sum over samples, so
+the sharded loss and gradient are the sums of the shards'.
+
+One evaluation:
+
+1. ``w`` is sent once to every worker (``client.scatter(w, broadcast=True)``);
+2. every shard's ``loss_grad(w)`` runs where the shard lives (the worker's threads run
+   the shards it holds, and each shard model may use several threads itself);
+3. the parts are added in shard order: on the client when there are at most ``fanin``
+   of them, otherwise by a fixed tree of tasks on the workers (groups of ``fanin``
+   consecutive parts, level by level), so only one gradient reaches the client.
+
+The order of the additions depends only on the number of shards and ``fanin``, never on
+which worker finishes first, so the same data and shards give the same bits on every
+run -- also when a worker is lost and Dask recomputes its shards elsewhere from their
+source (the tasks that build a shard are part of the task graph; nothing is scattered
+but ``w``).
+
+This module imports nothing from Dask: it only calls the ``client`` it is given
+(``submit``, ``scatter``, ``gather``).
+
+>>> model = ShardedModel(client, shard_futures, layout, n_samples)    # doctest: +SKIP
+>>> loss, grad = model.loss_grad(w)                                    # doctest: +SKIP
+>>> model.timings[-1]                                                  # doctest: +SKIP
+{'wall': 0.41, 'compute': 0.38, 'overhead': 0.03, ...}
+"""
+
+import time
+
+import numpy as np
+
+#: at most this many parts are added on the client; more go through a tree of tasks
+FANIN = 4
+
+
+def evaluate_shard(shard, w, want_grad):
+    """Worker side: ``(loss, gradient or None, [(worker, start, end)])`` of one shard.
+    The span (wall-clock seconds on the worker) feeds the timings of the evaluation."""
+    start = time.time()
+    if want_grad:
+        loss, g = shard.loss_grad(w)
+    else:
+        loss, g = shard.loss(w), None
+    return float(loss), g, [(_worker_name(), start, time.time())]
+
+
+def add_parts(*parts):
+    """The sum of ``(loss, gradient, spans)`` parts, added in the order given."""
+    loss, g, spans = parts[0]
+    g = None if g is None else g.copy()
+    spans = list(spans)
+    for l_, g_, s_ in parts[1:]:
+        loss += l_
+        if g is not None:
+            g += g_
+        spans.extend(s_)
+    return loss, g, spans
+
+
+def tree_sum(client, parts, combine, fanin=FANIN):
+    """Reduce the futures ``parts`` with ``combine`` in a fixed tree: each level combines
+    groups of ``fanin`` consecutive items, until at most ``fanin`` are left; those are
+    combined on the client. Returns the combined value."""
+    level = list(parts)
+    while len(level) > fanin:
+        level = [client.submit(combine, *level[i:i + fanin], pure=False) if len(level[i:i + fanin]) > 1
+                 else level[i] for i in range(0, len(level), fanin)]
+    return combine(*client.gather(level))
+
+
+def _worker_name():
+    try:
+        from distributed import get_worker
+        return get_worker().address
+    except (ImportError, ValueError):
+        return "local"
+
+
+class ShardedModel:
+    """Sum of the losses of shard models that live on Dask workers.
+
+    Parameters
+    ----------
+    client : dask.distributed.Client
+    shards : list of futures, each resolving (on its worker) to a model with
+        ``loss_grad`` / ``loss`` over the global layout
+    layout : ParameterLayout of the global parameter vector
+    n_samples : total number of samples over all shards
+    fanin : parts added per reduction task (see the module doc)
+
+    Attributes
+    ----------
+    n_evals : number of loss / gradient evaluations
+    timings : one dict per evaluation: ``wall`` (seconds on the client), ``compute``
+        (the longest time one worker spent on its shards), ``overhead`` (``wall -
+        compute``: sending w, scheduling, moving and adding gradients), ``busy`` (the
+        summed shard times) and ``workers`` (how many workers took part)
+    """
+
+    def __init__(self, client, shards, layout, n_samples, fanin=FANIN):
+        if not shards:
+            raise ValueError("a sharded model needs at least one shard")
+        self.client = client
+        self.shards = list(shards)
+        self.layout = layout
+        self.n_samples = int(n_samples)
+        self.fanin = max(2, int(fanin))
+        self.n_evals = 0
+        self.timings = []
+
+    @property
+    def n_params(self):
+        return self.layout.n_params
+
+    @property
+    def n_shards(self):
+        return len(self.shards)
+
+    def entry_kernels(self, solver):
+        """Kernels compile on the workers, not here: nothing to announce."""
+        return []
+
+    def _evaluate(self, w, want_grad):
+        t0 = time.perf_counter()
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (self.n_params,):
+            raise ValueError(f"weights have shape {w.shape}, the model {self.n_params} parameters")
+        client = self.client
+        wf = client.scatter(w, broadcast=True, hash=False)
+        try:
+            parts = [client.submit(evaluate_shard, s, wf, want_grad, pure=False) for s in self.shards]
+            loss, g, spans = tree_sum(client, parts, add_parts, self.fanin)
+        finally:
+            wf.release()
+        wall = time.perf_counter() - t0
+        per_worker = {}
+        for name, start, end in spans:
+            lo, hi = per_worker.get(name, (start, end))
+            per_worker[name] = (min(lo, start), max(hi, end))
+        compute = max(hi - lo for lo, hi in per_worker.values())
+        self.timings.append({"wall": wall, "compute": compute, "overhead": max(0.0, wall - compute),
+                             "busy": sum(end - start for _, start, end in spans), "workers": len(per_worker)})
+        return loss, g
+
+    def loss_grad(self, w):
+        """(loss, gradient) at w: the sums over the shards."""
+        self.n_evals += 1
+        return self._evaluate(w, True)
+
+    def loss(self, w):
+        return self._evaluate(w, False)[0]
