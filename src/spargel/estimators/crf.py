@@ -56,6 +56,12 @@ class CRF(LogLinearCore):
     solver_options : dict or None
         Extra keyword arguments for the solver (e.g. ``{"memory": 10}`` for OWL-QN's
         history length); see the solver's documentation.
+    client : dask.distributed.Client, address string or None
+        With a client, ``fit`` runs sharded on the cluster's workers (see
+        ``docs/distributed.md``); ``X`` may then also be a list of column files read by
+        the workers or a Dask bag. Needs ``spargel[dask]``.
+    n_shards : int or None
+        With a client: how many shards the data is split into (None: one per worker).
 
     Examples
     --------
@@ -72,7 +78,7 @@ class CRF(LogLinearCore):
     def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=None, tol=1e-5, gtol=1e-5, window=10,
                  feature_space="observed", template=None, pad=True, n_jobs=None, random_state=None,
                  warm_start=False, verbose=0, solver_options=None, c1=None, c2=None, max_iterations=None,
-                 all_possible_transitions=None, all_possible_states=None):
+                 all_possible_transitions=None, all_possible_states=None, client=None, n_shards=None):
         self.solver = solver
         self.l1 = l1
         self.l2 = l2
@@ -93,6 +99,8 @@ class CRF(LogLinearCore):
         self.max_iterations = max_iterations
         self.all_possible_transitions = all_possible_transitions
         self.all_possible_states = all_possible_states
+        self.client = client
+        self.n_shards = n_shards
 
     # -- sklearn-crfsuite names ----------------------------------------------------------
     def _effective(self, name):
@@ -114,6 +122,7 @@ class CRF(LogLinearCore):
         for name in ("c1", "c2"):
             check_number(name, getattr(self, name), allow_none=True)
         check_number("max_iterations", self.max_iterations, integer=True, allow_none=True)
+        check_number("n_shards", self.n_shards, low=1, integer=True, allow_none=True)
         super()._check_params()
 
     # -- features ----------------------------------------------------------------------
@@ -180,7 +189,7 @@ class CRF(LogLinearCore):
         return data
 
     # -- fitting -----------------------------------------------------------------------
-    def fit(self, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None):
+    def fit(self, X, y=None, X_dev=None, y_dev=None, callback=None, sample_weight=None):
         """Train on sequences ``X`` with label sequences ``y``.
 
         A label ``None`` means "unknown at this position": training sums over the
@@ -191,7 +200,16 @@ class CRF(LogLinearCore):
         scheme) is added to ``history_``. ``callback(row)`` is called with each history
         row (a dict) as soon as it is complete; returning True stops training. Ctrl-C
         stops after the current iteration and keeps the weights reached
-        (``stop_reason_ == "interrupted"``)."""
+        (``stop_reason_ == "interrupted"``).
+
+        With ``client`` set, or when ``X`` is a list of column files (labels in their
+        last column; ``y=None``) or a Dask bag, training goes through
+        :mod:`spargel.distributed` (``docs/distributed.md``)."""
+        from ..distributed.cluster import is_dask_collection
+        from ..distributed.sequences import is_file_list
+        if self.client is not None or is_file_list(X) or is_dask_collection(X):
+            from ..distributed.sequences import fit_crf
+            return fit_crf(self, X, y, X_dev, y_dev, callback, sample_weight)
         self._check_params()
         if self.warm_start:
             self._remember_for_warm_start()

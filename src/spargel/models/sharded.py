@@ -64,15 +64,25 @@ def add_parts(*parts):
     return loss, g, spans
 
 
+def _reduce_levels(client, parts, combine, fanin, stop):
+    level = list(parts)
+    while len(level) > stop:
+        level = [client.submit(combine, *level[i:i + fanin], pure=False) if len(level[i:i + fanin]) > 1
+                 else level[i] for i in range(0, len(level), fanin)]
+    return level
+
+
 def tree_sum(client, parts, combine, fanin=FANIN):
     """Reduce the futures ``parts`` with ``combine`` in a fixed tree: each level combines
     groups of ``fanin`` consecutive items, until at most ``fanin`` are left; those are
     combined on the client. Returns the combined value."""
-    level = list(parts)
-    while len(level) > fanin:
-        level = [client.submit(combine, *level[i:i + fanin], pure=False) if len(level[i:i + fanin]) > 1
-                 else level[i] for i in range(0, len(level), fanin)]
-    return combine(*client.gather(level))
+    return combine(*client.gather(_reduce_levels(client, parts, combine, fanin, fanin)))
+
+
+def tree_future(client, parts, combine, fanin=FANIN):
+    """Like :func:`tree_sum`, but the last combination too runs on a worker: returns a
+    future (the result stays on the cluster)."""
+    return _reduce_levels(client, parts, combine, fanin, 1)[0]
 
 
 def _worker_name():
