@@ -276,6 +276,12 @@ def build_parser():
                    help="text encoding of TRAIN, --dev and --pattern (CoNLL-2002 is latin-1)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress lines, only errors")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="train on a Dask cluster (needs spargel[dask]): the scheduler's address "
+                        "(tcp://host:8786), or local:N for N local worker processes. The workers read TRAIN "
+                        "themselves (it must be at the same path there); see docs/distributed.md")
+    p.add_argument("--shards", type=_pos_int, default=None, metavar="N",
+                   help="with --scheduler: split TRAIN into N shards (default: one per worker)")
     p.set_defaults(func=cmd_train)
 
     # -- label ---------------------------------------------------------------------------
@@ -805,6 +811,8 @@ def cmd_train(args):
         _first_use.enable()
     if args.stream is not None:
         return _train_streaming(args, say)
+    if args.scheduler is not None:
+        return _train_on_cluster(args, say)
     t0 = time.perf_counter()
     sents, name, _ = _read_sentences(args.train, encoding=args.encoding)
     weights = _take_weight_column(sents, args.weight_column, name) if args.weight_column is not None else None
@@ -838,6 +846,13 @@ def cmd_train(args):
     crf = CRF(solver=args.solver, l1=args.l1, l2=args.l2, max_iter=args.max_iter, tol=args.tol,
               gtol=args.gtol, window=args.window, feature_space=args.feature_space, template=text,
               pad=args.pad, n_jobs=args.threads, random_state=args.seed)
+    return _fit_and_save(crf, args, say, t0, lambda callback: crf.fit(
+        sents, [s.labels for s in sents], X_dev=dev_x, y_dev=dev_y, callback=callback, sample_weight=weights))
+
+
+def _fit_and_save(crf, args, say, t0, fit):
+    """Run ``fit(callback)`` with live lines, ``--history`` and Ctrl-C handling, then
+    write the model and the closing line; returns the exit status."""
     history = _HistoryLog(args.history, say) if args.history else None
     try:
         with _StopOnSignal() as stopper:
@@ -848,8 +863,7 @@ def cmd_train(args):
                 say(_fmt_row(row))
                 return stopper.requested
 
-            crf.fit(sents, [s.labels for s in sents], X_dev=dev_x, y_dev=dev_y, callback=callback,
-                    sample_weight=weights)
+            fit(callback)
             stopper.saving = True
             interrupted = stopper.requested or crf.stop_reason_ == "interrupted"
             crf.save(args.model)
@@ -865,6 +879,47 @@ def cmd_train(args):
         raise CommandError(f"{args.history}: {history.error}; the history is incomplete (the model "
                            f"was written to {args.model})")
     return 130 if interrupted else 0
+
+
+def _train_on_cluster(args, say):
+    """``spargel train --scheduler ADDRESS``: the workers read TRAIN (byte ranges of it),
+    build the vocabularies and the shards; the solver runs here (docs/distributed.md)."""
+    import os
+
+    from .data.conll import read_conll
+    from .distributed.cluster import connect, disconnect, workers
+    from .estimators.crf import CRF
+
+    if args.train == "-":
+        raise UsageError("train: --scheduler needs TRAIN as a file the workers can read, not stdin")
+    if args.weight_column is not None:
+        raise UsageError("train: --weight-column is not supported with --scheduler")
+    t0 = time.perf_counter()
+    first = next(read_conll(args.train, encoding=args.encoding))
+    n_cols = len(first.columns[0])
+    text = _template_text(args, n_cols, args.train, first.line)
+    dev_x = dev_y = None
+    if args.dev:
+        dev, _, _ = _read_sentences(args.dev, encoding=args.encoding)
+        dev_x, dev_y = dev, [s.labels for s in dev]
+    client = connect(args.scheduler)
+    try:
+        found = workers(client)
+        say(f"{PROG} train: {args.train} on the Dask cluster at {client.scheduler.address} "
+            f"({len(found)} workers, {sum(found.values())} threads); solver {args.solver}, "
+            f"l1={args.l1:g}, l2={args.l2:g}")
+        crf = CRF(solver=args.solver, l1=args.l1, l2=args.l2, max_iter=args.max_iter, tol=args.tol,
+                  gtol=args.gtol, window=args.window, feature_space=args.feature_space, template=text,
+                  pad=args.pad, random_state=args.seed, client=client, n_shards=args.shards)
+        from .distributed.sequences import fit_crf
+
+        def fit(callback):
+            fit_crf(crf, [os.path.abspath(args.train)], None, dev_x, dev_y, callback, encoding=args.encoding,
+                    unknown_label=args.unknown_label)
+
+        return _fit_and_save(crf, args, say, t0, fit)
+    finally:
+        disconnect(client)
 
 
 def _check_log(path):

@@ -32,11 +32,21 @@ def connect(address):
             raise SpargelError(f"--scheduler {address!r}: expected local:N with N a number of workers") from None
         cluster = dd.LocalCluster(n_workers=n_workers, threads_per_worker=None if n_workers is None else 1,
                                   processes=True, dashboard_address=None)
-        return dd.Client(cluster)
+        client = dd.Client(cluster)
+        client._spargel_cluster = cluster
+        return client
     try:
         return dd.Client(address, timeout="20s")
     except (OSError, TimeoutError) as exc:
         raise SpargelError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+
+
+def disconnect(client):
+    """Close a client made by :func:`connect` (and the local cluster it started)."""
+    own = getattr(client, "_spargel_cluster", None)
+    client.close()
+    if own is not None:
+        own.close()
 
 
 def resolve(client):

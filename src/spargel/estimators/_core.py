@@ -75,6 +75,7 @@ def check_common_params(est):
     check_number("gtol", est.gtol)
     check_number("window", est.window, low=1, integer=True)
     check_number("max_iter", est.max_iter, integer=True, allow_none=True)
+    check_number("n_shards", getattr(est, "n_shards", None), low=1, integer=True, allow_none=True)
     if est.solver == "lbfgs" and np.any(np.asarray(est._effective("l1")) > 0):
         raise ValueError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
     if est.solver_options is not None and not isinstance(est.solver_options, dict):

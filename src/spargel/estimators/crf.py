@@ -122,7 +122,6 @@ class CRF(LogLinearCore):
         for name in ("c1", "c2"):
             check_number(name, getattr(self, name), allow_none=True)
         check_number("max_iterations", self.max_iterations, integer=True, allow_none=True)
-        check_number("n_shards", self.n_shards, low=1, integer=True, allow_none=True)
         super()._check_params()
 
     # -- features ----------------------------------------------------------------------

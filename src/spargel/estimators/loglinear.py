@@ -90,8 +90,10 @@ class LogLinearClassifier(LogLinearCore):
     matrix, or a list of feature dicts / attribute lists (one per sample,
     sklearn-crfsuite style).
 
-    Parameters are those of :class:`spargel.CRF` (without templates), plus
-    ``fit_intercept``. The default feature space is ``"full"`` (every feature with every
+    Parameters are those of :class:`spargel.CRF` (without templates; ``client`` and
+    ``n_shards`` included: with a client, ``fit`` runs sharded on a Dask cluster, and
+    ``X`` / ``y`` may be a Dask array or dataframe / series, see ``docs/distributed.md``),
+    plus ``fit_intercept``. The default feature space is ``"full"`` (every feature with every
     class), as in scikit-learn; ``"observed"`` keeps only the (feature, class) pairs seen
     in training. scikit-learn's ``LogisticRegression(C=C)`` minimises the same objective
     with ``l2 = 1 / C``.
@@ -110,7 +112,7 @@ class LogLinearClassifier(LogLinearCore):
 
     def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=None, tol=1e-6, gtol=1e-5, window=10,
                  fit_intercept=True, feature_space="full", n_jobs=None, random_state=None,
-                 warm_start=False, verbose=0, solver_options=None):
+                 warm_start=False, verbose=0, solver_options=None, client=None, n_shards=None):
         self.solver = solver
         self.l1 = l1
         self.l2 = l2
@@ -125,6 +127,8 @@ class LogLinearClassifier(LogLinearCore):
         self.warm_start = warm_start
         self.verbose = verbose
         self.solver_options = solver_options
+        self.client = client
+        self.n_shards = n_shards
 
     def _more_sklearn_tags(self, tags):
         tags.input_tags.sparse = True
@@ -182,8 +186,12 @@ class LogLinearClassifier(LogLinearCore):
     # -- fitting -------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None):
         """Fit on samples ``X`` with labels ``y`` (any sortable label type; kept as is)."""
+        from ..distributed.cluster import is_dask_collection
         from ..models.factory import make_model
 
+        if is_dask_collection(X):
+            from ..distributed.flat import fit_collection
+            return fit_collection(self, X, y, sample_weight)
         self._check_params()
         if self.warm_start:
             self._remember_for_warm_start()
@@ -195,7 +203,12 @@ class LogLinearClassifier(LogLinearCore):
         warn_large_values(self, M.data if sp.issparse(M) else M.ravel())
         K, d = len(classes), M.shape[1]
         mask = self._observed_mask(M, ids, K) if self.feature_space == "observed" else None
-        model = make_model("loglinear", M, ids, K, fit_intercept=self.fit_intercept, sample_weight=sw, mask=mask)
+        if self.client is not None:
+            from ..distributed.flat import sharded_model
+            model = sharded_model(self, M, ids, K, sw, mask)
+        else:
+            model = make_model("loglinear", M, ids, K, fit_intercept=self.fit_intercept, sample_weight=sw,
+                               mask=mask)
         self.classes_ = classes
         self._label_vocab = Vocabulary([str(c) for c in classes])
         w0 = self._warm_weights(d, K) if self.warm_start else None
