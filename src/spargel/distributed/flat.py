@@ -145,7 +145,7 @@ def fit_collection(est, X, y, sample_weight=None):
         raise ValueError("sample_weight needs in-memory X; with a Dask collection, give none")
     if est.warm_start:
         raise ValueError("warm_start needs in-memory X")
-    threads = cluster.workers(client)
+    cluster.workers(client)                    # a clear error when there are none
     xs, ys, names = _blocks(X, y, est.n_shards)
     parts = client.compute([dask.delayed(_same)(a) for a in xs])
     labs = client.compute([dask.delayed(_same)(b) for b in ys])

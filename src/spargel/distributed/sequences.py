@@ -100,7 +100,7 @@ class _RemoteVocab:
 def fit_crf(est, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None, encoding="utf-8",
             unknown_label=None):
     """``CRF.fit`` with a client, a file list or a Dask bag (see the module doc)."""
-    from ..estimators.crf import _label_lists, _sequence_weights
+    from ..estimators.crf import _label_lists
 
     client = cluster.resolve(est.client)
     files = is_file_list(X)
@@ -118,41 +118,66 @@ def fit_crf(est, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None
         return type(est).fit(est, X, y, X_dev=X_dev, y_dev=y_dev, callback=callback, sample_weight=sample_weight)
 
     est._check_params()
+    _refuse_unsupported_solver(est)
+    if est.warm_start and (files or cluster.is_dask_collection(X)):
+        raise ValueError("warm_start needs in-memory sequences (the vocabularies stay on the cluster)")
+    if est.warm_start:
+        est._remember_for_warm_start()
+    built = build(est, X, y, client, sample_weight, encoding, unknown_label)
+    dev = None
+    if X_dev is not None:
+        y_dev = _label_lists(y_dev, "y_dev")
+        if built.vocab is None:
+            dev = (est._dataset(X_dev), y_dev)
+        else:
+            dev = (client.submit(S.encode_dev, worker_params(est), built.vocab, X_dev, pure=False).result(), y_dev)
+    w = _solve(est, built, dev, callback)
+    if built.vocab is not None:
+        est._uni_vocab = _RemoteVocab(client, built.vocab, "uni")
+        est._big_vocab = _RemoteVocab(client, built.vocab, "big")
+    est._set_fitted(built.space, w)
+    return est
+
+
+class Built:
+    """A sharded CRF ready for a solver: ``model`` (a ShardedModel), ``space`` (its
+    feature space), ``vocab`` (the future of the global vocabularies when they stay on
+    the cluster, else None), ``w0`` (warm start), ``keep`` (futures a lost shard is
+    rebuilt from: hold them as long as the model)."""
+
+    def __init__(self, model, space, vocab, w0, keep):
+        self.model, self.space, self.vocab, self.w0, self.keep = model, space, vocab, w0, keep
+
+
+def build(est, X, y=None, client=None, sample_weight=None, encoding="utf-8", unknown_label=None):
+    """The sharded model of ``est`` (a CRF) for training data ``X`` (in-memory sequences
+    with labels ``y``, column files, or a Dask bag) on ``client`` (default: ``est.client``).
+    Sets the estimator's label vocabulary (and its other vocabularies for in-memory
+    data), as ``fit`` does before solving."""
+    from ..estimators.crf import _label_lists, _sequence_weights
+    from ..models.crf import crf_layout
+    from ..models.factory import make_model
+
+    client = cluster.resolve(client if client is not None else est.client)
+    if client is None:
+        raise ValueError("a sharded model needs a Dask client")
     threads = cluster.workers(client)
     n_shards = est.n_shards or len(threads)
-    _refuse_unsupported_solver(est)
-    if files or cluster.is_dask_collection(X):
+    if is_file_list(X) or cluster.is_dask_collection(X):
         if y is not None:
             raise ValueError("with files or a Dask bag the labels come with the data: give y=None")
         if sample_weight is not None:
             raise ValueError("sample_weight needs in-memory sequences; with files or a Dask bag, give none")
-        if est.warm_start:
-            raise ValueError("warm_start needs in-memory sequences (the vocabularies stay on the cluster)")
-        if files:
+        if is_file_list(X):
             built = _build_from_files(est, client, threads, file_list(X), n_shards, encoding, unknown_label)
         else:
             built = _build_from_bag(est, client, threads, X, n_shards)
     else:
-        if est.warm_start:
-            est._remember_for_warm_start()
-        y = _label_lists(y, "y")
-        built = _build_in_memory(est, client, threads, X, y, n_shards, sample_weight, _sequence_weights)
-    space, models, n_samples, vocab_f, w0, keep = built      # keep: futures shards are rebuilt from
-    dev = None
-    if X_dev is not None:
-        y_dev = _label_lists(y_dev, "y_dev")
-        if vocab_f is None:
-            dev = (est._dataset(X_dev), y_dev)
-        else:
-            dev = (client.submit(S.encode_dev, worker_params(est), vocab_f, X_dev, pure=False).result(), y_dev)
-    _fit_sharded(est, client, space, models, n_samples, dev, callback, w0)
-    del keep
-    if vocab_f is not None:
-        est._uni_vocab = _RemoteVocab(client, vocab_f, "uni")
-        est._big_vocab = _RemoteVocab(client, vocab_f, "big")
-    est._set_fitted(space, est._sharded_w)
-    del est._sharded_w
-    return est
+        built = _build_in_memory(est, client, threads, X, _label_lists(y, "y"), n_shards, sample_weight,
+                                 _sequence_weights)
+    space, models, n_samples, vocab_f, w0, keep = built
+    model = make_model("sharded", client, models, crf_layout(space), n_samples)
+    return Built(model, space, vocab_f, w0, keep)
 
 
 def _refuse_unsupported_solver(est):
@@ -280,21 +305,18 @@ def _build_from_parts(est, client, threads, parts, source):
     return space, models, info["n_sequences"], vocab_f, None, (maps, space_f)
 
 
-def _fit_sharded(est, client, space, models, n_samples, dev, callback, w0):
+def _solve(est, built, dev, callback):
     from ..estimators._core import run_solver
     from ..estimators.crf import _Monitor
-    from ..models.crf import crf_layout
-    from ..models.factory import make_model
     from ..penalties import ElasticNet
 
-    model = make_model("sharded", client, models, crf_layout(space), n_samples)
+    model = built.model
     monitor = _Monitor(est, dev, est.verbose, callback) if (dev is not None or est.verbose or callback) else None
-    est._training_space = space
+    est._training_space = built.space
     try:
         penalty = ElasticNet(est._effective("l1"), est._effective("l2"), model.layout.penalty_scale)
-        result = run_solver(est, model, penalty, w0, monitor)
+        result = run_solver(est, model, penalty, built.w0, monitor)
     finally:
         del est._training_space
     est.timings_ = model.timings
-    est._sharded_w = result.w
-    return result
+    return result.w

@@ -72,8 +72,10 @@ def encode_part(params, X, y, where=None):
         data = SequenceData(seq_ptr, uni_ptr, ids, vals, np.zeros(n + 1, np.int64), np.zeros(0, np.int32),
                             np.zeros(0))
         data.labels = label_ids(y, seq_ptr, lab, True)
-    n_cols = len(X[0].columns[0]) if len(X) and hasattr(X[0], "columns") else 0
-    return Part(data, uni.names, big.names, lab.names, n_cols)
+    first = X[0] if len(X) else None
+    n_cols = len(first.columns[0]) if hasattr(first, "columns") else 0
+    where = (getattr(first, "source", "<input>"), getattr(first, "line", None))
+    return Part(data, uni.names, big.names, lab.names, n_cols, where)
 
 
 def read_encode(params, path, start, end, encoding, unknown_label=None):
@@ -81,15 +83,17 @@ def read_encode(params, path, start, end, encoding, unknown_label=None):
     (on the worker) and encode them (:func:`encode_part`)."""
     from .conll_ranges import read_range
 
-    sents = read_range(path, start, end, encoding=encoding)
+    try:
+        sents = read_range(path, start, end, encoding=encoding)
+    except OSError as exc:
+        from ..errors import DataFormatError
+        from ..models.sharded import _worker_name
+        raise DataFormatError(path, None, f"cannot be read on the Dask worker {_worker_name()} "
+                                          f"({exc.strerror or exc})") from None
     if unknown_label is not None:
         for s in sents:
             s.labels = [None if lab == unknown_label else lab for lab in s.labels]
-    part = encode_part(params, sents, [s.labels for s in sents]) if sents else _empty_part()
-    if sents:
-        part.n_columns = len(sents[0].columns[0])
-        part.where = (path, sents[0].line)
-    return part
+    return encode_part(params, sents, [s.labels for s in sents]) if sents else _empty_part()
 
 
 def encode_partition(params, items):

@@ -10,7 +10,7 @@ the sharded loss and gradient are the sums of the shards'.
 
 One evaluation:
 
-1. ``w`` is sent once to every worker (``client.scatter(w, broadcast=True)``);
+1. ``w`` is scattered once; each worker fetches it once (peer to peer);
 2. every shard's ``loss_grad(w)`` runs where the shard lives (the worker's threads run
    the shards it holds, and each shard model may use several threads itself);
 3. the parts are added in shard order: on the client when there are at most ``fanin``
@@ -38,6 +38,8 @@ import numpy as np
 
 #: at most this many parts are added on the client; more go through a tree of tasks
 FANIN = 4
+#: an evaluation interrupted by a lost worker is run again at most this many times
+RETRIES = 3
 
 
 def evaluate_shard(shard, w, want_grad):
@@ -108,6 +110,7 @@ class ShardedModel:
     Attributes
     ----------
     n_evals : number of loss / gradient evaluations
+    retries : evaluations run again because a worker was lost during them
     timings : one dict per evaluation: ``wall`` (seconds on the client), ``compute``
         (the longest time one worker spent on its shards), ``overhead`` (``wall -
         compute``: sending w, scheduling, moving and adding gradients), ``busy`` (the
@@ -123,6 +126,7 @@ class ShardedModel:
         self.n_samples = int(n_samples)
         self.fanin = max(2, int(fanin))
         self.n_evals = 0
+        self.retries = 0
         self.timings = []
 
     @property
@@ -142,13 +146,17 @@ class ShardedModel:
         w = np.ascontiguousarray(w, dtype=np.float64)
         if w.shape != (self.n_params,):
             raise ValueError(f"weights have shape {w.shape}, the model {self.n_params} parameters")
-        client = self.client
-        wf = client.scatter(w, broadcast=True, hash=False)
-        try:
-            parts = [client.submit(evaluate_shard, s, wf, want_grad, pure=False) for s in self.shards]
-            loss, g, spans = tree_sum(client, parts, add_parts, self.fanin)
-        finally:
-            wf.release()
+        for attempt in range(RETRIES + 1):
+            try:
+                loss, g, spans = self._evaluate_once(w, want_grad)
+                break
+            except (OSError, TimeoutError):
+                # a worker was lost while w was sent or parts came back: Dask rebuilds
+                # its shards elsewhere from their source; run the evaluation again
+                if attempt == RETRIES:
+                    raise
+                self.retries += 1
+                self.client.wait_for_workers(1, timeout=60)
         wall = time.perf_counter() - t0
         per_worker = {}
         for name, start, end in spans:
@@ -158,6 +166,17 @@ class ShardedModel:
         self.timings.append({"wall": wall, "compute": compute, "overhead": max(0.0, wall - compute),
                              "busy": sum(end - start for _, start, end in spans), "workers": len(per_worker)})
         return loss, g
+
+    def _evaluate_once(self, w, want_grad):
+        client = self.client
+        # to one worker, through the scheduler (it knows which workers are alive); the
+        # others fetch w from there (peer to peer) as their shard tasks start
+        wf = client.scatter(w, hash=False, direct=False)
+        try:
+            parts = [client.submit(evaluate_shard, s, wf, want_grad, pure=False) for s in self.shards]
+            return tree_sum(client, parts, add_parts, self.fanin)
+        finally:
+            wf.release()
 
     def loss_grad(self, w):
         """(loss, gradient) at w: the sums over the shards."""
