@@ -888,6 +888,7 @@ def _train_streaming(args, say):
 
     from .data.conll import read_conll
     from .estimators.crf import CRF
+    from .estimators.streaming import chunks as in_chunks
 
     if args.train == "-":
         raise UsageError("train: --stream reads TRAIN several times; give a file, not stdin")
@@ -918,7 +919,7 @@ def _train_streaming(args, say):
     with _StopOnSignal() as stopper:
         try:
             for p in range(1, int(passes) + 1):
-                for chunk in _chunks(read_conll(args.train, encoding=args.encoding), args.stream):
+                for chunk in in_chunks(read_conll(args.train, encoding=args.encoding), args.stream):
                     model.partial_fit(chunk, [s.labels for s in chunk])
                     done, chunks = copy.copy(model), chunks + 1
                     stopper.started = True
@@ -945,17 +946,6 @@ def _train_streaming(args, say):
         f"{done.n_active_features_} active features; {time.perf_counter() - t0:.1f}s; "
         f"model written to {args.model}")
     return 130 if interrupted else 0
-
-
-def _chunks(sentences, size):
-    chunk = []
-    for s in sentences:
-        chunk.append(s)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 # ---------------------------------------------------------------------------------------

@@ -197,7 +197,8 @@ class CRF(LogLinearCore):
             self._remember_for_warm_start()
         y = _label_lists(y, "y")
         data = self._dataset(X, y, grow=True)
-        self._sample_weight = _sequence_weights(sample_weight, data.n_sequences)
+        from .base import check_sample_weight
+        self._sample_weight = check_sample_weight(sample_weight, data.n_sequences, "sequence")
         if self.solver in ("cd", "bcd") and (self._sample_weight is not None or np.any(data.labels < 0)):
             raise ValueError(f"solver {self.solver!r} does not take sample weights or partially labelled "
                              f"sequences; use solver='owlqn' (or 'sgd-l1')")
@@ -376,17 +377,6 @@ class CRF(LogLinearCore):
         s, w, names, L = self.space_, self.weights_, self.classes_, self.space_.n_labels
         return {(names[p // L], names[p % L]): float(w[s.t_base + k])
                 for k, p in enumerate(s.t_pair) if w[s.t_base + k] != 0}
-
-
-def _sequence_weights(sample_weight, n):
-    if sample_weight is None:
-        return None
-    sw = np.asarray(sample_weight, dtype=np.float64)
-    if sw.shape != (n,):
-        raise ValueError(f"sample_weight has shape {sw.shape}, expected one weight per sequence ({n},)")
-    if not np.all(np.isfinite(sw)) or np.any(sw < 0):
-        raise ValueError("sample_weight must be finite and >= 0")
-    return sw
 
 
 def _label_lists(y, name):

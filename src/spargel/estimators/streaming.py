@@ -142,7 +142,8 @@ def partial_fit(est, X, y):
     return est
 
 
-def _chunks(sentences, size):
+def chunks(sentences, size):
+    """Consecutive lists of ``size`` items (the last one shorter) from an iterable."""
     chunk = []
     for s in sentences:
         chunk.append(s)
@@ -153,7 +154,8 @@ def _chunks(sentences, size):
         yield chunk
 
 
-def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, **crf_params):
+def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, encoding="utf-8", callback=None,
+                    **crf_params):
     """Train a CRF with SGD-L1 on a CoNLL column file read in chunks of
     ``chunk_sentences`` sequences (the file is never held in memory).
 
@@ -162,7 +164,9 @@ def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, 
     going through :meth:`spargel.CRF.partial_fit` (samples are shuffled within a chunk).
     ``model``: a :class:`spargel.CRF` to continue (e.g. ``CRF.load(path)``: warm start
     from its weights); otherwise a new ``CRF(template=template, solver="sgd-l1",
-    **crf_params)``. Returns the model.
+    **crf_params)``. ``encoding``: the file's text encoding. ``callback(model, pass_no,
+    chunk_no, n_sequences)`` is called after every chunk; returning True stops.
+    Returns the model.
     """
     from ..data.conll import read_conll
     from .crf import CRF
@@ -176,12 +180,16 @@ def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, 
             model.set_params(**crf_params)
         if template is not None:
             model.template = template
-    n = sum(1 for _ in read_conll(path))
+    n = sum(1 for _ in read_conll(path, encoding=encoding))
     options = dict(model.solver_options or {}) if model.solver == "sgd-l1" else {}
     options.setdefault("n_samples", n)
     model.solver = "sgd-l1"
     model.solver_options = options
-    for _ in range(int(passes)):
-        for chunk in _chunks(read_conll(path), int(chunk_sentences)):
+    done = 0
+    for p in range(1, int(passes) + 1):
+        for chunk in chunks(read_conll(path, encoding=encoding), int(chunk_sentences)):
             model.partial_fit(chunk, [s.labels for s in chunk])
+            done += 1
+            if callback is not None and callback(model, p, done, len(chunk)):
+                return model
     return model
