@@ -359,7 +359,7 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
     shift, logca = TOK[0], TOK[1]
     va, vb = SEQ[0], SEQ[1]
     vptr, nz_pair, NZIJ, NZF = pos[3], pos[4], pos[5], pos[6]
-    G, H, wold, dw, heff, l1b, l2b, out = VEC[0], VEC[1], VEC[2], VEC[3], VEC[4], VEC[5], VEC[6], VEC[7]
+    G, H, wold, dw, l1b, l2b = VEC[0], VEC[1], VEC[2], VEC[3], VEC[4], VEC[5]
     r, P, T = SQ[0], SQ[1], SQ[2]
     LL = L * L
     n_b = len(b_ptr) - 1
@@ -528,14 +528,15 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
 
         # -- PROPOSE: the penalty's closed-form step with the damped curvature ---------
         if act == PROPOSE:
-            nc = c1 - c0
-            for n in range(nc):
-                heff[n] = a_b * max(H[n], h_floor)
-            PK.enet_newton(wold[:nc], G[:nc], heff[:nc], l1b[:nc], l2b[:nc], out[:nc])
             moved = False
             pen_new = 0.0
-            for n in range(nc):
-                d = out[n] - wold[n]
+            for n in range(c1 - c0):
+                # the arithmetic of ElasticNet.block_step (_penalty_kernels.enet_newton)
+                h = a_b * max(H[n], h_floor)
+                den = h + l2b[n]
+                if not den > 0.0:
+                    den = 1e-12
+                d = PK.soft_threshold(h * wold[n] - G[n], l1b[n]) / den - wold[n]
                 if d > max_step:
                     d = max_step
                 elif d < -max_step:
@@ -757,11 +758,11 @@ class CRFBlocks:
                     np.zeros(L * L + 2, np.uint8))
         ix = self.ix
         mc, mo = ix.max_coord, ix.max_occ
-        # scratch: VEC rows G, H, wold, dw, heff, l1, l2, new weights; SAVE rows saved E,
+        # scratch: VEC rows G, H, wold, dw, l1, l2; SAVE rows saved E,
         # saved psi, new E, new psi; SAVES rows saved shift, new shift; old_part; SQ rows
         # r, P, T; kbuf; info = [pending trial block, rounding scale, block of the last
         # statistics]
-        self.wk = (np.zeros((8, mc)), np.zeros((4, mo, Lp)), np.zeros((2, mo)), np.zeros(ix.max_span),
+        self.wk = (np.zeros((6, mc)), np.zeros((4, mo, Lp)), np.zeros((2, mo)), np.zeros(ix.max_span),
                    np.zeros((3, max(L * L, Lp))), np.zeros(Lp, np.int64), np.array([-1.0, 0.0, -1.0]))
         self.trans = None
         self.kind = None
