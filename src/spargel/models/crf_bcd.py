@@ -414,9 +414,10 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
             for z in range(z0, z1):
                 s, f, l = SPAN[0, z], SPAN[1, z], SPAN[2, z]
                 lo = seq_ptr[s]
-                if _rows(hd[OPS + ALPHA], s, l, L, rows, pos, trans, SQ) == 0.0 or \
-                        _rows(hd[OPS + BETA], s, f, L, rows, pos, trans, SQ) == 0.0:
-                    failed = True
+                for d in range(2):         # alpha rows up to l, beta rows down to f
+                    if _rows(hd[OPS + ALPHA + d], s, l if d == 0 else f, L, rows, pos, trans, SQ) == 0.0:
+                        failed = True
+                if failed:
                     break
                 part = _span_part(f, l, alpha, beta, logca)
                 old_part[z - z0] = part
@@ -586,7 +587,6 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
                     for o in range(a_ptr[m], a_ptr[m + 1]):
                         for k in range(u_ptr[m], u_ptr[m + 1]):
                             E[a_tok[o], u_lab[k]] += a_val[o] * w[k]
-                C.exp_rows(E, psi, shift, n_occ, L, kbuf)
             else:
                 n_occ = a_ptr[grp_attr[GRP[0, g]] + 1] - rep_lo
                 for o in range(n_occ):
@@ -613,13 +613,16 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
                             n += 1
                     for y in range(Lp):
                         X[o, y] = E[t, y]
-                if not restore:
-                    C.exp_rows(X, Y, Z, n_occ, L, kbuf)
-                    for o in range(n_occ):
-                        t = a_tok[rep_lo + o]
-                        for y in range(Lp):
-                            psi[t, y] = Y[o, y]
-                        shift[t] = Z[o]
+            if not restore:
+                # psi = exp(E - shift): of every row (BEGIN) or of the new rows X (CHANGE)
+                C.exp_rows(E if act == BEGIN else X, psi if act == BEGIN else Y, shift if act == BEGIN else Z,
+                           n_occ, L, kbuf)
+            if act == CHANGE:
+                for o in range(n_occ):
+                    t = a_tok[rep_lo + o]
+                    for y in range(Lp):
+                        psi[t, y] = Y[o, y]
+                    shift[t] = Z[o]
         if act == BEGIN or (moving and not is_t and c1 > n_uni):
             # list the non-zero weights of the bigram attributes (all, or the block's)
             n = n_uni
