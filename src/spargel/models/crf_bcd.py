@@ -223,7 +223,7 @@ class BlockIndex:
 
 
 # --------------------------------------------------------------------------- rows (compiled)
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST)
 def _rows(op, s, a, L, rows, pos, trans, SQ):
     """Cached rows of sequence s. ALPHA: make the normalised alpha rows valid up to
     token a (computing the invalid ones, with their log normalisers); BETA: the
