@@ -22,20 +22,23 @@ What is kept between block steps, all in flat arrays:
   recomputed lazily when a later block needs them;
 * the non-zero weights of every bigram attribute as position corrections (pair,
   ``base * expm1(w)``, the exp(λ)-1 trick of §3.2), in the attribute's own slots
-  ``b_ptr[a]:b_ptr[a] + nz_cnt[a]``. A position with a single bigram attribute of value 1
+  ``vptr[2a]:vptr[2a+1]`` (from ``b_ptr[a]``). A position with a single bigram attribute of value 1
   (the usual case) hands these slots straight to the chain steps; other positions merge
   their attributes with :func:`crf_kernels.corrections` run on a *view* of the layout in
   which bigram attribute ``2a`` owns exactly those slots (data ids doubled), so it only
   ever reads non-zero weights.
 
-Every operation runs through the one compiled entry point :func:`run` (first-use
-compilation is paid once): the generic primitives of the protocol (``block_grad_hess``,
-``block_change``, ``block_commit``, ``block_discard``) and the fused sweep
+Every operation runs through the one compiled entry point :func:`run`: the protocol's
+primitives (``block_grad_hess``, ``block_change``, ``block_commit``,
+``block_discard``) are its GRAD, CHANGE, COMMIT and DISCARD steps, and the fused sweep
 (``block_sweep``, the elastic-net rule of ``solvers/coordinate_descent.py`` applied to
-many blocks in one call) are built from the same pieces, so both give the same iterates.
+many blocks in one call) is a loop over the very same steps, so both give the same
+iterates. :class:`CRFBlocks` is the Python side, which ``ChainCRF``'s block methods
+delegate to:
 
->>> blocks = CRFBlocks(model)                      # doctest: +SKIP
->>> blocks.begin(w); g, h = blocks.grad_hess(0)    # doctest: +SKIP
+>>> model.block_layout()                               # doctest: +SKIP
+>>> model.block_begin(w); g, h = model.block_grad_hess(0)   # doctest: +SKIP
+>>> delta = model.block_change(0, -0.1 * g); model.block_commit()   # doctest: +SKIP
 """
 
 import math
