@@ -9,12 +9,12 @@ The two products that conjugate gradients needs are both *sandwiches*
 ``P_F(A V A)`` of a symmetric V supported on the free set F:
 
 * the Hessian of ``-log det X`` at X is ``V -> W V W`` with ``W = X^-1``
-  (dense): ``sandwich_dense``;
+  (dense, used in single precision): ``sandwich_dense``;
 * the preconditioner is the restriction of the inverse Hessian,
   ``V -> X V X``, with X sparse (compressed rows): ``sandwich_sparse``.
 
-Both form ``U = V A`` row by row (each pair adds a multiple of one row of A
-to one row of U) and then read ``(A U)_ij = A[i, :] . U[:, j]``.
+Both work row by row on the symmetric pattern of F (``symmetric_rows``),
+so that every write stays within one row of a scratch matrix.
 """
 
 import numpy as np
@@ -71,72 +71,92 @@ def orthant_set(X, G, L, rows, cols, sgn, grad):
     return cnt, sub
 
 
+@njit(cache=True, nogil=True)
+def symmetric_rows(rows, cols, n, ptr, scol, spos):
+    """Row-wise index of the free set as a symmetric pattern: row i lists
+    ``scol[ptr[i]:ptr[i+1]]`` (its partners j, the diagonal included once)
+    and ``spos`` (the position p of the pair in the free-set vectors)."""
+    m = rows.shape[0]
+    for i in range(n + 1):
+        ptr[i] = 0
+    for p in range(m):
+        ptr[rows[p] + 1] += 1
+        if rows[p] != cols[p]:
+            ptr[cols[p] + 1] += 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:n].copy()
+    for p in range(m):
+        i = rows[p]
+        j = cols[p]
+        q = fill[i]
+        scol[q] = j
+        spos[q] = p
+        fill[i] = q + 1
+        if i != j:
+            q = fill[j]
+            scol[q] = i
+            spos[q] = p
+            fill[j] = q + 1
+
+
 @njit(cache=True, nogil=True, fastmath=True)
-def sandwich_dense(A, v, rows, cols, col_ptr, col_of_group, U, buf, out):
-    """``out[p] = (A V A)[rows[p], cols[p]]`` for the symmetric V with
-    entries v on the free set; A dense symmetric. U (n x n) is scratch."""
+def sandwich_dense(A, v, ptr, scol, spos, rows, col_ptr, col_of_group, U, buf, out):
+    """``out[p] = (A V A)[rows[p], cols[p]]`` for the symmetric V with entries
+    v on the free set; A dense symmetric (single precision: the product only
+    steers conjugate gradients, and halves the memory traffic). U (n x n, the
+    dtype of A) is scratch: row i of ``U = V A`` is accumulated in one pass,
+    then each column group reads its column of U once."""
     n = A.shape[0]
-    m = v.shape[0]
     for i in range(n):
         for k in range(n):
             U[i, k] = 0.0
-    for p in range(m):
-        vp = v[p]
-        if vp == 0.0:
-            continue
-        i = rows[p]
-        j = cols[p]
-        if i == j:
+        for q in range(ptr[i], ptr[i + 1]):
+            val = v[spos[q]]
+            if val == 0.0:
+                continue
+            c = scol[q]
+            w = A.dtype.type(val)
             for k in range(n):
-                U[i, k] += vp * A[i, k]
-        else:
-            for k in range(n):
-                U[i, k] += vp * A[j, k]
-            for k in range(n):
-                U[j, k] += vp * A[i, k]
+                U[i, k] += w * A[c, k]
     for grp in range(col_of_group.shape[0]):
         j = col_of_group[grp]
         for k in range(n):
             buf[k] = U[k, j]
         for p in range(col_ptr[grp], col_ptr[grp + 1]):
             i = rows[p]
-            s = 0.0
+            s = A.dtype.type(0.0)
             for k in range(n):
                 s += A[i, k] * buf[k]
             out[p] = s
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def sandwich_sparse(indptr, indices, data, v, rows, cols, U, out):
+def sandwich_sparse(indptr, indices, data, v, ptr, scol, spos, sval, rows, col_ptr,
+                    col_of_group, UT, out):
     """``out[p] = (A V A)[rows[p], cols[p]]`` with A symmetric in compressed
-    rows. U (n x n) must be all zeros on entry and is left all zeros."""
-    m = v.shape[0]
-    for p in range(m):
-        vp = v[p]
-        if vp == 0.0:
-            continue
-        i = rows[p]
-        j = cols[p]
-        for q in range(indptr[j], indptr[j + 1]):
-            U[i, indices[q]] += vp * data[q]
-        if i != j:
+    rows: ``UT = A V`` row by row (row k sums ``A_kl V[l, :]`` over the
+    non-zeros of row k of A), then ``out_(i,j) = sum_k A_ik UT[j, k]``
+    over the non-zeros of row i. UT (n x n) and sval (>= ptr[n]) are scratch."""
+    n = indptr.shape[0] - 1
+    for q in range(ptr[n]):
+        sval[q] = v[spos[q]]
+    for k in range(n):
+        for c in range(n):
+            UT[k, c] = 0.0
+        for q in range(indptr[k], indptr[k + 1]):
+            ll = indices[q]
+            x = data[q]
+            for r in range(ptr[ll], ptr[ll + 1]):
+                UT[k, scol[r]] += x * sval[r]
+    for grp in range(col_of_group.shape[0]):
+        j = col_of_group[grp]
+        for p in range(col_ptr[grp], col_ptr[grp + 1]):
+            i = rows[p]
+            s = 0.0
             for q in range(indptr[i], indptr[i + 1]):
-                U[j, indices[q]] += vp * data[q]
-    for p in range(m):
-        i = rows[p]
-        j = cols[p]
-        s = 0.0
-        for q in range(indptr[i], indptr[i + 1]):
-            s += data[q] * U[indices[q], j]
-        out[p] = s
-    for p in range(m):
-        i = rows[p]
-        j = cols[p]
-        for q in range(indptr[j], indptr[j + 1]):
-            U[i, indices[q]] = 0.0
-        if i != j:
-            for q in range(indptr[i], indptr[i + 1]):
-                U[j, indices[q]] = 0.0
+                s += data[q] * UT[j, indices[q]]
+            out[p] = s
 
 
 @njit(cache=True, nogil=True)
@@ -165,21 +185,22 @@ def _dot(a, b, w, m):
 
 
 @njit(cache=True, nogil=True)
-def newton_cg_direction(W, indptr, indices, data, rows, cols, col_ptr, col_of_group,
-                        weights, grad, d, max_iter, rtol, U, U0, buf, r, z, q, hq):
+def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group, ptr, scol,
+                        spos, weights, grad, d, max_iter, rtol, U32, buf32, UT, sval,
+                        r, z, q, hq):
     """Preconditioned conjugate gradients for ``P_F(W D W) = -grad`` on the
     free set F, started from D = 0 (so every iterate is a descent direction
     of the orthant model). The preconditioner is ``V -> P_F(X V X)`` (X in
     compressed rows): the restriction of the inverse of the Hessian
     ``W (.) W``, exact when F is everything. Stops when the preconditioned
     residual norm has shrunk by ``rtol`` or after ``max_iter`` iterations.
-    U must be zero on entry (kept zero); U0 is scratch. Returns the number
-    of iterations."""
+    Returns the number of iterations."""
     m = grad.shape[0]
     for p in range(m):
         d[p] = 0.0
         r[p] = -grad[p]
-    sandwich_sparse(indptr, indices, data, r, rows, cols, U, z)
+    sandwich_sparse(indptr, indices, data, r, ptr, scol, spos, sval, rows, col_ptr,
+                    col_of_group, UT, z)
     for p in range(m):
         q[p] = z[p]
     rz = _dot(r, z, weights, m)
@@ -189,7 +210,7 @@ def newton_cg_direction(W, indptr, indices, data, rows, cols, col_ptr, col_of_gr
     it = 0
     while it < max_iter:
         it += 1
-        sandwich_dense(W, q, rows, cols, col_ptr, col_of_group, U0, buf, hq)
+        sandwich_dense(W32, q, ptr, scol, spos, rows, col_ptr, col_of_group, U32, buf32, hq)
         qhq = _dot(q, hq, weights, m)
         if not qhq > 0.0:
             break
@@ -197,7 +218,8 @@ def newton_cg_direction(W, indptr, indices, data, rows, cols, col_ptr, col_of_gr
         for p in range(m):
             d[p] += a * q[p]
             r[p] -= a * hq[p]
-        sandwich_sparse(indptr, indices, data, r, rows, cols, U, z)
+        sandwich_sparse(indptr, indices, data, r, ptr, scol, spos, sval, rows, col_ptr,
+                        col_of_group, UT, z)
         rz_new = _dot(r, z, weights, m)
         if rz_new <= stop:
             break

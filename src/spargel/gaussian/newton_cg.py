@@ -79,7 +79,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     from ._cd_kernels import (cd_sweeps, direction_terms, gradient_into,
                               mirror_lower_to_upper, trial_point)
     from ._newton_cg_kernels import (dense_to_csr, newton_cg_direction, orthant_set,
-                                     orthant_step)
+                                     orthant_step, symmetric_rows)
 
     t_start = time.perf_counter() if t0 is None else t0
     S = np.ascontiguousarray(S, dtype=np.float64)
@@ -114,8 +114,13 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     indices = np.empty(n * n, dtype=np.int64)
     data = np.empty(n * n)
     G = np.empty((n, n))
-    U = np.zeros((n, n))               # kept zero by the sparse sandwich
-    U0 = np.empty((n, n))              # scratch (dense sandwich; U = D W of a CD step)
+    UT = np.empty((n, n))              # scratch of the sparse sandwich
+    U0 = np.empty((n, n))              # scratch: U = D W of a CD step
+    U32 = None                         # single-precision scratch and W of the CG phase
+    ptr = np.empty(n + 1, dtype=np.int64)
+    scol = np.empty(2 * size, dtype=np.int64)
+    spos = np.empty(2 * size, dtype=np.int64)
+    sval = np.empty(2 * size)
     D = None                           # dense CD direction, allocated when needed
     buf = np.empty(n)
     gap, g_val = np.inf, -np.inf
@@ -165,8 +170,15 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
                 wts[:] = np.where(r_ == c_, 1.0, 2.0)
             eta = min(0.5, float(np.sqrt(gnorm / gnorm0)))
             dense_to_csr(X, indptr, indices, data)
-            n_cg = newton_cg_direction(W, indptr, indices, data, r_, c_, col_ptr, col_of_group,
-                                       wts, g_, d, max_cg, eta, U, U0, buf, r, z, q, hq)
+            symmetric_rows(r_, c_, n, ptr, scol, spos)
+            if U32 is None:
+                U32 = np.empty((n, n), dtype=np.float32)
+                W32 = np.empty((n, n), dtype=np.float32)
+                buf32 = np.empty(n, dtype=np.float32)
+            W32[...] = W
+            n_cg = newton_cg_direction(W32, indptr, indices, data, r_, col_ptr, col_of_group,
+                                       ptr, scol, spos, wts, g_, d, max_cg, eta, U32, buf32,
+                                       UT, sval, r, z, q, hq)
             decrease = -float(np.dot(wts * g_, d))     # predicted decrease <g, -D>
             if decrease > 0.0:
                 t = 1.0

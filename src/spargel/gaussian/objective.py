@@ -54,6 +54,11 @@ def _check_finite(A, name):
                               f"column {j})")
 
 
+class NonNumericDataError(DataFormatError, TypeError):
+    """Entries that are not numbers (both a DataFormatError and, as numpy's
+    own conversion error, a TypeError)."""
+
+
 def as_matrix(A, name="X"):
     """``A`` as a 2-D float64 array, or a clear :class:`DataFormatError`.
 
@@ -77,11 +82,11 @@ def as_matrix(A, name="X"):
     except (TypeError, ValueError) as exc:
         raise DataFormatError(name, None, f"must be a numeric matrix ({exc})") from None
     if np.iscomplexobj(arr):
-        raise DataFormatError(name, None, "complex data not supported")
+        raise DataFormatError(name, None, "Complex data not supported")
     try:
         arr = np.array(arr, dtype=np.float64, order="C", copy=True)
     except (TypeError, ValueError) as exc:
-        raise DataFormatError(name, None, f"must be a numeric matrix: {exc}") from None
+        raise NonNumericDataError(name, None, f"must be a numeric matrix: {exc}") from None
     if arr.ndim != 2:
         if arr.ndim == 1:
             raise DataFormatError(name, None, "must be a 2-D array (samples x variables), got a "
