@@ -229,7 +229,7 @@ def empirical_covariance(X, assume_centered=False, name="X"):
         sd = float(np.sqrt(np.diag(C)[j]) * a_safe[j])
         raise DataFormatError(name, None, f"column {j} has standard deviation {sd:.3g}: its variance "
                               "is outside the range of double precision, and so would be its "
-                              f"precision; rescale {name} (e.g. standardise the columns)")
+                              f"precision; rescale the variables (e.g. standardise the columns)")
     S[np.diag_indices_from(S)] = var
     return np.ascontiguousarray(S)
 
