@@ -13,6 +13,7 @@ import warnings
 
 import pytest
 
+pytest.importorskip("sklearn", minversion="1.6")      # tags API
 sklearn_checks = pytest.importorskip("sklearn.utils.estimator_checks")
 
 from spargel.estimators.gaussian import SparseGaussianMRF, SparseGaussianMRFCV  # noqa: E402

@@ -224,7 +224,7 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
             from .newton_cd import newton_cd
 
             res = newton_cd(Ss, Ls, X0=X0, max_iter=max_iter, offset=off,
-                            stall_after=30 if solver == "auto" else None, **common)
+                            **common)
         else:
             from .newton_cg import newton_cg
 
