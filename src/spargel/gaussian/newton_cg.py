@@ -52,6 +52,49 @@ from .result import GaussianResult
 __all__ = ["newton_cg"]
 
 
+class _CGBuffers:
+    """Scratch of the CG phase, allocated on first use and grown as needed
+    (free-set vectors for m entries, compressed rows for nnz non-zeros)."""
+
+    def __init__(self, n, m, nnz):
+        self.n, self.m, self.nnz = n, m, nnz
+        self.vectors = np.empty((5, m))                  # d, r, z, q, Hq
+        self.indptr = np.empty(n + 1, dtype=np.int64)
+        self.indices = np.empty(nnz, dtype=np.int64)
+        self.data = np.empty(nnz)
+        self.ptr = np.empty(n + 1, dtype=np.int64)
+        self.scol = np.empty(2 * m, dtype=np.int64)
+        self.spos = np.empty(2 * m, dtype=np.int64)
+        self.sval = np.empty(2 * m)
+        self.UT = np.empty((n, n))
+        self.W32 = np.empty((n, n), dtype=np.float32)
+        self.U32 = np.empty((n, n), dtype=np.float32)
+        self.buf32 = np.empty(n, dtype=np.float32)
+
+    @classmethod
+    def ensure(cls, bufs, n, m, nnz):
+        if bufs is None or bufs.m < m or bufs.nnz < nnz:
+            grow = 1.25
+            m2 = max(m, int(grow * bufs.m)) if bufs is not None else m
+            nnz2 = max(nnz, int(grow * bufs.nnz)) if bufs is not None else nnz
+            return cls(n, min(m2, n * (n + 1) // 2), min(nnz2, n * n))
+        return bufs
+
+
+def _entering_filter(X, D, G, L, rows, cols, sgn, grad):
+    """Keep the free positions that are non-zero in X, on the diagonal, or
+    moved off zero by the CD sweep D (with the sign the sweep gave them)."""
+    xv = X[rows, cols]
+    dv = D[rows, cols]
+    keep = (xv != 0.0) | (dv != 0.0) | (rows == cols)
+    if keep.all():
+        return rows, cols, sgn, grad
+    rows, cols = rows[keep], cols[keep]
+    sgn = np.where(xv == 0.0, np.sign(dv) * (sgn != 0.0), sgn)[keep]
+    grad = G[rows, cols] + L[rows, cols] * sgn
+    return rows, cols, sgn, grad
+
+
 def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
               sigma=1e-4, max_line_search=40, gap_check=100.0, history=None,
               callback=None, offset=0.0, t0=None, verbose=False):
@@ -109,20 +152,11 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     cols = np.empty(size, dtype=np.int64)
     sgn = np.empty(size)
     grad = np.empty(size)
-    work = np.empty((6, size))          # d, r, z, q, hq, weights
-    indptr = np.empty(n + 1, dtype=np.int64)
-    indices = np.empty(n * n, dtype=np.int64)
-    data = np.empty(n * n)
     G = np.empty((n, n))
-    UT = np.empty((n, n))              # scratch of the sparse sandwich
     U0 = np.empty((n, n))              # scratch: U = D W of a CD step
-    U32 = None                         # single-precision scratch and W of the CG phase
-    ptr = np.empty(n + 1, dtype=np.int64)
-    scol = np.empty(2 * size, dtype=np.int64)
-    spos = np.empty(2 * size, dtype=np.int64)
-    sval = np.empty(2 * size)
-    D = None                           # dense CD direction, allocated when needed
+    D = np.empty((n, n))               # the dense CD direction
     buf = np.empty(n)
+    cg = None                          # buffers of the CG phase, sized when first needed
     gap, g_val = np.inf, -np.inf
     gnorm0 = None
     converged = False
@@ -137,8 +171,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
         starts = np.flatnonzero(np.diff(c_)) + 1
         col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
         col_of_group = c_[col_ptr[:-1]]
-        d, r, z, q, hq, wts = (w[:m] for w in work)
-        wts[:] = np.where(r_ == c_, 1.0, 2.0)
+        wts = np.where(r_ == c_, 1.0, 2.0)
         gnorm = float(np.sqrt(np.dot(wts * g_, g_)))
         if gnorm0 is None:
             gnorm0 = max(gnorm, np.finfo(float).tiny)
@@ -148,37 +181,25 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
         this_mode = mode
         if mode == "cg":
             # one CD sweep picks which zero entries enter, and their signs
-            if D is None:
-                D = np.zeros((n, n))
-            else:
-                D.fill(0.0)
+            D.fill(0.0)
             U0.fill(0.0)
             cd_sweeps(W, G, X, L, D, U0, col_ptr, r_, col_of_group, 1, buf)
-            xv = X[r_, c_]
-            dv = D[r_, c_]
-            keep = (xv != 0.0) | (dv != 0.0) | (r_ == c_)
-            if not keep.all():
-                m = int(np.count_nonzero(keep))
-                r_, c_ = r_[keep].copy(), c_[keep].copy()
-                newsign = np.where(xv == 0.0, np.sign(dv) * (s_ != 0.0), s_)[keep]
-                g_ = G[r_, c_] + L[r_, c_] * newsign
-                s_ = newsign
-                starts = np.flatnonzero(np.diff(c_)) + 1
-                col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
-                col_of_group = c_[col_ptr[:-1]]
-                d, r, z, q, hq, wts = (w[:m] for w in work)
-                wts[:] = np.where(r_ == c_, 1.0, 2.0)
+            r_, c_, s_, g_ = _entering_filter(X, D, G, L, r_, c_, s_, g_)
+            m = r_.size
+            starts = np.flatnonzero(np.diff(c_)) + 1
+            col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
+            col_of_group = c_[col_ptr[:-1]]
+            wts = np.where(r_ == c_, 1.0, 2.0)
             eta = min(0.5, float(np.sqrt(gnorm / gnorm0)))
-            dense_to_csr(X, indptr, indices, data)
-            symmetric_rows(r_, c_, n, ptr, scol, spos)
-            if U32 is None:
-                U32 = np.empty((n, n), dtype=np.float32)
-                W32 = np.empty((n, n), dtype=np.float32)
-                buf32 = np.empty(n, dtype=np.float32)
-            W32[...] = W
-            n_cg = newton_cg_direction(W32, indptr, indices, data, r_, col_ptr, col_of_group,
-                                       ptr, scol, spos, wts, g_, d, max_cg, eta, U32, buf32,
-                                       UT, sval, r, z, q, hq)
+            cg = _CGBuffers.ensure(cg, n, m, int(np.count_nonzero(X)))
+            dense_to_csr(X, cg.indptr, cg.indices, cg.data)
+            symmetric_rows(r_, c_, n, cg.ptr, cg.scol, cg.spos)
+            cg.W32[...] = W
+            d, r, z, q, hq = (v[:m] for v in cg.vectors)
+            n_cg = newton_cg_direction(cg.W32, cg.indptr, cg.indices, cg.data, r_, col_ptr,
+                                       col_of_group, cg.ptr, cg.scol, cg.spos, wts, g_, d,
+                                       max_cg, eta, cg.U32, cg.buf32, cg.UT, cg.sval,
+                                       r, z, q, hq)
             decrease = -float(np.dot(wts * g_, d))     # predicted decrease <g, -D>
             if decrease > 0.0:
                 t = 1.0
@@ -200,10 +221,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
         else:
             # QUIC's direction: CD sweeps on the l1-regularised Newton model
             # (they find the support; 1 + k // 3 sweeps)
-            if D is None:
-                D = np.zeros((n, n))
-            else:
-                D.fill(0.0)
+            D.fill(0.0)
             U0.fill(0.0)
             n_sweeps = min(1 + (it - 1) // 3, 10)
             cd_sweeps(W, G, X, L, D, U0, col_ptr, r_, col_of_group, n_sweeps, buf)

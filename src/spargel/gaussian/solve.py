@@ -41,8 +41,9 @@ __all__ = ["solve_gaussian", "SOLVERS"]
 SOLVERS = ("auto", "newton-cg", "newton-cd", "projected-gradient")
 _DEFAULT_MAX_ITER = {"newton-cg": 100, "newton-cd": 100, "projected-gradient": 1000,
                      "block-l1": 2000}
-#: weights above this on the standardised scale are all equivalent to +inf
-#: (the optimal dual has |W~_ij| <= 2 there), so larger ones are capped
+#: weights above this (times the largest diagonal of the rescaled problem) are
+#: all equivalent to +inf (the optimal dual has |W~_ij| <= 2 max_i d~_i), so
+#: larger ones are capped
 _WEIGHT_CAP = 1e6
 
 
@@ -186,14 +187,20 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
         raise DataFormatError("S", None, f"variable {bad} has zero variance and an unpenalised "
                               "diagonal: the likelihood is unbounded (remove constant columns or "
                               "penalise the diagonal)")
-    s = np.sqrt(d)
+    if kind == "projected-gradient":
+        # one common factor: Algorithm 1's iterates are then exactly those of
+        # the unscaled problem (per-variable scaling changes its path)
+        s = np.full(n, np.sqrt(float(np.mean(d))))
+    else:
+        s = np.sqrt(d)
     ss = np.outer(s, s)
+    dt = d / (s * s)
     St = S / ss
     with np.errstate(over="ignore"):
-        Lt = np.minimum(L / ss, _WEIGHT_CAP)
-    np.fill_diagonal(St, np.diag(S) / d)
-    np.fill_diagonal(Lt, np.diag(L) / d)
-    offset = float(np.sum(np.log(d)))
+        Lt = np.minimum(L / ss, _WEIGHT_CAP * max(1.0, float(dt.max())))
+    np.fill_diagonal(St, np.diag(S) / (s * s))
+    np.fill_diagonal(Lt, np.diag(L) / (s * s))
+    offset = float(np.sum(np.log(s * s)))
     K0 = None
     if warm_start is not None:
         with np.errstate(over="ignore", invalid="ignore"):
@@ -210,7 +217,7 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
     def run(idx):
         sub = np.ix_(idx, idx)
         Ss, Ls = np.ascontiguousarray(St[sub]), np.ascontiguousarray(Lt[sub])
-        off = float(np.sum(np.log(d[idx])))
+        off = float(np.sum(np.log(s[idx] * s[idx])))
         X0 = None if K0 is None else K0[sub]
         if X0 is not None and kind != "projected-gradient" and np.linalg.eigvalsh(X0)[0] <= 0:
             X0 = None
@@ -260,10 +267,10 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
         return _map_back(res, s, offset, n_components=1)
     K = np.zeros((n, n))
     C = np.zeros((n, n))
-    # singletons: K~_ii = 1 / (S~_ii + L~_ii) = 1, objective log d_i + 1 each
-    K[singles, singles] = 1.0
-    C[singles, singles] = 1.0
-    f = float(singles.size)
+    # singletons: K~_ii = 1 / (S~_ii + L~_ii) = 1 / dt_i, objective log dt_i + 1 each
+    K[singles, singles] = 1.0 / dt[singles]
+    C[singles, singles] = dt[singles]
+    f = float(np.sum(np.log(dt[singles]) + 1.0))
     g = f
     hist = []
     n_iter = 0
