@@ -193,7 +193,10 @@ def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group,
     of the orthant model). The preconditioner is ``V -> P_F(X V X)`` (X in
     compressed rows): the restriction of the inverse of the Hessian
     ``W (.) W``, exact when F is everything. Stops when the preconditioned
-    residual norm has shrunk by ``rtol`` or after ``max_iter`` iterations.
+    residual norm has shrunk by ``rtol``, when the last iteration improved
+    the quadratic model by less than ``rtol / k`` of its total decrease
+    (k iterations; the truncation rule of Nash & Sofer), or after
+    ``max_iter`` iterations.
     Returns the number of iterations."""
     m = grad.shape[0]
     for p in range(m):
@@ -208,6 +211,7 @@ def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group,
         return 0
     stop = rtol * rtol * rz
     it = 0
+    model = 0.0           # decrease of the quadratic model, -<g, d> / 2 at CG iterates
     while it < max_iter:
         it += 1
         sandwich_dense(W32, q, ptr, scol, spos, rows, col_ptr, col_of_group, U32, buf32, hq)
@@ -218,6 +222,11 @@ def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group,
         for p in range(m):
             d[p] += a * q[p]
             r[p] -= a * hq[p]
+        # truncated Newton (Nash & Sofer): stop once the model gains little more
+        gain = 0.5 * a * a * qhq
+        model += gain
+        if it * gain <= rtol * model:
+            break
         sandwich_sparse(indptr, indices, data, r, ptr, scol, spos, sval, rows, col_ptr,
                         col_of_group, UT, z)
         rz_new = _dot(r, z, weights, m)

@@ -163,6 +163,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     reason = "max_iter"
     mode = "cd"
     edges_prev = -1
+    last_decrease = 0.0
     it = 0
     for it in range(1, max_iter + 1):
         gradient_into(S, W, G)
@@ -190,7 +191,13 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
             col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
             col_of_group = c_[col_ptr[:-1]]
             wts = np.where(r_ == c_, 1.0, 2.0)
-            eta = min(0.5, float(np.sqrt(gnorm / gnorm0)))
+            # inexact Newton: superlinear forcing, but no more accuracy than the
+            # tolerance needs (the error left is about eta^2 times the last decrease)
+            eta = float(np.sqrt(gnorm / gnorm0))
+            if last_decrease > 0.0:
+                eta = max(eta, float(np.sqrt(0.1 * gap_check * max(atol, tol * max(1.0, abs(f)))
+                                             / last_decrease)))
+            eta = min(0.5, eta)
             cg = _CGBuffers.ensure(cg, n, m, int(np.count_nonzero(X)))
             dense_to_csr(X, cg.indptr, cg.indices, cg.data)
             symmetric_rows(r_, c_, n, cg.ptr, cg.scol, cg.spos)
@@ -243,6 +250,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
                 X += step * D
                 trSX += step * trSD
                 pen = pen_t
+        last_decrease = decrease if (this_mode == "cg" and step == 1.0) else 0.0
         if step > 0.0:
             f = ft
             W_old = W
