@@ -229,3 +229,83 @@ def test_observed_space_keeps_seen_pairs_and_triples_only():
     bad = FeatureSpace2(3, space.u_ptr, space.u_lab, space.b_ptr, space.b_pair, np.array([36], np.int32))
     with pytest.raises(ValueError, match="triples"):
         bad.validate(6, 3)
+
+
+def _partial_problem(seed, kind="full"):
+    """Random data where some labels are unknown (-1), and per-sequence weights."""
+    rng = np.random.default_rng(seed)
+    data = random_data(rng, n_labels=3, n_seq=5)
+    labels = data.labels.copy()
+    labels[rng.random(len(labels)) < 0.3] = -1
+    data.labels = labels
+    space = random_space2(data, kind, 3, 6, 3, True)
+    w = rng.normal(size=space.n_params)
+    sw = rng.uniform(0.5, 2.0, size=data.n_sequences)
+    return space, data, w, sw
+
+
+def _brute_weighted_loss(space, data, w, sw):
+    total = 0.0
+    for s in range(data.n_sequences):
+        lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+        paths, scores = enumerate_paths2(space, data, w, s)
+        known = data.labels[lo:hi]
+        ok = np.array([all(k < 0 or k == y for k, y in zip(known, p)) for p in paths])
+        m = scores.max()
+        logz = m + np.log(np.exp(scores - m).sum())
+        num = m + np.log(np.exp(scores[ok] - m).sum())
+        total += sw[s] * (logz - num)
+    return total
+
+
+@pytest.mark.parametrize("kind", ["full", "observed"])
+def test_sample_weights_and_unknown_labels_match_enumeration(kind):
+    """Label -1 (unknown): the numerator sums over the consistent label sequences; each
+    sequence's term is multiplied by its weight. Batch loss, gradient and the SGD
+    capability's summed loss agree with enumeration."""
+    space, data, w, sw = _partial_problem(2, kind)
+    assert np.any(data.labels < 0)
+    expect = _brute_weighted_loss(space, data, w, sw)
+    model = M.ChainCRF2(space, data, sample_weight=sw)
+    loss, g = model.loss_grad(w)
+    assert loss == pytest.approx(expect, rel=1e-12)
+    np.testing.assert_allclose(g, _finite_differences(model, w), rtol=1e-5, atol=1e-6)
+    assert model.sample_loss(np.arange(data.n_sequences), w) == pytest.approx(expect, rel=1e-12)
+    with pytest.raises(ValueError, match="sample_weight"):
+        M.ChainCRF2(space, data, sample_weight=sw[:2])
+
+
+@pytest.mark.parametrize("variant", [0, 2])                 # naive, cumulative
+@pytest.mark.parametrize("very_negative", [False, True])     # PAIR_ONES / exact LIST
+def test_sgd_step_is_the_batch_gradient(variant, very_negative):
+    """One SGD step over every sequence at once, without penalty and with a constant
+    rate, moves the weights by exactly -eta times the batch gradient (sample weights and
+    unknown labels included)."""
+    space, data, w, sw = _partial_problem(6)
+    if very_negative:
+        w[space.t_base + 1] = -40.0
+    model = M.ChainCRF2(space, data, sample_weight=sw)
+    _, g = model.loss_grad(w)
+    eta = 1e-3
+    n = data.n_sequences
+    v = w.copy()
+    st = np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    prm = np.array([eta, 1.0, 2, variant, float(n), 0.0, n, 0.0])
+    assert model.sgd_pass(np.arange(n), v, np.zeros(len(v)), np.zeros(0), np.zeros(0), st, prm) == 0
+    np.testing.assert_allclose((w - v) / eta, g, rtol=1e-9, atol=1e-9)
+    assert st[4] == pytest.approx(model.loss(w), rel=1e-12)          # the online loss of the step
+
+
+def test_sgd_reaches_the_batch_optimum():
+    """SGD-L1 (cumulative penalty) ends near the OWL-QN optimum of the same objective."""
+    from spargel.penalties import ElasticNet
+    from spargel.solvers import get_solver
+    rng = np.random.default_rng(0)
+    data = random_data(rng, n_seq=40, max_len=6, n_labels=3)
+    space = random_space2(data, "full", 3, 6, 3, True)
+    model = M.ChainCRF2(space, data)
+    penalty = ElasticNet(0.5, 0.1)
+    exact = get_solver("owlqn")(model, penalty, max_iter=500, tol=1e-10, gtol=1e-8)
+    sgd = get_solver("sgd-l1")(model, penalty, max_iter=200, tol=0, random_state=0)
+    assert sgd.objective == pytest.approx(exact.objective, rel=1e-4)
+    assert sgd.objective >= exact.objective - 1e-6

@@ -208,6 +208,22 @@ def refresh_pairs(trans, x):
         fv[gk[q]] = x[q]
 
 
+@njit(cache=True, nogil=True)
+def refresh_list(trans, k, x):
+    """Load new scores into a LIST structure in place: ``x[q]`` is the score of the pair
+    with list index ``k[q]``; the other pairs keep theirs."""
+    fv, gc = trans[11], trans[8]
+    for q in range(len(k)):
+        fv[k[q]] = x[q]
+    m = fv[0] if len(fv) else 0.0
+    for p in range(1, len(fv)):
+        if fv[p] > m:
+            m = fv[p]
+    trans[3][0] = m
+    for p in range(len(fv)):
+        gc[p] = math.exp(fv[p] - m)
+
+
 # --------------------------------------------------------------------------- emissions
 # exp(x) for x <= 0 as Cody-Waite reduction + degree-13 Taylor polynomial + exponent
 # bits: within ~1 ulp of math.exp, and the loop vectorises (math.exp is a libm call).

@@ -71,7 +71,7 @@ class CRF2View(CRFView):
         return K2.log_buffers(self.L, K.max_length(self.data.seq_ptr, order))
 
     def accumulators(self, trans):
-        return np.zeros((1, 1)), np.zeros(len(trans[6])), np.zeros(len(trans[11]))
+        return np.zeros((1, 1)), np.zeros(len(trans[6])), np.zeros(0)
 
 
 class ChainCRF2:
@@ -83,13 +83,21 @@ class ChainCRF2:
     ``n_jobs`` threads over ``max(n_jobs, 4)`` fixed chunks summed in a fixed order.
     ``inference``: ``"auto"`` / ``"sparse"`` (triples through ``PAIR_ONES``) or
     ``"dense"`` (the ``LIST`` of every allowed transition).
+
+    ``sample_weight`` (one per sequence) multiplies each sequence's term. Label -1 marks
+    a position whose label is unknown: such a sequence's numerator sums over the
+    unknown labels (a forward-backward with the known labels clamped),
+    ``-log sum_{y consistent} p(y|x)``.
     """
 
-    def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None):
+    def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None, sample_weight=None):
         if data.labels is None:
             raise ValueError("training data needs labels")
         if getattr(space, "order", 1) != 2:
             raise ValueError("ChainCRF2 needs a second-order layout (FeatureSpace2)")
+        self.sw = np.zeros(0) if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
+        if len(self.sw) and self.sw.shape != (data.n_sequences,):
+            raise ValueError(f"sample_weight has {len(self.sw)} entries, the data {data.n_sequences} sequences")
         self.view = CRF2View(space, data, inference)
         self.space, self.data, self.inference = space, data, inference
         self.n_jobs = resolve_n_jobs(n_jobs)
@@ -98,8 +106,13 @@ class ChainCRF2:
         fixed = FIXED_CHUNKS if FIXED_CHUNKS * space.n_params * 8 <= CHUNK_BUFFER_BUDGET else 1
         bounds = balanced_chunks(data.seq_ptr, max(self.n_jobs, fixed))
         self._orders = [np.arange(bounds[c], bounds[c + 1], dtype=np.int64) for c in range(len(bounds) - 1)]
+        tok_seq = np.repeat(np.arange(data.n_sequences), np.diff(data.seq_ptr))
+        self.partial = np.zeros(data.n_sequences, dtype=np.uint8)
+        self.partial[tok_seq[data.labels < 0]] = 1
+        self._partial = [o[self.partial[o] == 1] for o in self._orders]
         self._emp = np.zeros(self.n_params)
-        K2.empirical_counts(self.view.space_t, self.view.data_t, self._emp)
+        K2.empirical_counts(self.view.space_t, self.view.data_t, np.flatnonzero(self.partial == 0).astype(np.int64),
+                            self.sw, self._emp)
         n_dense = len(self.view.d_attr)
         self._gbufs = [np.zeros(self.n_params) for _ in self._orders]
         self._Gdbufs = [np.zeros((n_dense, self.view.Lp)) for _ in self._orders]
@@ -113,6 +126,13 @@ class ChainCRF2:
     def n_samples(self):
         return self.data.n_sequences
 
+    def entry_kernels(self, solver):
+        """The compiled entry points a solver will call first (for a first-use note)."""
+        if solver == "sgd-l1":
+            from . import crf2_sgd
+            return [crf2_sgd.sgd_pass]
+        return [K2.chunk_logz_grad]
+
     # -- loss and gradient ----------------------------------------------------------
     def _run(self, w, want_grad):
         v = self.view
@@ -121,28 +141,42 @@ class ChainCRF2:
             self._work = [v.buffers(o) for o in self._orders]
         bufs = self._work
         accs = [v.accumulators(trans) for _ in self._orders]
-        failed = [np.zeros(len(o), np.uint8) for o in self._orders]
+        n_chunks = len(self._orders)
+        scratch = [np.zeros(len(trans[6])) for _ in range(n_chunks)]
+        # per chunk: the free pass over all its sequences, the clamped pass over its
+        # partially labelled ones (each flags the sequences that need log space)
+        passes = [(self._orders[c], False) for c in range(n_chunks)] + [(self._partial[c], True)
+                                                                         for c in range(n_chunks)]
+        failed = [np.zeros(len(o), np.uint8) for o, _ in passes]
         if want_grad:
-            for c in range(len(self._orders)):
+            for c in range(n_chunks):
                 self._gbufs[c].fill(0.0)
                 self._Gdbufs[c].fill(0.0)
 
         def run(c):
-            return K2.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, self._orders[c], want_grad,
-                                      self._gbufs[c], self._Gdbufs[c], accs[c], failed[c], bufs[c])
+            total = 0.0
+            for p in (c, c + n_chunks):
+                order, clamp = passes[p]
+                if len(order):
+                    total += K2.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, order, want_grad,
+                                                self._gbufs[c], self._Gdbufs[c], accs[c], failed[p], bufs[c], self.sw,
+                                                clamp, scratch[c])
+            return total
 
-        if self.n_jobs == 1 or len(self._orders) == 1:
-            logz = [run(c) for c in range(len(self._orders))]
+        if self.n_jobs == 1 or n_chunks == 1:
+            logz = [run(c) for c in range(n_chunks)]
         else:
-            with ThreadPoolExecutor(max_workers=min(self.n_jobs, len(self._orders))) as pool:
-                logz = list(pool.map(run, range(len(self._orders))))
-        tcount = np.zeros(len(trans[11]))
-        for c in range(len(self._orders)):
-            bad = self._orders[c][failed[c] == 1]
-            if len(bad):
-                logz[c] += K2.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, bad, want_grad,
-                                                  self._gbufs[c], self._Gdbufs[c], tcount, bufs[c],
-                                                  v.log_buffers(bad))
+            with ThreadPoolExecutor(max_workers=min(self.n_jobs, n_chunks)) as pool:
+                logz = list(pool.map(run, range(n_chunks)))
+        tcount, tcount1 = np.zeros(len(trans[11])), np.zeros(len(trans[11]))
+        for c in range(n_chunks):
+            for p in (c, c + n_chunks):
+                order, clamp = passes[p]
+                bad = order[failed[p] == 1]
+                if len(bad):
+                    logz[c] += K2.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, bad, want_grad,
+                                                      self._gbufs[c], self._Gdbufs[c], tcount, bufs[c],
+                                                      v.log_buffers(bad), self.sw, clamp, tcount1)
             if want_grad:
                 C.transition_counts(trans, accs[c], tcount)
         total = sum(logz)
@@ -168,6 +202,37 @@ class ChainCRF2:
         w = np.ascontiguousarray(w, dtype=np.float64)
         logz, _ = self._run(w, False)
         return float(logz - dot(w, self._emp))
+
+    # -- the "sgd" capability ---------------------------------------------------------
+    def _sgd_structures(self):
+        from . import crf2_sgd
+        if getattr(self, "_structures", None) is None:
+            self._structures = crf2_sgd.structures(self.view.space_t)
+        return self._structures
+
+    def sgd_pass(self, order, v, aux, l1w, m, st, prm):
+        """One compiled pass of lazily penalised SGD over the sequences ``order``
+        (see :mod:`spargel.models.crf2_sgd`); returns 0, or 1 on divergence."""
+        from . import crf2_sgd
+        st_, dt_ = self.view.space_t, self.view.data_t
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        ones, lst, list_k = self._sgd_structures()
+        wk = crf2_sgd.work(st_, dt_, order, self.n_params, self.sw, self.partial)
+        return crf2_sgd.sgd_pass(st_, dt_, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk)
+
+    def sample_loss(self, order, w):
+        """Sum of -log p(y_s | x_s) over the sequences ``order`` at w."""
+        from . import crf2_sgd
+        st_, dt_ = self.view.space_t, self.view.data_t
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        ones, lst, list_k = self._sgd_structures()
+        wk = crf2_sgd.work(st_, dt_, order, self.n_params, self.sw, self.partial)
+        st = np.zeros(6)
+        prm = np.zeros(8)
+        prm[3], prm[4], prm[6] = crf2_sgd.LOSS_ONLY, 1.0, 1.0
+        crf2_sgd.sgd_pass(st_, dt_, ones, lst, list_k, order, w, np.zeros(0), np.zeros(0), np.zeros(0), st, prm, wk)
+        return float(st[4])
 
 
 # --------------------------------------------------------------------------- prediction

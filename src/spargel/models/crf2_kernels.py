@@ -139,14 +139,17 @@ def gold_score(v, m, a, space, data, s, E):
 
 
 @njit(cache=True, nogil=True)
-def empirical_counts(space, data, emp):
-    """emp += feature counts of the gold label sequences (unigram, pair, triple)."""
+def empirical_counts(space, data, order, sw, emp):
+    """emp += feature counts of the gold label sequences ``order`` (unigram, pair,
+    triple), each times its weight ``sw[s]`` (``sw`` empty: 1)."""
     L, u_ptr, u_lab = space[0], space[1], space[2]
     b_ptr, b_pair, b_base = space[3], space[4], space[5]
     t_base, t_index = space[7], space[8]
     seq_ptr, uni_ptr, uni_ids, uni_vals = data[0], data[1], data[2], data[3]
     big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
-    for s in range(len(seq_ptr) - 1):
+    for r in range(len(order)):
+        s = order[r]
+        c = sw[s] if len(sw) > 0 else 1.0
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         prev2, prev = L, L
         for t in range(lo, hi):
@@ -155,19 +158,19 @@ def empirical_counts(space, data, emp):
                 a = uni_ids[j]
                 for k in range(u_ptr[a], u_ptr[a + 1]):
                     if u_lab[k] == y:
-                        emp[k] += uni_vals[j]
+                        emp[k] += c * uni_vals[j]
                         break
             pair = prev * L + y
             for j in range(big_ptr[t], big_ptr[t + 1]):
                 a = big_ids[j]
                 for k in range(b_ptr[a], b_ptr[a + 1]):
                     if b_pair[k] == pair:
-                        emp[b_base + k] += big_vals[j]
+                        emp[b_base + k] += c * big_vals[j]
                         break
             if t > lo:
                 ti = t_index[(prev2 * L + prev) * L + y]
                 if ti >= 0:
-                    emp[t_base + ti] += 1.0
+                    emp[t_base + ti] += c
             prev2, prev = prev, y
 
 
@@ -194,38 +197,57 @@ def log_buffers(L, maxlen):
 
 # --------------------------------------------------------------------------- batch pass
 @njit(cache=True, nogil=True)
-def chunk_logz_grad(w, space, data, aux, trans, order, want_grad, g, Gd, acc, failed, buf):
-    """Sum of log Z over the sequences ``order``; with want_grad, adds their expected
-    unigram and pair counts to ``g`` / ``Gd`` and the triple counts to the transition
-    accumulators ``acc`` (``chain.backward``). A sequence whose scaled recursion
-    underflows is flagged in ``failed`` and skipped (see :func:`chunk_logz_grad_log`)."""
+def chunk_logz_grad(w, space, data, aux, trans, order, want_grad, g, Gd, acc, failed, buf, sw, clamp, glob1):
+    """``sum_s c_s log Z_s`` over the sequences ``order``, ``c_s`` their weight ``sw[s]``
+    (``sw`` empty: 1); with want_grad, adds ``c_s`` times their expected unigram and
+    pair counts to ``g`` / ``Gd`` and their triple counts to the transition accumulators
+    ``acc`` (``chain.backward``; ``glob1`` is zeroed scratch of the length of
+    ``acc[1]``). With ``clamp`` the partition functions are those of the known labels
+    (label -1: unknown, summed over) and ``c_s`` is negated: the numerator of a partially
+    labelled sequence. A sequence whose scaled recursion underflows is flagged in
+    ``failed`` and skipped (see :func:`chunk_logz_grad_log`)."""
     L = space[0]
     S = (L + 1) * L
-    seq_ptr = data[0]
+    seq_ptr, labels = data[0], data[7]
     U, E, psi, alpha, beta, scale, shift, tmp, kbuf, lm, need, P, corr = buf
+    acc1 = (acc[0], glob1, acc[2])
     total = 0.0
     for r in range(len(order)):
         s = order[r]
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
+        c = sw[s] if len(sw) > 0 else 1.0
+        if clamp:
+            c = -c
         state_scores(w, space, data, aux, lo, hi, U, E)
+        if clamp:
+            constrain(E, labels, lo, n, L)
         C.exp_rows(E, psi, shift, n, S, kbuf)
         logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         if math.isnan(logz):
             failed[r] = 1
             continue
-        total += logz
+        total += c * logz
         if want_grad:
-            C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
-            scatter(space, data, aux, lo, hi, alpha, lm, need, 1.0, g, Gd)
+            if c == 1.0:
+                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
+            else:
+                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc1, need, P, tmp)
+                glob = acc[1]
+                for q in range(len(glob)):
+                    glob[q] += c * glob1[q]
+                    glob1[q] = 0.0
+            scatter(space, data, aux, lo, hi, alpha, lm, need, c, g, Gd)
     return total
 
 
 @njit(cache=True, nogil=True)
-def chunk_logz_grad_log(w, space, data, aux, trans, order, want_grad, g, Gd, tcount, buf, lbuf):
+def chunk_logz_grad_log(w, space, data, aux, trans, order, want_grad, g, Gd, tcount, buf, lbuf, sw, clamp, tcount1):
     """:func:`chunk_logz_grad` in log space (for the sequences whose scaled recursion
-    underflowed); the transition counts go straight to ``tcount`` (by list index)."""
-    seq_ptr = data[0]
+    underflowed); the transition counts go straight to ``tcount`` (by list index;
+    ``tcount1`` is zeroed scratch of the same length)."""
+    L = space[0]
+    seq_ptr, labels = data[0], data[7]
     U, E, scale, lm, need, P, corr = buf[0], buf[1], buf[5], buf[9], buf[10], buf[11], buf[12]
     la, lb, gamma, fv_t, cand = lbuf[0], lbuf[1], lbuf[2], lbuf[3], lbuf[4]
     total = 0.0
@@ -233,11 +255,19 @@ def chunk_logz_grad_log(w, space, data, aux, trans, order, want_grad, g, Gd, tco
         s = order[r]
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
+        c = sw[s] if len(sw) > 0 else 1.0
+        if clamp:
+            c = -c
         state_scores(w, space, data, aux, lo, hi, U, E)
-        logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount, need, P, fv_t, cand)
-        total += logz
+        if clamp:
+            constrain(E, labels, lo, n, L)
+        logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount1, need, P, fv_t, cand)
+        total += c * logz
+        for k in range(len(tcount)):
+            tcount[k] += c * tcount1[k]
+            tcount1[k] = 0.0
         if want_grad and math.isfinite(logz):
-            scatter(space, data, aux, lo, hi, gamma, lm, need, 1.0, g, Gd)
+            scatter(space, data, aux, lo, hi, gamma, lm, need, c, g, Gd)
     return total
 
 

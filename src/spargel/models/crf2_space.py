@@ -47,7 +47,8 @@ def n_states(L):
 
 def token_contexts(data, L):
     """Per token, its pair code ``(y_{t-1}, y_t)`` (BOS before the first token) and its
-    triple code ``(y_{t-2}, y_{t-1}, y_t)`` (-1 on the first token)."""
+    triple code ``(y_{t-2}, y_{t-1}, y_t)`` (-1 on the first token, and wherever a label
+    involved is unknown, -1 in a partially labelled sequence)."""
     y = data.labels.astype(np.int64)
     n = len(y)
     first = np.zeros(n, dtype=bool)
@@ -55,11 +56,11 @@ def token_contexts(data, L):
     prev = np.full(n, L, dtype=np.int64)
     prev[1:] = y[:-1]
     prev[first] = L
-    pair = prev * L + y
+    pair = np.where((prev < 0) | (y < 0), -1, prev * L + y)
     before = np.full(n, -1, dtype=np.int64)
     before[1:] = pair[:-1]
     before[first] = -1
-    triple = np.where(before >= 0, before * L + y, -1)
+    triple = np.where((before >= 0) & (pair >= 0), before * L + y, -1)
     return pair, triple
 
 
@@ -98,15 +99,27 @@ class FeatureSpace2(FeatureSpace):
         )
 
     @classmethod
-    def observed(cls, data, n_labels, n_uni_attrs, n_big_attrs, transitions=True):
+    def observed(cls, data, n_labels, n_uni_attrs, n_big_attrs, transitions=True, all_states=False,
+                 all_transitions=False):
         """Only the (attribute, label), (attribute, label pair) combinations and the label
-        triples seen in the labelled ``data``."""
+        triples seen in the labelled ``data`` (unknown labels, -1, are skipped);
+        ``all_states`` gives every unigram attribute every label, ``all_transitions``
+        every triple a weight."""
         L = n_labels
         y = data.labels.astype(np.int64)
         pair, triple = token_contexts(data, L)
-        u_ptr, u_lab = _seen_csr(data.uni_ptr, data.uni_ids, y, n_uni_attrs, L)
+        if all_states:
+            u_ptr = np.arange(n_uni_attrs + 1, dtype=np.int64) * L
+            u_lab = np.tile(np.arange(L, dtype=np.int32), n_uni_attrs)
+        else:
+            u_ptr, u_lab = _seen_csr(data.uni_ptr, data.uni_ids, y, n_uni_attrs, L)
         b_ptr, b_pair = _seen_csr(data.big_ptr, data.big_ids, pair, n_big_attrs, n_states(L))
-        t_pair = np.unique(triple[triple >= 0]).astype(np.int32) if transitions else np.zeros(0, np.int32)
+        if not transitions:
+            t_pair = np.zeros(0, np.int32)
+        elif all_transitions:
+            t_pair = np.arange(n_states(L) * L, dtype=np.int32)
+        else:
+            t_pair = np.unique(triple[triple >= 0]).astype(np.int32)
         return cls(L, u_ptr, u_lab, b_ptr, b_pair, t_pair)
 
     def compact(self, w):
@@ -172,3 +185,39 @@ def remap_codes(kind, codes, lab_map, old_L, new_L):
     a, b = src // old_L, src % old_L
     na, nb, nc = full_map[a], full_map[b], full_map[c]
     return np.where((na < 0) | (nb < 0) | (nc < 0), -1, (na * new_L + nb) * new_L + nc)
+
+
+def weight_keys(space, L):
+    """Sorted keys of the weights of an order-2 layout in a label space of L labels (at
+    least its own; new labels are appended, the begin marker moves to L): unigram
+    ``attr * L + label``, pair ``attr * (L + 1) L + pair``, triple codes."""
+    L0 = space.n_labels
+    same = np.arange(L0)
+    u_attr = np.repeat(np.arange(len(space.u_ptr) - 1, dtype=np.int64), np.diff(space.u_ptr))
+    b_attr = np.repeat(np.arange(len(space.b_ptr) - 1, dtype=np.int64), np.diff(space.b_ptr))
+    return (u_attr * L + space.u_lab, b_attr * n_states(L) + remap_codes("pair", space.b_pair, same, L0, L),
+            remap_codes("triple", space.t_pair, same, L0, L))
+
+
+def add_pair_bias(data, vocab, grow):
+    """``data`` with the attribute :data:`PAIR_BIAS` (value 1) appended to every token's
+    pair attributes: the plain label-pair weights of a second-order model. Its id comes
+    from ``vocab`` (added when ``grow``; a vocabulary without it -- a compacted model
+    whose pair weights all went to zero -- leaves ``data`` as it is)."""
+    from ..data.dataset import SequenceData
+
+    i = vocab.id(PAIR_BIAS)
+    if i < 0:
+        if not grow:
+            return data
+        i = vocab.add(PAIR_BIAS)
+    n = data.n_tokens
+    ptr = data.big_ptr + np.arange(n + 1, dtype=np.int64)
+    last = ptr[1:] - 1
+    ids = np.empty(ptr[-1], dtype=data.big_ids.dtype)
+    vals = np.empty(ptr[-1])
+    keep = np.ones(ptr[-1], dtype=bool)
+    keep[last] = False
+    ids[keep], ids[last] = data.big_ids, i
+    vals[keep], vals[last] = data.big_vals, 1.0
+    return SequenceData(data.seq_ptr, data.uni_ptr, data.uni_ids, data.uni_vals, ptr, ids, vals, data.labels)
