@@ -197,6 +197,7 @@ def test_partial_fit_grows_labels_and_keeps_weights():
     np.testing.assert_array_equal(np.concatenate(weight_keys(old_space, 3)),
                                   np.concatenate(weight_keys(new_space, 3))[pos])
     assert set(crf.predict(X)[0]) <= {"A", "B", "C"}
+    assert any(obs == "B" for obs, _, _ in crf.bigram_features_)       # the plain pair weights
     with pytest.raises(ValueError, match="order"):
         crf.set_params(order=1).partial_fit(X[:2], y[:2])
 

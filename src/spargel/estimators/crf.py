@@ -130,12 +130,15 @@ class CRF(LogLinearCore):
                 yield sequence_attributes(columns, i), None
 
     def _dataset(self, X, y=None, grow=False):
-        data = super()._dataset(X, y, grow)
+        return self._with_pair_bias(super()._dataset(X, y, grow), self._big_vocab, grow)
+
+    def _with_pair_bias(self, data, big_vocab, grow):
+        """At order 2, the plain pair weights (a bare ``B``, or no template): those of an
+        attribute ``B`` that fires on every token."""
         tpl = self._template()
         if self.order == 2 and (tpl is None or tpl.transitions):
-            # the plain pair weights: those of an attribute that fires on every token
             from ..models.crf2_space import add_pair_bias
-            data = add_pair_bias(data, self._big_vocab, grow)
+            data = add_pair_bias(data, big_vocab, grow)
         return data
 
     # -- order ---------------------------------------------------------------------------

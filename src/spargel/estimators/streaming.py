@@ -123,6 +123,7 @@ def partial_fit(est, X, y):
         raise ValueError(f"partial_fit: the model has order {getattr(state.space, 'order', 1)}, the estimator "
                          f"order={est.order!r}; the order cannot change between calls")
     data = build_dataset(est._rows(X), state.uni, state.big, state.labels, y, grow=True)
+    data = est._with_pair_bias(data, state.big, True)
     L = len(state.labels)
     space, pos = grow_space(state.space, L, len(state.uni), len(state.big), data, est.feature_space,
                             est._has_transitions(), est._space_class())
