@@ -255,6 +255,15 @@ class ChainCRF:
         crf_sgd.sgd_pass(st_, dt_, self._sgd_trans(), order, w, np.zeros(0), np.zeros(0), np.zeros(0), st, prm, wk)
         return float(st[4])
 
+    # -- the "bound" capability (Jebara & Choromanska; see spargel.models.bound_chain) --------
+    def bound(self, w, **options):
+        """Quadratic upper bound on the loss around ``w`` (the chain bound: matrix-free
+        curvature, ``Sigma v`` at about the cost of a forward-backward pass)."""
+        from .bound_chain import chain_bound
+        if options.get("curvature", "auto") not in ("auto", "chain"):
+            raise ValueError(f"a CRF's bound has one curvature ('chain'), got {options['curvature']!r}")
+        return chain_bound(self, w)
+
 
 # --------------------------------------------------------------------------- prediction
 def _fixed_or_free(fixed, n_tokens):
