@@ -30,8 +30,8 @@ def chain_features(phi, tau, path):
 def chain_bound_reference(theta, phi, tau):
     """The chain bound of :mod:`spargel.models.bound_chain` from its definition, with
     explicit vectors: per-state prefix bounds (z, mu) by enumerating the prefix paths, one
-    curvature shared by all states of a position (prefix part dominated by the largest
-    ||l||_1-diagonal weight over the destination states, transition part summed), Algorithm 1
+    curvature shared by all states of a position (prefix part: twice the largest
+    ||l||_1-diagonal weight P over the destination states; transition part D P / (P - D)), Algorithm 1
     over the pairs of the last two positions. Returns (log z, mu, Sigma)."""
     n, S = len(phi), len(phi[0])
     d = len(theta)
@@ -53,6 +53,7 @@ def chain_bound_reference(theta, phi, tau):
         ref = int(np.argmax(la))
         others = [j for j in range(S) if j != ref]
         Dmax = np.zeros(S)
+        Ds = []
         for s in range(S):
             items = [ref] + others
             lam = np.array([la[j] + theta @ tau[j][s] for j in items])
@@ -68,9 +69,12 @@ def chain_bound_reference(theta, phi, tau):
                 mean += (1.0 / (1.0 + np.exp(-u)) if np.isfinite(u) else 1.0) * l
                 lz = np.logaddexp(lz, lam[i])
             Dmax = np.maximum(Dmax, 2.0 * D)
+            Ds.append(D)
+        for s in range(S):
             for j in others:
-                dt = tau[j][s] - tau[ref][s]
-                Sigma += 2.0 * D[j] * np.outer(dt, dt)
+                if Ds[s][j] > 0:
+                    dt = tau[j][s] - tau[ref][s]
+                    Sigma += Ds[s][j] * Dmax[j] / (Dmax[j] - Ds[s][j]) * np.outer(dt, dt)
         for j in others:
             dm = mus[j] - mus[ref]
             Sigma += Dmax[j] * np.outer(dm, dm)

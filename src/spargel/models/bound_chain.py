@@ -22,12 +22,14 @@ a curvature that grows *linearly* in the length:
   indicator). With ``l l' <= diag(|l|) ||l||_1`` in those coordinates and
   ``(a + b)(a + b)' <= 2 a a' + 2 b b'``, every state's curvature is dominated by
 
-      Sigma_t - Sigma_{t-1} = sum_j P_{t,j} dmu_j dmu_j' + sum_{s,j} 2 D_{s,j} dtau_{j,s} dtau_{j,s}'
+      Sigma_t - Sigma_{t-1} = sum_j P_{t,j} dmu_j dmu_j' + sum_{s,j} Q_{s,j} dtau_{j,s} dtau_{j,s}'
 
   with ``D_{s,j} = sum_i omega_i ||l_i||_1 |l_i|_j`` (computed by suffix sums, O(S) per
   state), ``P_{t,j} = 2 max_s D_{s,j}`` (the prefix directions are shared by all states,
-  so one maximum dominates them all, where a sum would cost a factor S) and the
-  transition directions of different ``s`` disjoint (so their sum is their maximum);
+  so one maximum dominates them all, where a sum would cost a factor S) and
+  ``Q_{s,j} = D P / (P - D)`` (between D and 2D: the split of ``(a + b)^2`` is chosen per
+  pair so that the prefix weight is exactly P); the transition directions of different
+  ``s`` are disjoint, so their sum is their maximum;
 * the last position runs Algorithm 1 exactly over the ``S^2`` pairs
   ``(j at n-2, s at n-1)`` (so on chains of one or two positions the bound *is*
   Algorithm 1 over the enumerated paths, visited in that order).
@@ -54,7 +56,7 @@ from .bound import QuadraticBound, curvature_weight, log_add, share
 
 # --------------------------------------------------------------------------- kernels
 @njit(cache=True, nogil=True)
-def chain_bound_build(w, space, data, aux, T, order, iptr, items, refs, pw, wtr, logz, E, la, lam, lzb, us):
+def chain_bound_build(w, space, data, aux, T, order, iptr, items, refs, pw, wtr, logz, E, la, lam, lzb, us, Dm):
     """Per sequence of ``order`` (r-th at ``iptr[r]`` in ``items``): the log-space forward
     recursion of the bound. ``items`` gets, for the inner positions, the conditional
     ``p(j | s)`` of every pair (t, s, j) at ``((t-1) S + s) S + j``; for the last position
@@ -63,7 +65,7 @@ def chain_bound_build(w, space, data, aux, T, order, iptr, items, refs, pw, wtr,
     reference state and prefix weights ``P_{t, j}`` of inner tokens; ``wtr[r, j, s]`` (S^3)
     accumulates the transition weights ``2 D_{s, j}`` of positions whose reference is r;
     ``logz[r]`` log Z. ``T`` the S x S transition scores (flat); E, la (maxlen x Lp) and
-    lam, lzb, us (S) scratch."""
+    lam, lzb, us (S), Dm (S x S) scratch."""
     L = space[0]
     seq_ptr = data[0]
     for r in range(len(order)):
@@ -113,12 +115,18 @@ def chain_bound_build(w, space, data, aux, T, order, iptr, items, refs, pw, wtr,
                     sh = share(us[i])
                     l1 = 2.0 - math.exp(lam[0] - lzb[i]) if lzb[i] > -np.inf else 1.0
                     c = curvature_weight(us[i]) * l1
-                    D = c + sh * B
+                    Dm[y, j] = c + sh * B
                     B = c + (1.0 - sh) * B
-                    if 2.0 * D > pw[lo + t, j]:
-                        pw[lo + t, j] = 2.0 * D
-                    wtr[ref, j, y] += 2.0 * D
+                    if 2.0 * Dm[y, j] > pw[lo + t, j]:
+                        pw[lo + t, j] = 2.0 * Dm[y, j]
                 la[t, y] = lz + E[t, y]
+            # (a + b)^2 <= (1 + e) a^2 + (1 + 1/e) b^2 with e = P/D - 1: the prefix weight
+            # is P_j = 2 max_s D_{s,j} for every s, the transition weight D P / (P - D)
+            for y in range(L):
+                for j in range(L):
+                    if j != ref and Dm[y, j] > 0.0:
+                        P = pw[lo + t, j]
+                        wtr[ref, j, y] += Dm[y, j] * P / (P - Dm[y, j])
             m = la[t, 0]
             for y in range(1, L):
                 m = max(m, la[t, y])
@@ -265,7 +273,8 @@ class ChainCurvature:
         def build(c):
             E, la = np.zeros((maxlen, view.Lp)), np.zeros((maxlen, view.Lp))
             chain_bound_build(w, view.space_t, view.data_t, view.aux, T, self.orders[c], self.iptrs[c], self.items[c],
-                              self.refs, self.pw, wtrs[c], logzs[c], E, la, np.empty(L), np.empty(L), np.empty(L))
+                              self.refs, self.pw, wtrs[c], logzs[c], E, la, np.empty(L), np.empty(L), np.empty(L),
+                              np.zeros((L, L)))
 
         self._run(build)
         self.wtr = sum(wtrs)

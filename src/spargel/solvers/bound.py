@@ -40,8 +40,14 @@ from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 
 def minimize_bound(model, penalty, w0=None, *, max_iter=100, tol=1e-9, gtol=1e-5, window=1, monitor=None,
-                   inner_tol=0.1, inner_max_iter=None, **bound_options):
-    """Minimise ``model.loss + penalty`` by bound majorisation from ``w0``."""
+                   inner_tol=0.1, inner_max_iter=None, overrelax=False, growth=2.0, max_eta=1e4, **bound_options):
+    """Minimise ``model.loss + penalty`` by bound majorisation from ``w0``.
+
+    ``overrelax``: adaptive over-relaxation (Salakhutdinov & Roweis 2003; not in Jebara &
+    Choromanska): try ``w + eta d`` with ``eta`` multiplied by ``growth`` after every
+    success (up to ``max_eta``); when that does not lower the objective, take the plain
+    bound step ``w + d`` (which always does) and restart from ``eta = 1``. A failed try
+    costs one extra bound evaluation."""
     require(model, "bound", "bound")
     require_separable(penalty, "bound")
     if not hasattr(penalty, "per_weight"):
@@ -59,6 +65,7 @@ def minimize_bound(model, penalty, w0=None, *, max_iter=100, tol=1e-9, gtol=1e-5
     objectives = [F]
     pg = np.empty(n)
     pg0 = None
+    eta, n_failed = 1.0, 0
     stop, it = "max_iter", 0
     try:
         for it in range(1, max_iter + 1):
@@ -72,24 +79,38 @@ def minimize_bound(model, penalty, w0=None, *, max_iter=100, tol=1e-9, gtol=1e-5
                 stop, it = "gtol", it - 1
                 break
             # inexact inner solves, tighter as the outer iterations converge
-            eta = min(float(inner_tol), math.sqrt(pg_norm / pg0))
-            eta = max(eta, 1e-12)
+            forcing = max(min(float(inner_tol), math.sqrt(pg_norm / pg0)), 1e-12)
             if not use_l1:
-                d, products = _smooth_step(B.curvature, -g_smooth, l2, eta, inner_max_iter)
+                d, products = _smooth_step(B.curvature, -g_smooth, l2, forcing, inner_max_iter)
             else:
-                d, products = _enet_step(B, penalty, w, l1, l2, pg, eta, inner_max_iter)
+                d, products = _enet_step(B, penalty, w, l1, l2, pg, forcing, inner_max_iter)
             n_products += products
-            w_new = w + d
-            B_new = model.bound(w_new, **bound_options)
-            n_bounds += 1
-            F_new = B_new.loss + penalty.value(w_new)
+            used = 1.0
+            if overrelax and eta > 1.0:
+                w_new = _relaxed(w, d, eta) if use_l1 else w + eta * d
+                B_new = model.bound(w_new, **bound_options)
+                n_bounds += 1
+                F_new = B_new.loss + penalty.value(w_new)
+                if F_new < F:
+                    used = eta
+                    eta = min(eta * growth, max_eta)
+                else:
+                    n_failed += 1
+                    eta = 1.0
+            if used == 1.0:
+                w_new = w + d
+                B_new = model.bound(w_new, **bound_options)
+                n_bounds += 1
+                F_new = B_new.loss + penalty.value(w_new)
+                if overrelax:
+                    eta = growth
             if not (F_new <= F + 1e-12 * max(1.0, abs(F))):
                 stop, it = "linesearch", it - 1
                 break
             w, B, F = w_new, B_new, F_new
             objectives.append(F)
             if history.record(it, F, B.loss, F - B.loss, w, n_bounds, products=n_products, inner=products,
-                              curvature=B.info.get("curvature", type(B.curvature).__name__)):
+                              eta=used, curvature=B.info.get("curvature", type(B.curvature).__name__)):
                 stop = "callback"
                 break
             if tol > 0 and it >= window and (objectives[-1 - window] - F) / max(abs(F), 1.0) < tol:
@@ -101,6 +122,15 @@ def minimize_bound(model, penalty, w0=None, *, max_iter=100, tol=1e-9, gtol=1e-5
         stop = "interrupted"
     return SolverResult(w=w.copy(), objective=F, n_iter=it, n_evals=n_bounds, stop_reason=stop,
                         history=history.rows)
+
+
+def _relaxed(w, d, eta):
+    """``w + eta d`` kept in the orthant of ``w + d`` (zeros of the bound step stay zero),
+    so over-relaxation keeps the sparsity the l1 step found."""
+    b = w + d
+    x = w + eta * d
+    x[np.sign(x) != np.sign(b)] = 0.0
+    return x
 
 
 # --------------------------------------------------------------------------- inner problems
