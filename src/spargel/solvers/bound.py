@@ -188,8 +188,8 @@ def _enet_step(B, penalty, w, l1, l2, pg, eta, max_iter):
         d, sweeps = curv.coordinate_descent(B.grad, w, l1, l2, d, max_iter or 1000, tol)
         return d, sweeps
     from .owlqn import minimize_owlqn
-    res = minimize_owlqn(_QuadraticModel(B), penalty, w, max_iter=max_iter or 500, tol=0.0,
-                         gtol=eta * 1e-2 * norm(pg) / max(1.0, norm(w)))
+    res = minimize_owlqn(_QuadraticModel(B), penalty, w, max_iter=max_iter or 200, tol=0.0,
+                         gtol=eta * norm(pg) / max(1.0, norm(w)))
     return res.w - w, res.n_evals
 
 
