@@ -188,13 +188,15 @@ class LatentLogLinearClassifier(ParamsMixin):
 
     def predict_log_proba(self, X):
         """``log p(k | x)``, columns in ``classes_`` order."""
-        return self._model.class_log_proba(self.weights_, self._X(X))
+        M = self._X(X)
+        return self._model.class_log_proba(self.weights_, M)
 
     def predict_proba(self, X):
         return np.exp(self.predict_log_proba(X))
 
     def predict(self, X):
-        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
+        best = np.argmax(self.predict_log_proba(X), axis=1)
+        return self.classes_[best]
 
     def score(self, X, y, sample_weight=None):
         """Mean accuracy."""
