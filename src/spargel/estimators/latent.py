@@ -236,11 +236,13 @@ def _smooth(model, penalty):
     return f
 
 
-def steepest_descent(model, penalty, w0, max_iter=20000, tol=1e-9, gtol=1e-6, c1=1e-4):
+def steepest_descent(model, penalty, w0, max_iter=20000, tol=1e-9, gtol=1e-6, c1=1e-4, stop=None):
     """Gradient descent with an Armijo backtracking line search (the step starts from
-    twice the last accepted one). Smooth (l2) objectives only."""
+    twice the last accepted one). Smooth (l2) objectives only. ``stop(objective)``: an
+    optional callback that ends the run when it returns True."""
     from ..solvers.base import HistoryRecorder, SolverResult
     f = _smooth(model, penalty)
+    callback = stop
     w = np.array(w0, dtype=np.float64)
     F, g = f(w)
     hist = HistoryRecorder()
@@ -263,7 +265,9 @@ def steepest_descent(model, penalty, w0, max_iter=20000, tol=1e-9, gtol=1e-6, c1
             break
         change = (F - F_new) / max(abs(F_new), 1.0)
         w, F, g = w_new, F_new, g_new
-        hist.record(it, F, F, 0.0, w, n_evals, step=step)
+        if hist.record(it, F, F, 0.0, w, n_evals, step=step) or (callback is not None and callback(F)):
+            stop = "callback"
+            break
         step *= 2.0
         if change < tol:
             stop = "tol"

@@ -190,12 +190,13 @@ class DenseCurvature:
         return delta, sweeps
 
 
-def positive_shift(shift, diag):
-    """The shift made strictly positive where it is 0 (unpenalised weights), by a tiny
-    ridge (``1e-10`` of the largest curvature): adding curvature keeps the quadratic an
-    upper bound, and it removes exact flat directions such as the common shift of all
-    intercepts of a softmax."""
-    shift = np.array(np.broadcast_to(np.asarray(shift, dtype=np.float64), diag.shape))
+def positive_shift(shift, diag, n=None):
+    """The shift (length ``n``, default ``len(diag)``) made strictly positive where it is 0
+    (unpenalised weights), by a tiny ridge (``1e-10`` of the largest of ``diag``, the
+    curvature or a bound on it): adding curvature keeps the quadratic an upper bound, and
+    it removes exact flat directions such as the common shift of all intercepts of a
+    softmax."""
+    shift = np.array(np.broadcast_to(np.asarray(shift, dtype=np.float64), (len(diag) if n is None else n,)))
     eps = 1e-10 * max(float(np.max(diag)) if len(diag) else 1.0, 1e-300) + 1e-300
     shift[shift <= 0] = eps
     return shift

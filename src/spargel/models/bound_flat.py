@@ -83,6 +83,7 @@ class Design:
         self.db = self.d + (1 if self.fit_intercept else 0)
         self._csc = None
         self._sq = None
+        self._gram = None
 
     def scores(self, V):
         """``Xb @ V`` for a ``db x K`` matrix V (n x K)."""
@@ -116,12 +117,15 @@ class Design:
         return Xd
 
     def gram(self, inv_shift):
-        """``Xb diag(inv_shift) Xb'`` (n x n) for a per-feature vector of length db."""
-        Xs = self.X.multiply(inv_shift[:self.d]).tocsr() if self.sparse else self.X * inv_shift[:self.d]
-        G = np.asarray((Xs @ self.X.T).todense()) if self.sparse else Xs @ self.X.T
-        if self.fit_intercept:
-            G = G + inv_shift[self.d]
-        return G
+        """``Xb diag(inv_shift) Xb'`` (n x n) for a per-feature vector of length db (the
+        last one is kept: the shift, an l2 strength, is the same at every iteration)."""
+        key = inv_shift[:self.d].tobytes()
+        if self._gram is None or self._gram[0] != key:
+            Xs = self.X.multiply(inv_shift[:self.d]).tocsr() if self.sparse else self.X * inv_shift[:self.d]
+            G = np.asarray((Xs @ self.X.T).todense()) if self.sparse else Xs @ self.X.T
+            self._gram = (key, G)
+        G = self._gram[1]
+        return G + inv_shift[self.d] if self.fit_intercept else G
 
     def csc(self):
         if self._csc is None:
@@ -205,7 +209,8 @@ class ClassCurvature:
             raise ValueError("this curvature has no exact solve (method 'cg')")
         D, K = self.design, self.K
         n, db = D.n, D.db
-        E = positive_shift(shift, self.diagonal()).reshape(db, K)
+        # the tiny ridge of the unpenalised weights needs a scale, not the exact diagonal
+        E = positive_shift(shift, np.array([float(np.max(self.C)) * n + float(np.max(shift))]), self.n).reshape(db, K)
         Ei = 1.0 / E
         x = Ei * rhs.reshape(db, K)
         if np.all(Ei == Ei[:, :1]):
