@@ -352,6 +352,15 @@ class ChainCRF:
         rule of ``solvers/coordinate_descent.py``; see there for the arguments)."""
         self._block_state().sweep(order, l1, l2, damping, skip_until, zero_streak, opts, stats)
 
+    # -- the "bound" capability (Jebara & Choromanska; see spargel.models.bound_chain) --------
+    def bound(self, w, **options):
+        """Quadratic upper bound on the loss around ``w`` (the chain bound: matrix-free
+        curvature, ``Sigma v`` at about the cost of a forward-backward pass)."""
+        from .bound_chain import chain_bound
+        if options.get("curvature", "auto") not in ("auto", "chain"):
+            raise ValueError(f"a CRF's bound has one curvature ('chain'), got {options['curvature']!r}")
+        return chain_bound(self, w)
+
 
 # --------------------------------------------------------------------------- prediction
 def _fixed_or_free(fixed, n_tokens):

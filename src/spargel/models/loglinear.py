@@ -209,3 +209,12 @@ class FlatLogLinear:
 
     def block_discard(self):
         self._trial = None
+
+    # -- the "bound" capability (Jebara & Choromanska; see spargel.models.bound_flat) -------
+    def bound(self, w, curvature="auto", rank=None, order="descending"):
+        """Quadratic upper bound on the loss around ``w`` (Algorithm 1 over each sample's
+        classes); ``curvature``: "auto", "dense", "woodbury", "cg" or "lowrank" (with
+        ``rank``, Algorithm 4)."""
+        from .bound_flat import flat_bound
+        self.n_evals += 1
+        return flat_bound(self, w, curvature=curvature, rank=rank, order=order)
