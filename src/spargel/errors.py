@@ -23,6 +23,8 @@ for the rest.
 
 from __future__ import annotations
 
+import sys
+
 __all__ = ["SpargelError", "DataFormatError", "ModelFileError", "CapabilityError", "NotFittedError",
            "SpargelWarning", "ConvergenceWarning"]
 
@@ -68,7 +70,29 @@ class CapabilityError(SpargelError, TypeError):
 
 
 class NotFittedError(SpargelError, ValueError, AttributeError):
-    """An estimator was used before ``fit`` (a ``ValueError`` and an ``AttributeError``)."""
+    """An estimator was used before ``fit`` (a ``ValueError`` and an ``AttributeError``).
+
+    When scikit-learn is loaded, the error raised is also an instance of
+    ``sklearn.exceptions.NotFittedError``, so that scikit-learn's tools (and code that
+    catches its error) recognise it -- without spargel importing scikit-learn."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is NotFittedError:
+            sk = sys.modules.get("sklearn.exceptions")
+            if sk is not None and hasattr(sk, "NotFittedError"):
+                cls = _with_sklearn(sk.NotFittedError)
+        return super().__new__(cls, *args, **kwargs)
+
+
+_COMBINED = {}
+
+
+def _with_sklearn(sk_error):
+    """spargel's NotFittedError that is also scikit-learn's (one class per process)."""
+    if sk_error not in _COMBINED:
+        _COMBINED[sk_error] = type("NotFittedError", (NotFittedError, sk_error),
+                                   {"__module__": __name__, "__doc__": NotFittedError.__doc__})
+    return _COMBINED[sk_error]
 
 
 class SpargelWarning(UserWarning):

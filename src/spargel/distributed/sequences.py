@@ -118,6 +118,10 @@ def fit_crf(est, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None
         return type(est).fit(est, X, y, X_dev=X_dev, y_dev=y_dev, callback=callback, sample_weight=sample_weight)
 
     est._check_params()
+    if getattr(est, "order", 1) != 1:
+        from ..errors import CapabilityError
+        raise CapabilityError("sharded training on Dask supports first-order CRFs only (order=1), "
+                              f"got order={est.order}")
     _refuse_unsupported_solver(est)
     if est.warm_start and (files or cluster.is_dask_collection(X)):
         raise ValueError("warm_start needs in-memory sequences (the vocabularies stay on the cluster)")
@@ -154,7 +158,8 @@ def build(est, X, y=None, client=None, sample_weight=None, encoding="utf-8", unk
     with labels ``y``, column files, or a Dask bag) on ``client`` (default: ``est.client``).
     Sets the estimator's label vocabulary (and its other vocabularies for in-memory
     data), as ``fit`` does before solving."""
-    from ..estimators.crf import _label_lists, _sequence_weights
+    from ..estimators.base import check_sample_weight
+    from ..estimators.crf import _label_lists
     from ..models.crf import crf_layout
     from ..models.factory import make_model
 
@@ -174,7 +179,7 @@ def build(est, X, y=None, client=None, sample_weight=None, encoding="utf-8", unk
             built = _build_from_bag(est, client, threads, X, n_shards)
     else:
         built = _build_in_memory(est, client, threads, X, _label_lists(y, "y"), n_shards, sample_weight,
-                                 _sequence_weights)
+                                 lambda sw, n: check_sample_weight(sw, n, "sequence"))
     space, models, n_samples, vocab_f, w0, keep = built
     model = make_model("sharded", client, models, crf_layout(space), n_samples)
     return Built(model, space, vocab_f, w0, keep)

@@ -40,6 +40,9 @@ lists them):
 ``"block_sweep"`` -- ``block_sweep(...)``
     a compiled sweep over many blocks with the same update rule as the generic
     solver loop (a fused fast path; a test proves both equal).
+``"bound"`` -- ``bound(w, **options) -> QuadraticBound``
+    a quadratic upper bound on the loss, tight at ``w`` (loss, gradient and a
+    curvature object, see :mod:`spargel.models.bound`). Bound majorisation.
 
 Nothing here is CRF-shaped: the tests run every solver on a small hand-written model.
 """
@@ -56,6 +59,7 @@ CAPABILITIES = {
     "blocks": ("block_layout", "block_begin", "block_grad_hess", "block_change", "block_commit",
                "block_discard", "block_weights"),
     "block_sweep": ("block_sweep",),
+    "bound": ("bound",),
 }
 
 
