@@ -50,7 +50,7 @@ def measure(path, n_workers, n_shards, evals, memory_limit, template):
     from spargel import CRF
     from spargel.distributed import sequences
 
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                            memory_limit=memory_limit)
     client = Client(cluster)
     try:
@@ -136,10 +136,10 @@ def main():
             ("overhead_pct", "overhead % of compute", "{:.1f}"), ("vs_peer", "s / eval ÷ (k × single)", "{:.2f}"),
             ("peak_mb", "peak MiB / worker", "{:.0f}")]
     table = markdown_table(rows, cols)
-    # the cost model, calibrated on the measured compute per token (1 worker, largest k)
+    # the cost model, calibrated on the measured compute per token and worker (1 worker, largest k)
     one = [r for r in rows if r["workers"] == 1]
     ref = max(one, key=lambda r: r["k"]) if one else rows[0]
-    spt = ref["compute"] / ref["tokens"]
+    spt = ref["compute"] * ref["workers"] / ref["tokens"]
     pred = []
     for w in (8, 32, 128):
         comp, comm = cost_model(rows[0]["n_params"], spt, 100e6, w)

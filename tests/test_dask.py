@@ -23,7 +23,7 @@ TEMPLATE = "U00:%x[-1,0]\nU01:%x[0,0]\nU02:%x[1,0]\nU03:%x[0,1]\nU04:%x[0,0]/%x[
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
     c = distributed.Client(cluster)
     yield c
     c.close()
@@ -184,7 +184,7 @@ def test_crf_from_a_dask_bag(client, corpus):
 @pytest.fixture()
 def own_client():
     """A cluster of its own (a worker of it gets killed)."""
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
     c = distributed.Client(cluster)
     yield c
     c.close()
@@ -215,7 +215,7 @@ def test_killing_a_worker_during_the_fit_gives_the_same_model(own_client, corpus
 
 def test_no_workers_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(dcluster, "WORKER_WAIT", 0.5)
-    cluster = distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None)
+    cluster = distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0")
     with distributed.Client(cluster) as c:
         with pytest.raises(SpargelError, match="no workers"):
             CRF(client=c).fit([[{"a": 1}]], [["x"]])
@@ -256,3 +256,18 @@ def test_cli_train_with_scheduler_writes_the_same_model(client, corpus, tmp_path
     assert set(a) == set(b)
     np.testing.assert_array_equal(a["uni_text"], b["uni_text"])
     assert np.max(np.abs(a["coef"] - b["coef"])) <= 1e-8
+
+
+# -- Gaussian MRFs -----------------------------------------------------------------------------
+def test_gaussian_cv_folds_on_the_cluster_give_the_same_choice(client):
+    from spargel.estimators.gaussian import SparseGaussianMRFCV
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((80, 6))
+    X[:, 1] += X[:, 0]
+    X[:, 4] -= 0.5 * X[:, 3]
+    ref = SparseGaussianMRFCV(alphas=6, cv=4).fit(X)
+    got = SparseGaussianMRFCV(alphas=6, cv=4, client=client).fit(X)
+    assert got.alpha_ == ref.alpha_
+    for key in ("mean_test_score", "mean_edges", "split3_test_score"):
+        np.testing.assert_array_equal(got.cv_results_[key], ref.cv_results_[key])
+    np.testing.assert_array_equal(got.precision_, ref.precision_)

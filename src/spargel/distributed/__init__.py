@@ -13,5 +13,5 @@ client is given: these modules import ``dask.distributed`` only inside their fun
   the shard model;
 * :mod:`~spargel.distributed.sequences` / :mod:`~spargel.distributed.flat` -- fitting
   the CRF / the log-linear classifier on a cluster;
-* :mod:`~spargel.distributed.gaussian` -- Gaussian MRFs.
+* :mod:`~spargel.distributed.gaussian` -- the cross-validation folds of Gaussian MRFs.
 """

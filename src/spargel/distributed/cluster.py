@@ -31,7 +31,7 @@ def connect(address):
         except ValueError:
             raise SpargelError(f"--scheduler {address!r}: expected local:N with N a number of workers") from None
         cluster = dd.LocalCluster(n_workers=n_workers, threads_per_worker=None if n_workers is None else 1,
-                                  processes=True, dashboard_address=None)
+                                  processes=True, dashboard_address=":0")
         client = dd.Client(cluster)
         client._spargel_cluster = cluster
         return client

@@ -339,6 +339,34 @@ def _kfold(X, n_samples, cv, random_state):
     return [(np.asarray(a), np.asarray(b)) for a, b in splits]
 
 
+def _cv_fold(X, tr, te, f, alphas, kw, assume_centered, center_test, penalize_diagonal):
+    """Held-out scores and edge counts along the path of one fold (a plain function:
+    with a Dask client it runs on a worker)."""
+    from spargel.gaussian.objective import empirical_covariance
+    from spargel.gaussian.path import gaussian_path
+
+    n = X.shape[1]
+    Xtr, Xte = X[tr], X[te]
+    if Xtr.shape[0] < 2 or Xte.shape[0] < 1:
+        raise ValueError(f"fold {f} has {Xtr.shape[0]} training and {Xte.shape[0]} test "
+                         "samples; need at least 2 and 1")
+    Str = empirical_covariance(Xtr, assume_centered=assume_centered)
+    _check_no_constant_columns(Str, penalize_diagonal, f"X (training part of fold {f})")
+    if assume_centered:
+        loc = np.zeros(n)
+    elif center_test == "test":
+        loc = Xte.mean(axis=0)
+    else:
+        loc = Xtr.mean(axis=0)
+    Ste = empirical_covariance(Xte - loc, assume_centered=True)
+    scores = np.full(alphas.size, -np.inf)
+    edges = np.zeros(alphas.size)
+    for k, res in enumerate(gaussian_path(Str, alphas, **kw)):
+        scores[k] = _log_likelihood(Ste, res.precision)
+        edges[k] = np.count_nonzero(np.triu(res.precision, 1))
+    return scores, edges
+
+
 class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
     """:class:`SparseGaussianMRF` with ``alpha`` chosen by cross-validation.
 
@@ -361,6 +389,8 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         shuffled with ``random_state``), a splitter with ``split(X)``, or an
         iterable of (train, test) index pairs.
     center_test : 'train' (default) or 'test', see above.
+    client : a ``dask.distributed.Client`` (or None): the folds' paths run on its
+        workers (``X`` is sent once), with the same result (``docs/distributed.md``).
     Other parameters as in :class:`SparseGaussianMRF`.
 
     Attributes
@@ -383,7 +413,7 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
     def __init__(self, alphas=10, *, alpha_min_ratio=0.01, cv=5, center_test="train",
                  blocks=None, solver="auto", tol=1e-6, max_iter=None, assume_centered=False,
                  penalize_diagonal=False, block_weight="size", screen=True, n_jobs=1,
-                 random_state=None, verbose=False):
+                 random_state=None, verbose=False, client=None):
         self.alphas = alphas
         self.alpha_min_ratio = alpha_min_ratio
         self.cv = cv
@@ -399,6 +429,7 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self.client = client
 
     def fit(self, X, y=None):
         import sys
@@ -432,23 +463,14 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         splits = _kfold(X, m, self.cv, self.random_state)
         scores = np.full((len(splits), alphas.size), -np.inf)
         edges = np.zeros((len(splits), alphas.size))
-        for f, (tr, te) in enumerate(splits):
-            Xtr, Xte = X[tr], X[te]
-            if Xtr.shape[0] < 2 or Xte.shape[0] < 1:
-                raise ValueError(f"fold {f} has {Xtr.shape[0]} training and {Xte.shape[0]} test "
-                                 "samples; need at least 2 and 1")
-            Str = empirical_covariance(Xtr, assume_centered=self.assume_centered)
-            _check_no_constant_columns(Str, self.penalize_diagonal, f"X (training part of fold {f})")
-            if self.assume_centered:
-                loc = np.zeros(n)
-            elif self.center_test == "test":
-                loc = Xte.mean(axis=0)
-            else:
-                loc = Xtr.mean(axis=0)
-            Ste = empirical_covariance(Xte - loc, assume_centered=True)
-            for k, res in enumerate(gaussian_path(Str, alphas, **kw)):
-                scores[f, k] = _log_likelihood(Ste, res.precision)
-                edges[f, k] = np.count_nonzero(np.triu(res.precision, 1))
+        args = (alphas, kw, self.assume_centered, self.center_test, self.penalize_diagonal)
+        if self.client is None:
+            rows = [_cv_fold(X, tr, te, f, *args) for f, (tr, te) in enumerate(splits)]
+        else:
+            from ..distributed.gaussian import map_folds
+            rows = map_folds(self.client, _cv_fold, X, splits, args)
+        for f, (sc, ed) in enumerate(rows):
+            scores[f], edges[f] = sc, ed
             if self.verbose:
                 print(f"fold {f}: best alpha {alphas[int(np.argmax(scores[f]))]:.4g}",
                       file=sys.stderr, flush=True)
