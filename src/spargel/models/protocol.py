@@ -40,6 +40,15 @@ lists them):
 ``"block_sweep"`` -- ``block_sweep(...)``
     a compiled sweep over many blocks with the same update rule as the generic
     solver loop (a fused fast path; a test proves both equal).
+``"grafting"`` -- ``loss_grad_subset(w, index) -> (loss, g)`` and ``candidate_grad(index) -> g``
+    the loss at ``w`` and the loss gradient of the weights ``index`` only (the model
+    may skip the work for the others), and the gradient of other weights at the point
+    of the last ``loss_grad_subset`` call, reusing its inference. Grafting,
+    Grafting-Light and Gauss-Seidel (:mod:`spargel.solvers.grafting`) use it when
+    offered: the OWL-QN steps need only the working set's gradient, the selection the
+    candidates'. A pairwise MRF runs inference on its active graph and estimates the
+    candidates' pair marginals from it; the log-linear model multiplies only the
+    columns it needs.
 
 Nothing here is CRF-shaped: the tests run every solver on a small hand-written model.
 """
@@ -56,6 +65,7 @@ CAPABILITIES = {
     "blocks": ("block_layout", "block_begin", "block_grad_hess", "block_change", "block_commit",
                "block_discard", "block_weights"),
     "block_sweep": ("block_sweep",),
+    "grafting": ("loss_grad_subset", "candidate_grad"),
 }
 
 
