@@ -70,7 +70,7 @@ def main():
         rows.append(dict(row))
         print(f"sweep {row['iteration']:3d}  obj {row['objective']:.2f}  active {row['active']}  "
               f"wall {row['sweep_time']:.1f}s  cpu {row['sweep_cpu']:.1f}s  visited {row['blocks_visited']}  "
-              f"skipped {row['blocks_skipped']}  rejected {row['rejected_steps']}  damping {row['median_damping']:.1f}  base {row['transition_base']}  F1 {row['test_f1']:.2f}", file=sys.stderr, flush=True)
+              f"skipped {row['blocks_skipped']}  rejected {row['rejected_steps']}  damping {row['median_damping']:.1f}  F1 {row['test_f1']:.2f}", file=sys.stderr, flush=True)
         return time.perf_counter() - t_start > args.budget
 
     t0 = time.perf_counter()

@@ -17,6 +17,7 @@ _kernel_cache.check()
 _LAZY = {
     "CRF": "spargel.estimators.crf",
     "LogLinearClassifier": "spargel.estimators.loglinear",
+    "LatentLogLinearClassifier": "spargel.estimators.latent",
     "SparseGaussianMRF": "spargel.estimators.gaussian",
     "SparseGaussianMRFCV": "spargel.estimators.gaussian",
     "PairwiseMRF": "spargel.estimators.mrf",

@@ -104,7 +104,13 @@ data format:
   are skipped.
 
 default features (without --pattern), for every observation column c:
-  U<c>-1:%x[-1,c]   U<c>+0:%x[0,c]   U<c>+1:%x[1,c]   and label transitions (B).
+  U<c>-1:%x[-1,c]   U<c>+0:%x[0,c]   U<c>+1:%x[1,c]   and label transitions (B;
+  with --order 2 also the label triples, T).
+
+second order (--order 2):
+  A chain over label pairs: B patterns (and a bare B) weigh the pair (previous
+  label, label) on every token, the first token's pair being (__BOS__, label);
+  a bare T line weighs the label triples. The pattern file needs a T line.
 
 objective:
   sum over sequences of -log p(y|x)  +  l1 * |w|_1  +  l2/2 * |w|_2^2
@@ -134,6 +140,7 @@ a MODEL that is not a regular file, or that is also an input, is refused.
 examples:
   spargel train --pattern chunking.tpl --dev test.txt train.txt chunk.model
   spargel train --l1 0.5 --l2 1e-3 --history run.jsonl train.txt model
+  spargel train --order 2 --pattern np.tpl train.txt np.model
 """
 
 _LABEL_EPILOG = """\
@@ -194,8 +201,10 @@ output:
   One line per non-zero weight, tab-separated:
       observation   previous-label   label   weight
   previous-label is '-' for a state (unigram) feature; plain label transitions
-  have the observation 'B'. Sorted by decreasing |weight| unless --sort says
-  otherwise; pipe into 'sort -t$'\\t' -k4,4g' for other orders.
+  have the observation 'B'. In a second-order model the first token's previous
+  label is __BOS__, and the label triples have the observation 'T' and the two
+  previous labels, space-separated. Sorted by decreasing |weight| unless --sort
+  says otherwise; pipe into 'sort -t$'\\t' -k4,4g' for other orders.
 """
 
 _PLOT_EPILOG = """\
@@ -261,6 +270,9 @@ def build_parser():
     p.add_argument("--feature-space", choices=("observed", "full"), default="observed",
                    help="observed: only (observation, label) pairs seen in training (CRFsuite); "
                         "full: every observation with every label (Wapiti)")
+    p.add_argument("--order", type=int, choices=(1, 2), default=1,
+                   help="Markov order of the labels: 2 trains a second-order CRF (label pairs and "
+                        "triples; the pattern file needs a line 'T')")
     p.add_argument("--no-pad", dest="pad", action="store_false",
                    help="drop features that look outside the sequence instead of using the "
                         "CRF++ markers _B-1, _B+1, ... (CRFsuite's habit)")
@@ -611,20 +623,25 @@ def _refuse_same(outputs, inputs):
         raise UsageError(str(exc)) from None
 
 
-def default_template(n_columns):
+def default_template(n_columns, order=1):
     """The template used by ``spargel train`` without ``--pattern``: for every
-    observation column the current, previous and next token, plus transitions.
+    observation column the current, previous and next token, plus transitions (and, at
+    order 2, the label triples).
 
     >>> print(default_template(1))
     U0-1:%x[-1,0]
     U0+0:%x[0,0]
     U0+1:%x[1,0]
     B
+    >>> default_template(1, order=2).splitlines()[-1]
+    'T'
     """
     lines = []
     for c in range(n_columns):
         lines += [f"U{c}-1:%x[-1,{c}]", f"U{c}+0:%x[0,{c}]", f"U{c}+1:%x[1,{c}]"]
     lines.append("B")
+    if order == 2:
+        lines.append("T")
     return "\n".join(lines)
 
 
@@ -740,12 +757,19 @@ def _completed_iterations(model, interrupted):
 def _template_text(args, n_cols, source, line):
     from .data.templates import Template
 
+    order = getattr(args, "order", 1)
     if args.pattern:
         template = Template.from_file(args.pattern, encoding=args.encoding)
         template.check_columns(n_cols, source, line)
+        if order == 2 and not template.triples:
+            raise CommandError(f"{args.pattern}: --order 2 needs the label triples: add a line 'T' to the "
+                               f"pattern file")
+        if order == 1 and template.triples:
+            raise CommandError(f"{args.pattern}: the pattern file has a 'T' line (label triples): train with "
+                               f"--order 2")
         text = template.text
     else:
-        text = default_template(n_cols)
+        text = default_template(n_cols, order)
     return _COLUMNS_MARK.format(n=n_cols) + "\n" + text
 
 
@@ -837,7 +861,7 @@ def cmd_train(args):
 
     crf = CRF(solver=args.solver, l1=args.l1, l2=args.l2, max_iter=args.max_iter, tol=args.tol,
               gtol=args.gtol, window=args.window, feature_space=args.feature_space, template=text,
-              pad=args.pad, n_jobs=args.threads, random_state=args.seed)
+              pad=args.pad, n_jobs=args.threads, random_state=args.seed, order=args.order)
     history = _HistoryLog(args.history, say) if args.history else None
     try:
         with _StopOnSignal() as stopper:
@@ -888,6 +912,7 @@ def _train_streaming(args, say):
 
     from .data.conll import read_conll
     from .estimators.crf import CRF
+    from .estimators.streaming import chunks as in_chunks
 
     if args.train == "-":
         raise UsageError("train: --stream reads TRAIN several times; give a file, not stdin")
@@ -900,7 +925,7 @@ def _train_streaming(args, say):
     n_cols = len(first.columns[0])
     text = _template_text(args, n_cols, args.train, first.line)
     params = dict(l1=args.l1, l2=args.l2, feature_space=args.feature_space, pad=args.pad,
-                  random_state=args.seed)
+                  random_state=args.seed, order=args.order)
     if args.init:
         model = _load_crf(args.init).set_params(**params)
     else:
@@ -918,7 +943,7 @@ def _train_streaming(args, say):
     with _StopOnSignal() as stopper:
         try:
             for p in range(1, int(passes) + 1):
-                for chunk in _chunks(read_conll(args.train, encoding=args.encoding), args.stream):
+                for chunk in in_chunks(read_conll(args.train, encoding=args.encoding), args.stream):
                     model.partial_fit(chunk, [s.labels for s in chunk])
                     done, chunks = copy.copy(model), chunks + 1
                     stopper.started = True
@@ -945,17 +970,6 @@ def _train_streaming(args, say):
         f"{done.n_active_features_} active features; {time.perf_counter() - t0:.1f}s; "
         f"model written to {args.model}")
     return 130 if interrupted else 0
-
-
-def _chunks(sentences, size):
-    chunk = []
-    for s in sentences:
-        chunk.append(s)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 # ---------------------------------------------------------------------------------------
@@ -1129,7 +1143,11 @@ def model_weights(model, kind="all"):
     if kind in ("all", "bigram"):
         rows += [(attr, prev, lab, w) for (attr, prev, lab), w in model.bigram_features_.items()]
     if kind in ("all", "transition"):
-        rows += [("B", prev, lab, w) for (prev, lab), w in model.transition_features_.items()]
+        for key, w in model.transition_features_.items():
+            if len(key) == 3:            # second order: (label two back, previous, label)
+                rows.append(("T", f"{key[0]} {key[1]}", key[2], w))
+            else:
+                rows.append(("B", key[0], key[1], w))
     return rows
 
 

@@ -341,6 +341,9 @@ def _check_labels(meta, arrays, name):
 def _check_crf(meta, arrays, name):
     _check_params(meta, name)
     _check_labels(meta, arrays, name)
+    order = meta.get("params", {}).get("order", 1)           # files before order 2 have none
+    if type(order) is not int or order not in (1, 2):
+        _fail(name, f"invalid model (order {order!r} is not 1 or 2)")
     template = meta.get("template")
     if template is None:
         return

@@ -42,6 +42,25 @@ def learning_rate(eta0, alpha, schedule, k, N):
     return eta0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _settle(z, q, pen, variant):
+    """One weight z with record q brought up to the accumulated penalty ``pen``: returns
+    (new weight, new record). Written with selects instead of sign branches."""
+    if variant == CUMULATIVE:
+        zp = z - (pen + q)
+        zn = z + (pen - q)
+        zp = zp if zp > 0.0 else 0.0
+        zn = zn if zn < 0.0 else 0.0
+        nz = zp if z > 0.0 else (zn if z < 0.0 else 0.0)
+        return nz, q + (nz - z)
+    d = pen - q
+    zp = z - d
+    zn = z + d
+    zp = zp if zp > 0.0 else 0.0
+    zn = zn if zn < 0.0 else 0.0
+    return (zp if z > 0.0 else (zn if z < 0.0 else 0.0)), pen
+
+
 @njit(cache=True, nogil=True)
 def penalise_block(v, aux, l1w, l1, m, us, up, lo, hi, variant):
     """Bring weights lo..hi-1 up to the accumulated penalty ``l1_i * u`` (v units; ``u``
@@ -52,61 +71,20 @@ def penalise_block(v, aux, l1w, l1, m, us, up, lo, hi, variant):
     by ``u + q_i``, a negative one by ``u - q_i``, never across zero.
     clipping (Carpenter's lazy update): ``aux[i]`` is the penalty at the last
     settlement; the weight is pulled towards zero by what accrued since, clipped at
-    zero. Written with selects instead of sign branches."""
+    zero."""
     mixed = len(m) > 0
     per_weight = len(l1w) > 0
-    if variant == CUMULATIVE:
-        for i in range(lo, hi):
-            uu = up + m[i] * (us - up) if mixed else us
-            pen = (l1w[i] if per_weight else l1) * uu
-            z = v[i]
-            q = aux[i]
-            zp = z - (pen + q)
-            zn = z + (pen - q)
-            zp = zp if zp > 0.0 else 0.0
-            zn = zn if zn < 0.0 else 0.0
-            nz = zp if z > 0.0 else (zn if z < 0.0 else 0.0)
-            v[i] = nz
-            aux[i] = q + (nz - z)
-    else:
-        for i in range(lo, hi):
-            uu = up + m[i] * (us - up) if mixed else us
-            pen = (l1w[i] if per_weight else l1) * uu
-            z = v[i]
-            d = pen - aux[i]
-            aux[i] = pen
-            zp = z - d
-            zn = z + d
-            zp = zp if zp > 0.0 else 0.0
-            zn = zn if zn < 0.0 else 0.0
-            v[i] = zp if z > 0.0 else (zn if z < 0.0 else 0.0)
+    for i in range(lo, hi):
+        uu = up + m[i] * (us - up) if mixed else us
+        v[i], aux[i] = _settle(v[i], aux[i], (l1w[i] if per_weight else l1) * uu, variant)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def penalise_row(row, rec, pen, variant):
     """:func:`penalise_block` on one padded row (uniform penalty ``pen = l1 * u``):
     ``row`` the weights, ``rec`` their penalty records."""
-    if variant == CUMULATIVE:
-        for y in range(len(row)):
-            z = row[y]
-            q = rec[y]
-            zp = z - (pen + q)
-            zn = z + (pen - q)
-            zp = zp if zp > 0.0 else 0.0
-            zn = zn if zn < 0.0 else 0.0
-            nz = zp if z > 0.0 else (zn if z < 0.0 else 0.0)
-            row[y] = nz
-            rec[y] = q + (nz - z)
-    else:
-        for y in range(len(row)):
-            z = row[y]
-            d = pen - rec[y]
-            rec[y] = pen
-            zp = z - d
-            zn = z + d
-            zp = zp if zp > 0.0 else 0.0
-            zn = zn if zn < 0.0 else 0.0
-            row[y] = zp if z > 0.0 else (zn if z < 0.0 else 0.0)
+    for y in range(len(row)):
+        row[y], rec[y] = _settle(row[y], rec[y], pen, variant)
 
 
 @njit(cache=True, nogil=True, inline="always")

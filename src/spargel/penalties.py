@@ -68,6 +68,16 @@ class Penalty:
         gradient and curvature."""
         raise NotImplementedError
 
+    def block_value(self, w, lo, hi):
+        """The penalty terms of weights ``lo:hi`` of w (block solvers: the change of the
+        penalty when one block moves)."""
+        raise NotImplementedError
+
+    def block_violation(self, w, g, lo, hi):
+        """Largest violation of the optimality conditions of weights ``lo:hi`` given
+        their loss gradient ``g``."""
+        raise NotImplementedError
+
     def optimality_violation(self, w, g_loss):
         """Largest violation of the optimality conditions given the loss gradient."""
         raise NotImplementedError
@@ -164,6 +174,15 @@ class ElasticNet(Penalty):
         out = np.empty(hi - lo)
         PK.enet_newton(w[lo:hi], g, h, l1[lo:hi], l2[lo:hi], out)
         return out
+
+    def block_value(self, w, lo, hi):
+        l1, l2 = self.per_weight(len(w))
+        x = w[lo:hi]
+        return float(np.dot(l1[lo:hi], np.abs(x)) + 0.5 * np.dot(l2[lo:hi], x * x))
+
+    def block_violation(self, w, g, lo, hi):
+        l1, l2 = self.per_weight(len(w))
+        return float(PK.enet_violation(w[lo:hi], g, l1[lo:hi], l2[lo:hi]))
 
     def optimality_violation(self, w, g_loss):
         if len(w) == 0:
@@ -269,18 +288,35 @@ class GroupLasso(Penalty):
         PK.group_prox(w, float(step), self.l1, self.l2, self.layout.group_ptr, self.group_scale, out)
         return out
 
+    def _whole_groups(self, lo, hi):
+        """(first group, end group) of weights lo:hi, which must be whole groups."""
+        ptr = self.layout.group_ptr
+        g0, g1 = int(np.searchsorted(ptr, lo)), int(np.searchsorted(ptr, hi))
+        if g0 >= len(ptr) or g1 >= len(ptr) or ptr[g0] != lo or ptr[g1] != hi:
+            raise ValueError("a GroupLasso block must cover whole groups")
+        return g0, g1
+
     def block_step(self, w, g, h, lo, hi):
         """Block = one or more whole groups; the curvature is majorised by max(h)."""
         ptr = self.layout.group_ptr
-        g0, g1 = np.searchsorted(ptr, lo), np.searchsorted(ptr, hi)
-        if ptr[g0] != lo or ptr[g1] != hi:
-            raise ValueError("a GroupLasso block step must cover whole groups")
+        g0, g1 = self._whole_groups(lo, hi)
         hmax = float(np.max(h)) if len(h) else 1.0
         hmax = max(hmax, 1e-12)
         z = w[lo:hi] - g / hmax
         out = np.empty(hi - lo)
         PK.group_prox(z, 1.0 / hmax, self.l1, self.l2, ptr[g0:g1 + 1] - lo, self.group_scale[g0:g1], out)
         return out
+
+    def block_value(self, w, lo, hi):
+        g0, g1 = self._whole_groups(lo, hi)
+        norms = PK.group_norms(w[lo:hi], self.layout.group_ptr[g0:g1 + 1] - lo)
+        s = self.group_scale[g0:g1]
+        return float(self.l1 * np.dot(s, norms) + 0.5 * self.l2 * np.dot(s, norms * norms))
+
+    def block_violation(self, w, g, lo, hi):
+        g0, g1 = self._whole_groups(lo, hi)
+        return float(PK.group_violation(w[lo:hi], g, self.l1, self.l2, self.layout.group_ptr[g0:g1 + 1] - lo,
+                                        self.group_scale[g0:g1]))
 
     def optimality_violation(self, w, g_loss):
         self._check(w)

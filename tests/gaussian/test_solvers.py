@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from spargel.errors import ConvergenceWarning
 from spargel.gaussian.newton_cd import newton_cd
 from spargel.gaussian.objective import penalty_matrix, primal_objective
 from spargel.gaussian.projected_gradient import projected_gradient
@@ -16,8 +17,10 @@ def test_solvers_agree_with_each_other_and_sklearn(problems):
     for S, alpha in problems:
         n = S.shape[0]
         L = penalty_matrix(alpha, n)
-        a = solve_gaussian(S, alpha, solver="newton-cd", tol=1e-10)
+        a = solve_gaussian(S, alpha, solver="newton-cg", tol=1e-10)
         b = solve_gaussian(S, alpha, solver="projected-gradient", tol=1e-10, max_iter=20000)
+        c = solve_gaussian(S, alpha, solver="newton-cd", tol=1e-10)
+        assert abs(a.objective - c.objective) <= 1e-9 * abs(a.objective)
         # scikit-learn's GraphicalLasso minimises the same objective (diagonal unpenalised)
         _, K_sk = sklearn_cov.graphical_lasso(S, alpha, tol=1e-10, enet_tol=1e-10, max_iter=2000)
         f_sk = primal_objective(K_sk, S, L)
@@ -54,7 +57,7 @@ def test_screening_is_exact(problems):
     S, alpha = problems[3]
     comps = screen_components(S, penalty_matrix(alpha, S.shape[0]))
     assert len(comps) > 1
-    for solver in ("newton-cd", "projected-gradient"):
+    for solver in ("newton-cg", "newton-cd", "projected-gradient"):
         r1 = solve_gaussian(S, alpha, solver=solver, screen=True, tol=1e-11, max_iter=20000)
         r2 = solve_gaussian(S, alpha, solver=solver, screen=False, tol=1e-11, max_iter=20000)
         assert r1.n_components == len(comps)
@@ -87,10 +90,13 @@ def test_warm_start_and_history():
 
 def test_max_iter_is_respected():
     S = random_covariance(10, 30, 13)
-    r = solve_gaussian(S, 0.05, solver="projected-gradient", tol=1e-14, max_iter=3)
-    assert r.n_iter <= 3 and not r.converged
-    r = solve_gaussian(S, 0.05, solver="newton-cd", tol=0.0, max_iter=2)
-    assert r.n_iter == 2 and np.isfinite(r.duality_gap)
+    with pytest.warns(ConvergenceWarning):
+        r = solve_gaussian(S, 0.05, solver="projected-gradient", tol=1e-14, max_iter=3)
+    assert r.n_iter <= 3 and not r.converged and r.stop_reason == "max_iter"
+    for solver in ("newton-cd", "newton-cg"):
+        with pytest.warns(ConvergenceWarning):
+            r = solve_gaussian(S, 0.05, solver=solver, tol=0.0, max_iter=2)
+        assert r.n_iter == 2 and np.isfinite(r.duality_gap) and r.stop_reason == "max_iter"
 
 
 def test_ill_conditioned_auto_falls_back_and_converges():

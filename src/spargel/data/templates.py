@@ -18,6 +18,23 @@ Syntax
     transitions (``Template.transitions``); it produces no observation. A
     bare ``*`` also produces the constant unigram observation ``"*"`` (a
     per-label bias), since ``*`` means "``U`` and ``B``".
+``T``
+    Second-order models only (``CRF(order=2)``, ``spargel train --order 2``):
+    a line holding only ``T`` switches on the label *triples* ``(y[t-2],
+    y[t-1], y[t])``, the second-order transitions (``Template.triples``). It
+    produces no observation and takes none: a ``T`` line with anything else
+    on it is an error.
+
+Label context. Which labels an observation is paired with is said by the
+kind letter: ``U`` the current label, ``B`` the label pair (previous label,
+current label), ``*`` both; a bare ``B`` gives the plain weights of the pairs,
+a bare ``T`` those of the triples. At order 1, the pairs are the transitions
+(and ``B`` observations are not used on the first token). At order 2 the model
+is a chain over label pairs: ``B`` observations and the bare ``B`` line weigh
+the pair on every token -- the first one's pair is ``(__BOS__, y[0])``, a begin
+marker -- and the bare ``T`` line weighs the triples from the second token on.
+Order-1 templates mean exactly what they always meant; at order 2 the same
+template needs a ``T`` line.
 ``#``
     Starts a comment when it opens the line or follows a blank outside any
     command; ``%t[0,0,"#x"]`` or ``U:a#b`` keep their ``#``. Empty lines and
@@ -81,6 +98,7 @@ from .safe_regex import UnsafeRegex, compile_regex
 
 __all__ = [
     "CRFSUITE_CHUNKING_TEMPLATE",
+    "SHA_PEREIRA_TEMPLATE",
     "Template",
     "crfsuite_chunking_template",
 ]
@@ -91,7 +109,7 @@ _INT = re.compile(r"[+-]?[0-9]+\Z")
 #: and column checks stay cheap
 MAX_OFFSET = 1000
 MAX_COLUMN = 10000
-_KINDS = {"U": "U", "u": "U", "B": "B", "b": "B", "*": "*"}
+_KINDS = {"U": "U", "u": "U", "B": "B", "b": "B", "*": "*", "T": "T", "t": "T"}
 _MEMO_LIMIT = 1 << 20  # regex results remembered per command before starting afresh
 
 
@@ -182,7 +200,7 @@ class _Parser:
             return None
         kind = _KINDS.get(s[0])
         if kind is None:
-            self.fail(lineno, f"unknown pattern kind {s[0]!r} (expected U, B or *): {s!r}")
+            self.fail(lineno, f"unknown pattern kind {s[0]!r} (expected U, B, * or T): {s!r}")
         literals, commands, piece = [], [], [s[0]]
         i, n = 1, len(s)
         while i < n:
@@ -317,6 +335,9 @@ class Template:
     transitions : bool
         True when a bare ``B`` (or bare ``*``) line asks for plain label
         transitions.
+    triples : bool
+        True when a bare ``T`` line asks for label triples (second-order
+        transitions; second-order models only).
     n_columns_required : int
         Highest observation column used, plus one; the data needs at least
         that many observation columns.
@@ -339,10 +360,11 @@ class Template:
     ['*02:true']
     """
 
-    def __init__(self, patterns, transitions, text="", source="<string>"):
+    def __init__(self, patterns, transitions, text="", source="<string>", triples=False):
         self.text = text
         self.source = source
         self.transitions = bool(transitions)
+        self.triples = bool(triples)
         self._patterns = list(patterns)
         self._unigram = [p for p in self._patterns if p.kind in ("U", "*")]
         self._bigram = [p for p in self._patterns if p.kind in ("B", "*")]
@@ -376,10 +398,16 @@ class Template:
         """
         parser = _Parser(source)
         patterns = []
-        transitions = False
+        transitions = triples = False
         for lineno, raw in enumerate(text.splitlines(), start=1):
             pattern = parser.parse_line(raw, lineno)
             if pattern is None:
+                continue
+            if pattern.kind == "T":
+                if pattern.commands or pattern.text not in ("T", "t"):
+                    parser.fail(lineno, f"a T line stands alone (label triples take no observation): "
+                                        f"{pattern.text!r}")
+                triples = True
                 continue
             if not pattern.commands and pattern.text in ("B", "b", "*"):
                 transitions = True
@@ -387,9 +415,9 @@ class Template:
                     patterns.append(_Pattern("U", "", "*", lineno, ["*"], []))
                 continue
             patterns.append(pattern)
-        if not patterns and not transitions:
+        if not patterns and not transitions and not triples:
             raise DataFormatError(source, None, "the template has no patterns")
-        return cls(patterns, transitions, text, source)
+        return cls(patterns, transitions, text, source, triples)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, encoding: str = "utf-8") -> "Template":
@@ -452,8 +480,9 @@ class Template:
         return hash(self.text)
 
     def __repr__(self) -> str:
+        triples = ", triples=True" if self.triples else ""
         return (f"Template({self.n_unigram} unigram, {self.n_bigram} bigram patterns, "
-                f"transitions={self.transitions}, from {self.source})")
+                f"transitions={self.transitions}{triples}, from {self.source})")
 
     def check_columns(self, n_columns: int, source: str | None = None,
                       line: int | None = None) -> None:
@@ -625,6 +654,36 @@ U21:pos[0]|pos[1]|pos[2]=%x[0,1]|%x[1,1]|%x[2,1]
 
 # label transitions
 B
+"""
+
+
+SHA_PEREIRA_TEMPLATE = """\
+# Sha & Pereira's (2003) NP-chunking features (their Table 1) for a second-order
+# CRF: every predicate -- words in a +-2 window, the word bigrams around the
+# current word, POS tags in a +-2 window, POS bigrams and trigrams -- conjoined
+# with the current label and with the label pair (kind '*'); a bare '*' adds
+# the constant predicate on both; 'T' the label triples. Train with order=2.
+*00:w[-2]=%x[-2,0]
+*01:w[-1]=%x[-1,0]
+*02:w[0]=%x[0,0]
+*03:w[1]=%x[1,0]
+*04:w[2]=%x[2,0]
+*05:w[-1]|w[0]=%x[-1,0]|%x[0,0]
+*06:w[0]|w[1]=%x[0,0]|%x[1,0]
+*10:pos[-2]=%x[-2,1]
+*11:pos[-1]=%x[-1,1]
+*12:pos[0]=%x[0,1]
+*13:pos[1]=%x[1,1]
+*14:pos[2]=%x[2,1]
+*15:pos[-2]|pos[-1]=%x[-2,1]|%x[-1,1]
+*16:pos[-1]|pos[0]=%x[-1,1]|%x[0,1]
+*17:pos[0]|pos[1]=%x[0,1]|%x[1,1]
+*18:pos[1]|pos[2]=%x[1,1]|%x[2,1]
+*19:pos[-2]|pos[-1]|pos[0]=%x[-2,1]|%x[-1,1]|%x[0,1]
+*20:pos[-1]|pos[0]|pos[1]=%x[-1,1]|%x[0,1]|%x[1,1]
+*21:pos[0]|pos[1]|pos[2]=%x[0,1]|%x[1,1]|%x[2,1]
+*
+T
 """
 
 

@@ -117,6 +117,20 @@ class LogLinearCore(ParamsMixin):
         """Unigram attribute ids whose weights are not penalised (e.g. a bias)."""
         return ()
 
+    def _model_kind(self):
+        """The :func:`~spargel.models.factory.make_model` kind this estimator trains."""
+        return "crf"
+
+    def _space_class(self):
+        """The parameter layout class (:class:`FeatureSpace` or a subclass)."""
+        return FeatureSpace
+
+    def _map_code(self, table, code, lab_map, L, old_L):
+        """A weight's label code after the labels were renumbered (``lab_map[old id]``
+        is the new id, -1 when gone): ``table`` is ``"uni"`` (a label), ``"big"`` or
+        ``"trans"`` (a label pair)."""
+        return _map_code(code, lab_map, L, old_L, table != "uni")
+
     # -- data --------------------------------------------------------------------------
     def _dataset(self, X, y=None, grow=False):
         if grow:
@@ -141,9 +155,10 @@ class LogLinearCore(ParamsMixin):
         L = len(self._label_vocab)
         n_u, n_b = len(self._uni_vocab), len(self._big_vocab)
         trans = self._has_transitions()
+        cls = self._space_class()
         if self.feature_space == "full":
-            return FeatureSpace.full(L, n_u, n_b, trans)
-        return FeatureSpace.observed(data, L, n_u, n_b, trans)
+            return cls.full(L, n_u, n_b, trans)
+        return cls.observed(data, L, n_u, n_b, trans)
 
     def _fit_data(self, data, monitor=None):
         from ..models.factory import make_model
@@ -152,7 +167,7 @@ class LogLinearCore(ParamsMixin):
         warn_large_values(self, data.big_vals)
         space = self._feature_space(data)
         w0 = self._warm_start_weights(space) if getattr(self, "warm_start", False) else None
-        model = make_model("crf", space, data, n_jobs=self.n_jobs,
+        model = make_model(self._model_kind(), space, data, n_jobs=self.n_jobs,
                            sample_weight=getattr(self, "_sample_weight", None))
         self._training_space = space
         try:
@@ -175,7 +190,7 @@ class LogLinearCore(ParamsMixin):
 
     def _warm_start_weights(self, space):
         """Weights of the previous fit mapped by name onto the new layout (0 elsewhere)."""
-        if not hasattr(self, "_prev"):
+        if not hasattr(self, "_prev") or self._prev.get("space_class") is not type(space):
             return None
         old = self._prev
         w = np.zeros(space.n_params)
@@ -193,12 +208,12 @@ class LogLinearCore(ParamsMixin):
                 lo, hi = ptr[a], ptr[a + 1]
                 where = {int(v): k for k, v in enumerate(ids[lo:hi])}
                 for code, value in entries:
-                    new_code = _map_code(code, lab_map, L, len(old_lab), kind == "big")
+                    new_code = self._map_code(kind, code, lab_map, L, len(old_lab))
                     k = where.get(new_code)
                     if k is not None:
                         w[base + lo + k] = value
         for code, value in old["trans"]:
-            new_code = _map_code(code, lab_map, L, len(old_lab), True)
+            new_code = self._map_code("trans", code, lab_map, L, len(old_lab))
             pos = np.flatnonzero(space.t_pair == new_code)
             if len(pos):
                 w[space.t_base + pos[0]] = value
@@ -215,7 +230,8 @@ class LogLinearCore(ParamsMixin):
         for a, name in enumerate(self._big_vocab):
             big[name] = [(int(s.b_pair[k]), w[s.b_base + k]) for k in range(s.b_ptr[a], s.b_ptr[a + 1])]
         trans = [(int(p), w[s.t_base + k]) for k, p in enumerate(s.t_pair)]
-        self._prev = {"labels": self._label_vocab.names, "uni": uni, "big": big, "trans": trans}
+        self._prev = {"labels": self._label_vocab.names, "uni": uni, "big": big, "trans": trans,
+                      "space_class": type(s)}
 
     # -- model files -------------------------------------------------------------------
     def _meta(self):
@@ -240,7 +256,8 @@ class LogLinearCore(ParamsMixin):
             est = cls(**{k: v for k, v in meta["params"].items() if k in cls._param_names()})
             vocabs = [Vocabulary.from_arrays(a[f"{n}_text"], a[f"{n}_offsets"]) for n in ("uni", "big", "labels")]
             est._uni_vocab, est._big_vocab, est._label_vocab = vocabs
-            space = FeatureSpace(int(meta["n_labels"]), a["u_ptr"], a["u_lab"], a["b_ptr"], a["b_pair"], a["t_pair"])
+            space = est._space_class()(int(meta["n_labels"]), a["u_ptr"], a["u_lab"], a["b_ptr"], a["b_pair"],
+                                       a["t_pair"])
             space.validate(len(vocabs[0]), len(vocabs[1]))
             io.require(space.n_labels == len(vocabs[2]), path, "label count does not match the label list")
             coef = a["coef"]

@@ -30,6 +30,18 @@ def check_number(name, value, *, low=0.0, allow_array=False, integer=False, allo
         raise ValueError(f"{name} must be a finite number >= {low:g}, got {value!r}")
 
 
+def check_sample_weight(sample_weight, n, what="sample"):
+    """None, or the float64 array of ``n`` finite weights >= 0 (one per ``what``)."""
+    if sample_weight is None:
+        return None
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    if sw.shape != (n,):
+        raise ValueError(f"sample_weight has shape {sw.shape}, expected one weight per {what} ({n},)")
+    if not np.all(np.isfinite(sw)) or np.any(sw < 0):
+        raise ValueError("sample_weight must be finite and >= 0")
+    return sw
+
+
 class ParamsMixin:
     @classmethod
     def _param_names(cls):

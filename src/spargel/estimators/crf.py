@@ -56,6 +56,14 @@ class CRF(LogLinearCore):
     solver_options : dict or None
         Extra keyword arguments for the solver (e.g. ``{"memory": 10}`` for OWL-QN's
         history length); see the solver's documentation.
+    order : {1, 2}
+        Markov order of the labels. 2: a second-order CRF, a chain over label pairs
+        (:mod:`spargel.models.crf2`): ``B`` observations (and a bare ``B``) weigh the
+        label pair on every token, the first token's pair being ``("__BOS__", y0)``,
+        and a bare ``T`` template line the label triples; without a template, the
+        observations weigh the current label and the model has pair and triple
+        weights. Every solver that works through ``loss_grad`` or ``sgd`` works at
+        order 2 (the blocks of BCD / CD are first-order only so far).
 
     Examples
     --------
@@ -71,8 +79,8 @@ class CRF(LogLinearCore):
 
     def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=None, tol=1e-5, gtol=1e-5, window=10,
                  feature_space="observed", template=None, pad=True, n_jobs=None, random_state=None,
-                 warm_start=False, verbose=0, solver_options=None, c1=None, c2=None, max_iterations=None,
-                 all_possible_transitions=None, all_possible_states=None):
+                 warm_start=False, verbose=0, solver_options=None, order=1, c1=None, c2=None,
+                 max_iterations=None, all_possible_transitions=None, all_possible_states=None):
         self.solver = solver
         self.l1 = l1
         self.l2 = l2
@@ -88,6 +96,7 @@ class CRF(LogLinearCore):
         self.warm_start = warm_start
         self.verbose = verbose
         self.solver_options = solver_options
+        self.order = order
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
@@ -115,6 +124,7 @@ class CRF(LogLinearCore):
             check_number(name, getattr(self, name), allow_none=True)
         check_number("max_iterations", self.max_iterations, integer=True, allow_none=True)
         super()._check_params()
+        self._check_order()
 
     # -- features ----------------------------------------------------------------------
     def _template(self):
@@ -129,12 +139,17 @@ class CRF(LogLinearCore):
 
     def _has_transitions(self):
         tpl = self._template()
+        if self.order == 2:                  # the label triples
+            return True if tpl is None else tpl.triples
         return True if tpl is None else tpl.transitions
 
     def _feature_space(self, data):
         from ..models.feature_space import FeatureSpace
         if self.feature_space == "full" or not (self.all_possible_states or self.all_possible_transitions):
             return super()._feature_space(data)
+        if self.order == 2:
+            raise ValueError("all_possible_states / all_possible_transitions are first-order options; at "
+                             "order=2 use feature_space='full'")
         return FeatureSpace.observed(data, len(self._label_vocab), len(self._uni_vocab), len(self._big_vocab),
                                      self._has_transitions(), all_states=bool(self.all_possible_states),
                                      all_transitions=bool(self.all_possible_transitions))
@@ -156,7 +171,7 @@ class CRF(LogLinearCore):
 
     def _dataset(self, X, y=None, grow=False):
         if self._template() is not None:
-            return super()._dataset(X, y, grow)
+            return self._with_pair_bias(super()._dataset(X, y, grow), self._big_vocab, grow)
         # feature dicts / attribute lists: straight to flat arrays (the tagging hot path)
         from ..data.dataset import SequenceData, label_ids
         from ..data.featuredicts import encode_sequences
@@ -177,7 +192,54 @@ class CRF(LogLinearCore):
             self._uni_vocab, data.uni_ids = _reorder(self._uni_vocab, data.uni_ids)
             if len(self._label_vocab) < 2:
                 raise ValueError(f"training data has {len(self._label_vocab)} distinct label(s); need at least 2")
+        return self._with_pair_bias(data, self._big_vocab, grow)
+
+    def _with_pair_bias(self, data, big_vocab, grow):
+        """At order 2, the plain pair weights (a bare ``B``, or no template): those of an
+        attribute ``B`` that fires on every token."""
+        tpl = self._template()
+        if self.order == 2 and (tpl is None or tpl.transitions):
+            from ..models.crf2_space import add_pair_bias
+            data = add_pair_bias(data, big_vocab, grow)
         return data
+
+    # -- order ---------------------------------------------------------------------------
+    def _check_order(self):
+        if isinstance(self.order, bool) or self.order not in (1, 2):
+            raise ValueError(f"order must be 1 or 2, got {self.order!r}")
+        tpl = self._template()
+        if tpl is None:
+            return
+        if self.order == 1 and tpl.triples:
+            raise ValueError(f"the template has a 'T' line (label triples, {tpl.source}): that needs a "
+                             f"second-order model, order=2")
+        if self.order == 2 and not tpl.triples:
+            raise ValueError(f"order=2 needs the label triples: add a line 'T' to the template ({tpl.source}); "
+                             f"without them the model is a first-order one")
+
+    def _model_kind(self):
+        return "crf2" if self.order == 2 else "crf"
+
+    def _space_class(self):
+        if self.order == 2:
+            from ..models.crf2_space import FeatureSpace2
+            return FeatureSpace2
+        return super()._space_class()
+
+    def _map_code(self, table, code, lab_map, L, old_L):
+        if self.order != 2:
+            return super()._map_code(table, code, lab_map, L, old_L)
+        from ..models.crf2_space import remap_codes
+        kind = {"uni": "label", "big": "pair", "trans": "triple"}[table]
+        return int(remap_codes(kind, [code], lab_map, old_L, L)[0])
+
+    def _inference(self):
+        """The prediction functions of the fitted model's order."""
+        if getattr(self.space_, "order", 1) == 2:
+            from ..models import crf2
+            return crf2
+        from ..models import crf
+        return crf
 
     # -- fitting -----------------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None):
@@ -196,8 +258,11 @@ class CRF(LogLinearCore):
         if self.warm_start:
             self._remember_for_warm_start()
         y = _label_lists(y, "y")
+        if self.order == 2:
+            _refuse_marker_label(y)
         data = self._dataset(X, y, grow=True)
-        self._sample_weight = _sequence_weights(sample_weight, data.n_sequences)
+        from .base import check_sample_weight
+        self._sample_weight = check_sample_weight(sample_weight, data.n_sequences, "sequence")
         if self.solver in ("cd", "bcd") and (self._sample_weight is not None or np.any(data.labels < 0)):
             raise ValueError(f"solver {self.solver!r} does not take sample weights or partially labelled "
                              f"sequences; use solver='owlqn' (or 'sgd-l1')")
@@ -276,16 +341,14 @@ class CRF(LogLinearCore):
     def predict(self, X, constraints=None):
         """Most probable label sequence for every sequence (Viterbi). ``constraints``:
         per sequence, a list with a label (fixed) or None (free) per token."""
-        from ..models.crf import decode
         data = self._data(X)
-        ids, _ = decode(self.space_, data, self.weights_, self._fixed(constraints, data))
+        ids, _ = self._inference().decode(self.space_, data, self.weights_, self._fixed(constraints, data))
         return self._split_labels(ids, data)
 
     def predict_marginals(self, X):
         """Per sequence, per token, a dict label -> probability."""
-        from ..models.crf import marginals
         data = self._data(X)
-        marg, _ = marginals(self.space_, data, self.weights_)
+        marg, _ = self._inference().marginals(self.space_, data, self.weights_)
         names = self.classes_
         return [[dict(zip(names, row.tolist())) for row in marg[data.seq_ptr[s]:data.seq_ptr[s + 1]]]
                 for s in range(data.n_sequences)]
@@ -293,13 +356,15 @@ class CRF(LogLinearCore):
     def predict_nbest(self, X, k=5, constraints=None):
         """Per sequence, up to ``k`` (labels, probability) pairs, most probable first."""
         from ..limits import check_nbest
-        from ..models.crf import marginals, nbest
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
         data = self._data(X)
         k = check_nbest(int(k), self.space_.n_labels, np.diff(data.seq_ptr))
-        _, logz = marginals(self.space_, data, self.weights_)
-        lists = nbest(self.space_, data, self.weights_, int(k), self._fixed(constraints, data))
+        inference = self._inference()
+        if getattr(self.space_, "order", 1) == 2:          # tables over the pair states
+            check_nbest(k, self.space_.n_states, np.diff(data.seq_ptr))
+        _, logz = inference.marginals(self.space_, data, self.weights_)
+        lists = inference.nbest(self.space_, data, self.weights_, int(k), self._fixed(constraints, data))
         names = self.classes_
         return [[([names[i] for i in path], float(np.exp(score - logz[s]))) for path, score in lst]
                 for s, lst in enumerate(lists)]
@@ -307,12 +372,11 @@ class CRF(LogLinearCore):
     def score(self, X, y):
         """Token accuracy of ``predict(X)`` against ``y`` (labels the model does not know
         raise; ``None`` labels are not counted)."""
-        from ..models.crf import decode
         y = _label_lists(y, "y")
         known = np.array([lab is not None for seq in y for lab in seq], dtype=bool)
         y = [[self.classes_[0] if lab is None else lab for lab in seq] for seq in y]
         data = self._data(X, y)
-        ids, _ = decode(self.space_, data, self.weights_)
+        ids, _ = self._inference().decode(self.space_, data, self.weights_)
         return float(np.mean((ids == data.labels)[known])) if known.any() else float("nan")
 
     def path(self, X, y, l1_values=None, n_l1=10, l1_min_ratio=1e-3, X_dev=None, y_dev=None):
@@ -357,36 +421,49 @@ class CRF(LogLinearCore):
 
     @property
     def bigram_features_(self):
-        """{(attribute, previous label, label): weight} for the non-zero bigram weights."""
+        """{(attribute, previous label, label): weight} for the non-zero bigram weights
+        (order 2: the pair weights, previous label ``"__BOS__"`` on the first token; the
+        plain pair weights are those of the attribute ``"B"``)."""
         self._check_fitted()
-        s, w, names, L = self.space_, self.weights_, self.classes_, self.space_.n_labels
+        s, w, names = self.space_, self.weights_, list(self.classes_)
+        names_of = _pair_namer(s, names)
         out = {}
         for a, attr in enumerate(self._big_vocab):
             for k in range(s.b_ptr[a], s.b_ptr[a + 1]):
                 v = w[s.b_base + k]
                 if v != 0:
-                    p = s.b_pair[k]
-                    out[(attr, names[p // L], names[p % L])] = float(v)
+                    out[(attr, *names_of(s.b_pair[k]))] = float(v)
         return out
 
     @property
     def transition_features_(self):
-        """{(previous label, label): weight} for the non-zero transition weights."""
+        """{(previous label, label): weight} for the non-zero transition weights (order 2:
+        {(label two back, previous label, label): weight} of the label triples)."""
         self._check_fitted()
-        s, w, names, L = self.space_, self.weights_, self.classes_, self.space_.n_labels
-        return {(names[p // L], names[p % L]): float(w[s.t_base + k])
-                for k, p in enumerate(s.t_pair) if w[s.t_base + k] != 0}
+        s, w, names = self.space_, self.weights_, list(self.classes_)
+        if getattr(s, "order", 1) == 2:
+            from ..models.crf2_space import triple_names
+            names_of = lambda p: triple_names(p, names)          # noqa: E731
+        else:
+            names_of = _pair_namer(s, names)
+        return {names_of(p): float(w[s.t_base + k]) for k, p in enumerate(s.t_pair) if w[s.t_base + k] != 0}
 
 
-def _sequence_weights(sample_weight, n):
-    if sample_weight is None:
-        return None
-    sw = np.asarray(sample_weight, dtype=np.float64)
-    if sw.shape != (n,):
-        raise ValueError(f"sample_weight has shape {sw.shape}, expected one weight per sequence ({n},)")
-    if not np.all(np.isfinite(sw)) or np.any(sw < 0):
-        raise ValueError("sample_weight must be finite and >= 0")
-    return sw
+def _pair_namer(space, names):
+    """code -> (previous label name, label name) for the layout's pair codes."""
+    if getattr(space, "order", 1) == 2:
+        from ..models.crf2_space import pair_names
+        return lambda p: pair_names(p, names)
+    L = len(names)
+    return lambda p: (names[p // L], names[p % L])
+
+
+def _refuse_marker_label(y):
+    from ..models.crf2_space import BOS_NAME
+    for i, labels in enumerate(y):
+        if BOS_NAME in labels:
+            raise ValueError(f"y[{i}]: the label {BOS_NAME!r} is reserved for the begin marker of second-order "
+                             f"models")
 
 
 def _label_lists(y, name):
@@ -410,10 +487,14 @@ class _Monitor:
     def __call__(self, row, w):
         if self.dev is not None:
             from ..metrics import sequence_scores
-            from ..models.crf import decode
             data, y_dev = self.dev
             # the training layout is still uncompacted here: decode with it
-            ids, _ = decode(self._space(), data, w)
+            space = self._space()
+            if getattr(space, "order", 1) == 2:
+                from ..models.crf2 import decode
+            else:
+                from ..models.crf import decode
+            ids, _ = decode(space, data, w)
             names = self.est._label_vocab.names
             pred = [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
             scores = sequence_scores(y_dev, pred)

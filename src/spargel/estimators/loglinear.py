@@ -12,6 +12,7 @@ from ..data.vocab import Vocabulary
 from ..models.feature_space import FeatureSpace
 from ..penalties import ElasticNet
 from ._core import LogLinearCore, run_solver, warn_large_values
+from .base import check_sample_weight
 
 BIAS = "__bias__"
 
@@ -191,7 +192,7 @@ class LogLinearClassifier(LogLinearCore):
         classes, ids = _class_labels(y)
         if len(ids) != M.shape[0]:
             raise ValueError(f"X has {M.shape[0]} samples but y has {len(ids)} labels")
-        sw = self._sample_weights(sample_weight, M.shape[0])
+        sw = check_sample_weight(sample_weight, M.shape[0])
         warn_large_values(self, M.data if sp.issparse(M) else M.ravel())
         K, d = len(classes), M.shape[1]
         mask = self._observed_mask(M, ids, K) if self.feature_space == "observed" else None
@@ -202,17 +203,6 @@ class LogLinearClassifier(LogLinearCore):
         result = run_solver(self, model, ElasticNet(self.l1, self.l2, model.layout.penalty_scale), w0)
         self._set_flat(result.w, d, K)
         return self
-
-    @staticmethod
-    def _sample_weights(sample_weight, n):
-        if sample_weight is None:
-            return None
-        sw = np.asarray(sample_weight, dtype=np.float64)
-        if sw.shape != (n,):
-            raise ValueError(f"sample_weight has shape {sw.shape}, expected ({n},)")
-        if not np.all(np.isfinite(sw)) or np.any(sw < 0):
-            raise ValueError("sample_weight must be finite and >= 0")
-        return sw
 
     @staticmethod
     def _observed_mask(M, ids, K):

@@ -42,7 +42,7 @@ def _training_problem(estimator, X, y):
     est._check_params()
     data = est._dataset(X, _label_lists(est, y), grow=True)
     space = est._feature_space(data)
-    return make_model("crf", space, data, n_jobs=est.n_jobs)
+    return make_model(est._model_kind(), space, data, n_jobs=est.n_jobs)
 
 
 def l1_max(estimator, X, y):

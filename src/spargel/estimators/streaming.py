@@ -59,7 +59,11 @@ def _start(est, opts):
 
 def _keys(space, L):
     """Sorted keys of the weights of a layout in a label space of size L (>= its own):
-    unigram ``attr * L + label``, bigram ``attr * L^2 + pair``, transitions ``pair``."""
+    unigram ``attr * L + label``, bigram ``attr * L^2 + pair``, transitions ``pair``
+    (order 2: see :func:`spargel.models.crf2_space.weight_keys`)."""
+    if getattr(space, "order", 1) == 2:
+        from ..models.crf2_space import weight_keys
+        return weight_keys(space, L)
     L0 = space.n_labels
     u_attr = np.repeat(np.arange(len(space.u_ptr) - 1, dtype=np.int64), np.diff(space.u_ptr))
     b_attr = np.repeat(np.arange(len(space.b_ptr) - 1, dtype=np.int64), np.diff(space.b_ptr))
@@ -70,28 +74,28 @@ def _keys(space, L):
     return u_attr * L + space.u_lab, b_attr * (L * L) + b_new, t_new
 
 
-def _space_from_keys(L, n_u, n_b, uk, bk, tk):
+def _space_from_keys(L, n_u, n_b, uk, bk, tk, space_class=FeatureSpace):
+    P = (L + 1) * L if getattr(space_class, "order", 1) == 2 else L * L      # pair codes
     u_ptr = np.zeros(n_u + 1, dtype=np.int64)
     np.cumsum(np.bincount(uk // L, minlength=n_u), out=u_ptr[1:])
     b_ptr = np.zeros(n_b + 1, dtype=np.int64)
-    np.cumsum(np.bincount(bk // (L * L), minlength=n_b), out=b_ptr[1:])
-    return FeatureSpace(L, u_ptr, (uk % L).astype(np.int32), b_ptr, (bk % (L * L)).astype(np.int32),
-                        tk.astype(np.int32))
+    np.cumsum(np.bincount(bk // P, minlength=n_b), out=b_ptr[1:])
+    return space_class(L, u_ptr, (uk % L).astype(np.int32), b_ptr, (bk % P).astype(np.int32), tk.astype(np.int32))
 
 
-def grow_space(old, L, n_u, n_b, chunk, kind, transitions):
+def grow_space(old, L, n_u, n_b, chunk, kind, transitions, space_class=FeatureSpace):
     """The layout after a chunk: ``old`` (or None) extended to L labels and n_u / n_b
     attributes plus what the chunk needs. Returns (space, positions of the old weights)."""
     if kind == "full":
-        new = FeatureSpace.full(L, n_u, n_b, transitions)
+        new = space_class.full(L, n_u, n_b, transitions)
     else:
-        new = FeatureSpace.observed(chunk, L, n_u, n_b, transitions)
+        new = space_class.observed(chunk, L, n_u, n_b, transitions)
     uk, bk, tk = _keys(new, L)
     if old is None:
         return new, np.zeros(0, dtype=np.int64)
     ok, obk, otk = _keys(old, L)
     uk, bk, tk = np.union1d(uk, ok), np.union1d(bk, obk), np.union1d(tk, otk)
-    space = _space_from_keys(L, n_u, n_b, uk, bk, tk)
+    space = _space_from_keys(L, n_u, n_b, uk, bk, tk, space_class)
     pos = np.concatenate([np.searchsorted(uk, ok), space.b_base + np.searchsorted(bk, obk),
                           space.t_base + np.searchsorted(tk, otk)]).astype(np.int64)
     return space, pos
@@ -100,26 +104,33 @@ def grow_space(old, L, n_u, n_b, chunk, kind, transitions):
 def partial_fit(est, X, y):
     """One SGD-L1 pass of ``est`` (a :class:`spargel.CRF`) over the chunk ``(X, y)``,
     continuing the previous calls (see the module documentation)."""
-    from .crf import _label_lists
+    from .crf import _label_lists, _refuse_marker_label
 
     if est.feature_space not in FEATURE_SPACES:
         raise ValueError(f"feature_space must be one of {FEATURE_SPACES}, got {est.feature_space!r}")
+    est._check_order()
     options = dict(est.solver_options or {}) if est.solver == "sgd-l1" else {}
     options.setdefault("random_state", est.random_state)
     n_samples = options.pop("n_samples", None)
     opts = parse_options(options)
     y = _label_lists(y, "y")
+    if est.order == 2:
+        _refuse_marker_label(y)
     state = getattr(est, "_stream_state", None)
     if state is None or state.fitted is not getattr(est, "weights_", None):
         state = _start(est, opts)
+    if state.space is not None and type(state.space) is not est._space_class():
+        raise ValueError(f"partial_fit: the model has order {getattr(state.space, 'order', 1)}, the estimator "
+                         f"order={est.order!r}; the order cannot change between calls")
     data = build_dataset(est._rows(X), state.uni, state.big, state.labels, y, grow=True)
+    data = est._with_pair_bias(data, state.big, True)
     L = len(state.labels)
     space, pos = grow_space(state.space, L, len(state.uni), len(state.big), data, est.feature_space,
-                            est._has_transitions())
+                            est._has_transitions(), est._space_class())
     state.sgd.grow(space.n_params, pos)
     state.space = space
     est._uni_vocab = state.uni
-    model = make_model("crf", space, data)
+    model = make_model(est._model_kind(), space, data)
     penalty = ElasticNet(est._effective("l1"), est._effective("l2"), model.layout.penalty_scale)
     state.n_seen += data.n_sequences
     N = int(n_samples) if n_samples is not None else state.n_seen
@@ -142,7 +153,8 @@ def partial_fit(est, X, y):
     return est
 
 
-def _chunks(sentences, size):
+def chunks(sentences, size):
+    """Consecutive lists of ``size`` items (the last one shorter) from an iterable."""
     chunk = []
     for s in sentences:
         chunk.append(s)
@@ -153,7 +165,8 @@ def _chunks(sentences, size):
         yield chunk
 
 
-def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, **crf_params):
+def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, encoding="utf-8", callback=None,
+                    **crf_params):
     """Train a CRF with SGD-L1 on a CoNLL column file read in chunks of
     ``chunk_sentences`` sequences (the file is never held in memory).
 
@@ -162,7 +175,9 @@ def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, 
     going through :meth:`spargel.CRF.partial_fit` (samples are shuffled within a chunk).
     ``model``: a :class:`spargel.CRF` to continue (e.g. ``CRF.load(path)``: warm start
     from its weights); otherwise a new ``CRF(template=template, solver="sgd-l1",
-    **crf_params)``. Returns the model.
+    **crf_params)``. ``encoding``: the file's text encoding. ``callback(model, pass_no,
+    chunk_no, n_sequences)`` is called after every chunk; returning True stops.
+    Returns the model.
     """
     from ..data.conll import read_conll
     from .crf import CRF
@@ -176,12 +191,16 @@ def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, 
             model.set_params(**crf_params)
         if template is not None:
             model.template = template
-    n = sum(1 for _ in read_conll(path))
+    n = sum(1 for _ in read_conll(path, encoding=encoding))
     options = dict(model.solver_options or {}) if model.solver == "sgd-l1" else {}
     options.setdefault("n_samples", n)
     model.solver = "sgd-l1"
     model.solver_options = options
-    for _ in range(int(passes)):
-        for chunk in _chunks(read_conll(path), int(chunk_sentences)):
+    done = 0
+    for p in range(1, int(passes) + 1):
+        for chunk in chunks(read_conll(path, encoding=encoding), int(chunk_sentences)):
             model.partial_fit(chunk, [s.labels for s in chunk])
+            done += 1
+            if callback is not None and callback(model, p, done, len(chunk)):
+                return model
     return model

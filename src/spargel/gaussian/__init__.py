@@ -3,12 +3,16 @@
 Solvers for ``min_K -log det K + tr(S K) + sum_ij L_ij |K_ij|`` and its
 block-l1 extension (Duchi, Gould & Koller 2008):
 
+* ``newton_cg``: orthant-wise Newton with preconditioned conjugate
+  gradients (the default for plain l1);
 * ``newton_cd``: second-order Newton / coordinate-descent active-set method
-  (the default for plain l1);
+  (QUIC's direction);
 * ``projected_gradient``: Algorithm 1, projected gradient on the box dual;
 * ``block_l1``: Algorithm 3, projected gradient on the l1-ball dual of
   block penalties;
-* ``screening``: exact block-diagonal screening.
+* ``screening``: exact block-diagonal screening;
+* ``solve``: ``solve_gaussian``, the one entry point (validation,
+  rescaling, screening, dispatch); ``progress``: the history rows.
 
 The public estimators are :class:`spargel.SparseGaussianMRF` and
 :class:`spargel.SparseGaussianMRFCV`. Nothing here imports numba until a

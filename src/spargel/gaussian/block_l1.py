@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .progress import record
 from .projected_gradient import _chol, _inv_from_chol
 from .result import GaussianResult
 
@@ -253,7 +254,8 @@ def _support_mask(W, Lb, inblock, bp):
 def block_l1_projected_gradient(S, bp, *, Sigma0=None, tol=1e-6, atol=0.0,
                                 max_iter=2000, sigma=1e-4, beta=0.5,
                                 max_line_search=60, step_rule="paper", random_state=0,
-                                history=None, t0=None, verbose=False):
+                                history=None, callback=None, offset=0.0, t0=None,
+                                verbose=False):
     """Solve the block-l1 problem (4) by Algorithm 3 on its dual (5).
 
     Stops when the duality gap ``tr(S K) + P(K) - n`` of the pair
@@ -303,6 +305,7 @@ def block_l1_projected_gradient(S, bp, *, Sigma0=None, tol=1e-6, atol=0.0,
     t = 1.0
     n_iter = 0
     converged = False
+    reason = "max_iter"
     iu = np.triu_indices(n, 1)
     while True:
         pen = bp.value(K)
@@ -312,21 +315,25 @@ def block_l1_projected_gradient(S, bp, *, Sigma0=None, tol=1e-6, atol=0.0,
         thr = max(atol, tol * max(1.0, abs(f)))
         act_box = int(np.count_nonzero((np.abs(W[iu]) >= Lb[iu]) & (Lb[iu] > 0)))
         act_blk = int(np.sum(np.diff(bp.block_ptr)[bp.block_l1(W) >= bp.radius * (1 - 1e-9)])) if bp.n_blocks else 0
-        hist.append({"iteration": n_iter, "objective": f, "dual_objective": f0 + n,
-                     "duality_gap": gap, "active_edges": act_box + act_blk, "step": t,
-                     "elapsed": time.perf_counter() - t_start})
-        if verbose:
-            print(f"block-l1 it {n_iter:4d} f={f:.10g} gap={gap:.3g} t={t:.3g}")
+        row = {"iteration": n_iter, "objective": f + offset, "dual_objective": f0 + n + offset,
+               "duality_gap": gap, "active_edges": act_box + act_blk, "step": t,
+               "elapsed": time.perf_counter() - t_start}
+        stop = record(row, hist, verbose=verbose, callback=callback, name="block-l1")
         if gap <= thr:
             converged = True
+            reason = "tol"
             break
         if gap <= 1e4 * thr or n_iter % 10 == 9:
             Ks, fs, gs = sparsify_precision(K, _support_mask(W, Lb, inblock, bp), S, Lb,
                                             f, f0 + n, thr, penalty=bp.value)
             if gs <= thr:
                 converged = True
+                reason = "tol"
                 break
         if n_iter >= max_iter:
+            break
+        if stop:
+            reason = "callback"
             break
         G = K.copy()
         np.fill_diagonal(G, 0.0)
@@ -341,6 +348,7 @@ def block_l1_projected_gradient(S, bp, *, Sigma0=None, tol=1e-6, atol=0.0,
                 break
             t *= beta
         if not accepted or slope <= 0.0:
+            reason = "linesearch"
             break
         K_new = _inv_from_chol(ct)
         if step_rule == "bb":
@@ -359,7 +367,9 @@ def block_l1_projected_gradient(S, bp, *, Sigma0=None, tol=1e-6, atol=0.0,
     if K is not Kd:
         Sigma = np.linalg.inv(K)
         Sigma = 0.5 * (Sigma + Sigma.T)
-    converged = converged or gap <= thr
+    if not converged and gap <= thr:
+        converged, reason = True, "tol"
     return GaussianResult(precision=K, covariance=Sigma, objective=f,
                           dual_objective=f0 + n, duality_gap=gap, n_iter=n_iter,
-                          converged=converged, history=hist, solver="block-l1")
+                          converged=converged, history=hist, solver="block-l1",
+                          stop_reason=reason)

@@ -37,6 +37,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .objective import interior_dual_start
+from .progress import record
 from .result import GaussianResult
 
 __all__ = ["newton_cd"]
@@ -65,8 +66,8 @@ def _inverse_inplace(c, mirror):
 
 def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
               sigma=1e-4, max_line_search=30, gap_check=100.0, sweep_schedule="quic", inner_tol=0.0, stall_after=None,
-              history=None,
-              t0=None, verbose=False):
+              history=None, callback=None, offset=0.0, t0=None,
+              verbose=False):
     """Solve ``min -log det X + tr(S X) + sum L_ij |X_ij|`` by Newton-CD.
 
     Parameters
@@ -85,15 +86,17 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
         the last 10 iterations after that many iterations (slow, linear
         progress on ill-conditioned problems; ``solve_gaussian`` then hands
         over to the dual projected gradient).
-    history : list to append per-iteration dicts to (created if None).
+    history : list to append per-iteration dicts to (created if None);
+    callback : ``callback(row)`` after every iteration; True stops.
+    offset : added to the objective in the history rows (the constant of a
+        rescaled problem; ``solve_gaussian`` passes it).
 
     Returns
     -------
     GaussianResult
     """
-    from ._cd_kernels import (cd_sweeps, clipped_dual_into, direction_terms,
-                              free_set, gradient_into, mirror_lower_to_upper,
-                              trial_point)
+    from ._cd_kernels import (cd_sweeps, direction_terms, free_set, gradient_into,
+                              mirror_lower_to_upper, trial_point)
 
     t_start = time.perf_counter() if t0 is None else t0
     S = np.ascontiguousarray(S, dtype=np.float64)
@@ -124,8 +127,8 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     U = np.zeros((n, n))
     gap = np.inf
     g_val = -np.inf
-    Sigma_in = None
     converged = False
+    reason = "max_iter"
     it = 0
     for it in range(1, max_iter + 1):
         gradient_into(S, W, G)
@@ -174,7 +177,7 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
         thr = max(atol, tol * scale)
         row = {
             "iteration": it,
-            "objective": f,
+            "objective": f + offset,
             "duality_gap": np.nan,
             "active_edges": int((np.count_nonzero(X) - n) // 2),
             "free_set": int(cnt),
@@ -186,42 +189,59 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
         # at the rounding floor the model decrease stops being informative
         floor = -delta <= 1e-15 * scale
         if step == 0.0 or floor or -delta <= gap_check * thr or it == max_iter:
-            clipped_dual_into(W, S, L, X, B)
-            c, ld = _chol_inplace(B)
-            if c is None:   # support-based point not PD: plain clipped point
-                Sd = S + np.clip(W - S, -L, L)
-                B[...] = Sd
-                c, ld = _chol_inplace(B)
-                if c is None:
-                    # far from the optimum: move towards the strictly feasible,
-                    # positive definite start point of Lemma 1 (the dual set
-                    # is convex, so every mix is feasible)
-                    if Sigma_in is None:
-                        Sigma_in = interior_dual_start(S, L)
-                    theta = 0.5
-                    for _ in range(40):
-                        B[...] = theta * Sd + (1.0 - theta) * Sigma_in
-                        c, ld = _chol_inplace(B)
-                        if c is not None:
-                            break
-                        theta *= 0.5
-            g_val = ld + n if c is not None else -np.inf
-            gap = f - g_val
+            gap, g_val = certify(W, S, L, X, B, f)
             row["duality_gap"] = gap
         row["elapsed"] = time.perf_counter() - t_start
-        hist.append(row)
-        if verbose:
-            print(f"newton-cd it {it:3d} f={f:.10g} gap={row['duality_gap']:.3g} "
-                  f"free={cnt} edges={row['active_edges']} t={step:g}")
+        stop = record(row, hist, verbose=verbose, callback=callback, name="newton-cd")
         if gap <= thr:
             converged = True
+            reason = "tol"
             break
         if step == 0.0 or floor:
+            reason = "linesearch"
+            break
+        if stop:
+            reason = "callback"
             break
         if stall_after is not None and it >= stall_after and \
                 -delta > 0.5 * hist[-11]["decrement"]:
             row["stalled"] = True
+            reason = "stalled"
             break
     return GaussianResult(precision=X, covariance=W, objective=f,
                           dual_objective=g_val, duality_gap=gap, n_iter=it,
-                          converged=converged, history=hist, solver="newton-cd")
+                          converged=converged, history=hist, solver="newton-cd",
+                          stop_reason=reason)
+
+
+def certify(W, S, L, X, B, f):
+    """Certified duality gap of the primal X (inverse W, objective f).
+
+    The dual point is ``clipped_dual_into``'s (exact on the support of X, so
+    the gap shrinks like ``|X - X*|^2``); when it is not positive definite,
+    the plain clipped point, and failing that a mix with the strictly
+    feasible start of Lemma 1. B is scratch. Returns (gap, dual value).
+    """
+    from ._cd_kernels import clipped_dual_into
+
+    n = S.shape[0]
+    clipped_dual_into(W, S, L, X, B)
+    c, ld = _chol_inplace(B)
+    if c is None:   # support-based point not PD: plain clipped point
+        Sd = S + np.clip(W - S, -L, L)
+        B[...] = Sd
+        c, ld = _chol_inplace(B)
+        if c is None:
+            # far from the optimum: move towards the strictly feasible,
+            # positive definite start point of Lemma 1 (the dual set is
+            # convex, so every mix is feasible)
+            Sigma_in = interior_dual_start(S, L)
+            theta = 0.5
+            for _ in range(40):
+                B[...] = theta * Sd + (1.0 - theta) * Sigma_in
+                c, ld = _chol_inplace(B)
+                if c is not None:
+                    break
+                theta *= 0.5
+    g_val = ld + n if c is not None else -np.inf
+    return f - g_val, g_val

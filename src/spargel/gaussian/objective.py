@@ -30,7 +30,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack
 
+from ..errors import DataFormatError
+
 __all__ = [
+    "as_matrix",
     "validate_covariance",
     "penalty_matrix",
     "empirical_covariance",
@@ -46,41 +49,112 @@ __all__ = [
 
 def _check_finite(A, name):
     if not np.all(np.isfinite(A)):
-        raise ValueError(f"{name} contains NaN or infinite values")
+        i, j = (int(v) for v in np.argwhere(~np.isfinite(A))[0])
+        raise DataFormatError(name, None, f"contains NaN or infinite values (first at row {i}, "
+                              f"column {j})")
 
 
-def validate_covariance(S, name="S"):
-    """Return S as a C-contiguous float64 symmetric matrix, or raise ValueError.
+class NonNumericDataError(DataFormatError, TypeError):
+    """Entries that are not numbers (both a DataFormatError and, as numpy's
+    own conversion error, a TypeError)."""
+
+
+def as_matrix(A, name="X"):
+    """``A`` as a 2-D float64 array, or a clear :class:`DataFormatError`.
+
+    Refuses sparse matrices, complex numbers, non-numeric entries, 1-D input
+    and empty input (scikit-learn's wording where its checks look for it).
+
+    >>> as_matrix([[1, 2], [3, 4]]).dtype
+    dtype('float64')
+    >>> as_matrix([1.0, 2.0])
+    Traceback (most recent call last):
+    ...
+    spargel.errors.DataFormatError: X: must be a 2-D array (samples x variables), got a 1-D array of shape (2,); use X.reshape(-1, 1) for one variable or X.reshape(1, -1) for one sample
+    """
+    if hasattr(A, "nnz") and hasattr(A, "toarray"):
+        raise DataFormatError(name, None, "sparse matrices are not supported: pass a dense "
+                              "array (X.toarray())")
+    if hasattr(A, "to_numpy") and hasattr(A, "columns"):   # a data frame
+        A = A.to_numpy()
+    try:
+        arr = np.asarray(A)
+    except (TypeError, ValueError) as exc:
+        raise DataFormatError(name, None, f"must be a numeric matrix ({exc})") from None
+    if np.iscomplexobj(arr):
+        raise DataFormatError(name, None, "Complex data not supported")
+    try:
+        arr = np.array(arr, dtype=np.float64, order="C", copy=True)
+    except (TypeError, ValueError) as exc:
+        raise NonNumericDataError(name, None, f"must be a numeric matrix: {exc}") from None
+    if arr.ndim != 2:
+        if arr.ndim == 1:
+            raise DataFormatError(name, None, "must be a 2-D array (samples x variables), got a "
+                                  f"1-D array of shape {arr.shape}; use {name}.reshape(-1, 1) "
+                                  f"for one variable or {name}.reshape(1, -1) for one sample")
+        raise DataFormatError(name, None, f"must be a 2-D array, got {arr.ndim} dimension(s)")
+    if arr.shape[0] < 1:
+        raise DataFormatError(name, None, f"0 sample(s) (shape={arr.shape}) while a minimum of 1 "
+                              "is required.")
+    if arr.shape[1] < 1:
+        raise DataFormatError(name, None, f"0 feature(s) (shape={arr.shape}) while a minimum of 1 "
+                              "is required.")
+    _check_finite(arr, name)
+    return arr
+
+
+def validate_covariance(S, name="S", check_psd=False):
+    """Return S as a C-contiguous float64 symmetric matrix, or raise DataFormatError.
 
     Checks: 2-D, square, finite, symmetric (to 1e-10 relative), non-negative
-    diagonal. Asymmetry below the tolerance is removed by symmetrising.
+    diagonal, and with ``check_psd`` positive semidefinite (up to rounding).
+    Asymmetry below the tolerance is removed by symmetrising.
 
     >>> validate_covariance([[1.0, 0.2], [0.2, 2.0]]).shape
     (2, 2)
     >>> validate_covariance([[1.0, 0.2], [0.3, 2.0]])
     Traceback (most recent call last):
     ...
-    ValueError: S is not symmetric (max |S - S.T| = 0.1)
+    spargel.errors.DataFormatError: S: is not symmetric (max |S - S.T| = 0.1)
     """
-    try:
-        S = np.array(S, dtype=np.float64, order="C", copy=True)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a numeric matrix: {exc}") from None
-    if S.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix, got {S.ndim} dimension(s)")
+    S = as_matrix(S, name)
     if S.shape[0] != S.shape[1]:
-        raise ValueError(f"{name} must be square, got shape {S.shape}")
-    if S.shape[0] == 0:
-        raise ValueError(f"{name} is empty")
-    _check_finite(S, name)
+        raise DataFormatError(name, None, f"must be square, got shape {S.shape}")
     asym = float(np.max(np.abs(S - S.T)))
-    scale = max(1.0, float(np.max(np.abs(S))))
+    scale = float(np.max(np.abs(S)))
     if asym > 1e-10 * scale:
-        raise ValueError(f"{name} is not symmetric (max |{name} - {name}.T| = {asym:.3g})")
+        raise DataFormatError(name, None, f"is not symmetric (max |{name} - {name}.T| = {asym:.3g})")
     S = 0.5 * (S + S.T)
-    if np.any(np.diag(S) < 0):
-        raise ValueError(f"{name} has negative diagonal entries (variances must be >= 0)")
+    diag = np.diag(S)
+    if np.any(diag < 0):
+        j = int(np.flatnonzero(diag < 0)[0])
+        raise DataFormatError(name, None, f"has a negative diagonal entry ({name}[{j}, {j}] = "
+                              f"{diag[j]:.3g}); variances must be >= 0")
+    if check_psd:
+        _check_psd(S, name)
     return S
+
+
+def _check_psd(S, name):
+    """Raise unless S is positive semidefinite up to rounding: S + delta I
+    must have a Cholesky factor, delta = 100 eps n max(diag S)."""
+    n = S.shape[0]
+    top = float(np.max(np.diag(S))) if n else 0.0
+    if top == 0.0:
+        if np.any(S != 0):
+            raise DataFormatError(name, None, "is not positive semidefinite (zero diagonal but "
+                                  "non-zero off-diagonal entries)")
+        return
+    delta = 100.0 * np.finfo(float).eps * n * top
+    s = np.sqrt(np.maximum(np.diag(S), delta))
+    # correlation scale, so that the test does not depend on the units
+    C = S / np.outer(s, s)
+    C[np.diag_indices(n)] += 100.0 * np.finfo(float).eps * n
+    _, info = lapack.dpotrf(C, lower=False, clean=False, overwrite_a=True)
+    if info != 0:
+        lam = float(np.linalg.eigvalsh(S)[0])
+        raise DataFormatError(name, None, f"is not positive semidefinite (smallest eigenvalue "
+                              f"{lam:.3g}); a covariance matrix must be")
 
 
 def penalty_matrix(alpha, n, penalize_diagonal=False):
@@ -125,26 +199,39 @@ def penalty_matrix(alpha, n, penalize_diagonal=False):
     return L
 
 
-def empirical_covariance(X, assume_centered=False):
+def empirical_covariance(X, assume_centered=False, name="X"):
     """Maximum-likelihood covariance ``X_c.T @ X_c / m`` (divides by m, as
     scikit-learn's ``empirical_covariance``), after validating X.
+
+    Computed on columns rescaled to ``max |x| = 1`` and scaled back, so that
+    data in very large or very small units neither overflow nor lose their
+    precision; a variance that does not fit in double precision (below
+    ~2e-308 or above ~1.8e308) is a clear error rather than an ``inf`` or 0.
 
     >>> empirical_covariance([[1.0, 0.0], [-1.0, 0.0]])
     array([[1., 0.],
            [0., 0.]])
     """
-    try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"X must be a numeric matrix: {exc}") from None
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (samples x variables), got {X.ndim} dimension(s)")
-    if X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"X must have at least one sample and one variable, got shape {X.shape}")
-    _check_finite(X, "X")
+    X = as_matrix(X, name)
     if not assume_centered:
         X = X - X.mean(axis=0)
-    return np.ascontiguousarray(X.T @ X / X.shape[0])
+    a = np.max(np.abs(X), axis=0)
+    a_safe = np.where(a > 0, a, 1.0)
+    Y = X / a_safe
+    C = Y.T @ Y / X.shape[0]
+    with np.errstate(over="ignore", under="ignore"):
+        S = (C * a_safe[:, None]) * a_safe[None, :]
+        var = np.diag(C) * a_safe * a_safe
+    tiny = np.finfo(float).tiny
+    bad = (np.diag(C) > 0) & ~((var >= tiny) & np.isfinite(var))
+    if np.any(bad):
+        j = int(np.flatnonzero(bad)[0])
+        sd = float(np.sqrt(np.diag(C)[j]) * a_safe[j])
+        raise DataFormatError(name, None, f"column {j} has standard deviation {sd:.3g}: its variance "
+                              "is outside the range of double precision, and so would be its "
+                              f"precision; rescale the variables (e.g. standardise the columns)")
+    S[np.diag_indices_from(S)] = var
+    return np.ascontiguousarray(S)
 
 
 def logdet_pd(A):

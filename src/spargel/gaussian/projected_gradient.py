@@ -38,6 +38,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .objective import interior_dual_start
+from .progress import record
 from .result import GaussianResult
 
 __all__ = ["projected_gradient"]
@@ -71,7 +72,7 @@ def curvature(K, G, precision="float32"):
 
 def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
                        max_line_search=50, curvature_precision="float32",
-                       history=None, t0=None, verbose=False):
+                       history=None, callback=None, offset=0.0, t0=None, verbose=False):
     """Solve the l1 problem by Algorithm 1 (dual projected gradient).
 
     Parameters
@@ -82,6 +83,8 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
         default the interior point of Lemma 1.
     tol, atol : stop when the duality gap <= max(atol, tol * max(1, |f|)).
     max_iter : iterations.
+    history, callback : as in ``newton_cg``; offset : added to the reported
+        objectives (the constant of a rescaled problem).
 
     Returns
     -------
@@ -109,6 +112,7 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
     K = _inv_from_chol(c)
     penalised = np.triu(L > 0, 1)
     converged = False
+    reason = "max_iter"
     n_iter = 0
     step = np.nan
     while True:
@@ -119,15 +123,14 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
         gap = trSK + pen - n
         f = f0 + trSK + pen
         thr = max(atol, tol * max(1.0, abs(f)))
-        row = {"iteration": n_iter, "objective": f, "dual_objective": f0 + n,
+        row = {"iteration": n_iter, "objective": f + offset, "dual_objective": f0 + n + offset,
                "duality_gap": gap,
                "active_edges": int(np.count_nonzero((np.abs(W) >= upper) & penalised)),
                "step": step, "elapsed": time.perf_counter() - t_start}
-        hist.append(row)
-        if verbose:
-            print(f"pg it {n_iter:4d} f={f:.10g} gap={gap:.3g} t={step:.3g}")
+        stop = record(row, hist, verbose=verbose, callback=callback, name="projected-gradient")
         if gap <= thr:
             converged = True
+            reason = "tol"
             break
         if gap <= 1e4 * thr or n_iter % 10 == 9 or n_iter >= max_iter:
             # the sparsified primal (complementarity) certifies much earlier
@@ -137,8 +140,12 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
             if gs <= thr:
                 row["duality_gap_sparse"] = gs
                 converged = True
+                reason = "tol"
                 break
         if n_iter >= max_iter:
+            break
+        if stop:
+            reason = "callback"
             break
         # projected gradient direction (lines 4-7)
         G = K.copy()
@@ -148,6 +155,7 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
         # Algorithm 2: second-order step, halved until log det does not decrease
         num = float(np.vdot(K, G))
         if not num > 0.0:
+            reason = "linesearch"
             break       # projected gradient is zero: optimal up to rounding
         den = curvature(K, G, curvature_precision)
         step = num / den if den > 0 else 1.0
@@ -162,6 +170,7 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
                 break
             step *= 0.5
         if not accepted:
+            reason = "linesearch"
             break       # no ascent along the projected direction
         W = Wt
         f0 = ft
@@ -173,14 +182,15 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
     np.fill_diagonal(keep, True)
     Kd = K
     K, f, gap = sparsify_precision(K, keep, S, L, f, f0 + n, thr)
-    converged = converged or gap <= thr
+    if not converged and gap <= thr:
+        converged, reason = True, "tol"
     if K is not Kd:
         Sigma = np.linalg.inv(K)
         Sigma = 0.5 * (Sigma + Sigma.T)
     return GaussianResult(precision=K, covariance=Sigma, objective=f,
                           dual_objective=f0 + n, duality_gap=gap, n_iter=n_iter,
                           converged=converged, history=hist,
-                          solver="projected-gradient")
+                          solver="projected-gradient", stop_reason=reason)
 
 
 def sparsify_precision(K, keep, S, L, f, g, thr, penalty=None):

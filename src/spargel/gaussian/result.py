@@ -24,6 +24,10 @@ class GaussianResult:
     converged : whether the requested tolerance was reached.
     history : one dict per iteration (iteration, objective, duality_gap,
         active_edges, elapsed, ...); gap entries are NaN when not computed.
+    solver : the solver that produced it ('newton-cg', 'newton-cd', ...).
+    n_components : independent blocks found by screening.
+    stop_reason : 'tol' (converged), 'max_iter', 'linesearch' (no further
+        decrease at the precision limit), 'stalled' or 'callback'.
     """
 
     precision: np.ndarray
@@ -36,3 +40,4 @@ class GaussianResult:
     history: list = field(default_factory=list)
     solver: str = ""
     n_components: int = 1
+    stop_reason: str = ""

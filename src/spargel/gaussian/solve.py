@@ -1,51 +1,102 @@
-"""One entry point for every solver: validation, screening, dispatch.
+"""One entry point for every solver: validation, rescaling, screening, dispatch.
+
+Every problem is solved on the *standardised* scale: with
+``d_i = S_ii + L_ii`` (the optimal diagonal of the dual, always > 0) the
+problem for ``S~ = D^-1/2 S D^-1/2`` and ``L~ = D^-1/2 L D^-1/2`` has the
+solution ``K~ = D^1/2 K D^1/2`` and the objective ``f(K) = f~(K~) + sum_i log
+d_i``; the duality gap is the same number on both scales. So the solvers see
+a matrix with unit diagonal whatever the units of the data (1e-150 or
+1e+150), the relative tolerance refers to the standardised objective ``f~``
+(invariant to rescaling the variables), and results are mapped back at the
+end; a result that does not fit in double precision is an error, not an
+``inf``. Block-l1 problems are rescaled by one common factor (their l1-ball
+constraints are not invariant to per-variable scaling).
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
 >>> S = np.cov(rng.standard_normal((40, 6)).T, bias=True)
 >>> res = solve_gaussian(S, 0.1)
 >>> res.converged, res.solver
-(True, 'newton-cd')
+(True, 'newton-cg')
+>>> big = solve_gaussian(S * 1e100, 0.1 * 1e100)      # same problem in other units
+>>> bool(np.allclose(big.precision * 1e100, res.precision, rtol=1e-6))
+True
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..errors import ConvergenceWarning, DataFormatError
 from .objective import penalty_matrix, validate_covariance
 from .result import GaussianResult
 
 __all__ = ["solve_gaussian", "SOLVERS"]
 
-SOLVERS = ("auto", "newton-cd", "projected-gradient")
-_DEFAULT_MAX_ITER = {"newton-cd": 100, "projected-gradient": 1000, "block-l1": 2000}
+SOLVERS = ("auto", "newton-cg", "newton-cd", "projected-gradient")
+_DEFAULT_MAX_ITER = {"newton-cg": 100, "newton-cd": 100, "projected-gradient": 1000,
+                     "block-l1": 2000}
+#: weights above this (times the largest diagonal of the rescaled problem) are
+#: all equivalent to +inf (the optimal dual has |W~_ij| <= 2 max_i d~_i), so
+#: larger ones are capped
+_WEIGHT_CAP = 1e6
 
 
-def _check_common(tol, max_iter):
-    if not (isinstance(tol, (int, float, np.floating)) and np.isfinite(tol) and tol >= 0):
-        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
-    if max_iter is not None and (not isinstance(max_iter, (int, np.integer)) or max_iter < 1):
+def _check_common(tol, atol, max_iter):
+    for name, v in (("tol", tol), ("atol", atol)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(v) or v < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+    if max_iter is not None and (isinstance(max_iter, bool) or
+                                 not isinstance(max_iter, (int, np.integer)) or max_iter < 1):
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
 
 
 def resolve_solver(solver, blocks):
+    """The solver that will run: 'newton-cg', 'newton-cd', 'projected-gradient'
+    or 'block-l1' (Algorithm 3, for block penalties)."""
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {solver!r}")
     if blocks is not None:
-        if solver == "newton-cd":
-            raise ValueError("solver='newton-cd' handles plain l1 weights only; block penalties "
+        if solver in ("newton-cg", "newton-cd"):
+            raise ValueError(f"solver={solver!r} handles plain l1 weights only; block penalties "
                              "need solver='projected-gradient' (Algorithm 3) or 'auto'")
         return "block-l1"
-    return "newton-cd" if solver == "auto" else solver
+    return "newton-cg" if solver == "auto" else solver
+
+
+def _map_back(res, s, offset, n_components=None):
+    """Undo the rescaling: K = K~ / (s s^T), Sigma = Sigma~ * (s s^T)."""
+    ss = np.outer(s, s)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        K = res.precision / ss
+        C = res.covariance * ss
+    for name, A, A_scaled in (("precision", K, res.precision), ("covariance", C, res.covariance)):
+        bad = ~np.isfinite(A) | ((A == 0) & (A_scaled != 0))
+        if np.any(bad):
+            i, j = (int(v) for v in np.argwhere(bad)[0])
+            raise DataFormatError(
+                "S", None, f"the {name} matrix does not fit in double precision (entry "
+                f"({i}, {j}) over- or underflows: variances range from {float(np.min(s * s)):.3g} "
+                f"to {float(np.max(s * s)):.3g}); rescale the variables")
+    res.precision = K
+    res.covariance = C
+    res.objective = float(res.objective) + offset
+    res.dual_objective = float(res.dual_objective) + offset
+    if n_components is not None:
+        res.n_components = n_components
+    return res
 
 
 def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
                    max_iter=None, penalize_diagonal=False, block_weight="size",
                    screen=True, warm_start=None, n_jobs=1, step_rule="bb",
-                   random_state=0, verbose=False, validated=False):
+                   random_state=0, verbose=False, callback=None, validated=False):
     """Solve the (block-)l1 penalised Gaussian maximum-likelihood problem.
 
     Parameters
@@ -54,12 +105,15 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
     alpha : scalar, or (n, n) non-negative per-entry weights (plain l1 only).
     blocks : None for plain l1, else a block specification (see
         ``block_l1.make_block_penalty``).
-    solver : 'auto' (Newton-CD for l1 — handing over to Algorithm 1 if Newton
-        stalls on an ill-conditioned problem — and Algorithm 3 for blocks),
-        'newton-cd', or 'projected-gradient' (Algorithm 1; Algorithm 3 with
+    solver : 'auto' (Newton-CG for l1 — handing over to Algorithm 1 if it
+        stops early on an ill-conditioned problem — and Algorithm 3 for
+        blocks), 'newton-cg', 'newton-cd' (QUIC-like coordinate descent
+        directions), or 'projected-gradient' (Algorithm 1; Algorithm 3 with
         blocks).
     tol, atol : stop when the certified duality gap is <= max(atol, tol *
-        max(1, |f|)) (per screened component).
+        max(1, |f~|)), f~ the objective on the standardised scale (per
+        screened component).
+    max_iter : iteration limit (default per solver: 100 / 100 / 1000 / 2000).
     screen : split the l1 problem into the connected components of
         ``|S_ij| > L_ij`` (exact; ignored with blocks).
     warm_start : a previous :class:`GaussianResult` of the same size.
@@ -67,15 +121,17 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
     step_rule : block-l1 only: 'bb' (default; Barzilai-Borwein initial step
         for the Armijo search of Algorithm 3) or 'paper' (line 22 of
         Algorithm 3: t grows by 1/beta after every accepted step).
+    verbose : print one line per iteration on stderr.
+    callback : ``callback(row)`` after every iteration; returning True stops
+        the solver (the result then has ``stop_reason == 'callback'``).
 
     Returns
     -------
-    GaussianResult
+    GaussianResult. A ``ConvergenceWarning`` is issued when the tolerance was
+    not reached (iteration limit, or no further progress possible).
     """
     t0 = time.perf_counter()
-    _check_common(tol, max_iter)
-    if not (np.isfinite(atol) and atol >= 0):
-        raise ValueError(f"atol must be a finite number >= 0, got {atol!r}")
+    _check_common(tol, atol, max_iter)
     S = S if validated else validate_covariance(S)
     n = S.shape[0]
     kind = resolve_solver(solver, blocks)
@@ -83,64 +139,118 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
         max_iter = _DEFAULT_MAX_ITER[kind]
     if warm_start is not None and warm_start.precision.shape != (n, n):
         warm_start = None
+    common = dict(tol=tol, atol=atol, t0=t0, verbose=verbose, callback=callback)
     if kind == "block-l1":
-        from .block_l1 import block_l1_projected_gradient, make_block_penalty
+        res = _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_weight,
+                            warm_start, step_rule, random_state, common)
+    else:
+        res = _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen,
+                        warm_start, n_jobs, common)
+    if not res.converged and res.stop_reason != "callback":
+        what = {"max_iter": f"reached max_iter={max_iter}",
+                "linesearch": "no further decrease was possible (precision limit)",
+                "stalled": "progress stalled"}.get(res.stop_reason, res.stop_reason)
+        warnings.warn(f"{res.solver} stopped before the duality gap reached the tolerance "
+                      f"({what}; gap {res.duality_gap:.3g}, tol {tol:g})",
+                      ConvergenceWarning, stacklevel=2)
+    return res
 
-        bp = make_block_penalty(blocks, n, alpha, block_weight=block_weight,
-                                penalize_diagonal=penalize_diagonal)
-        res = block_l1_projected_gradient(
-            S, bp, Sigma0=None if warm_start is None else warm_start.covariance,
-            tol=tol, atol=atol, max_iter=max_iter, random_state=random_state,
-            step_rule=step_rule,
-            t0=t0, verbose=verbose)
-        return res
+
+def _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_weight,
+                  warm_start, step_rule, random_state, common):
+    from .block_l1 import block_l1_projected_gradient, make_block_penalty
+
+    n = S.shape[0]
+    bp = make_block_penalty(blocks, n, alpha, block_weight=block_weight,
+                            penalize_diagonal=penalize_diagonal)
+    d = np.diag(S) + np.diag(bp.L_box)
+    c = float(np.mean(d))
+    if not (np.isfinite(c) and c > 0):
+        c = 1.0
+    s = np.full(n, np.sqrt(c))
+    offset = n * float(np.log(c))
+    bp = dataclasses.replace(bp, radius=bp.radius / c, L_box=bp.L_box / c)
+    Sig0 = None if warm_start is None else warm_start.covariance / c
+    res = block_l1_projected_gradient(S / c, bp, Sigma0=Sig0, max_iter=max_iter,
+                                      random_state=random_state, step_rule=step_rule,
+                                      offset=offset, **common)
+    return _map_back(res, s, offset)
+
+
+def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_start,
+              n_jobs, common):
+    n = S.shape[0]
     L = penalty_matrix(alpha, n, penalize_diagonal)
     d = np.diag(S) + np.diag(L)
     if np.any(d <= 0):
         bad = int(np.flatnonzero(d <= 0)[0])
-        raise ValueError(f"variable {bad} has zero variance and an unpenalised diagonal: the "
-                         "likelihood is unbounded (remove constant columns or penalise the diagonal)")
+        raise DataFormatError("S", None, f"variable {bad} has zero variance and an unpenalised "
+                              "diagonal: the likelihood is unbounded (remove constant columns or "
+                              "penalise the diagonal)")
+    if kind == "projected-gradient":
+        # one common factor: Algorithm 1's iterates are then exactly those of
+        # the unscaled problem (per-variable scaling changes its path)
+        s = np.full(n, np.sqrt(float(np.mean(d))))
+    else:
+        s = np.sqrt(d)
+    ss = np.outer(s, s)
+    dt = d / (s * s)
+    St = S / ss
+    with np.errstate(over="ignore"):
+        Lt = np.minimum(L / ss, _WEIGHT_CAP * max(1.0, float(dt.max())))
+    np.fill_diagonal(St, np.diag(S) / (s * s))
+    np.fill_diagonal(Lt, np.diag(L) / (s * s))
+    offset = float(np.sum(np.log(s * s)))
+    K0 = None
+    if warm_start is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            K0 = warm_start.precision * ss
+        if not np.all(np.isfinite(K0)):
+            K0 = None
     if screen:
         from .screening import screen_components
 
-        comps = screen_components(S, L)
+        comps = screen_components(St, Lt)
     else:
         comps = [np.arange(n)]
 
     def run(idx):
         sub = np.ix_(idx, idx)
-        Ss, Ls = np.ascontiguousarray(S[sub]), np.ascontiguousarray(L[sub])
+        Ss, Ls = np.ascontiguousarray(St[sub]), np.ascontiguousarray(Lt[sub])
+        off = float(np.sum(np.log(s[idx] * s[idx])))
+        X0 = None if K0 is None else K0[sub]
+        if X0 is not None and kind != "projected-gradient" and np.linalg.eigvalsh(X0)[0] <= 0:
+            X0 = None
+        if kind == "projected-gradient":
+            from .projected_gradient import projected_gradient
+
+            Sig0 = None if X0 is None else np.linalg.inv(X0)
+            return projected_gradient(Ss, Ls, Sigma0=Sig0, max_iter=max_iter, offset=off,
+                                      **common)
         if kind == "newton-cd":
             from .newton_cd import newton_cd
 
-            X0 = None if warm_start is None else warm_start.precision[sub]
-            if X0 is not None and np.linalg.eigvalsh(X0)[0] <= 0:
-                X0 = None
-            res = newton_cd(Ss, Ls, X0=X0, tol=tol, atol=atol, max_iter=max_iter,
-                            stall_after=30 if solver == "auto" else None,
-                            t0=t0, verbose=verbose)
-            if res.converged or solver != "auto":
-                return res
-            # ill-conditioned problem: inexact Newton directions make slow
-            # linear progress; finish with the dual projected gradient,
-            # started from the dual point of the Newton iterate
-            from .projected_gradient import projected_gradient
+            res = newton_cd(Ss, Ls, X0=X0, max_iter=max_iter, offset=off,
+                            **common)
+        else:
+            from .newton_cg import newton_cg
 
-            pg = projected_gradient(Ss, Ls, Sigma0=res.covariance, tol=tol, atol=atol,
-                                    max_iter=_DEFAULT_MAX_ITER["projected-gradient"] * 5,
-                                    t0=t0, verbose=verbose)
-            for row in pg.history:
-                row["phase"] = "projected-gradient"
-            best = pg if pg.duality_gap <= res.duality_gap else res
-            best.history = res.history + pg.history
-            best.n_iter = res.n_iter + pg.n_iter
-            best.solver = "newton-cd+projected-gradient"
-            return best
+            res = newton_cg(Ss, Ls, X0=X0, max_iter=max_iter, offset=off, **common)
+        if res.converged or solver != "auto" or res.stop_reason in ("max_iter", "callback"):
+            return res
+        # no further progress on a badly conditioned problem: finish with the
+        # dual projected gradient, started from the dual point of the iterate
         from .projected_gradient import projected_gradient
 
-        Sig0 = None if warm_start is None else warm_start.covariance[sub]
-        return projected_gradient(Ss, Ls, Sigma0=Sig0, tol=tol, atol=atol,
-                                  max_iter=max_iter, t0=t0, verbose=verbose)
+        pg = projected_gradient(Ss, Ls, Sigma0=res.covariance, offset=off,
+                                max_iter=_DEFAULT_MAX_ITER["projected-gradient"] * 5, **common)
+        for row in pg.history:
+            row["phase"] = "projected-gradient"
+        best = pg if pg.duality_gap <= res.duality_gap else res
+        best.history = res.history + pg.history
+        best.n_iter = res.n_iter + pg.n_iter
+        best.solver = f"{res.solver}+projected-gradient"
+        return best
 
     big = [c for c in comps if c.size > 1]
     singles = np.concatenate([c for c in comps if c.size == 1]) if len(big) < len(comps) \
@@ -153,18 +263,19 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
         results = [run(c) for c in big]
     if len(results) == 1 and not singles.size:
         res = results[0]
-        res.n_components = 1
-        return res
+        # the component's objective already is the whole problem's (offset included)
+        return _map_back(res, s, offset, n_components=1)
     K = np.zeros((n, n))
     C = np.zeros((n, n))
-    ds = d[singles]
-    K[singles, singles] = 1.0 / ds
-    C[singles, singles] = ds
-    f = float(np.sum(np.log(ds) + 1.0))
+    # singletons: K~_ii = 1 / (S~_ii + L~_ii) = 1 / dt_i, objective log dt_i + 1 each
+    K[singles, singles] = 1.0 / dt[singles]
+    C[singles, singles] = dt[singles]
+    f = float(np.sum(np.log(dt[singles]) + 1.0))
     g = f
     hist = []
     n_iter = 0
     converged = True
+    reasons = set()
     for ci, (idx, r) in enumerate(zip(big, results)):
         sub = np.ix_(idx, idx)
         K[sub] = r.precision
@@ -173,10 +284,16 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
         g += r.dual_objective
         n_iter = max(n_iter, r.n_iter)
         converged &= bool(r.converged)
+        reasons.add(r.stop_reason)
         for row in r.history:
             row = dict(row)
             row["component"] = ci
             hist.append(row)
-    return GaussianResult(precision=K, covariance=C, objective=f, dual_objective=g,
-                          duality_gap=f - g, n_iter=n_iter, converged=converged,
-                          history=hist, solver=kind, n_components=len(comps))
+    reasons.discard("tol")
+    reason = "tol" if converged else (sorted(reasons)[0] if reasons else "max_iter")
+    solvers = sorted({r.solver for r in results}) or [kind]
+    res = GaussianResult(precision=K, covariance=C, objective=f, dual_objective=g,
+                         duality_gap=f - g, n_iter=n_iter, converged=converged,
+                         history=hist, solver="/".join(solvers), n_components=len(comps),
+                         stop_reason=reason)
+    return _map_back(res, s, offset)

@@ -25,8 +25,11 @@ the *allowed* pairs. ``trans`` stores it in one of four forms (``kind``):
     only the listed pairs allowed (e.g. ``(a, b) -> (b, c)`` in a second-order chain),
     ``M = exp(T - tshift)`` on them: a step costs the number of allowed pairs;
 ``PAIR_ONES``
-    second-order chains (``S = L^2`` states ``a * L + b``) with few non-zero transition
-    weights: ``M[(a, b), (b', c)] = [b = b'] (1 + expm1(T))``: a step costs ``O(S + nnz)``.
+    second-order chains over label pairs: ``S = A * L`` states ``a * L + b`` (``b`` a label,
+    ``a`` a label or, for ``a >= L``, a begin marker: states that start a chain and are
+    never entered), allowed pairs exactly ``(a, b) -> (b, c)`` with ``b, c < L``, and few
+    non-zero transition weights: ``M[(a, b), (b', c)] = [b = b'] (1 + expm1(T))``: a step
+    costs ``O(S + nnz)``.
 
 A position correction is given as ``(i, j, c, v, k)``: ``c = Mbase[i, j] * expm1(v)`` is
 what it adds to ``M_t[i, j]`` (``Mbase`` the structure's own entry, see
@@ -84,14 +87,17 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     ``src``, ``dst``, ``score``: the pairs with a (possibly zero) transition score.
     ``all_pairs``: every pair ``(i, j)`` is allowed (unlisted ones score 0); otherwise
     exactly the listed pairs are allowed. ``kind``: None picks ``ONES`` when at most
-    ``ones_fraction`` of the pairs have a non-zero score, else ``DENSE``. The default
-    fraction follows the costs of a step: a DENSE step is ``S * Sp`` vectorised
+    ``ones_fraction`` of the pairs have a non-zero score, else ``DENSE`` (with
+    ``all_pairs``) or ``LIST`` (without); ``PAIR_ONES`` is made only when asked for. The
+    default fraction follows the costs of a step: a DENSE step is ``S * Sp`` vectorised
     multiply-adds, a ONES step ``S`` adds plus one scattered multiply-add (about three
     times dearer) per non-zero score, so ONES wins below about ``Sp / (12 S)``, some 8%
     of the pairs. (Callers know better: a chain whose positions carry corrections anyway
     favours ONES more, one that needs every pair's expectation at every position less.)
-    ``n_labels``: for ``PAIR_ONES``, the L with ``S = L^2`` (then the allowed
-    pairs are exactly ``(a, b) -> (b, c)`` and ``src``/``dst`` list the non-zero ones).
+    ``n_labels``: for ``PAIR_ONES``, the L with ``S = A * L``, ``A >= L`` (then the
+    allowed pairs are exactly ``(a, b) -> (b, c)`` with ``b, c < L``, and ``src``/``dst``
+    list the pairs with a weight, zero ones included: their expected counts are gathered,
+    and :func:`refresh_pairs` loads new scores in place).
     ``keep_zeros``: under ONES, list every given pair (zero scores included) as a global
     correction, so that :func:`refresh` can load new scores in place.
 
@@ -136,20 +142,27 @@ def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros,
     if kind == PAIR_ONES:
         # allowed: exactly (a, b) -> (b, c); the listed pairs (zero scores included) are
         # the global corrections, so their expected counts are accumulated
-        if L * L != S:
-            raise ValueError("PAIR_ONES needs S = n_labels ** 2")
-        if np.any(src % L != dst // L):
-            raise ValueError("PAIR_ONES pairs must have the form (a, b) -> (b, c)")
-        # list order: by destination (b, c), then source (a, b): k = ((b * L + c) * L + a)
-        gk = dst * L + src // L
-        fd = np.repeat(np.arange(S, dtype=np.int64), L)
-        fs = (np.tile(np.arange(L, dtype=np.int64), S)) * L + fd // L
-        fv = np.zeros(S * L)
-        np.add.at(fv, gk, score)
-        fptr = np.arange(S + 1, dtype=np.int64) * L
+        if L < 1 or S % L or S // L < L:
+            raise ValueError("PAIR_ONES needs S = A * n_labels states with A >= n_labels")
+        A = S // L
+        if len(src) and (np.any(src % L != dst // L) or src.min() < 0 or src.max() >= S or dst.min() < 0
+                         or dst.max() >= L * L):
+            raise ValueError("PAIR_ONES pairs must have the form (a, b) -> (b, c) with b, c < n_labels")
+        # list order: by destination j = (b, c), then source (a, b): k = j * A + a; the
+        # begin-marker states (a >= L) are never destinations
+        gk = dst * A + src // L
+        if len(np.unique(gk)) != len(gk):
+            raise ValueError("PAIR_ONES pairs are repeated")
+        fd = np.repeat(np.arange(L * L, dtype=np.int64), A)
+        fs = np.tile(np.arange(A, dtype=np.int64), L * L) * L + fd // L
+        fv = np.zeros(L * L * A)
+        fv[gk] = score
+        fptr = np.minimum(np.arange(S + 1, dtype=np.int64), L * L) * A
         return (PAIR_ONES, S, L, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), src, dst, np.expm1(score), fptr, fs,
                 fv, gk)
     # LIST: exactly the listed pairs
+    if len(np.unique(src * S + dst)) != len(src):
+        raise ValueError("LIST pairs are repeated")
     order = np.lexsort((src, dst))
     src, dst, score = src[order], dst[order], score[order]
     fptr = np.zeros(S + 1, np.int64)
@@ -194,6 +207,32 @@ def refresh_dense(trans, T):
             expT[i, j] = x
             expTT[j, i] = x
             fv[j * S + i] = T[i * S + j]
+
+
+@njit(cache=True, nogil=True)
+def refresh_pairs(trans, x):
+    """Load new scores into a PAIR_ONES structure in place: ``x[q]`` is the score of its
+    q-th listed pair (the order of ``src``/``dst`` given to :func:`make_transitions`)."""
+    gc, fv, gk = trans[8], trans[11], trans[12]
+    for q in range(len(gk)):
+        gc[q] = math.expm1(x[q])
+        fv[gk[q]] = x[q]
+
+
+@njit(cache=True, nogil=True)
+def refresh_list(trans, k, x):
+    """Load new scores into a LIST structure in place: ``x[q]`` is the score of the pair
+    with list index ``k[q]``; the other pairs keep theirs."""
+    fv, gc = trans[11], trans[8]
+    for q in range(len(k)):
+        fv[k[q]] = x[q]
+    m = fv[0] if len(fv) else 0.0
+    for p in range(1, len(fv)):
+        if fv[p] > m:
+            m = fv[p]
+    trans[3][0] = m
+    for p in range(len(fv)):
+        gc[p] = math.exp(fv[p] - m)
 
 
 # --------------------------------------------------------------------------- emissions
@@ -285,7 +324,7 @@ def forward_step(prev, cur, trans, ci, cj, cc, q0, q1):
             cur[y] = 0.0
         for b in range(L):
             s = 0.0
-            for a in range(L):
+            for a in range(S // L):
                 s += prev[a * L + b]
             for c in range(L):
                 cur[b * L + c] = s
@@ -334,7 +373,7 @@ def backward_step(r, out, trans, ci, cj, cc, q0, q1):
             s = 0.0
             for c in range(L):
                 s += r[b * L + c]
-            for a in range(L):
+            for a in range(S // L):
                 out[a * L + b] = s
     else:
         for y in range(Sp):
@@ -349,11 +388,14 @@ def backward_step(r, out, trans, ci, cj, cc, q0, q1):
 @njit(cache=True, nogil=True, fastmath=FAST)
 def pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P):
     """``P[i * S + j] = prev[i] M_t[i, j] r[j]`` (the pairwise marginals when prev is the
-    normalised alpha of t-1 and ``r = psi_t beta_t / scale_t``), for DENSE and ONES."""
-    kind, S = trans[0], trans[1]
-    if q1 > q0 and ci[q0] == FULL:
+    normalised alpha of t-1 and ``r = psi_t beta_t / scale_t``; zero for pairs that are
+    not allowed), for every kind of structure."""
+    kind, S, L = trans[0], trans[1], trans[2]
+    gi, gj, gc = trans[6], trans[7], trans[8]
+    if (q1 > q0 and ci[q0] == FULL) or kind == LIST or kind == PAIR_ONES:
         for p in range(S * S):
             P[p] = 0.0
+    if q1 > q0 and ci[q0] == FULL:
         q0 += 1
     elif kind == DENSE:
         expT = trans[4]
@@ -362,11 +404,17 @@ def pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P):
             for j in range(S):
                 P[i * S + j] = a * expT[i, j] * r[j]
     else:
-        for i in range(S):
-            a = prev[i]
-            for j in range(S):
-                P[i * S + j] = a * r[j]
-        gi, gj, gc = trans[6], trans[7], trans[8]
+        if kind == ONES:
+            for i in range(S):
+                a = prev[i]
+                for j in range(S):
+                    P[i * S + j] = a * r[j]
+        elif kind == PAIR_ONES:
+            for i in range(S):
+                a = prev[i]
+                b = i % L
+                for c in range(L):
+                    P[i * S + b * L + c] = a * r[b * L + c]
         for q in range(len(gi)):
             P[gi[q] * S + gj[q]] += prev[gi[q]] * gc[q] * r[gj[q]]
     for q in range(q0, q1):
@@ -431,8 +479,8 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     ``glob[q]`` the part of global correction q (for PAIR_ONES and LIST its whole
     expected count), ``pos[k]`` the part of the position corrections of the pair with
     list index k. The pairwise marginals of every position t >= 1 with ``need[t] != 0``
-    are written to ``P[t]`` (DENSE/ONES only; the gradient of observation-conditioned
-    bigram weights needs them, zero weights included). ``tmp`` is a scratch row."""
+    are written to ``P[t]`` (S x S, any kind of structure; the gradient of
+    observation-conditioned bigram weights needs them). ``tmp`` is a scratch row."""
     kind, S = trans[0], trans[1]
     gi, gj, gc = trans[6], trans[7], trans[8]
     cptr, ci, cj, cc, ck = corr[0], corr[1], corr[2], corr[3], corr[5]

@@ -298,6 +298,69 @@ class ChainCRF:
         crf_sgd.sgd_pass(st_, dt_, self._sgd_trans(), order, w, np.zeros(0), np.zeros(0), np.zeros(0), st, prm, wk)
         return float(st[4])
 
+    # -- the "blocks" capability (block coordinate descent, models/crf_bcd.py) ----------
+    def block_layout(self, group_blocks=True, split_blocks=True, single=False):
+        """The blocks ``(ptr, index)``: block b owns the weights ``index[ptr[b]:ptr[b+1]]``.
+
+        A block is a range of the weights of a *group* of attributes that occur at the
+        same tokens (``group_blocks=False``: one attribute per group): the whole group,
+        or with ``split_blocks`` its unigram part then its bigram part, or with
+        ``single`` one weight. The transitions come first, then the groups by frequency.
+        (Re)builds the state of the block methods below."""
+        from .crf_bcd import CRFBlocks
+        self._blocks = CRFBlocks(self, group_blocks, split_blocks, single)
+        return self._blocks.layout()
+
+    def _block_state(self):
+        state = getattr(self, "_blocks", None)
+        if state is None:
+            raise RuntimeError("call block_layout() before the other block methods")
+        return state
+
+    def block_begin(self, w):
+        """Start (or go on) from weights w; the cached rows survive when w is unchanged."""
+        self._block_state().begin(w)
+
+    def block_grad_hess(self, b):
+        """(loss gradient, diagonal curvature) of block b's weights at the current weights."""
+        return self._block_state().grad_hess(b)
+
+    def block_change(self, b, dw):
+        """The exact loss change of moving block b by dw (kept as a trial; after
+        block_grad_hess(b))."""
+        return self._block_state().change(b, dw)
+
+    def block_commit(self):
+        self._block_state().commit()
+
+    def block_discard(self):
+        self._block_state().discard()
+
+    def block_weights(self):
+        return self._block_state().weights()
+
+    def block_loss(self):
+        """The loss at the current weights, from the cached rows."""
+        return self._block_state().loss()
+
+    def block_rounding(self):
+        """Magnitude of the log-partition terms behind the last block_change."""
+        return self._block_state().rounding()
+
+    def block_sweep(self, order, l1, l2, damping, skip_until, zero_streak, opts, stats):
+        """Elastic-net block steps over the blocks ``order`` in one compiled call (the
+        rule of ``solvers/coordinate_descent.py``; see there for the arguments)."""
+        self._block_state().sweep(order, l1, l2, damping, skip_until, zero_streak, opts, stats)
+
+    # -- the "bound" capability (Jebara & Choromanska; see spargel.models.bound_chain) --------
+    def bound(self, w, **options):
+        """Quadratic upper bound on the loss around ``w`` (the chain bound: matrix-free
+        curvature, ``Sigma v`` at about the cost of a forward-backward pass)."""
+        from .bound_chain import chain_bound
+        if options.get("curvature", "auto") not in ("auto", "chain"):
+            raise ValueError(f"a CRF's bound has one curvature ('chain'), got {options['curvature']!r}")
+        return chain_bound(self, w)
+
 
 # --------------------------------------------------------------------------- prediction
 def _fixed_or_free(fixed, n_tokens):

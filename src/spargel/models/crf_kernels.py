@@ -348,8 +348,9 @@ def correction_capacity(space, data, cnt, order):
 
 # --------------------------------------------------------------------------- batch pass
 @njit(cache=True, nogil=True)
-def _clamp(E, labels, lo, n, L):
-    """Scores of every label but the known one to -inf (unknown labels are -1)."""
+def clamp_labels(E, labels, lo, n, L):
+    """Scores of every label but the known one to -inf (-1: not known; constrained
+    decoding and the numerator of partially labelled sequences)."""
     for t in range(n):
         f = labels[lo + t]
         if f >= 0:
@@ -399,7 +400,7 @@ def chunk_logz_grad(w, space, data, aux, trans, all_pairs, order, want_grad, g, 
             c = -c
         emissions(w, space, aux, lo, hi, E)
         if clamp:
-            _clamp(E, labels, lo, n, L)
+            clamp_labels(E, labels, lo, n, L)
         C.exp_rows(E, psi, shift, n, L, kbuf)
         if bigrams:          # else cptr and need stay all zero: no corrections anywhere
             corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
@@ -439,7 +440,7 @@ def chunk_logz_grad_log(w, space, data, aux, trans, all_pairs, order, want_grad,
             c = -c
         emissions(w, space, aux, lo, hi, E)
         if clamp:
-            _clamp(E, labels, lo, n, L)
+            clamp_labels(E, labels, lo, n, L)
         corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
         if not want_grad:
             need[:n] = 0
@@ -472,16 +473,6 @@ def finish_gradient(space, d_attr, Gd, tcount, emp, g):
 
 # --------------------------------------------------------------------------- prediction
 @njit(cache=True, nogil=True)
-def _constrain(E, fixed, lo, n, L):
-    for t in range(n):
-        f = fixed[lo + t]
-        if f >= 0:
-            for y in range(L):
-                if y != f:
-                    E[t, y] = -np.inf
-
-
-@njit(cache=True, nogil=True)
 def decode_all(w, space, data, aux, trans, all_pairs, fixed, out, scores, buf, lbuf):
     """Viterbi labels of every sequence into out (flat over tokens), path scores into
     scores; ``fixed[t] >= 0`` forces the label of token t."""
@@ -494,7 +485,7 @@ def decode_all(w, space, data, aux, trans, all_pairs, fixed, out, scores, buf, l
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
-        _constrain(E, fixed, lo, n, L)
+        clamp_labels(E, fixed, lo, n, L)
         corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
         scores[s] = C.viterbi(E, n, trans, corr, alpha, back, fv_t, out[lo:hi])
 
@@ -558,7 +549,7 @@ def nbest_one(w, space, data, aux, trans, all_pairs, s, fixed, K, paths, scores,
     lo, hi = seq_ptr[s], seq_ptr[s + 1]
     n = hi - lo
     emissions(w, space, aux, lo, hi, E)
-    _constrain(E, fixed, lo, n, L)
+    clamp_labels(E, fixed, lo, n, L)
     corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
     return C.nbest(E, n, trans, corr, K, lbuf[3], paths, scores)
 

@@ -238,7 +238,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     for phase in range(2 if clamped else 1):
         sign = 1.0 if phase == 0 else -1.0
         if phase == 1:
-            K._clamp(E, labels, lo, n, L)
+            K.clamp_labels(E, labels, lo, n, L)
         C.exp_rows(E, psi, shift, n, L, kbuf)
         logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         for q in range(len(tcount)):

@@ -5,8 +5,8 @@
 chain, a model whose data lives on several machines -- slots in by registering a
 constructor here, without touching solvers or estimators.
 
->>> sorted(MODELS)[:2]
-['crf', 'loglinear']
+>>> sorted(MODELS)[:3]
+['crf', 'crf2', 'loglinear']
 """
 
 from importlib import import_module
@@ -14,6 +14,7 @@ from importlib import import_module
 # kind -> (module, class)
 MODELS = {
     "crf": ("spargel.models.crf", "ChainCRF"),
+    "crf2": ("spargel.models.crf2", "ChainCRF2"),
     "loglinear": ("spargel.models.loglinear", "FlatLogLinear"),
 }
 

@@ -40,6 +40,9 @@ lists them):
 ``"block_sweep"`` -- ``block_sweep(...)``
     a compiled sweep over many blocks with the same update rule as the generic
     solver loop (a fused fast path; a test proves both equal).
+``"bound"`` -- ``bound(w, **options) -> QuadraticBound``
+    a quadratic upper bound on the loss, tight at ``w`` (loss, gradient and a
+    curvature object, see :mod:`spargel.models.bound`). Bound majorisation.
 ``"grafting"`` -- ``loss_grad_subset(w, index) -> (loss, g)`` and ``candidate_grad(index) -> g``
     the loss at ``w`` and the loss gradient of the weights ``index`` only (the model
     may skip the work for the others), and the gradient of other weights at the point
@@ -65,6 +68,7 @@ CAPABILITIES = {
     "blocks": ("block_layout", "block_begin", "block_grad_hess", "block_change", "block_commit",
                "block_discard", "block_weights"),
     "block_sweep": ("block_sweep",),
+    "bound": ("bound",),
     "grafting": ("loss_grad_subset", "candidate_grad"),
 }
 

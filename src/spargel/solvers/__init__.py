@@ -20,6 +20,9 @@ SOLVERS = {
             "blockwise coordinate descent (one attribute's weights at a time), elastic net / group"),
     "fista": ("spargel.solvers.proximal", "minimize_fista",
               "accelerated proximal gradient; any penalty with a prox (group lasso)"),
+    "bound": ("spargel.solvers.bound", "minimize_bound",
+              "bound majorisation (Jebara & Choromanska): few, monotone steps on a quadratic upper bound; l2 / "
+              "elastic net"),
     "grafting-light": ("spargel.solvers.grafting", "minimize_grafting_light",
                        "Grafting-Light: one OWL-QN step over a growing working set, then the most violating "
                        "features join it; structure learning"),
@@ -31,7 +34,7 @@ SOLVERS = {
 
 
 # iterations (passes over the data for SGD) when the estimator's max_iter is None
-DEFAULT_MAX_ITER = {"lbfgs": 500, "owlqn": 500, "sgd-l1": 30, "cd": 200, "bcd": 200, "fista": 2000,
+DEFAULT_MAX_ITER = {"lbfgs": 500, "owlqn": 500, "sgd-l1": 30, "cd": 200, "bcd": 200, "fista": 2000, "bound": 100,
                     "grafting-light": 2000, "grafting": 5000, "gauss-seidel": 5000}
 
 

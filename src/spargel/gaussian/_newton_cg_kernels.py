@@ -1,0 +1,276 @@
+"""numba kernels of the orthant-wise Newton-CG solver (imported lazily by ``newton_cg``).
+
+Vectors live on the *free set*: upper-triangle positions ``(rows[p], cols[p])``
+(``rows[p] <= cols[p]``) listed column by column; an off-diagonal position
+stands for the symmetric pair, so the Frobenius inner product of two such
+vectors weighs it twice (``weights[p]`` is 2 off the diagonal and 1 on it).
+
+The two products that conjugate gradients needs are both *sandwiches*
+``P_F(A V A)`` of a symmetric V supported on the free set F:
+
+* the Hessian of ``-log det X`` at X is ``V -> W V W`` with ``W = X^-1``
+  (dense, used in single precision): ``sandwich_dense``;
+* the preconditioner is the restriction of the inverse Hessian,
+  ``V -> X V X``, with X sparse (compressed rows): ``sandwich_sparse``.
+
+Both work row by row on the symmetric pattern of F (``symmetric_rows``),
+so that every write stays within one row of a scratch matrix.
+"""
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def orthant_set(X, G, L, rows, cols, sgn, grad):
+    """The free set of the orthant-wise Newton step at X (G = S - X^-1).
+
+    Position (i, j), i <= j, is free when ``X_ij != 0`` or when
+    ``|G_ij| > L_ij`` (moving it off zero decreases the objective); the
+    diagonal always is. Its orthant sign is ``sign(X_ij)`` for a non-zero
+    entry and ``-sign(G_ij)`` for a zero one; an unpenalised entry
+    (``L_ij = 0``) gets sign 0 (smooth, never projected). ``grad`` receives
+    the gradient of the objective restricted to the orthant,
+    ``G_ij + L_ij sign_ij``. Positions are listed column by column.
+
+    Returns (count, l1 norm of the minimum-norm subgradient over all
+    entries): the latter is 0 exactly at the optimum.
+    """
+    n = X.shape[0]
+    cnt = 0
+    sub = 0.0
+    for j in range(n):
+        for i in range(j + 1):
+            x = X[i, j]
+            gij = G[i, j]
+            lam = L[i, j]
+            if x > 0.0:
+                v = abs(gij + lam)
+            elif x < 0.0:
+                v = abs(gij - lam)
+            else:
+                v = abs(gij) - lam
+                if v < 0.0:
+                    v = 0.0
+            sub += v if i == j else 2.0 * v
+            if lam == 0.0:
+                if not (i == j or x != 0.0 or gij != 0.0):
+                    continue
+                s = 0.0
+            elif x != 0.0:
+                s = 1.0 if x > 0.0 else -1.0
+            elif abs(gij) > lam:
+                s = -1.0 if gij > 0.0 else 1.0
+            else:
+                continue
+            rows[cnt] = i
+            cols[cnt] = j
+            sgn[cnt] = s
+            grad[cnt] = gij + lam * s
+            cnt += 1
+    return cnt, sub
+
+
+@njit(cache=True, nogil=True)
+def symmetric_rows(rows, cols, n, ptr, scol, spos):
+    """Row-wise index of the free set as a symmetric pattern: row i lists
+    ``scol[ptr[i]:ptr[i+1]]`` (its partners j, the diagonal included once)
+    and ``spos`` (the position p of the pair in the free-set vectors)."""
+    m = rows.shape[0]
+    for i in range(n + 1):
+        ptr[i] = 0
+    for p in range(m):
+        ptr[rows[p] + 1] += 1
+        if rows[p] != cols[p]:
+            ptr[cols[p] + 1] += 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:n].copy()
+    for p in range(m):
+        i = rows[p]
+        j = cols[p]
+        q = fill[i]
+        scol[q] = j
+        spos[q] = p
+        fill[i] = q + 1
+        if i != j:
+            q = fill[j]
+            scol[q] = i
+            spos[q] = p
+            fill[j] = q + 1
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def sandwich_dense(A, v, ptr, scol, spos, rows, col_ptr, col_of_group, U, buf, out):
+    """``out[p] = (A V A)[rows[p], cols[p]]`` for the symmetric V with entries
+    v on the free set; A dense symmetric (single precision: the product only
+    steers conjugate gradients, and halves the memory traffic). U (n x n, the
+    dtype of A) is scratch: row i of ``U = V A`` is accumulated in one pass,
+    then each column group reads its column of U once."""
+    n = A.shape[0]
+    for i in range(n):
+        for k in range(n):
+            U[i, k] = 0.0
+        for q in range(ptr[i], ptr[i + 1]):
+            val = v[spos[q]]
+            if val == 0.0:
+                continue
+            c = scol[q]
+            w = A.dtype.type(val)
+            for k in range(n):
+                U[i, k] += w * A[c, k]
+    for grp in range(col_of_group.shape[0]):
+        j = col_of_group[grp]
+        for k in range(n):
+            buf[k] = U[k, j]
+        for p in range(col_ptr[grp], col_ptr[grp + 1]):
+            i = rows[p]
+            s = A.dtype.type(0.0)
+            for k in range(n):
+                s += A[i, k] * buf[k]
+            out[p] = s
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def sandwich_sparse(indptr, indices, data, v, ptr, scol, spos, sval, rows, col_ptr,
+                    col_of_group, UT, out):
+    """``out[p] = (A V A)[rows[p], cols[p]]`` with A symmetric in compressed
+    rows: ``UT = A V`` row by row (row k sums ``A_kl V[l, :]`` over the
+    non-zeros of row k of A), then ``out_(i,j) = sum_k A_ik UT[j, k]``
+    over the non-zeros of row i. UT (n x n) and sval (>= ptr[n]) are scratch."""
+    n = indptr.shape[0] - 1
+    for q in range(ptr[n]):
+        sval[q] = v[spos[q]]
+    for k in range(n):
+        for c in range(n):
+            UT[k, c] = 0.0
+        for q in range(indptr[k], indptr[k + 1]):
+            ll = indices[q]
+            x = data[q]
+            for r in range(ptr[ll], ptr[ll + 1]):
+                UT[k, scol[r]] += x * sval[r]
+    for grp in range(col_of_group.shape[0]):
+        j = col_of_group[grp]
+        for p in range(col_ptr[grp], col_ptr[grp + 1]):
+            i = rows[p]
+            s = 0.0
+            for q in range(indptr[i], indptr[i + 1]):
+                s += data[q] * UT[j, indices[q]]
+            out[p] = s
+
+
+@njit(cache=True, nogil=True)
+def dense_to_csr(X, indptr, indices, data):
+    """Compressed rows of the non-zeros of X (arrays sized n + 1 and n * n)."""
+    n = X.shape[0]
+    nnz = 0
+    indptr[0] = 0
+    for i in range(n):
+        for k in range(n):
+            x = X[i, k]
+            if x != 0.0:
+                indices[nnz] = k
+                data[nnz] = x
+                nnz += 1
+        indptr[i + 1] = nnz
+    return nnz
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _dot(a, b, w, m):
+    s = 0.0
+    for p in range(m):
+        s += w[p] * a[p] * b[p]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group, ptr, scol,
+                        spos, weights, grad, d, max_iter, rtol, U32, buf32, UT, sval,
+                        r, z, q, hq):
+    """Preconditioned conjugate gradients for ``P_F(W D W) = -grad`` on the
+    free set F, started from D = 0 (so every iterate is a descent direction
+    of the orthant model). The preconditioner is ``V -> P_F(X V X)`` (X in
+    compressed rows): the restriction of the inverse of the Hessian
+    ``W (.) W``, exact when F is everything. Stops when the preconditioned
+    residual norm has shrunk by ``rtol``, when the last iteration improved
+    the quadratic model by less than ``rtol / k`` of its total decrease
+    (k iterations; the truncation rule of Nash & Sofer), or after
+    ``max_iter`` iterations.
+    Returns the number of iterations."""
+    m = grad.shape[0]
+    for p in range(m):
+        d[p] = 0.0
+        r[p] = -grad[p]
+    sandwich_sparse(indptr, indices, data, r, ptr, scol, spos, sval, rows, col_ptr,
+                    col_of_group, UT, z)
+    for p in range(m):
+        q[p] = z[p]
+    rz = _dot(r, z, weights, m)
+    if not rz > 0.0:
+        return 0
+    stop = rtol * rtol * rz
+    it = 0
+    model = 0.0           # decrease of the quadratic model, -<g, d> / 2 at CG iterates
+    while it < max_iter:
+        it += 1
+        sandwich_dense(W32, q, ptr, scol, spos, rows, col_ptr, col_of_group, U32, buf32, hq)
+        qhq = _dot(q, hq, weights, m)
+        if not qhq > 0.0:
+            break
+        a = rz / qhq
+        for p in range(m):
+            d[p] += a * q[p]
+            r[p] -= a * hq[p]
+        # truncated Newton (Nash & Sofer): stop once the model gains little more
+        gain = 0.5 * a * a * qhq
+        model += gain
+        if it * gain <= rtol * model:
+            break
+        sandwich_sparse(indptr, indices, data, r, ptr, scol, spos, sval, rows, col_ptr,
+                        col_of_group, UT, z)
+        rz_new = _dot(r, z, weights, m)
+        if rz_new <= stop:
+            break
+        beta = rz_new / rz
+        rz = rz_new
+        for p in range(m):
+            q[p] = z[p] + beta * q[p]
+    return it
+
+
+@njit(cache=True, nogil=True)
+def orthant_step(X, rows, cols, sgn, d, t, S, L, G, out, copy):
+    """``out = P(X + t D)``: X with the free entries moved by t d and every
+    entry that would leave its orthant (sign != sgn, sgn != 0) set to 0.
+    ``copy``: first copy X into out (out may be X itself when False).
+
+    Returns the changes (full-matrix sums) of ``tr(S X)``, of
+    ``sum L |X|`` and of ``tr(G X)``.
+    """
+    n = X.shape[0]
+    if copy:
+        for i in range(n):
+            for k in range(n):
+                out[i, k] = X[i, k]
+    dtr = 0.0
+    dpen = 0.0
+    dlin = 0.0
+    for p in range(rows.shape[0]):
+        i = rows[p]
+        j = cols[p]
+        x = X[i, j]
+        y = x + t * d[p]
+        s = sgn[p]
+        if (s > 0.0 and y < 0.0) or (s < 0.0 and y > 0.0):
+            y = 0.0
+        if y == x:
+            continue
+        w = 1.0 if i == j else 2.0
+        delta = y - x
+        dtr += w * S[i, j] * delta
+        dlin += w * G[i, j] * delta
+        dpen += w * L[i, j] * (abs(y) - abs(x))
+        out[i, j] = y
+        out[j, i] = y
+    return dtr, dpen, dlin

@@ -1,0 +1,298 @@
+"""Orthant-wise Newton-CG: the default solver for the l1 problem.
+
+At the current precision X (W = X^-1, gradient ``G = S - W`` of the smooth
+part) one outer iteration
+
+1. picks the *free set* F and an orthant: non-zero entries keep their sign,
+   a zero entry is freed (with the sign ``-sign(G_ij)`` that decreases the
+   objective) only when ``|G_ij| > L_ij``; every other entry stays exactly
+   zero. On that orthant the objective is smooth, with gradient
+   ``g = G + L sign`` on F;
+2. solves the Newton system ``P_F(W D W) = -g`` on F by conjugate gradients,
+   *preconditioned by the inverse Hessian* ``V -> P_F(X V X)`` (the exact
+   inverse of ``W (.) W`` when F is everything; X is sparse, so one
+   application costs O(|F| * nnz per row)). This is what makes the method
+   insensitive to the condition number of W: on data with a few strong
+   common factors (asset returns, gene panels) W has a handful of huge
+   eigenvalues, and coordinate descent on the Newton model (QUIC, our
+   ``newton-cd``) then needs hundreds of sweeps, whereas preconditioned CG
+   needs a few iterations. CG stops at a relative residual
+   ``min(0.5, sqrt(|g| / |g_0|))`` (inexact Newton, superlinear);
+3. Armijo backtracking on ``f(P(X + t D))``, P the projection onto the
+   orthant (entries that would change sign become 0); one Cholesky both
+   tests positive definiteness and gives log det, and the accepted factor
+   gives ``W = X^-1`` (``dpotri``);
+4. the certified duality gap (as in ``newton_cd``) once the predicted
+   decrease ``-<g, D>`` is small; stop when the gap is below
+   ``max(atol, tol * max(1, |f|))``.
+
+This is the orthant-based Newton method of Oztoprak, Nocedal, Rennie & Olsen
+(*Newton-like methods for sparse inverse covariance estimation*, NIPS 2012)
+with our choice of preconditioner; an independent implementation.
+
+>>> import numpy as np
+>>> from spargel.gaussian.objective import penalty_matrix
+>>> rng = np.random.default_rng(0)
+>>> X = rng.standard_normal((50, 8)); S = np.cov(X.T, bias=True)
+>>> res = newton_cg(S, penalty_matrix(0.1, 8), tol=1e-8)
+>>> res.converged and res.duality_gap < 1e-6
+True
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .newton_cd import _chol_inplace, _inverse_inplace, certify
+from .progress import record
+from .result import GaussianResult
+
+__all__ = ["newton_cg"]
+
+
+class _CGBuffers:
+    """Scratch of the CG phase, allocated on first use and grown as needed
+    (free-set vectors for m entries, compressed rows for nnz non-zeros)."""
+
+    def __init__(self, n, m, nnz):
+        self.n, self.m, self.nnz = n, m, nnz
+        self.vectors = np.empty((5, m))                  # d, r, z, q, Hq
+        self.indptr = np.empty(n + 1, dtype=np.int64)
+        self.indices = np.empty(nnz, dtype=np.int64)
+        self.data = np.empty(nnz)
+        self.ptr = np.empty(n + 1, dtype=np.int64)
+        self.scol = np.empty(2 * m, dtype=np.int64)
+        self.spos = np.empty(2 * m, dtype=np.int64)
+        self.sval = np.empty(2 * m)
+        self.UT = np.empty((n, n))
+        self.W32 = np.empty((n, n), dtype=np.float32)
+        self.U32 = np.empty((n, n), dtype=np.float32)
+        self.buf32 = np.empty(n, dtype=np.float32)
+
+    @classmethod
+    def ensure(cls, bufs, n, m, nnz):
+        if bufs is None or bufs.m < m or bufs.nnz < nnz:
+            grow = 1.25
+            m2 = max(m, int(grow * bufs.m)) if bufs is not None else m
+            nnz2 = max(nnz, int(grow * bufs.nnz)) if bufs is not None else nnz
+            return cls(n, min(m2, n * (n + 1) // 2), min(nnz2, n * n))
+        return bufs
+
+
+def _entering_filter(X, D, G, L, rows, cols, sgn, grad):
+    """Keep the free positions that are non-zero in X, on the diagonal, or
+    moved off zero by the CD sweep D (with the sign the sweep gave them)."""
+    xv = X[rows, cols]
+    dv = D[rows, cols]
+    keep = (xv != 0.0) | (dv != 0.0) | (rows == cols)
+    if keep.all():
+        return rows, cols, sgn, grad
+    rows, cols = rows[keep], cols[keep]
+    sgn = np.where(xv == 0.0, np.sign(dv) * (sgn != 0.0), sgn)[keep]
+    grad = G[rows, cols] + L[rows, cols] * sgn
+    return rows, cols, sgn, grad
+
+
+def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
+              sigma=1e-4, max_line_search=40, gap_check=100.0, history=None,
+              callback=None, offset=0.0, t0=None, verbose=False):
+    """Solve ``min -log det X + tr(S X) + sum L_ij |X_ij|`` by orthant-wise Newton-CG.
+
+    Parameters
+    ----------
+    S : (n, n) validated covariance. L : (n, n) non-negative weights.
+    X0 : optional positive definite warm start (default
+        ``diag(1 / (S_ii + L_ii))``).
+    tol, atol : stop when the certified duality gap is
+        <= ``max(atol, tol * max(1, |f|))``.
+    max_iter : outer (Newton) iterations; max_cg : CG iterations per step.
+    gap_check : the certified gap (one extra Cholesky) is computed once the
+        predicted decrease is below ``gap_check * max(atol, tol * max(1, |f|))``.
+    history : list to append per-iteration rows to (created if None);
+    callback : ``callback(row)`` after every iteration; True stops.
+    offset : added to the objective in the history rows (the constant of a
+        rescaled problem; ``solve_gaussian`` passes it).
+
+    Returns
+    -------
+    GaussianResult (``stop_reason``: 'tol', 'max_iter', 'linesearch' or 'callback').
+    """
+    from ._cd_kernels import (cd_sweeps, direction_terms, gradient_into,
+                              mirror_lower_to_upper, trial_point)
+    from ._newton_cg_kernels import (dense_to_csr, newton_cg_direction, orthant_set,
+                                     orthant_step, symmetric_rows)
+
+    t_start = time.perf_counter() if t0 is None else t0
+    S = np.ascontiguousarray(S, dtype=np.float64)
+    L = np.ascontiguousarray(L, dtype=np.float64)
+    n = S.shape[0]
+    hist = [] if history is None else history
+    diag_d = np.diag(S) + np.diag(L)
+    B = np.empty((n, n))
+    if X0 is None:
+        X = np.diag(1.0 / diag_d)
+        W = np.diag(diag_d)
+        logdet = -float(np.sum(np.log(diag_d)))
+    else:
+        X = np.array(X0, dtype=np.float64, order="C")
+        B[...] = X
+        c, logdet = _chol_inplace(B)
+        if c is None:
+            raise ValueError("warm start X0 is not positive definite")
+        W = _inverse_inplace(c, mirror_lower_to_upper)
+        B = np.empty((n, n))
+    trSX = float(np.vdot(S, X))
+    pen = float(np.vdot(L, np.abs(X)))
+    f = -logdet + trSX + pen
+
+    size = n * (n + 1) // 2
+    rows = np.empty(size, dtype=np.int64)
+    cols = np.empty(size, dtype=np.int64)
+    sgn = np.empty(size)
+    grad = np.empty(size)
+    G = np.empty((n, n))
+    U0 = np.empty((n, n))              # scratch: U = D W of a CD step
+    D = np.empty((n, n))               # the dense CD direction
+    buf = np.empty(n)
+    cg = None                          # buffers of the CG phase, sized when first needed
+    gap, g_val = np.inf, -np.inf
+    gnorm0 = None
+    converged = False
+    reason = "max_iter"
+    mode = "cd"
+    edges_prev = -1
+    last_decrease = 0.0
+    it = 0
+    for it in range(1, max_iter + 1):
+        gradient_into(S, W, G)
+        m, sub = orthant_set(X, G, L, rows, cols, sgn, grad)
+        r_, c_, s_, g_ = rows[:m], cols[:m], sgn[:m], grad[:m]
+        starts = np.flatnonzero(np.diff(c_)) + 1
+        col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
+        col_of_group = c_[col_ptr[:-1]]
+        wts = np.where(r_ == c_, 1.0, 2.0)
+        gnorm = float(np.sqrt(np.dot(wts * g_, g_)))
+        if gnorm0 is None:
+            gnorm0 = max(gnorm, np.finfo(float).tiny)
+        step = 0.0
+        n_cg = 0
+        eta = np.nan
+        this_mode = mode
+        if mode == "cg":
+            # one CD sweep picks which zero entries enter, and their signs
+            D.fill(0.0)
+            U0.fill(0.0)
+            cd_sweeps(W, G, X, L, D, U0, col_ptr, r_, col_of_group, 1, buf)
+            r_, c_, s_, g_ = _entering_filter(X, D, G, L, r_, c_, s_, g_)
+            m = r_.size
+            starts = np.flatnonzero(np.diff(c_)) + 1
+            col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
+            col_of_group = c_[col_ptr[:-1]]
+            wts = np.where(r_ == c_, 1.0, 2.0)
+            # inexact Newton: superlinear forcing, but no more accuracy than the
+            # tolerance needs (the error left is about eta^2 times the last decrease)
+            eta = float(np.sqrt(gnorm / gnorm0))
+            if last_decrease > 0.0:
+                eta = max(eta, float(np.sqrt(0.1 * gap_check * max(atol, tol * max(1.0, abs(f)))
+                                             / last_decrease)))
+            eta = min(0.5, eta)
+            cg = _CGBuffers.ensure(cg, n, m, int(np.count_nonzero(X)))
+            dense_to_csr(X, cg.indptr, cg.indices, cg.data)
+            symmetric_rows(r_, c_, n, cg.ptr, cg.scol, cg.spos)
+            cg.W32[...] = W
+            d, r, z, q, hq = (v[:m] for v in cg.vectors)
+            n_cg = newton_cg_direction(cg.W32, cg.indptr, cg.indices, cg.data, r_, col_ptr,
+                                       col_of_group, cg.ptr, cg.scol, cg.spos, wts, g_, d,
+                                       max_cg, eta, cg.U32, cg.buf32, cg.UT, cg.sval,
+                                       r, z, q, hq)
+            decrease = -float(np.dot(wts * g_, d))     # predicted decrease <g, -D>
+            if decrease > 0.0:
+                t = 1.0
+                for _ in range(max_line_search):
+                    dtr, dpen, dlin = orthant_step(X, r_, c_, s_, d, t, S, L, G, B, True)
+                    c, ld = _chol_inplace(B)
+                    if c is not None:
+                        ft = -ld + trSX + dtr + pen + dpen
+                        if ft <= f + sigma * (dlin + dpen):
+                            step = t
+                            break
+                    t *= 0.5
+            if step > 0.0:
+                dtr, dpen, _ = orthant_step(X, r_, c_, s_, d, step, S, L, G, X, False)
+                trSX += dtr
+                pen += dpen
+            if step < 0.5:
+                mode = "cd"         # the orthant was a poor guess: back to CD
+        else:
+            # QUIC's direction: CD sweeps on the l1-regularised Newton model
+            # (they find the support; 1 + k // 3 sweeps)
+            D.fill(0.0)
+            U0.fill(0.0)
+            n_sweeps = min(1 + (it - 1) // 3, 10)
+            cd_sweeps(W, G, X, L, D, U0, col_ptr, r_, col_of_group, n_sweeps, buf)
+            gd, dpen, trSD, _ = direction_terms(G, L, X, D, S)
+            delta = gd + dpen
+            decrease = -delta
+            if delta < 0.0:
+                t = 1.0
+                for _ in range(max_line_search):
+                    pen_t = trial_point(X, D, t, L, B)
+                    c, ld = _chol_inplace(B)
+                    if c is not None:
+                        ft = -ld + trSX + t * trSD + pen_t
+                        if ft <= f + sigma * t * delta:
+                            step = t
+                            break
+                    t *= 0.5
+            if step > 0.0:
+                X += step * D
+                trSX += step * trSD
+                pen = pen_t
+        last_decrease = decrease if (this_mode == "cg" and step == 1.0) else 0.0
+        if step > 0.0:
+            f = ft
+            W_old = W
+            W = _inverse_inplace(c, mirror_lower_to_upper)
+            B = W_old
+        edges = int((np.count_nonzero(X) - n) // 2)
+        if this_mode == "cd" and step == 1.0 and abs(edges - edges_prev) <= 0.05 * edges:
+            mode = "cg"             # the support has settled: Newton-CG from here
+        edges_prev = edges
+        scale = max(1.0, abs(f))
+        thr = max(atol, tol * scale)
+        row = {
+            "iteration": it,
+            "objective": f + offset,
+            "duality_gap": np.nan,
+            "active_edges": edges,
+            "free_set": int(m),
+            "direction": this_mode,
+            "cg_iterations": int(n_cg),
+            "eta": eta if this_mode == "cg" else np.nan,
+            "gnorm": gnorm,
+            "step": step,
+            "decrement": decrease,
+            "subgradient_l1": sub,
+        }
+        floor = decrease <= 1e-15 * scale
+        if step == 0.0 or floor or decrease <= gap_check * thr or it == max_iter:
+            gap, g_val = certify(W, S, L, X, B, f)
+            row["duality_gap"] = gap
+        row["elapsed"] = time.perf_counter() - t_start
+        stop = record(row, hist, verbose=verbose, callback=callback, name="newton-cg")
+        if gap <= thr:
+            converged = True
+            reason = "tol"
+            break
+        if (step == 0.0 and this_mode == "cd") or floor:
+            reason = "linesearch"
+            break
+        if stop:
+            reason = "callback"
+            break
+    return GaussianResult(precision=X, covariance=W, objective=f,
+                          dual_objective=g_val, duality_gap=gap, n_iter=it,
+                          converged=converged, history=hist, solver="newton-cg",
+                          stop_reason=reason)

@@ -1,0 +1,381 @@
+"""Compiled kernels of the second-order linear-chain CRF: what is specific to its
+features (pair-state scores, gold scores, scattering the expectations into the
+gradient). Inference itself is :mod:`spargel.models.chain`, over the ``S = (L + 1) L``
+pair states of :mod:`spargel.models.crf2_space` (state ``a * L + b``: previous label
+``a``, ``L`` being the begin marker, and label ``b``).
+
+The ``space``, ``data`` and ``aux`` tuples are those of the first-order kernels
+(:mod:`spargel.models.crf_kernels`), read with the order-2 codes: ``b_pair`` holds pair
+codes (= state ids), ``t_pair`` triple codes (= source state ``* L +`` label) and
+``t_index`` maps a triple code to its weight (or -1).
+
+Per sequence of ``n`` tokens the chain sees
+
+* state scores ``E[t, (a, b)] = U_t[b] + P_t[(a, b)]``: the unigram scores of label ``b``
+  (computed by ``crf_kernels.emissions`` on the padded rows of ``aux``) plus the pair
+  attributes' weights of the pair ``(a, b)``; at ``t = 0`` only the states ``(BOS, b)``
+  are allowed and at ``t > 0`` only ``(a, b)`` with ``a`` a label (others ``-inf``, so
+  that they never set the scale of a row);
+* the triple weights as transitions ``(a, b) -> (b, c)``: a ``PAIR_ONES`` structure
+  (``1 + expm1(T)`` on the triples of ``t_pair``, cost ``O(S + |t_pair|)`` per position)
+  or a ``LIST`` of every allowed transition (cost ``(L + 1) L^2``); both list the
+  allowed transitions by destination then source, so the triple ``(a, b, c)`` has list
+  index ``(b * L + c) * (L + 1) + a`` in either;
+* no position corrections (every observation feature is a state score).
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from . import chain as C
+from . import crf_kernels as K
+
+FAST = C.FAST
+
+
+@njit(cache=True, nogil=True, inline="always")
+def list_index(code, L):
+    """Chain list index of the transition of triple ``code``."""
+    src = code // L
+    c = code - src * L
+    a = src // L
+    b = src - a * L
+    return (b * L + c) * (L + 1) + a
+
+
+# --------------------------------------------------------------------------- per sequence
+@njit(cache=True, nogil=True, fastmath=FAST)
+def state_scores(w, space, data, aux, lo, hi, U, E):
+    """E[t - lo, :S] = scores of the pair states at tokens lo..hi-1 (see the module
+    documentation); U receives the unigram rows."""
+    K.emissions(w, space, aux, lo, hi, U)
+    pair_scores(w, w[:0], 1.0, space, data, lo, hi, U, E)
+
+
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
+def pair_scores(v, m, a, space, data, lo, hi, U, E):
+    """E[t - lo, :S] = U[t - lo, b] on the allowed states plus the pair attributes'
+    weights ``crf_kernels.weight(v, m, a, .)`` (-inf on the other states)."""
+    L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
+    big_ptr, big_ids, big_vals = data[4], data[5], data[6]
+    for t in range(lo, hi):
+        row = E[t - lo]
+        u = U[t - lo]
+        first = t == lo
+        for p in range(L + 1):
+            if (p == L) == first:
+                for b in range(L):
+                    row[p * L + b] = u[b]
+            else:
+                for b in range(L):
+                    row[p * L + b] = -np.inf
+        for j in range(big_ptr[t], big_ptr[t + 1]):
+            at = big_ids[j]
+            x = big_vals[j]
+            for k in range(b_ptr[at], b_ptr[at + 1]):
+                row[b_pair[k]] += x * K.weight(v, m, a, b_base + k)
+
+
+@njit(cache=True, nogil=True)
+def constrain(E, fixed, lo, n, L):
+    """States whose label is not the forced one (``fixed[t] >= 0``) get ``-inf``."""
+    for t in range(n):
+        f = fixed[lo + t]
+        if f >= 0:
+            for s in range((L + 1) * L):
+                if s % L != f:
+                    E[t, s] = -np.inf
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def label_marginals(gamma, n, L, lm):
+    """lm[t, b] = sum over a of gamma[t, (a, b)] (padding lanes left zero)."""
+    for t in range(n):
+        for b in range(L):
+            s = 0.0
+            for a in range(L + 1):
+                s += gamma[t, a * L + b]
+            lm[t, b] = s
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def scatter(space, data, aux, lo, hi, gamma, lm, need0, coef, g, Gd):
+    """g / Gd += coef * expected counts of the unigram and pair weights of tokens
+    lo..hi-1, from the state marginals ``gamma``; ``lm`` is scratch for the label
+    marginals, ``need0`` a zero array (no pair marginals are read)."""
+    L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
+    big_ptr, big_ids, big_vals = data[4], data[5], data[6]
+    label_marginals(gamma, hi - lo, L, lm)
+    K.scatter(space, data, aux, lo, hi, lm, lm, need0, coef, g, Gd)
+    for t in range(lo, hi):
+        marg = gamma[t - lo]
+        for j in range(big_ptr[t], big_ptr[t + 1]):
+            at = big_ids[j]
+            v = coef * big_vals[j]
+            for k in range(b_ptr[at], b_ptr[at + 1]):
+                g[b_base + k] += v * marg[b_pair[k]]
+
+
+@njit(cache=True, nogil=True)
+def gold_score(v, m, a, space, data, s, E):
+    """Score of the gold labels of sequence s at the weights ``weight(v, m, a, .)`` (E
+    holds its state scores)."""
+    L, t_base, t_index = space[0], space[7], space[8]
+    seq_ptr, labels = data[0], data[7]
+    lo, hi = seq_ptr[s], seq_ptr[s + 1]
+    prev2, prev = L, L
+    total = 0.0
+    for t in range(lo, hi):
+        y = labels[t]
+        total += E[t - lo, prev * L + y]
+        if t > lo:
+            ti = t_index[(prev2 * L + prev) * L + y]
+            if ti >= 0:
+                total += K.weight(v, m, a, t_base + ti)
+        prev2, prev = prev, y
+    return total
+
+
+@njit(cache=True, nogil=True)
+def empirical_counts(space, data, order, sw, emp):
+    """emp += feature counts of the gold label sequences ``order`` (unigram, pair,
+    triple), each times its weight ``sw[s]`` (``sw`` empty: 1)."""
+    L, u_ptr, u_lab = space[0], space[1], space[2]
+    b_ptr, b_pair, b_base = space[3], space[4], space[5]
+    t_base, t_index = space[7], space[8]
+    seq_ptr, uni_ptr, uni_ids, uni_vals = data[0], data[1], data[2], data[3]
+    big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
+    for r in range(len(order)):
+        s = order[r]
+        c = sw[s] if len(sw) > 0 else 1.0
+        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        prev2, prev = L, L
+        for t in range(lo, hi):
+            y = labels[t]
+            for j in range(uni_ptr[t], uni_ptr[t + 1]):
+                a = uni_ids[j]
+                for k in range(u_ptr[a], u_ptr[a + 1]):
+                    if u_lab[k] == y:
+                        emp[k] += c * uni_vals[j]
+                        break
+            pair = prev * L + y
+            for j in range(big_ptr[t], big_ptr[t + 1]):
+                a = big_ids[j]
+                for k in range(b_ptr[a], b_ptr[a + 1]):
+                    if b_pair[k] == pair:
+                        emp[b_base + k] += c * big_vals[j]
+                        break
+            if t > lo:
+                ti = t_index[(prev2 * L + prev) * L + y]
+                if ti >= 0:
+                    emp[t_base + ti] += c
+            prev2, prev = prev, y
+
+
+# --------------------------------------------------------------------------- buffers
+def work_buffers(L, maxlen):
+    """Scratch of one thread: (U, E, psi, alpha, beta, scale, shift, tmp, kbuf, lm,
+    need, P, corr). ``corr`` are the (empty) position corrections."""
+    Lp = C.padded(L)
+    S = (L + 1) * L
+    Sp = C.padded(S)
+    corr = (np.zeros(maxlen + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
+            np.zeros(0), np.zeros(0, np.int64))
+    return (np.zeros((maxlen, Lp)), np.zeros((maxlen, Sp)), np.zeros((maxlen, Sp)), np.zeros((maxlen, Sp)),
+            np.zeros((maxlen, Sp)), np.zeros(maxlen), np.zeros(maxlen), np.zeros(Sp), np.zeros(Sp, np.int64),
+            np.zeros((maxlen, Lp)), np.zeros(maxlen, np.uint8), np.zeros((1, 1)), corr)
+
+
+def log_buffers(L, maxlen):
+    """Scratch of the log-space and decoding kernels: (la, lb, gamma, fv_t, cand, back)."""
+    S = (L + 1) * L
+    return (np.empty((maxlen, S)), np.empty((maxlen, S)), np.zeros((maxlen, C.padded(S))), np.empty(S * L),
+            np.empty(2 * S + L + 1), np.zeros((maxlen, S), np.int32))
+
+
+# --------------------------------------------------------------------------- batch pass
+@njit(cache=True, nogil=True)
+def chunk_logz_grad(w, space, data, aux, trans, order, want_grad, g, Gd, acc, failed, buf, sw, clamp, glob1):
+    """``sum_s c_s log Z_s`` over the sequences ``order``, ``c_s`` their weight ``sw[s]``
+    (``sw`` empty: 1); with want_grad, adds ``c_s`` times their expected unigram and
+    pair counts to ``g`` / ``Gd`` and their triple counts to the transition accumulators
+    ``acc`` (``chain.backward``; ``glob1`` is zeroed scratch of the length of
+    ``acc[1]``). With ``clamp`` the partition functions are those of the known labels
+    (label -1: unknown, summed over) and ``c_s`` is negated: the numerator of a partially
+    labelled sequence. A sequence whose scaled recursion underflows is flagged in
+    ``failed`` and skipped (see :func:`chunk_logz_grad_log`)."""
+    L = space[0]
+    S = (L + 1) * L
+    seq_ptr, labels = data[0], data[7]
+    U, E, psi, alpha, beta, scale, shift, tmp, kbuf, lm, need, P, corr = buf
+    acc1 = (acc[0], glob1, acc[2])
+    total = 0.0
+    for r in range(len(order)):
+        s = order[r]
+        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        n = hi - lo
+        c = sw[s] if len(sw) > 0 else 1.0
+        if clamp:
+            c = -c
+        state_scores(w, space, data, aux, lo, hi, U, E)
+        if clamp:
+            constrain(E, labels, lo, n, L)
+        C.exp_rows(E, psi, shift, n, S, kbuf)
+        logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
+        if math.isnan(logz):
+            failed[r] = 1
+            continue
+        total += c * logz
+        if want_grad:
+            if c == 1.0:
+                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
+            else:
+                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc1, need, P, tmp)
+                glob = acc[1]
+                for q in range(len(glob)):
+                    glob[q] += c * glob1[q]
+                    glob1[q] = 0.0
+            scatter(space, data, aux, lo, hi, alpha, lm, need, c, g, Gd)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def chunk_logz_grad_log(w, space, data, aux, trans, order, want_grad, g, Gd, tcount, buf, lbuf, sw, clamp, tcount1):
+    """:func:`chunk_logz_grad` in log space (for the sequences whose scaled recursion
+    underflowed); the transition counts go straight to ``tcount`` (by list index;
+    ``tcount1`` is zeroed scratch of the same length)."""
+    L = space[0]
+    seq_ptr, labels = data[0], data[7]
+    U, E, scale, lm, need, P, corr = buf[0], buf[1], buf[5], buf[9], buf[10], buf[11], buf[12]
+    la, lb, gamma, fv_t, cand = lbuf[0], lbuf[1], lbuf[2], lbuf[3], lbuf[4]
+    total = 0.0
+    for r in range(len(order)):
+        s = order[r]
+        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        n = hi - lo
+        c = sw[s] if len(sw) > 0 else 1.0
+        if clamp:
+            c = -c
+        state_scores(w, space, data, aux, lo, hi, U, E)
+        if clamp:
+            constrain(E, labels, lo, n, L)
+        logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount1, need, P, fv_t, cand)
+        total += c * logz
+        for k in range(len(tcount)):
+            tcount[k] += c * tcount1[k]
+            tcount1[k] = 0.0
+        if want_grad and math.isfinite(logz):
+            scatter(space, data, aux, lo, hi, gamma, lm, need, c, g, Gd)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def finish_gradient(space, d_attr, Gd, tcount, emp, g):
+    """g += dense-row expectations scattered to their weights and the triple counts
+    (``tcount`` by chain list index); g -= empirical counts."""
+    L, u_ptr, u_lab, t_pair, t_base = space[0], space[1], space[2], space[6], space[7]
+    for r in range(len(d_attr)):
+        a = d_attr[r]
+        for k in range(u_ptr[a], u_ptr[a + 1]):
+            g[k] += Gd[r, u_lab[k]]
+    for k in range(len(t_pair)):
+        g[t_base + k] += tcount[list_index(t_pair[k], L)]
+    for k in range(len(g)):
+        g[k] -= emp[k]
+
+
+# --------------------------------------------------------------------------- prediction
+@njit(cache=True, nogil=True)
+def decode_all(w, space, data, aux, trans, fixed, out, scores, buf, lbuf):
+    """Viterbi labels of every sequence into out (flat over tokens), path scores into
+    scores; ``fixed[t] >= 0`` forces the label of token t."""
+    L = space[0]
+    seq_ptr = data[0]
+    U, E, corr = buf[0], buf[1], buf[12]
+    delta = buf[2]
+    fv_t, back = lbuf[3], lbuf[5]
+    for s in range(len(seq_ptr) - 1):
+        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        n = hi - lo
+        state_scores(w, space, data, aux, lo, hi, U, E)
+        constrain(E, fixed, lo, n, L)
+        scores[s] = C.viterbi(E, n, trans, corr, delta, back, fv_t, out[lo:hi])
+        for t in range(lo, hi):
+            out[t] = out[t] % L
+
+
+@njit(cache=True, nogil=True)
+def marginals_all(w, space, data, aux, trans, out, logz, failed, buf, tcount):
+    """Label marginals of every token into out (n_tokens x L) and log Z per sequence by
+    the scaled recursion; sequences where it underflows are flagged in ``failed``.
+    ``tcount`` is scratch of the chain's list length."""
+    L = space[0]
+    S = (L + 1) * L
+    seq_ptr = data[0]
+    U, E, psi, alpha, beta, scale, shift, tmp, kbuf, lm, need, P, corr = buf
+    acc = (P[:1, :1], tcount[:len(trans[6])], tcount)
+    for s in range(len(seq_ptr) - 1):
+        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        n = hi - lo
+        state_scores(w, space, data, aux, lo, hi, U, E)
+        C.exp_rows(E, psi, shift, n, S, kbuf)
+        z = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
+        logz[s] = z
+        if math.isnan(z):
+            failed[s] = 1
+            continue
+        C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
+        label_marginals(alpha, n, L, lm)
+        for t in range(n):
+            for y in range(L):
+                out[lo + t, y] = lm[t, y]
+
+
+@njit(cache=True, nogil=True)
+def marginals_log(w, space, data, aux, trans, order, out, logz, buf, lbuf, tcount):
+    """:func:`marginals_all` in log space for the sequences ``order``."""
+    L = space[0]
+    seq_ptr = data[0]
+    U, E, scale, lm, need, P, corr = buf[0], buf[1], buf[5], buf[9], buf[10], buf[11], buf[12]
+    la, lb, gamma, fv_t, cand = lbuf[0], lbuf[1], lbuf[2], lbuf[3], lbuf[4]
+    for r in range(len(order)):
+        s = order[r]
+        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        n = hi - lo
+        state_scores(w, space, data, aux, lo, hi, U, E)
+        logz[s] = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount, need, P, fv_t, cand)
+        label_marginals(gamma, n, L, lm)
+        for t in range(n):
+            for y in range(L):
+                out[lo + t, y] = lm[t, y]
+
+
+@njit(cache=True, nogil=True)
+def nbest_one(w, space, data, aux, trans, s, fixed, K_, paths, scores, buf, lbuf):
+    """The K best label sequences of sequence s (see ``chain.nbest``)."""
+    L = space[0]
+    seq_ptr = data[0]
+    U, E, corr = buf[0], buf[1], buf[12]
+    lo, hi = seq_ptr[s], seq_ptr[s + 1]
+    n = hi - lo
+    state_scores(w, space, data, aux, lo, hi, U, E)
+    constrain(E, fixed, lo, n, L)
+    found = C.nbest(E, n, trans, corr, K_, lbuf[3], paths, scores)
+    for r in range(found):
+        for t in range(n):
+            paths[r, t] = paths[r, t] % L
+    return found
+
+
+@njit(cache=True, nogil=True)
+def gold_scores(w, space, data, aux, order, out, buf):
+    """Gold path score of every sequence of ``order`` into out."""
+    seq_ptr = data[0]
+    U, E = buf[0], buf[1]
+    for r in range(len(order)):
+        s = order[r]
+        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        state_scores(w, space, data, aux, lo, hi, U, E)
+        out[r] = gold_score(w, w[:0], 1.0, space, data, s, E)
