@@ -210,7 +210,15 @@ class FlatLogLinear:
     def block_discard(self):
         self._trial = None
 
-<<<<<<< HEAD
+    # -- the "bound" capability (Jebara & Choromanska; see spargel.models.bound_flat) -------
+    def bound(self, w, curvature="auto", rank=None, order="descending"):
+        """Quadratic upper bound on the loss around ``w`` (Algorithm 1 over each sample's
+        classes); ``curvature``: "auto", "dense", "woodbury", "cg" or "lowrank" (with
+        ``rank``, Algorithm 4)."""
+        from .bound_flat import flat_bound
+        self.n_evals += 1
+        return flat_bound(self, w, curvature=curvature, rank=rank, order=order)
+
     # -- the "grafting" capability --------------------------------------------------------
     def _columns(self, features):
         """X restricted to the columns ``features`` (a dense or sparse matrix)."""
@@ -266,13 +274,3 @@ class FlatLogLinear:
         """Loss gradient of the weights ``index`` at the point of the last
         :meth:`loss_grad_subset` call."""
         return self._weights_grad(index, self._residual)
-=======
-    # -- the "bound" capability (Jebara & Choromanska; see spargel.models.bound_flat) -------
-    def bound(self, w, curvature="auto", rank=None, order="descending"):
-        """Quadratic upper bound on the loss around ``w`` (Algorithm 1 over each sample's
-        classes); ``curvature``: "auto", "dense", "woodbury", "cg" or "lowrank" (with
-        ``rank``, Algorithm 4)."""
-        from .bound_flat import flat_bound
-        self.n_evals += 1
-        return flat_bound(self, w, curvature=curvature, rank=rank, order=order)
->>>>>>> main
