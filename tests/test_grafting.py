@@ -58,7 +58,7 @@ def check_optimum(model, pen, res, ref, rel=1e-6):
 
 
 # ------------------------------------------------------------------ the OWL-QN optimum
-@pytest.mark.parametrize("solver,opts", SOLVERS)
+@pytest.mark.parametrize("solver,opts", SOLVERS + [(minimize_gauss_seidel, {"inner": "blocks"})])
 @pytest.mark.parametrize("unit", [1, 7])
 def test_crf_reaches_the_owlqn_optimum(solver, opts, unit):
     model = crf()
@@ -81,10 +81,10 @@ def test_loglinear_reaches_the_owlqn_optimum(solver, opts, sparse):
     assert np.all(res.w[-model.K:] != 0)
 
 
-@pytest.mark.parametrize("solver,opts", SOLVERS)
-@pytest.mark.parametrize("junction_tree", [False, True])
+@pytest.mark.parametrize("solver,opts,junction_tree", [s + (False,) for s in SOLVERS]
+                         + [(minimize_grafting_light, {}, True), (minimize_grafting, {}, True)])
 def test_exact_mrf_reaches_the_owlqn_optimum(solver, opts, junction_tree):
-    X = mrf_data()
+    X = mrf_data(n_vars=4 if junction_tree else 6)
     model = PairwiseMRFModel(X, inference="exact", candidate_estimate="clamp", edge_features="ising")
     if junction_tree:
         model._small = False          # the junction tree and clamped candidates, not enumeration
@@ -270,8 +270,9 @@ def test_registered_and_refusals():
     model = crf(3)
     with pytest.raises(CapabilityError, match="separable"):
         minimize_grafting_light(model, GroupLasso(1.0, model.layout))
+    mrf = PairwiseMRFModel(mrf_data(n_vars=4), inference="exact")          # no "blocks"
     with pytest.raises(CapabilityError, match="blocks"):
-        minimize_gauss_seidel(model, ElasticNet(1.0), inner="blocks")
+        minimize_gauss_seidel(mrf, ElasticNet(1.0), mrf.initial_weights(), inner="blocks")
 
     class NoGradient:
         n_params, layout = model.n_params, model.layout
