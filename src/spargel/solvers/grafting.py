@@ -334,7 +334,9 @@ class Selector:
         hot = v > 0
         self.violation = float(norm(v[hot])) if hot.any() else 0.0
         self.violating = int(hot.sum())
-        pos = self.cands.top(cand, v, self.M)
+        # a violation below the gtol threshold cannot hold up convergence, and a step on
+        # it would be lost in the rounding of the objective (a line search down to 1e-12)
+        pos = self.cands.top(cand, v, self.M, self.gtol * max(1.0, float(norm(P.x))))
         if not len(pos):
             return 0
         P.add(cand[pos], gl[pos])
