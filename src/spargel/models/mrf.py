@@ -549,6 +549,13 @@ class PairwiseMRFModel:
         e[(index < self.n_node_params) | (index >= self.edge_param_ptr[-1])] = -1
         return e
 
+    def _edges_of(self, index):
+        """The candidate edges that own weights in ``index``, sorted, each once."""
+        e = self._param_edges(index)
+        mark = np.zeros(self.graph.n_edges, bool)
+        mark[e[e >= 0]] = True
+        return np.flatnonzero(mark)
+
     def _subset_grad(self, index, node_b, edge_b):
         """Loss gradient of the node and edge weights ``index`` from beliefs (edge beliefs
         filled for the edges of ``index``)."""
@@ -590,8 +597,7 @@ class PairwiseMRFModel:
             return loss, g[index]
         w = np.asarray(w, dtype=np.float64)
         node_theta, edge_theta = self.potentials(w)
-        edges = np.unique(self._param_edges(index))
-        edges = edges[edges >= 0]
+        edges = self._edges_of(index)
         live = np.zeros(self.graph.n_edges, bool)
         live[self.active_edges(w)] = True
         log_z, node_b, edge_b = self.infer(w, pairs_for=edges[~live[edges]])
@@ -608,8 +614,7 @@ class PairwiseMRFModel:
         if self._grafting[0] == "all":
             return self._grafting[1][index]
         _, w, node_b, edge_b = self._grafting
-        edges = np.unique(self._param_edges(index))
-        edges = edges[edges >= 0]
+        edges = self._edges_of(index)
         live = np.zeros(self.graph.n_edges, bool)
         live[self.active_edges(w)] = True
         todo = edges[~live[edges]]
