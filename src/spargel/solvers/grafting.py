@@ -432,17 +432,13 @@ def _incremental(name, model, penalty, w0, max_iter, tol, gtol, window, monitor,
                         stop, it = "gtol", it - 1
                         break
                     last_change = it - 1
-            step = P.step(it == 1 or not len(P.pairs), use_l1, max_linesearch, c1)
+            step = P.step(it == 1, use_l1, max_linesearch, c1)
             converged = None
             if step is None:
                 if mode != "gauss-seidel" and not len(select.candidates()) and not cands.pending:
                     stop, it = "linesearch", it - 1          # nothing left that could change
                     break
                 P.reevaluate()       # the model's last evaluation was a rejected trial point
-                # forget the curvature pairs (a noisy objective, e.g. loopy BP, spoils them):
-                # the next step starts as steepest descent, scaled as a first step
-                P.pairs = CurvatureMemory(P.pairs.memory, 0)
-                P.pairs.grow(len(P.ws))
                 converged = "linesearch"
             objectives.append(P.F)
             pg_ws = norm(P.pg)
