@@ -80,8 +80,9 @@ def load_hepatitis():
 
 
 def impute(X, ref):
-    """Missing values -> the reference rows' column means, plus missing-indicator columns."""
-    miss_cols = np.flatnonzero(np.isnan(ref).any(axis=0) | np.isnan(X).any(axis=0))
+    """Missing values -> the reference rows' column means, plus a missing-indicator column
+    per feature with missing values in the reference rows (the same columns for every X)."""
+    miss_cols = np.flatnonzero(np.isnan(ref).any(axis=0))
     means = np.nanmean(ref, axis=0)
     out = np.where(np.isnan(X), means, X)
     return np.hstack([out, np.isnan(X[:, miss_cols]).astype(float)])

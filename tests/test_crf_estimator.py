@@ -236,3 +236,22 @@ def test_partial_labels_and_sample_weights():
         CRF().fit(X, y, sample_weight=np.ones(3))
     with pytest.raises(ValueError, match="bcd"):
         CRF(solver="bcd").fit(X, hidden)
+
+
+def test_compaction_with_attributes_that_have_no_weights():
+    """Rows without any weight (attributes seen only at unknown labels), also at the end
+    of the table, compact without error and keep every other row's weights."""
+    import numpy as np
+
+    from spargel.models.feature_space import _compact_csr
+
+    ptr = np.array([0, 2, 2, 3, 3])
+    vals = np.array([5, 6, 7])
+    new_ptr, new_vals, attrs = _compact_csr(ptr, vals, np.array([True, False, True]))
+    assert new_ptr.tolist() == [0, 1, 2] and new_vals.tolist() == [5, 7] and attrs.tolist() == [0, 2]
+
+    from spargel import CRF
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "a"}, {"w": "zz"}], [{"w": "b"}, {"w": "a"}]]
+    y = [["A", "B"], ["A", None], ["B", "A"]]          # "zz" occurs only where the label is unknown
+    crf = CRF(l1=0.01).fit(X, y)
+    assert crf.predict([[{"w": "a"}, {"w": "b"}]]) == [["A", "B"]]

@@ -59,3 +59,83 @@ def test_wrong_shapes_and_values(iris):
         LogLinearClassifier().fit(bad, y)
     with pytest.raises(ValueError, match="150 samples but y has 149"):
         LogLinearClassifier().fit(X, y[:-1])
+
+
+def test_binary_decision_function_is_the_log_odds_of_the_second_class():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] - 0.5 * X[:, 2] + 0.3 * rng.normal(size=60) > 0, "yes", "no")
+    clf = LogLinearClassifier(l1=0.05, l2=0.1).fit(X, y)
+    d = clf.decision_function(X)
+    P = clf.predict_proba(X)
+    assert d.shape == (60,) and list(clf.classes_) == ["no", "yes"]
+    np.testing.assert_allclose(d, np.log(P[:, 1] / P[:, 0]), rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[(d > 0).astype(int)])
+    # three classes: one column per class, argmax is the prediction
+    y3 = np.digitize(X[:, 0], [-0.5, 0.5])
+    clf3 = LogLinearClassifier(l1=0.05).fit(X, y3)
+    Z = clf3.decision_function(X)
+    assert Z.shape == (60, 3)
+    np.testing.assert_array_equal(clf3.predict(X), clf3.classes_[Z.argmax(axis=1)])
+
+
+def test_prediction_changes_no_attribute_and_load_predicts_the_same(tmp_path):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 4))
+    y = (X[:, 1] > 0).astype(int) + (X[:, 2] > 1)
+    clf = LogLinearClassifier(l1=0.1).fit(X, y)
+    before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(clf).items()}
+    P = clf.predict_proba(X)
+    clf.predict(X), clf.decision_function(X), clf.predict_log_proba(X), clf.coef_
+    assert vars(clf).keys() == before.keys()
+    for k, v in vars(clf).items():
+        assert v is before[k] or (isinstance(v, np.ndarray) and np.array_equal(v, before[k])), k
+    clf.save(tmp_path / "m.model")
+    again = LogLinearClassifier.load(tmp_path / "m.model")
+    np.testing.assert_allclose(again.predict_proba(X), P)
+    np.testing.assert_allclose(again.coef_, clf.coef_)
+
+
+def test_input_errors_are_explicit():
+    from spargel import DataConversionWarning
+    from spargel.errors import NonNumericDataError
+    X = np.random.default_rng(2).normal(size=(12, 3))
+    y = np.arange(12) % 2
+    clf = LogLinearClassifier(l1=0.1)
+    with pytest.raises(ValueError, match="only one class"):
+        clf.fit(X, np.zeros(12, dtype=int))
+    with pytest.raises(ValueError, match="requires y"):
+        clf.fit(X, None)
+    with pytest.raises(ValueError, match="zero for every sample"):
+        clf.fit(X, y, sample_weight=np.zeros(12))
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        clf.fit(X + 1j, y)
+    with pytest.raises(ValueError, match=r"0 feature\(s\)"):
+        clf.fit(np.zeros((12, 0)), y)
+    with pytest.raises(NonNumericDataError, match="must be numeric"):
+        clf.fit(np.array([[1.0, "a"]] * 12, dtype=object), y)
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        column = LogLinearClassifier(l1=0.1).fit(X, y[:, None])
+    np.testing.assert_allclose(column.predict_proba(X), clf.fit(X, y).predict_proba(X))
+    with pytest.raises(ValueError, match="Reshape your data"):
+        clf.predict(X[0])
+    with pytest.raises(ValueError, match="expecting 3 features"):
+        clf.predict(X[:, :2])
+
+
+def test_data_conversion_warning_is_scikit_learns_only_once_it_is_loaded():
+    import subprocess
+    import sys
+    code = ("import sys, warnings, numpy as np\n"
+            "from spargel.estimators.loglinear import _class_labels\n"
+            "from spargel.errors import DataConversionWarning\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    _class_labels(np.array([[0], [1]]))\n"
+            "assert 'sklearn' not in sys.modules and w[0].category is DataConversionWarning\n"
+            "from sklearn.exceptions import DataConversionWarning as Sk\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    _class_labels(np.array([[0], [1]]))\n"
+            "assert issubclass(w[0].category, Sk) and issubclass(w[0].category, DataConversionWarning)\n")
+    subprocess.run([sys.executable, "-c", code], check=True)

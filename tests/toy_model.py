@@ -28,7 +28,9 @@ class LeastSquares:
         return 0.5 * float(r @ r), self.X.T @ r
 
     # "blocks": one block per layout group
-    def block_layout(self):
+    def block_layout(self, single=False):
+        if single:
+            return np.arange(self.n_params + 1), np.arange(self.n_params)
         return self.layout.group_ptr, np.arange(self.n_params)
 
     def block_begin(self, w):

@@ -27,6 +27,7 @@ _LAZY = {
     "CapabilityError": "spargel.errors",
     "NotFittedError": "spargel.errors",
     "ConvergenceWarning": "spargel.errors",
+    "DataConversionWarning": "spargel.errors",
     "read_conll": "spargel.data.conll",
     "Template": "spargel.data.templates",
 }

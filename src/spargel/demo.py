@@ -115,7 +115,7 @@ def run_demo(out="spargel-demo.png", n_jobs=2, seed=0, quick=False, configs=None
           f"4 labels, {len(relevant)} relevant and {n_irr} irrelevant attributes", file=file)
     # compile the numba kernels once, outside the timings
     t = time.perf_counter()
-    CRF(l1=1.0, max_iter=2, n_jobs=n_jobs).fit(X[:5], y[:5]).predict(Xt[:2])
+    _compile_kernels([c.solver for c in configs if c.solver in SOLVERS], X[:5], y[:5], Xt[:2], n_jobs)
     print(f"(kernels ready in {time.perf_counter() - t:.1f}s)", file=file, flush=True)
 
     results = []
@@ -151,6 +151,48 @@ def run_demo(out="spargel-demo.png", n_jobs=2, seed=0, quick=False, configs=None
         except MissingMatplotlibError as exc:
             print(f"no plot: {exc}", file=file)
     return results
+
+
+def _tiny_fit(solver, X, y, n_jobs=1):
+    """A two-iteration fit that makes numba compile (or load) a solver's kernels."""
+    import warnings
+
+    from .estimators.crf import CRF
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # max_iter=2 does not converge, on purpose
+        return CRF(solver=solver, l1=1.0, max_iter=2, n_jobs=n_jobs).fit(X, y)
+
+
+def _compile_kernels(solvers, X, y, X_test, n_jobs):
+    """Compile the kernels of every solver of the demo: OWL-QN / L-BFGS here, each other
+    solver in a process of its own at the same time (numba's on-disk cache hands the
+    result to this process), so that first use costs about one compilation, not one
+    per solver, on a machine with a few cores."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    others = sorted(set(solvers) - {"owlqn", "lbfgs"})
+    pool = futures = None
+    if others:
+        try:
+            pool = ProcessPoolExecutor(max_workers=len(others), mp_context=multiprocessing.get_context("spawn"))
+            futures = [pool.submit(_tiny_fit, s, X, y) for s in others]
+        except OSError:                  # no processes here: compile one after the other
+            pool = None
+    try:
+        _tiny_fit("owlqn", X, y, n_jobs).predict(X_test)
+        for f in futures or ():
+            try:
+                f.result()
+            except Exception:            # the demo row compiles it then, and says so
+                pass
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    if pool is None:
+        for s in others:
+            _tiny_fit(s, X, y)
 
 
 def format_table(results):

@@ -11,11 +11,14 @@ have caught (``ValueError``, ``TypeError``), so ``except ValueError`` keeps work
   solver needs;
 * :class:`NotFittedError` -- an estimator was used before ``fit`` (scikit-learn's
   convention: it is both a ``ValueError`` and an ``AttributeError``, which is what
-  scikit-learn's own checks expect; importing spargel never imports scikit-learn).
+  scikit-learn's own checks expect; importing spargel never imports scikit-learn);
+* :class:`NonNumericDataError` -- a :class:`DataFormatError` for entries that are not
+  numbers (also a ``TypeError``, as numpy's own conversion error).
 
 Warnings: :class:`ConvergenceWarning` when a solver stops on its iteration limit (or on
-a failed line search before the optimality conditions hold), :class:`SpargelWarning`
-for the rest.
+a failed line search before the optimality conditions hold), :class:`DataConversionWarning`
+when input had to be reshaped (a column-vector ``y``), :class:`SpargelWarning` for the
+rest.
 
 >>> issubclass(CapabilityError, TypeError), issubclass(ModelFileError, ValueError)
 (True, True)
@@ -23,8 +26,10 @@ for the rest.
 
 from __future__ import annotations
 
-__all__ = ["SpargelError", "DataFormatError", "ModelFileError", "CapabilityError", "NotFittedError",
-           "SpargelWarning", "ConvergenceWarning"]
+import sys
+
+__all__ = ["SpargelError", "DataFormatError", "NonNumericDataError", "ModelFileError", "CapabilityError",
+           "NotFittedError", "SpargelWarning", "ConvergenceWarning", "DataConversionWarning"]
 
 
 class SpargelError(Exception):
@@ -59,6 +64,11 @@ class DataFormatError(SpargelError, ValueError):
         return (type(self), (self.source, self.line, self.message))
 
 
+class NonNumericDataError(DataFormatError, TypeError):
+    """Entries that are not numbers (both a DataFormatError and, as numpy's own
+    conversion error, a TypeError)."""
+
+
 class ModelFileError(SpargelError, ValueError):
     """A model file that cannot be used: corrupt, truncated, tampered with or foreign."""
 
@@ -68,7 +78,32 @@ class CapabilityError(SpargelError, TypeError):
 
 
 class NotFittedError(SpargelError, ValueError, AttributeError):
-    """An estimator was used before ``fit`` (a ``ValueError`` and an ``AttributeError``)."""
+    """An estimator was used before ``fit`` (a ``ValueError`` and an ``AttributeError``).
+
+    When scikit-learn is loaded, the error raised is also an instance of
+    ``sklearn.exceptions.NotFittedError``, so that scikit-learn's tools (and code that
+    catches its error) recognise it -- without spargel importing scikit-learn."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is NotFittedError:
+            cls = _with_sklearn(cls, "NotFittedError")
+        return super().__new__(cls, *args, **kwargs)
+
+
+_COMBINED = {}
+
+
+def _with_sklearn(cls, name):
+    """``cls``, or when scikit-learn is loaded a subclass of ``cls`` that is also
+    ``sklearn.exceptions.<name>`` (one class per process); scikit-learn is never
+    imported here."""
+    sk = sys.modules.get("sklearn.exceptions")
+    sk_cls = getattr(sk, name, None) if sk is not None else None
+    if sk_cls is None:
+        return cls
+    if (cls, sk_cls) not in _COMBINED:
+        _COMBINED[cls, sk_cls] = type(cls.__name__, (cls, sk_cls), {"__module__": __name__, "__doc__": cls.__doc__})
+    return _COMBINED[cls, sk_cls]
 
 
 class SpargelWarning(UserWarning):
@@ -77,3 +112,15 @@ class SpargelWarning(UserWarning):
 
 class ConvergenceWarning(SpargelWarning):
     """A solver stopped before the optimality conditions held (iteration limit)."""
+
+
+class DataConversionWarning(SpargelWarning):
+    """Input was converted to the shape the estimator expects (e.g. a column-vector
+    ``y`` flattened). When scikit-learn is loaded, the warning is also an instance of
+    ``sklearn.exceptions.DataConversionWarning`` (scikit-learn's filters and checks see
+    it), without spargel importing scikit-learn."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is DataConversionWarning:
+            cls = _with_sklearn(cls, "DataConversionWarning")
+        return super().__new__(cls, *args, **kwargs)

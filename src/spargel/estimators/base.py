@@ -31,7 +31,16 @@ def check_number(name, value, *, low=0.0, allow_array=False, integer=False, allo
 
 
 def check_sample_weight(sample_weight, n, what="sample"):
-    """None, or the float64 array of ``n`` finite weights >= 0 (one per ``what``)."""
+    """None, or the float64 array of ``n`` finite weights >= 0 (one per ``what``), not
+    all zero (the data would then say nothing).
+
+    >>> check_sample_weight([1, 0.5], 2)
+    array([1. , 0.5])
+    >>> check_sample_weight([0, 0], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: sample_weight is zero for every sample; at least one weight must be > 0
+    """
     if sample_weight is None:
         return None
     sw = np.asarray(sample_weight, dtype=np.float64)
@@ -39,6 +48,8 @@ def check_sample_weight(sample_weight, n, what="sample"):
         raise ValueError(f"sample_weight has shape {sw.shape}, expected one weight per {what} ({n},)")
     if not np.all(np.isfinite(sw)) or np.any(sw < 0):
         raise ValueError("sample_weight must be finite and >= 0")
+    if n and not np.any(sw > 0):
+        raise ValueError(f"sample_weight is zero for every {what}; at least one weight must be > 0")
     return sw
 
 

@@ -114,9 +114,7 @@ class LatentLogLinearClassifier(ParamsMixin):
 
         self._check_params()
         M = _as_matrix(X)
-        if M.shape[0] == 0:
-            raise ValueError("X has no samples")
-        classes, ids = _class_labels(y)
+        classes, ids = _class_labels(y, "LatentLogLinearClassifier")
         if len(ids) != M.shape[0]:
             raise ValueError(f"X has {M.shape[0]} samples but y has {len(ids)} labels")
         sw = None

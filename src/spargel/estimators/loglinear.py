@@ -3,12 +3,14 @@ trained on :class:`~spargel.models.loglinear.FlatLogLinear` (BLAS products for t
 gradient, its own compiled SGD pass and block updates)."""
 
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..data.featuredicts import token_attributes
 from ..data.vocab import Vocabulary
+from ..errors import DataConversionWarning, NonNumericDataError
 from ..models.feature_space import FeatureSpace
 from ..penalties import ElasticNet
 from ._core import LogLinearCore, run_solver, warn_large_values
@@ -19,7 +21,7 @@ BIAS = "__bias__"
 
 def _is_feature_dicts(X):
     """True for sklearn-crfsuite style input: a list of dicts or of attribute lists."""
-    if sp.issparse(X) or isinstance(X, np.ndarray) or hasattr(X, "columns"):
+    if sp.issparse(X) or hasattr(X, "__array__") or hasattr(X, "columns"):
         return False
     if isinstance(X, (str, bytes)) or not hasattr(X, "__iter__"):
         raise TypeError("X must be a 2-d array, a sparse matrix or a list of feature dicts")
@@ -32,38 +34,81 @@ def _is_feature_dicts(X):
 
 
 def _as_matrix(X, name="X"):
-    """A 2-d float64 array or CSR matrix from X, with clear errors."""
+    """A 2-d float64 array or CSR matrix from X, with clear errors (in scikit-learn's
+    words where its checks look for them).
+
+    >>> _as_matrix([1.0, 2.0])
+    Traceback (most recent call last):
+    ...
+    ValueError: X is 1-dimensional, expected 2 dimensions (samples x features). Reshape your data: X.reshape(-1, 1) for a single feature, X.reshape(1, -1) for a single sample
+    >>> _as_matrix([[1.0, {}]])
+    Traceback (most recent call last):
+    ...
+    spargel.errors.NonNumericDataError: X: must be numeric (float() argument must be a string or a real number, not 'dict')
+    """
     if sp.issparse(X):
+        if np.issubdtype(X.dtype, np.complexfloating):
+            raise ValueError(f"{name} has complex values: Complex data not supported")
         M = sp.csr_matrix(X, dtype=np.float64)
         if M.ndim != 2:
             raise ValueError(f"{name} must be 2-dimensional")
+        _check_shape(M, name)
         if not np.all(np.isfinite(M.data)):
             raise ValueError(f"{name} contains NaN or infinite values")
         return M
     if hasattr(X, "to_numpy") and hasattr(X, "columns"):
         X = X.to_numpy()
     try:
-        A = np.asarray(X, dtype=np.float64)
+        A = np.asarray(X)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric ({exc})") from None
+        raise ValueError(f"{name} must be a numeric matrix ({exc})") from None
+    if np.iscomplexobj(A):
+        raise ValueError(f"{name} has complex values: Complex data not supported")
+    try:
+        A = np.asarray(A, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise NonNumericDataError(name, None, f"must be numeric ({exc})") from None
     if A.ndim == 1:
-        raise ValueError(f"{name} is 1-dimensional; reshape it: X.reshape(-1, 1) for one feature, "
-                         f"X.reshape(1, -1) for one sample")
+        raise ValueError(f"{name} is 1-dimensional, expected 2 dimensions (samples x features). Reshape your "
+                         f"data: {name}.reshape(-1, 1) for a single feature, {name}.reshape(1, -1) for a single "
+                         f"sample")
     if A.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional, got {A.ndim} dimensions")
+    _check_shape(A, name)
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return np.ascontiguousarray(A)
 
 
-def _class_labels(y):
+def _check_shape(M, name):
+    for n, what in ((M.shape[0], "sample"), (M.shape[1], "feature")):
+        if n == 0:
+            raise ValueError(f"{name} has 0 {what}(s) (shape={M.shape}) while a minimum of 1 is required.")
+
+
+def _class_labels(y, who="LogLinearClassifier", min_classes=2):
     """(classes_, label ids) from targets y: sorted distinct labels, their dtype kept;
-    continuous or missing targets are refused."""
+    missing, continuous or multi-column targets and fewer than ``min_classes``
+    classes are refused; a column vector is flattened with a
+    :class:`~spargel.errors.DataConversionWarning`.
+
+    >>> _class_labels(["b", "a", "b"])
+    (array(['a', 'b'], dtype='<U1'), array([1, 0, 1]))
+    >>> _class_labels([3, 3])
+    Traceback (most recent call last):
+    ...
+    ValueError: y has only one class (3); LogLinearClassifier needs at least 2 classes
+    """
+    if y is None:
+        raise ValueError(f"{who} requires y to be passed, but the target y is None")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn(DataConversionWarning("A column-vector y was passed when a 1d array was expected: y was "
+                                            "flattened; give y of shape (n_samples,), e.g. y.ravel()"),
+                      stacklevel=3)
         y = y.ravel()
     if y.ndim != 1:
-        raise ValueError(f"y must be 1-dimensional, got shape {y.shape}")
+        raise ValueError(f"y should be a 1d array (one label per sample), got shape {y.shape}")
     if y.dtype == object:
         bad = [v for v in y if v is None or (isinstance(v, float) and v != v)]
         if bad:
@@ -75,10 +120,12 @@ def _class_labels(y):
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinite values")
         if np.any(y != np.round(y)):
-            raise ValueError("y looks continuous (non-integer floats): LogLinearClassifier is a classifier")
+            raise ValueError(f"y looks continuous (non-integer floats): {who} is a classifier")
     classes, ids = np.unique(y, return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError(f"y has {len(classes)} distinct label(s); need at least 2")
+    if len(classes) < min_classes:
+        if len(classes) == 0:
+            raise ValueError("y is empty")
+        raise ValueError(f"y has only one class ({classes.tolist()[0]!r}); {who} needs at least {min_classes} classes")
     return classes, ids.astype(np.int64)
 
 
@@ -146,8 +193,6 @@ class LogLinearClassifier(LogLinearCore):
             raise ValueError("this model was fitted on feature dicts; give X as a list of feature dicts")
         names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
         M = _as_matrix(X)
-        if M.shape[0] == 0:
-            raise ValueError("X has no samples")
         if fit:
             self._dict_input = False
             self.n_features_in_ = M.shape[1]
@@ -157,8 +202,8 @@ class LogLinearClassifier(LogLinearCore):
                 del self.feature_names_in_
             self._uni_vocab = Vocabulary([f"x{j}" for j in range(M.shape[1])])
         elif M.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {M.shape[1]} features, but {type(self).__name__} was fitted with "
-                             f"{self.n_features_in_} features")
+            raise ValueError(f"X has {M.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input (the number it was fitted with)")
         return M
 
     def _dict_matrix(self, X, grow):
@@ -243,7 +288,7 @@ class LogLinearClassifier(LogLinearCore):
         self.space_ = FeatureSpace(K, u_ptr, u_lab, np.zeros(1, np.int64), empty, empty)
         self.weights_ = coef
         self.n_active_features_ = int(np.count_nonzero(coef))
-        self._cache = None
+        self._cache = self._dense_weights()
 
     def _warm_weights(self, d, K):
         if not hasattr(self, "_prev"):
@@ -264,48 +309,59 @@ class LogLinearClassifier(LogLinearCore):
 
     # -- prediction ----------------------------------------------------------------------
     def _weights(self):
-        """(W over the design columns, intercepts) of the fitted model, cached."""
-        if getattr(self, "_cache", None) is None:
-            s, coef, K = self.space_, self.weights_, self.space_.n_labels
-            b = np.zeros(K)
-            if getattr(self, "_dict_input", False) or not hasattr(self, "n_features_in_"):
-                cols = np.arange(len(self._uni_vocab))
-                n_cols = len(self._uni_vocab)
-            else:
-                n_cols = self.n_features_in_
-                cols = np.array([int(n[1:]) if n != BIAS else -1 for n in self._uni_vocab.names], dtype=np.int64)
-            W = np.zeros((n_cols, K))
-            for a, name in enumerate(self._uni_vocab.names):
-                lo, hi = s.u_ptr[a], s.u_ptr[a + 1]
-                if name == BIAS:
-                    b[s.u_lab[lo:hi]] = coef[lo:hi]
-                else:
-                    W[cols[a], s.u_lab[lo:hi]] = coef[lo:hi]
-            self._cache = (W, b)
-        return self._cache
+        """(W over the design columns, intercepts) of the fitted model: kept from fit or
+        load (prediction changes no attribute)."""
+        cache = getattr(self, "_cache", None)
+        return cache if cache is not None else self._dense_weights()
 
-    def decision_function(self, X):
+    def _dense_weights(self):
+        s, coef, K = self.space_, self.weights_, self.space_.n_labels
+        b = np.zeros(K)
+        if getattr(self, "_dict_input", False) or not hasattr(self, "n_features_in_"):
+            cols = np.arange(len(self._uni_vocab))
+            n_cols = len(self._uni_vocab)
+        else:
+            n_cols = self.n_features_in_
+            cols = np.array([int(n[1:]) if n != BIAS else -1 for n in self._uni_vocab.names], dtype=np.int64)
+        W = np.zeros((n_cols, K))
+        for a, name in enumerate(self._uni_vocab.names):
+            lo, hi = s.u_ptr[a], s.u_ptr[a + 1]
+            if name == BIAS:
+                b[s.u_lab[lo:hi]] = coef[lo:hi]
+            else:
+                W[cols[a], s.u_lab[lo:hi]] = coef[lo:hi]
+        return W, b
+
+    def _scores(self, X):
         """Class scores ``X @ W + b`` (n_samples x n_classes)."""
         self._check_fitted()
         M = self._design(X)
         W, b = self._weights()
         return np.asarray(M @ W) + b
 
+    def decision_function(self, X):
+        """Class scores ``X @ W + b`` (n_samples x n_classes, columns in ``classes_``
+        order). With two classes, as in scikit-learn, one score per sample: that of
+        ``classes_[1]`` minus that of ``classes_[0]`` (the log-odds of ``classes_[1]``;
+        positive where it is predicted)."""
+        Z = self._scores(X)
+        return Z[:, 1] - Z[:, 0] if Z.shape[1] == 2 else Z
+
     def predict_proba(self, X):
         """Class probabilities, one row per sample, columns in ``classes_`` order."""
-        Z = self.decision_function(X)
+        Z = self._scores(X)
         Z -= Z.max(axis=1, keepdims=True)
         P = np.exp(Z)
         P /= P.sum(axis=1, keepdims=True)
         return P
 
     def predict_log_proba(self, X):
-        Z = self.decision_function(X)
+        Z = self._scores(X)
         m = Z.max(axis=1, keepdims=True)
         return Z - m - np.log(np.exp(Z - m).sum(axis=1, keepdims=True))
 
     def predict(self, X):
-        scores = self.decision_function(X)
+        scores = self._scores(X)
         return self.classes_[np.argmax(scores, axis=1)]
 
     def score(self, X, y, sample_weight=None):
@@ -350,6 +406,18 @@ class LogLinearClassifier(LogLinearCore):
         meta["label_dtype"] = self.classes_.dtype.str if self.classes_.dtype.kind in "iufb" else None
         return meta
 
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save`; raises ``ModelFileError`` on any problem."""
+        est = super().load(path)
+        try:
+            est._cache = est._dense_weights()
+        except (ValueError, IndexError):
+            from ..errors import ModelFileError
+            raise ModelFileError(f"{path}: invalid model (attribute names do not match the number of "
+                                 f"features)") from None
+        return est
+
     def _restore(self, meta):
         if meta.get("n_features_in") is not None:
             self.n_features_in_ = int(meta["n_features_in"])
@@ -359,7 +427,6 @@ class LogLinearClassifier(LogLinearCore):
 
     def _classes_from_names(self, names, meta, path):
         dt = meta.get("label_dtype")
-        self._cache = None
         try:
             return np.asarray(names, dtype=np.dtype(dt)) if dt else np.asarray(names, dtype=object)
         except (TypeError, ValueError):

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack
 
-from ..errors import DataFormatError
+from ..errors import DataFormatError, NonNumericDataError
 
 __all__ = [
     "as_matrix",
@@ -52,11 +52,6 @@ def _check_finite(A, name):
         i, j = (int(v) for v in np.argwhere(~np.isfinite(A))[0])
         raise DataFormatError(name, None, f"contains NaN or infinite values (first at row {i}, "
                               f"column {j})")
-
-
-class NonNumericDataError(DataFormatError, TypeError):
-    """Entries that are not numbers (both a DataFormatError and, as numpy's
-    own conversion error, a TypeError)."""
 
 
 def as_matrix(A, name="X"):

@@ -151,8 +151,10 @@ def _seen_csr(ptr, ids, token_col, n_rows, n_cols):
 
 
 def _compact_csr(ptr, vals, keep):
-    counts = np.add.reduceat(keep.astype(np.int64), ptr[:-1]) if len(keep) else np.zeros(len(ptr) - 1, np.int64)
-    counts[np.diff(ptr) == 0] = 0          # reduceat quirk on empty rows
+    # kept entries per row, from prefix sums (rows may be empty, also at the end)
+    csum = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(keep, out=csum[1:])
+    counts = csum[ptr[1:]] - csum[ptr[:-1]]
     attrs = np.flatnonzero(counts > 0)
     new_ptr = np.zeros(len(attrs) + 1, dtype=np.int64)
     np.cumsum(counts[attrs], out=new_ptr[1:])

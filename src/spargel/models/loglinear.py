@@ -146,9 +146,20 @@ class FlatLogLinear:
         return float(per @ self.sw[order] if self.sw is not None else per.sum())
 
     # -- the "blocks" capability ---------------------------------------------------------
-    def block_layout(self):
-        """One block per feature (its K class weights), then the intercepts."""
+    def block_layout(self, single=False):
+        """One block per feature (its K class weights), then the intercepts; with
+        ``single``, one block per weight (coordinate descent)."""
+        self._single = bool(single)
+        if single:
+            return np.arange(self.n_params + 1, dtype=np.int64), np.arange(self.n_params, dtype=np.int64)
         return self.layout.group_ptr, np.arange(self.n_params, dtype=np.int64)
+
+    def _feature_of(self, b):
+        """(feature, slice of its K weights the block covers)."""
+        if getattr(self, "_single", False):
+            f, k = divmod(b, self.K)
+            return f, slice(k, k + 1)
+        return b, slice(0, self.K)
 
     def _column(self, b):
         if b == self.d:
@@ -173,6 +184,7 @@ class FlatLogLinear:
         return self._w
 
     def block_grad_hess(self, b):
+        b, part = self._feature_of(b)
         rows, x = self._column(b)
         Z = self._Z[rows]
         P = np.exp(Z - _logsumexp_rows(Z)[:, None])
@@ -185,9 +197,14 @@ class FlatLogLinear:
         if self.mask is not None:
             g = g * self.mask[lo:hi]
             h = h * self.mask[lo:hi]
-        return g, h
+        return g[part], h[part]
 
     def block_change(self, b, dw):
+        b, part = self._feature_of(b)
+        if part.stop - part.start < self.K:
+            full = np.zeros(self.K)
+            full[part] = dw
+            dw = full
         rows, x = self._column(b)
         Z = self._Z[rows]
         Z_new = Z + np.outer(x, dw)
