@@ -198,6 +198,21 @@ class ElasticNet(Penalty):
     def with_l1(self, l1):
         return ElasticNet(l1, self.l2, self.scale)
 
+    def subset(self, index, n):
+        """The penalty of the weights ``index`` of an ``n``-weight vector, as a penalty on
+        the vector ``w[index]`` (incremental solvers keep their working set compact).
+        Uniform coefficients stay scalars, so the arithmetic is that of the whole penalty.
+
+        >>> ElasticNet(1.0, scale=np.array([0.0, 1.0, 2.0])).subset(np.array([2, 0]), 3).l1.tolist()
+        [2.0, 0.0]
+        """
+        if self.uniform() is not None:
+            return ElasticNet(self.l1, self.l2)
+        l1, l2 = self.per_weight(n)
+        index = np.asarray(index, dtype=np.int64)
+        l2 = l2[index]
+        return ElasticNet(l1[index], l2 if l2.any() else 0.0)
+
 
 class GroupLasso(Penalty):
     """``sum_g s_g (l1 ||w_g||_2 + l2 / 2 ||w_g||^2)`` over the layout's groups.

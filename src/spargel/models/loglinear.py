@@ -235,3 +235,59 @@ class FlatLogLinear:
         from .bound_flat import flat_bound
         self.n_evals += 1
         return flat_bound(self, w, curvature=curvature, rank=rank, order=order)
+
+    # -- the "grafting" capability --------------------------------------------------------
+    def _columns(self, features):
+        """X restricted to the columns ``features`` (a dense or sparse matrix)."""
+        if self.sparse:
+            if self._csc is None:
+                self._csc = self.X.tocsc()
+                self._csc.sort_indices()
+            return self._csc[:, features]
+        return self.X[:, features]
+
+    def _weights_grad(self, index, R):
+        """Loss gradient of the weights ``index`` from the residuals R (n x K)."""
+        K, dK = self.K, self.d * self.K
+        index = np.asarray(index, dtype=np.int64)
+        g = np.empty(len(index))
+        feat = index < dK
+        fi, inv = np.unique(index[feat] // K, return_inverse=True)
+        if len(fi):
+            G = np.asarray(self._columns(fi).T @ R)
+            g[feat] = G[inv.ravel(), index[feat] % K]
+        if np.any(~feat):
+            g[~feat] = R.sum(axis=0)[index[~feat] - dK]
+        if self.mask is not None:
+            g *= self.mask[index]
+        return g
+
+    def loss_grad_subset(self, w, index):
+        """Loss at ``w`` and the gradient of the weights ``index``: the scores multiply
+        only the columns of features with a non-zero weight, the gradient only those of
+        the features in ``index``. The residuals stay for :meth:`candidate_grad`.
+
+        >>> m = FlatLogLinear(np.eye(3), [0, 1, 2], 3)
+        >>> loss, g = m.loss_grad_subset(np.zeros(m.n_params), np.array([0, 4]))
+        >>> bool(np.allclose(g, m.loss_grad(np.zeros(m.n_params))[1][[0, 4]]))
+        True
+        """
+        from .loglinear_kernels import softmax_residual
+
+        self.n_evals += 1
+        w = np.asarray(w, dtype=np.float64)
+        W, b = self._split(w)
+        live = np.flatnonzero(np.any(W != 0, axis=1))
+        Z = np.zeros((self.n, self.K))
+        if len(live):
+            Z += np.asarray(self._columns(live) @ W[live])
+        if b is not None:
+            Z += b
+        loss = softmax_residual(Z, self.y, self._sw)
+        self._residual = Z
+        return float(loss), self._weights_grad(index, Z)
+
+    def candidate_grad(self, index):
+        """Loss gradient of the weights ``index`` at the point of the last
+        :meth:`loss_grad_subset` call."""
+        return self._weights_grad(index, self._residual)

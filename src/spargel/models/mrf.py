@@ -541,6 +541,95 @@ class PairwiseMRFModel:
         return w
 
 
+    # -- the "grafting" capability --------------------------------------------------------
+    def _param_edges(self, index):
+        """The candidate edge of every edge weight in ``index`` (-1 for other weights)."""
+        index = np.asarray(index, dtype=np.int64)
+        e = np.searchsorted(self.edge_param_ptr, index, side="right") - 1
+        e[(index < self.n_node_params) | (index >= self.edge_param_ptr[-1])] = -1
+        return e
+
+    def _edges_of(self, index):
+        """The candidate edges that own weights in ``index``, sorted, each once."""
+        e = self._param_edges(index)
+        mark = np.zeros(self.graph.n_edges, bool)
+        mark[e[e >= 0]] = True
+        return np.flatnonzero(mark)
+
+    def _subset_grad(self, index, node_b, edge_b):
+        """Loss gradient of the node and edge weights ``index`` from beliefs (edge beliefs
+        filled for the edges of ``index``)."""
+        index = np.asarray(index, dtype=np.int64)
+        Nw = self.total_weight
+        g = np.empty(len(index))
+        node = index < self.n_node_params
+        g[node] = Nw * node_b[index[node]] - self.node_counts[index[node]]
+        e = self._param_edges(index)
+        on = e >= 0
+        if self.feature_table is None:
+            t = index[on] - self.n_node_params              # full tables: weight = table entry
+            g[on] = Nw * edge_b[t] - self.edge_counts[t]
+        elif np.any(on):
+            ptr = self.graph.edge_ptr
+            sizes = ptr[e[on] + 1] - ptr[e[on]]
+            t = np.repeat(ptr[e[on]], sizes) + (np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+            vals = (Nw * edge_b[t] - self.edge_counts[t]) * self.feature_table[t]
+            g[on] = np.add.reduceat(vals, np.cumsum(sizes) - sizes)
+        return g
+
+    def loss_grad_subset(self, w, index):
+        """Loss at ``w`` and the gradient of the weights ``index`` only: inference on the
+        active graph, pair marginals estimated (``candidate_estimate``) only for the
+        inactive edges among ``index``. The node beliefs stay for :meth:`candidate_grad`.
+        (The pseudo-likelihood and the conditional model compute every gradient.)
+
+        >>> X = np.array([[0, 0, 1], [1, 1, 0], [1, 1, 1], [0, 0, 0], [0, 1, 0]])
+        >>> m = PairwiseMRFModel(X, inference="exact")
+        >>> w = m.initial_weights()
+        >>> loss, g = m.loss_grad_subset(w, np.array([1, 6, 9]))
+        >>> bool(np.allclose(g, m.loss_grad(w)[1][[1, 6, 9]]))
+        True
+        """
+        index = np.asarray(index, dtype=np.int64)
+        if self.objective == "pseudo" or self.F is not None:
+            loss, g = self.loss_grad(w)
+            self._grafting = ("all", g)
+            return loss, g[index]
+        w = np.asarray(w, dtype=np.float64)
+        node_theta, edge_theta = self.potentials(w)
+        edges = self._edges_of(index)
+        live = np.zeros(self.graph.n_edges, bool)
+        live[self.active_edges(w)] = True
+        log_z, node_b, edge_b = self.infer(w, pairs_for=edges[~live[edges]])
+        loss = self.total_weight * log_z - float(node_theta @ self.node_counts) - float(edge_theta @ self.edge_counts)
+        self._grafting = ("beliefs", w.copy(), node_b, edge_b)
+        return float(loss), self._subset_grad(index, node_b, edge_b)
+
+    def candidate_grad(self, index):
+        """Loss gradient of the weights ``index`` at the point of the last
+        :meth:`loss_grad_subset` call. The inactive edges' pair marginals are estimated
+        from its node beliefs (``"independent"``) or by inference clamped on the active
+        graph (``"clamp"``, which reruns it); enumeration had them all."""
+        index = np.asarray(index, dtype=np.int64)
+        if self._grafting[0] == "all":
+            return self._grafting[1][index]
+        _, w, node_b, edge_b = self._grafting
+        edges = self._edges_of(index)
+        live = np.zeros(self.graph.n_edges, bool)
+        live[self.active_edges(w)] = True
+        todo = edges[~live[edges]]
+        if len(todo) and not (self.inference == "exact" and self._small):
+            g = self.graph
+            sizes = np.diff(g.edge_ptr)[todo]
+            t = np.repeat(g.edge_ptr[todo], sizes) + (np.arange(sizes.sum())
+                                                      - np.repeat(np.cumsum(sizes) - sizes, sizes))
+            edge_b = edge_b.copy()
+            if self.candidate_estimate == "clamp":
+                edge_b[t] = self.infer(w, pairs_for=todo)[2][t]
+            else:
+                edge_b[t] = _outer_products(node_b, g.node_ptr, self.n_states, g.edges[todo])
+        return self._subset_grad(index, node_b, edge_b)
+
 def check_node_features(F, n_samples, n_nodes, source="node_features"):
     """Validate per-sample node features: (N, n, d) floats, or (N, d) shared by every
     variable; returns a float64 (N, n, d) array."""

@@ -43,6 +43,15 @@ lists them):
 ``"bound"`` -- ``bound(w, **options) -> QuadraticBound``
     a quadratic upper bound on the loss, tight at ``w`` (loss, gradient and a
     curvature object, see :mod:`spargel.models.bound`). Bound majorisation.
+``"grafting"`` -- ``loss_grad_subset(w, index) -> (loss, g)`` and ``candidate_grad(index) -> g``
+    the loss at ``w`` and the loss gradient of the weights ``index`` only (the model
+    may skip the work for the others), and the gradient of other weights at the point
+    of the last ``loss_grad_subset`` call, reusing its inference. Grafting,
+    Grafting-Light and Gauss-Seidel (:mod:`spargel.solvers.grafting`) use it when
+    offered: the OWL-QN steps need only the working set's gradient, the selection the
+    candidates'. A pairwise MRF runs inference on its active graph and estimates the
+    candidates' pair marginals from it; the log-linear model multiplies only the
+    columns it needs.
 
 Nothing here is CRF-shaped: the tests run every solver on a small hand-written model.
 """
@@ -60,6 +69,7 @@ CAPABILITIES = {
                "block_discard", "block_weights"),
     "block_sweep": ("block_sweep",),
     "bound": ("bound",),
+    "grafting": ("loss_grad_subset", "candidate_grad"),
 }
 
 

@@ -23,11 +23,19 @@ SOLVERS = {
     "bound": ("spargel.solvers.bound", "minimize_bound",
               "bound majorisation (Jebara & Choromanska): few, monotone steps on a quadratic upper bound; l2 / "
               "elastic net"),
+    "grafting-light": ("spargel.solvers.grafting", "minimize_grafting_light",
+                       "Grafting-Light: one OWL-QN step over a growing working set, then the most violating "
+                       "features join it; structure learning"),
+    "grafting": ("spargel.solvers.grafting", "minimize_grafting",
+                 "Grafting: the working set re-optimised by OWL-QN after every selection"),
+    "gauss-seidel": ("spargel.solvers.grafting", "minimize_gauss_seidel",
+                     "Gauss-Seidel: the most violating features optimised with the others fixed"),
 }
 
 
 # iterations (passes over the data for SGD) when the estimator's max_iter is None
-DEFAULT_MAX_ITER = {"lbfgs": 500, "owlqn": 500, "sgd-l1": 30, "cd": 200, "bcd": 200, "fista": 2000, "bound": 100}
+DEFAULT_MAX_ITER = {"lbfgs": 500, "owlqn": 500, "sgd-l1": 30, "cd": 200, "bcd": 200, "fista": 2000, "bound": 100,
+                    "grafting-light": 2000, "grafting": 5000, "gauss-seidel": 5000}
 
 
 def default_max_iter(name):

@@ -15,6 +15,11 @@ Stopping (the reason is reported in ``SolverResult.stop_reason``):
 * ``max_iter``: the iteration limit;
 * ``linesearch``: no decrease found along the direction (numerically converged);
 * ``interrupted``: Ctrl-C; the current (best) weights are returned.
+
+The two pieces of one iteration -- the direction from the curvature pairs
+(:class:`CurvatureMemory`) and the projected backtracking line search
+(:func:`orthant_line_search`) -- are shared with the incremental solvers of
+:mod:`spargel.solvers.grafting`, which take the same step over a working set.
 """
 
 from collections import deque
@@ -26,6 +31,95 @@ from ..models.protocol import require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 
+class CurvatureMemory:
+    """The last ``memory`` curvature pairs ``(s, y)`` of L-BFGS, in two preallocated
+    ``memory x capacity`` arrays; every vector step is one compiled pass.
+
+    The vectors may get longer (:meth:`grow`): the incremental solvers append the
+    features they select to their working set, and a new coordinate is zero in every
+    pair stored before it existed.
+    """
+
+    def __init__(self, memory, n):
+        self.memory = max(int(memory), 1)
+        self.n = int(n)
+        self.S = np.empty((self.memory, self.n))
+        self.Y = np.empty((self.memory, self.n))
+        self.rho = np.empty(self.memory)
+        self.alpha = np.empty(self.memory)
+        self.slots = deque(maxlen=self.memory)            # rows of S / Y in use, oldest first
+
+    def __len__(self):
+        return len(self.slots)
+
+    def clear(self):
+        self.slots.clear()
+
+    def grow(self, n):
+        """Make room for ``n`` coordinates; the new ones are zero in the stored pairs."""
+        n = int(n)
+        if n <= self.n:
+            return
+        cap = self.S.shape[1]
+        if n > cap:
+            cap = max(n, 2 * cap)
+            for name in ("S", "Y"):
+                old = getattr(self, name)
+                new = np.zeros((self.memory, cap))
+                new[:, :self.n] = old[:, :self.n]
+                setattr(self, name, new)
+        else:
+            self.S[:, self.n:n] = 0.0
+            self.Y[:, self.n:n] = 0.0
+        self.n = n
+
+    def direction(self, pg, d, constrain):
+        """``d = -H pg``; with ``constrain`` (an l1 term) the components that disagree in
+        sign with ``-pg`` are zeroed (the orthant-wise direction). When that is no
+        descent direction the pairs are dropped and ``d = -pg``."""
+        from . import _owlqn_kernels as Q
+
+        Q.two_loop(pg, self.S, self.Y, self.rho, np.array(self.slots, dtype=np.int64), d, self.alpha)
+        slope = Q.constrain_direction(d, pg) if constrain else dot(d, pg)
+        if not slope < 0:
+            self.slots.clear()
+            np.negative(pg, out=d)
+
+    def store(self, w_new, w, g_new, g):
+        """Keep the pair ``(w_new - w, g_new - g)`` when its curvature is positive (the
+        oldest pair gives way when the memory is full)."""
+        from . import _owlqn_kernels as Q
+
+        memory, slots = self.memory, self.slots
+        k = slots.popleft() if len(slots) == memory else min(set(range(memory)) - set(slots))
+        sy, yy = Q.store_pair(w_new, w, g_new, g, self.S, self.Y, k)
+        if sy > 1e-10 * yy:
+            self.rho[k] = 1.0 / sy
+            slots.append(k)
+
+
+def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesearch, c1):
+    """Backtracking from ``w`` along ``d``, every trial point projected (``project``) onto
+    the orthant of ``w`` (of ``-pg`` where ``w`` is zero), until the Armijo condition
+    ``F_new <= F + c1 pg . (w_new - w)`` holds.
+
+    ``evaluate(w_new) -> (loss, objective, gradient)``. Returns ``(result, step,
+    n_trials)``; ``result`` is None when ``max_linesearch`` trials found no decrease
+    (``w_new`` then holds the last trial point).
+    """
+    from . import _owlqn_kernels as Q
+
+    for trial in range(max_linesearch):
+        dec = Q.orthant_step(w, d, step, pg, project, w_new)
+        result = evaluate(w_new)
+        F_new = result[1]
+        if np.isfinite(F_new) and F_new <= F + c1 * dec:
+            return result, step, trial + 1
+        # far off (badly scaled features, first iterations): shrink faster
+        step *= 0.5 if np.isfinite(F_new) and F_new - F <= 10.0 * abs(dec) else 0.05
+    return None, step, max_linesearch
+
+
 def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-5, window=10,
                    memory=10, max_linesearch=40, monitor=None, c1=1e-4):
     """Minimise ``model.loss_grad`` + ``penalty`` from ``w0``.
@@ -35,8 +129,6 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
     curvature pairs kept; they live in two preallocated ``memory x n`` arrays and every
     vector step is one compiled pass, so the solver adds little to a gradient evaluation.
     """
-    from . import _owlqn_kernels as Q
-
     require(model, "owlqn", "loss_grad")
     require_separable(penalty, "owlqn")
     w = check_start(model, w0)
@@ -51,15 +143,7 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
             g += sg
         return loss, loss + sv + penalty.nonsmooth_value(x), g
 
-    def pseudo(x, g, out):
-        return penalty.pseudo_gradient(x, g, out)
-
-    memory = max(int(memory), 1)
-    S = np.empty((memory, n))
-    Y = np.empty((memory, n))
-    rho = np.empty(memory)
-    alpha = np.empty(memory)
-    slots = deque(maxlen=memory)               # rows of S / Y in use, oldest first
+    pairs = CurvatureMemory(memory, n)
     d = np.empty(n)
     w_new = np.empty(n)
     pg = np.empty(n)
@@ -68,7 +152,7 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
     loss, F, g = evaluate(w)
     if not np.isfinite(F):
         raise FloatingPointError("the objective is not finite at the initial weights")
-    pseudo(w, g, pg)
+    penalty.pseudo_gradient(w, g, pg)
     objectives = [F]
     stop, it = "max_iter", 0
     try:
@@ -77,32 +161,19 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
             if pg_norm <= gtol * max(1.0, norm(w)):
                 stop, it = "gtol", it - 1
                 break
-            Q.two_loop(pg, S, Y, rho, np.array(slots, dtype=np.int64), d, alpha)
-            slope = Q.constrain_direction(d, pg) if use_l1 else dot(d, pg)
-            if not slope < 0:
-                slots.clear()
-                np.negative(pg, out=d)
-            step = 1.0 / pg_norm if not slots and it == 1 else 1.0
-            for _ in range(max_linesearch):
-                dec = Q.orthant_step(w, d, step, pg, use_l1, w_new)
-                loss_new, F_new, g_new = evaluate(w_new)
-                n_evals += 1
-                if np.isfinite(F_new) and F_new <= F + c1 * dec:
-                    break
-                # far off (badly scaled features, first iterations): shrink faster
-                step *= 0.5 if np.isfinite(F_new) and F_new - F <= 10.0 * abs(dec) else 0.05
-            else:
+            pairs.direction(pg, d, use_l1)
+            step = 1.0 / pg_norm if not len(pairs) and it == 1 else 1.0
+            result, step, trials = orthant_line_search(evaluate, w, d, pg, F, step, use_l1, w_new,
+                                                       max_linesearch, c1)
+            n_evals += trials
+            if result is None:
                 stop, it = "linesearch", it - 1
                 break
-            # the new pair takes a free row, or the oldest pair's row
-            k = slots.popleft() if len(slots) == memory else min(set(range(memory)) - set(slots))
-            sy, yy = Q.store_pair(w_new, w, g_new, g, S, Y, k)
-            if sy > 1e-10 * yy:
-                rho[k] = 1.0 / sy
-                slots.append(k)
+            loss_new, F_new, g_new = result
+            pairs.store(w_new, w, g_new, g)
             w, w_new = w_new, w
             g, loss, F = g_new, loss_new, F_new
-            pseudo(w, g, pg)
+            penalty.pseudo_gradient(w, g, pg)
             objectives.append(F)
             if history.record(it, F, loss, F - loss, w, n_evals, step=step, pg_norm=norm(pg)):
                 stop = "callback"
