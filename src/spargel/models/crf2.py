@@ -13,15 +13,13 @@ never ``S^2``.
 >>> loss, grad = model.loss_grad(w)                      # doctest: +SKIP
 """
 
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._vec import dot
 from . import chain as C
 from . import crf2_kernels as K2
 from . import crf_kernels as K
-from .crf import CHUNK_BUFFER_BUDGET, FIXED_CHUNKS, CRFView, balanced_chunks, crf_layout, resolve_n_jobs
+from .crf import BatchChain, CRFView
 
 
 class CRF2View(CRFView):
@@ -74,7 +72,7 @@ class CRF2View(CRFView):
         return np.zeros((1, 1)), np.zeros(len(trans[6])), np.zeros(0)
 
 
-class ChainCRF2:
+class ChainCRF2(BatchChain):
     """Negative log-likelihood ``sum_i -log p(y_i | x_i)`` of a second-order
     linear-chain CRF over the layout ``space`` (a
     :class:`~spargel.models.crf2_space.FeatureSpace2`) and the data set ``data``.
@@ -90,41 +88,15 @@ class ChainCRF2:
     ``-log sum_{y consistent} p(y|x)``.
     """
 
+    kernels = K2
+
     def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None, sample_weight=None):
-        if data.labels is None:
-            raise ValueError("training data needs labels")
         if getattr(space, "order", 1) != 2:
             raise ValueError("ChainCRF2 needs a second-order layout (FeatureSpace2)")
-        self.sw = np.zeros(0) if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
-        if len(self.sw) and self.sw.shape != (data.n_sequences,):
-            raise ValueError(f"sample_weight has {len(self.sw)} entries, the data {data.n_sequences} sequences")
-        self.view = CRF2View(space, data, inference)
-        self.space, self.data, self.inference = space, data, inference
-        self.n_jobs = resolve_n_jobs(n_jobs)
-        self.layout = crf_layout(space, penalty_scale)
-        self.n_evals = 0
-        fixed = FIXED_CHUNKS if FIXED_CHUNKS * space.n_params * 8 <= CHUNK_BUFFER_BUDGET else 1
-        bounds = balanced_chunks(data.seq_ptr, max(self.n_jobs, fixed))
-        self._orders = [np.arange(bounds[c], bounds[c + 1], dtype=np.int64) for c in range(len(bounds) - 1)]
-        tok_seq = np.repeat(np.arange(data.n_sequences), np.diff(data.seq_ptr))
-        self.partial = np.zeros(data.n_sequences, dtype=np.uint8)
-        self.partial[tok_seq[data.labels < 0]] = 1
-        self._partial = [o[self.partial[o] == 1] for o in self._orders]
-        self._emp = np.zeros(self.n_params)
-        K2.empirical_counts(self.view.space_t, self.view.data_t, np.flatnonzero(self.partial == 0).astype(np.int64),
-                            self.sw, self._emp)
-        n_dense = len(self.view.d_attr)
-        self._gbufs = [np.zeros(self.n_params) for _ in self._orders]
-        self._Gdbufs = [np.zeros((n_dense, self.view.Lp)) for _ in self._orders]
-        self._work = None
+        super().__init__(space, data, n_jobs, inference, penalty_scale, sample_weight)
 
-    @property
-    def n_params(self):
-        return self.space.n_params
-
-    @property
-    def n_samples(self):
-        return self.data.n_sequences
+    def _make_view(self, space, data, inference):
+        return CRF2View(space, data, inference)
 
     def entry_kernels(self, solver):
         """The compiled entry points a solver will call first (for a first-use note)."""
@@ -133,75 +105,18 @@ class ChainCRF2:
             return [crf2_sgd.sgd_pass]
         return [K2.chunk_logz_grad]
 
-    # -- loss and gradient ----------------------------------------------------------
-    def _run(self, w, want_grad):
+    def _scratch(self, trans):
+        return np.zeros(len(trans[6]))
+
+    def _chunk(self, w, trans, order, want_grad, c, acc, failed, buf, clamp, scratch):
         v = self.view
-        trans = v.refresh(w)
-        if self._work is None:
-            self._work = [v.buffers(o) for o in self._orders]
-        bufs = self._work
-        accs = [v.accumulators(trans) for _ in self._orders]
-        n_chunks = len(self._orders)
-        scratch = [np.zeros(len(trans[6])) for _ in range(n_chunks)]
-        # per chunk: the free pass over all its sequences, the clamped pass over its
-        # partially labelled ones (each flags the sequences that need log space)
-        passes = [(self._orders[c], False) for c in range(n_chunks)] + [(self._partial[c], True)
-                                                                         for c in range(n_chunks)]
-        failed = [np.zeros(len(o), np.uint8) for o, _ in passes]
-        if want_grad:
-            for c in range(n_chunks):
-                self._gbufs[c].fill(0.0)
-                self._Gdbufs[c].fill(0.0)
+        return K2.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, order, want_grad, self._gbufs[c],
+                                  self._Gdbufs[c], acc, failed, buf, self.sw, clamp, scratch)
 
-        def run(c):
-            total = 0.0
-            for p in (c, c + n_chunks):
-                order, clamp = passes[p]
-                if len(order):
-                    total += K2.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, order, want_grad,
-                                                self._gbufs[c], self._Gdbufs[c], accs[c], failed[p], bufs[c], self.sw,
-                                                clamp, scratch[c])
-            return total
-
-        if self.n_jobs == 1 or n_chunks == 1:
-            logz = [run(c) for c in range(n_chunks)]
-        else:
-            with ThreadPoolExecutor(max_workers=min(self.n_jobs, n_chunks)) as pool:
-                logz = list(pool.map(run, range(n_chunks)))
-        tcount, tcount1 = np.zeros(len(trans[11])), np.zeros(len(trans[11]))
-        for c in range(n_chunks):
-            for p in (c, c + n_chunks):
-                order, clamp = passes[p]
-                bad = order[failed[p] == 1]
-                if len(bad):
-                    logz[c] += K2.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, bad, want_grad,
-                                                      self._gbufs[c], self._Gdbufs[c], tcount, bufs[c],
-                                                      v.log_buffers(bad), self.sw, clamp, tcount1)
-            if want_grad:
-                C.transition_counts(trans, accs[c], tcount)
-        total = sum(logz)
-        if not want_grad:
-            return total, None
-        g = self._gbufs[0]
-        Gd = self._Gdbufs[0]
-        for c in range(1, len(self._orders)):
-            g += self._gbufs[c]
-            Gd += self._Gdbufs[c]
-        out = g.copy()
-        K2.finish_gradient(v.space_t, v.d_attr, Gd, tcount, self._emp, out)
-        return total, out
-
-    def loss_grad(self, w):
-        """(loss, gradient) at w."""
-        self.n_evals += 1
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        logz, g = self._run(w, True)
-        return float(logz - dot(w, self._emp)), g
-
-    def loss(self, w):
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        logz, _ = self._run(w, False)
-        return float(logz - dot(w, self._emp))
+    def _chunk_log(self, w, trans, bad, want_grad, c, tcount, buf, lbuf, clamp, tcount1):
+        v = self.view
+        return K2.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, bad, want_grad, self._gbufs[c],
+                                      self._Gdbufs[c], tcount, buf, lbuf, self.sw, clamp, tcount1)
 
     # -- the "sgd" capability ---------------------------------------------------------
     def _sgd_structures(self):
