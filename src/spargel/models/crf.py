@@ -129,6 +129,12 @@ class CRFView:
         """Scratch of the log-space and decoding kernels for the sequences ``order``."""
         return K.log_buffers(self.L, self.Lp, K.max_length(self.data.seq_ptr, order))
 
+    kernels = K
+
+    def kernel_args(self, trans):
+        """The leading arguments of this view's prediction kernels."""
+        return self.space_t, self.data_t, self.aux, trans, self.all_pairs
+
     def accumulators(self, trans):
         outer = np.zeros((self.Lp, self.Lp)) if self.has_transitions else np.zeros((1, 1))
         return outer, np.zeros(len(trans[6])), np.zeros(len(trans[11]))
@@ -387,48 +393,53 @@ class ChainCRF(BatchChain):
 
 
 # --------------------------------------------------------------------------- prediction
+# One implementation for every chain model: a view gives its kernel module (``kernels``)
+# and the leading arguments of its prediction kernels (``kernel_args``).
 def _fixed_or_free(fixed, n_tokens):
     if fixed is None:
         return np.full(n_tokens, -1, dtype=np.int32)
     return np.ascontiguousarray(fixed, dtype=np.int32)
 
 
-def decode(space, data, w, fixed=None, inference="auto"):
+def decode_view(view, w, fixed=None):
     """Viterbi label ids (one flat array over all tokens) and the path scores;
     ``fixed[t] >= 0`` forces the label of token t."""
-    view = CRFView(space, data, inference)
+    data = view.data
+    w = np.ascontiguousarray(w, dtype=np.float64)
     trans = view.refresh(w)
     out = np.empty(data.n_tokens, dtype=np.int32)
     scores = np.empty(data.n_sequences)
     order = np.arange(data.n_sequences, dtype=np.int64)
-    K.decode_all(np.ascontiguousarray(w, dtype=np.float64), view.space_t, view.data_t, view.aux, trans, view.all_pairs,
-                 _fixed_or_free(fixed, data.n_tokens), out, scores, view.buffers(order), view.log_buffers(order))
+    view.kernels.decode_all(w, *view.kernel_args(trans), _fixed_or_free(fixed, data.n_tokens), out, scores,
+                            view.buffers(order), view.log_buffers(order))
     return out, scores
 
 
-def marginals(space, data, w):
-    """Point marginals (n_tokens x L) and log Z per sequence."""
+def marginals_view(view, w):
+    """Label marginals (n_tokens x L) and log Z per sequence (the view is left loaded
+    with w)."""
+    data = view.data
     w = np.ascontiguousarray(w, dtype=np.float64)
-    view = CRFView(space, data)
     trans = view.refresh(w)
-    out = np.zeros((data.n_tokens, space.n_labels))
+    out = np.zeros((data.n_tokens, view.space.n_labels))
     logz = np.empty(data.n_sequences)
     failed = np.zeros(data.n_sequences, np.uint8)
     buf = view.buffers(np.arange(data.n_sequences, dtype=np.int64))
     tcount = np.zeros(len(trans[11]))
-    K.marginals_all(w, view.space_t, view.data_t, view.aux, trans, view.all_pairs, out, logz, failed, buf, tcount)
+    args = view.kernel_args(trans)
+    view.kernels.marginals_all(w, *args, out, logz, failed, buf, tcount)
     bad = np.flatnonzero(failed).astype(np.int64)
     if len(bad):
-        K.marginals_log(w, view.space_t, view.data_t, view.aux, trans, view.all_pairs, bad, out, logz, buf,
-                        view.log_buffers(bad), tcount)
+        view.kernels.marginals_log(w, *args, bad, out, logz, buf, view.log_buffers(bad), tcount)
     return out, logz
 
 
-def nbest(space, data, w, k, fixed=None):
+def nbest_view(view, w, k, fixed=None):
     """Per sequence, a list of (label id array, score) for the k best paths, best first."""
+    data = view.data
     w = np.ascontiguousarray(w, dtype=np.float64)
-    view = CRFView(space, data)
     trans = view.refresh(w)
+    args = view.kernel_args(trans)
     fixed = _fixed_or_free(fixed, data.n_tokens)
     order = np.arange(data.n_sequences, dtype=np.int64)
     buf, lbuf = view.buffers(order), view.log_buffers(order)
@@ -437,19 +448,37 @@ def nbest(space, data, w, k, fixed=None):
         n = data.seq_ptr[s + 1] - data.seq_ptr[s]
         paths = np.zeros((k, n), dtype=np.int32)
         scores = np.empty(k)
-        found = K.nbest_one(w, view.space_t, view.data_t, view.aux, trans, view.all_pairs, s, fixed, k, paths, scores,
-                            buf, lbuf)
+        found = view.kernels.nbest_one(w, *args, s, fixed, k, paths, scores, buf, lbuf)
         result.append([(paths[r].copy(), float(scores[r])) for r in range(found)])
     return result
 
 
-def sequence_loss(space, data, w):
+def sequence_loss_view(view, w):
     """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
     w = np.ascontiguousarray(w, dtype=np.float64)
-    _, logz = marginals(space, data, w)
-    view = CRFView(space, data)
-    view.refresh(w)
+    _, logz = marginals_view(view, w)
+    data = view.data
     order = np.arange(data.n_sequences, dtype=np.int64)
     gold = np.empty(data.n_sequences)
-    K.gold_scores(w, view.space_t, view.data_t, view.aux, order, gold, view.buffers(order))
+    view.kernels.gold_scores(w, view.space_t, view.data_t, view.aux, order, gold, view.buffers(order))
     return logz - gold
+
+
+def decode(space, data, w, fixed=None, inference="auto"):
+    """:func:`decode_view` of the first-order chain."""
+    return decode_view(CRFView(space, data, inference), w, fixed)
+
+
+def marginals(space, data, w):
+    """Point marginals (n_tokens x L) and log Z per sequence."""
+    return marginals_view(CRFView(space, data), w)
+
+
+def nbest(space, data, w, k, fixed=None):
+    """Per sequence, a list of (label id array, score) for the k best paths, best first."""
+    return nbest_view(CRFView(space, data), w, k, fixed)
+
+
+def sequence_loss(space, data, w):
+    """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
+    return sequence_loss_view(CRFView(space, data), w)

@@ -19,7 +19,7 @@ import numpy as np
 from . import chain as C
 from . import crf2_kernels as K2
 from . import crf_kernels as K
-from .crf import BatchChain, CRFView
+from .crf import BatchChain, CRFView, decode_view, marginals_view, nbest_view, sequence_loss_view
 
 
 class CRF2View(CRFView):
@@ -61,6 +61,12 @@ class CRF2View(CRFView):
         score = np.zeros(S * L)
         score[self._list_k] = x
         return C.make_transitions(S, self._list_all[0], self._list_all[1], score, kind=C.LIST, all_pairs=False)
+
+    kernels = K2
+
+    def kernel_args(self, trans):
+        """The leading arguments of this view's prediction kernels."""
+        return self.space_t, self.data_t, self.aux, trans
 
     def buffers(self, order):
         return K2.work_buffers(self.L, K.max_length(self.data.seq_ptr, order))
@@ -151,70 +157,22 @@ class ChainCRF2(BatchChain):
 
 
 # --------------------------------------------------------------------------- prediction
-def _fixed_or_free(fixed, n_tokens):
-    if fixed is None:
-        return np.full(n_tokens, -1, dtype=np.int32)
-    return np.ascontiguousarray(fixed, dtype=np.int32)
-
-
 def decode(space, data, w, fixed=None, inference="auto"):
     """Viterbi label ids (one flat array over all tokens) and the path scores;
     ``fixed[t] >= 0`` forces the label of token t."""
-    view = CRF2View(space, data, inference)
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    trans = view.refresh(w)
-    out = np.empty(data.n_tokens, dtype=np.int32)
-    scores = np.empty(data.n_sequences)
-    order = np.arange(data.n_sequences, dtype=np.int64)
-    K2.decode_all(w, view.space_t, view.data_t, view.aux, trans, _fixed_or_free(fixed, data.n_tokens), out, scores,
-                  view.buffers(order), view.log_buffers(order))
-    return out, scores
+    return decode_view(CRF2View(space, data, inference), w, fixed)
 
 
 def marginals(space, data, w):
     """Label marginals (n_tokens x L, summed from the pair states) and log Z per sequence."""
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    view = CRF2View(space, data)
-    trans = view.refresh(w)
-    out = np.zeros((data.n_tokens, space.n_labels))
-    logz = np.empty(data.n_sequences)
-    failed = np.zeros(data.n_sequences, np.uint8)
-    order = np.arange(data.n_sequences, dtype=np.int64)
-    buf = view.buffers(order)
-    tcount = np.zeros(len(trans[11]))
-    K2.marginals_all(w, view.space_t, view.data_t, view.aux, trans, out, logz, failed, buf, tcount)
-    bad = np.flatnonzero(failed).astype(np.int64)
-    if len(bad):
-        K2.marginals_log(w, view.space_t, view.data_t, view.aux, trans, bad, out, logz, buf, view.log_buffers(bad),
-                         tcount)
-    return out, logz
+    return marginals_view(CRF2View(space, data), w)
 
 
 def nbest(space, data, w, k, fixed=None):
     """Per sequence, a list of (label id array, score) for the k best paths, best first."""
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    view = CRF2View(space, data)
-    trans = view.refresh(w)
-    fixed = _fixed_or_free(fixed, data.n_tokens)
-    order = np.arange(data.n_sequences, dtype=np.int64)
-    buf, lbuf = view.buffers(order), view.log_buffers(order)
-    result = []
-    for s in range(data.n_sequences):
-        n = data.seq_ptr[s + 1] - data.seq_ptr[s]
-        paths = np.zeros((k, n), dtype=np.int32)
-        scores = np.empty(k)
-        found = K2.nbest_one(w, view.space_t, view.data_t, view.aux, trans, s, fixed, k, paths, scores, buf, lbuf)
-        result.append([(paths[r].copy(), float(scores[r])) for r in range(found)])
-    return result
+    return nbest_view(CRF2View(space, data), w, k, fixed)
 
 
 def sequence_loss(space, data, w):
     """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    _, logz = marginals(space, data, w)
-    view = CRF2View(space, data)
-    view.refresh(w)
-    order = np.arange(data.n_sequences, dtype=np.int64)
-    gold = np.empty(data.n_sequences)
-    K2.gold_scores(w, view.space_t, view.data_t, view.aux, order, gold, view.buffers(order))
-    return logz - gold
+    return sequence_loss_view(CRF2View(space, data), w)
