@@ -63,7 +63,7 @@ def _corrections(trans, n, rng, full_at, scale=1.0):
                 v = rng.normal() * scale if t != full_at or rng.random() < 0.5 else 0.0
                 B[(t, i, j)] = v
                 factor = np.exp(v) if t == full_at else np.expm1(v)
-                rows.append((i, j, C.base_entry(trans, k) * factor, v, k))
+                rows.append((i, j, C.base_entry(trans, i, j, k) * factor, v, k))
         cptr.append(len(rows))
     cols = list(zip(*rows)) if rows else [(), (), (), (), ()]
     corr = (np.array(cptr, np.int64), np.array(cols[0], np.int64), np.array(cols[1], np.int64),

@@ -177,6 +177,27 @@ def test_inference_modes_agree(kind, transitions, density):
         M.ChainCRF(space, data, inference="fast")
 
 
+@pytest.mark.parametrize("kind,transitions", CASES)
+@pytest.mark.parametrize("density", [0.3, 0.05])
+def test_sparse_viterbi_matches_enumeration_with_ties(kind, transitions, density):
+    """The O(S + corrections) Viterbi step of a ONES structure: few non-zero weights, all
+    small integers (so many paths tie): the best score is the enumerated one and the path
+    is the one the dense step picks (the same tie rule)."""
+    space, data, w = problem(5, kind, transitions)
+    rng = np.random.default_rng(3)
+    w = np.where(rng.random(len(w)) < density, rng.integers(-2, 3, size=len(w)), 0).astype(float)
+    w[space.t_base + 1:] = 0.0             # at most one transition weight: a ONES base
+    assert M.ChainCRF(space, data, inference="sparse").view.refresh(w)[0] == C.ONES
+    ids_s, sc_s = M.decode(space, data, w, inference="sparse")
+    ids_d, sc_d = M.decode(space, data, w, inference="dense")
+    np.testing.assert_array_equal(ids_s, ids_d)
+    for s in range(data.n_sequences):
+        lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+        paths, scores = enumerate_paths(space, data, w, s)
+        assert sc_s[s] == pytest.approx(scores.max(), abs=1e-12)
+        assert scores[paths.index(tuple(ids_s[lo:hi]))] == pytest.approx(scores.max(), abs=1e-12)
+
+
 @pytest.mark.parametrize("kind", [C.DENSE, C.ONES])
 def test_transition_structures_agree(kind):
     """The same transition scores in the DENSE and the ONES form give the same chain."""

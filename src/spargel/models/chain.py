@@ -172,10 +172,14 @@ def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros,
             src.copy(), score.copy(), np.arange(len(src), dtype=np.int64))
 
 
-@njit(cache=True, nogil=True)
-def base_entry(trans, k):
-    """``Mbase``: the structure's factor for the allowed pair with list index k."""
-    return math.exp(trans[11][k] - trans[3][0])
+@njit(cache=True, nogil=True, inline="always")
+def base_entry(trans, i, j, k):
+    """``Mbase``: the structure's factor for the allowed pair ``(i, j)`` with list index
+    k (read from ``expT`` under DENSE; exactly 1 for an unscored pair under ONES)."""
+    if trans[0] == DENSE:
+        return trans[4][i, j]
+    x = trans[11][k] - trans[3][0]
+    return 1.0 if x == 0.0 else math.exp(x)
 
 
 @njit(cache=True, nogil=True)
@@ -656,15 +660,78 @@ def forward_backward_log(E, n, trans, corr, la, lb, logc, gamma, tcount, need, P
 
 
 # --------------------------------------------------------------------------- decoding
+@njit(cache=True, nogil=True, inline="always")
+def _better(v, i, best, arg):
+    """Whether candidate (score v, source i) beats (best, arg): higher, or equal with a
+    lower source (ties go to the lowest state)."""
+    return v > best or (v == best and (arg < 0 or i < arg))
+
+
 @njit(cache=True, nogil=True)
 def viterbi(E, n, trans, corr, delta, back, fv_t, out):
     """Best state sequence for scores E (constrained states already at -inf) into out;
-    returns its score (-inf when no path is allowed). Ties go to the lowest state."""
-    S = trans[1]
-    fptr, fi = trans[9], trans[10]
+    returns its score (-inf when no path is allowed). Ties go to the lowest state.
+
+    Under ``ONES`` a step costs ``O(S + corrections)``, not ``S^2``: a pair whose score is
+    zero contributes ``delta[i]``, so the best such source of every destination is the
+    overall best state ``m`` unless the pair ``(m, j)`` has a score, and only the scored
+    pairs (global and position corrections) and those columns are looked at one by one
+    (at positions with fewer corrections than a quarter of the pairs; the others take
+    the plain step). ``fv_t`` then holds the structure's scores between steps (a step adds its position's
+    corrections and takes them off again)."""
+    kind, S = trans[0], trans[1]
+    fptr, fi, fv = trans[9], trans[10], trans[11]
+    gi, gj, gk = trans[6], trans[7], trans[12]
+    cptr, ci, cj, cv, ck = corr[0], corr[1], corr[2], corr[4], corr[5]
+    sparse = kind == ONES
+    if sparse:
+        for k in range(S * S):
+            fv_t[k] = fv[k]
     for y in range(S):
         delta[0, y] = E[0, y]
     for t in range(1, n):
+        q0, q1 = cptr[t], cptr[t + 1]
+        full = q1 > q0 and ci[q0] == FULL
+        if sparse and not full and 4 * (q1 - q0) < S * S:
+            for q in range(q0, q1):
+                fv_t[ck[q]] += cv[q]
+            prev = delta[t - 1]
+            m = 0
+            for i in range(1, S):
+                if prev[i] > prev[m]:
+                    m = i
+            cur, arg = delta[t], back[t]
+            for j in range(S):
+                if fv_t[j * S + m] == 0.0:
+                    cur[j] = prev[m]
+                    arg[j] = m
+                else:
+                    best = NEG_INF
+                    a = -1
+                    for i in range(S):
+                        v = prev[i] + fv_t[j * S + i]
+                        if _better(v, i, best, a):
+                            best = v
+                            a = i
+                    cur[j] = best
+                    arg[j] = a
+            for q in range(len(gi)):
+                i, j = gi[q], gj[q]
+                v = prev[i] + fv_t[gk[q]]
+                if _better(v, i, cur[j], arg[j]):
+                    cur[j] = v
+                    arg[j] = i
+            for q in range(q0, q1):
+                i, j = ci[q], cj[q]
+                v = prev[i] + fv_t[ck[q]]
+                if _better(v, i, cur[j], arg[j]):
+                    cur[j] = v
+                    arg[j] = i
+                fv_t[ck[q]] = fv[ck[q]]
+            for j in range(S):
+                cur[j] += E[t, j]
+                arg[j] = max(arg[j], 0)
+            continue
         position_scores(trans, corr, t, fv_t)
         for j in range(S):
             best = NEG_INF
@@ -672,11 +739,14 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
             for k in range(fptr[j], fptr[j + 1]):
                 i = fi[k]
                 v = delta[t - 1, i] + fv_t[k]
-                if v > best or (v == best and (arg < 0 or i < arg)):
+                if _better(v, i, best, arg):
                     best = v
                     arg = i
             delta[t, j] = best + E[t, j]
             back[t, j] = max(arg, 0)
+        if sparse:
+            for q in range(q0, q1):
+                fv_t[ck[q]] = fv[ck[q]]
     y = 0
     for s in range(1, S):
         if delta[n - 1, s] > delta[n - 1, y]:

@@ -98,7 +98,13 @@ class CRFView:
         self.dnz = np.zeros(len(self.d_attr), dtype=np.uint8)
         self.aux = (self.Lp, binary, dptr, drows, dval, eptr, ek, evals, self.Wd, self.dnz)
         self.has_bigrams = len(data.big_ids) > 0 and space.n_bigram > 0
-        self.all_pairs = inference == "dense"
+        self.dense = inference == "dense"
+        # the bigram list of the current weights (crf_kernels.compact_bigrams), refreshed
+        # in place like the dense rows
+        nb = len(space.b_pair) if self.has_bigrams else 0
+        self.bl = (np.zeros(len(space.b_ptr) if self.has_bigrams else 1, dtype=np.int64),
+                   np.zeros(nb, dtype=self.space_t[4].dtype), 0, np.zeros(nb), np.zeros(nb, dtype=np.int32),
+                   np.zeros(nb, dtype=np.int32), np.zeros(nb))
         self.has_transitions = len(space.t_pair) > 0
 
     def refresh(self, w):
@@ -112,9 +118,12 @@ class CRFView:
         # keeps at O(|Y| + nnz) instead of |Y|^2: take it up to a quarter non-zero. Without
         # them the backward pass accumulates |Y|^2 transition expectations per position
         # anyway, and the dense step (a vectorised loop) is faster whatever the sparsity.
-        ones = 0.25 if self.has_bigrams and not self.all_pairs else 0.0
-        return C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=None if ones else C.DENSE,
-                                  ones_fraction=ones)
+        ones = 0.25 if self.has_bigrams and not self.dense else 0.0
+        trans = C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=None if ones else C.DENSE,
+                                   ones_fraction=ones)
+        if self.has_bigrams:
+            K.compact_bigrams(w, self.space_t, trans, self.dense, self.bl)
+        return trans
 
     def buffers(self, order):
         """Scratch for the sequences ``order``, large enough for any weights."""
@@ -133,7 +142,7 @@ class CRFView:
 
     def kernel_args(self, trans):
         """The leading arguments of this view's prediction kernels."""
-        return self.space_t, self.data_t, self.aux, trans, self.all_pairs
+        return self.space_t, self.data_t, self.aux, trans, self.bl
 
     def accumulators(self, trans):
         outer = np.zeros((self.Lp, self.Lp)) if self.has_transitions else np.zeros((1, 1))
@@ -293,12 +302,12 @@ class ChainCRF(BatchChain):
 
     def _chunk(self, w, trans, order, want_grad, c, acc, failed, buf, clamp, scratch):
         v = self.view
-        return K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, v.all_pairs, order, want_grad,
+        return K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, v.bl, order, want_grad,
                                  self._gbufs[c], self._Gdbufs[c], acc, failed, buf, self.sw, clamp, scratch)
 
     def _chunk_log(self, w, trans, bad, want_grad, c, tcount, buf, lbuf, clamp, tcount1):
         v = self.view
-        return K.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, v.all_pairs, bad, want_grad,
+        return K.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, v.bl, bad, want_grad,
                                      self._gbufs[c], self._Gdbufs[c], tcount, buf, lbuf, self.sw, clamp, tcount1)
 
     # -- the "sgd" capability ---------------------------------------------------------

@@ -41,7 +41,7 @@ class CRF2View(CRFView):
         s = self.space
         K.refresh_weights(w, self.space_t, self.d_attr, self.Wd, self.dnz)
         x = w[s.t_base:]
-        if self.all_pairs or (len(x) and x.min() < -K.CANCEL_LIMIT):
+        if self.dense or (len(x) and x.min() < -K.CANCEL_LIMIT):
             return self._list_structure(x)
         return C.make_transitions(self.S, self._src, self._dst, x, kind=C.PAIR_ONES, n_labels=self.L,
                                   all_pairs=False)

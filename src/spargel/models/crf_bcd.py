@@ -269,15 +269,12 @@ def _rows(op, s, a, L, rows, pos, trans, SQ):
                 ci, cj, cc, q0, q1 = NZIJ[0], NZIJ[1], NZF[0], vptr[big_ids2[j0]], vptr[big_ids2[j0] + 1]
             elif j1 > j0:
                 # several: merge their non-zero weights with crf_kernels.corrections on the
-                # view of the layout (the fields it does not read are empty)
-                i64, i32, f64 = vptr[:0], nz_pair[:0], big_vals[:0]
-                zero = j0 - j0
-                space2 = (L, i64, i32, vptr, nz_pair, zero, i32, zero, i64)
+                # bigram list of the layout (the data fields it does not read are empty)
+                i64, f64 = vptr[:0], big_vals[:0]
+                bl = (vptr, nz_pair, j0 - j0, NZF[1], nz_pair[:0], nz_pair[:0], f64)
                 data2 = (i64, i64, big_ids2[:0], f64, big_ptr, big_ids2, big_vals, big_ids2[:0])
                 corr = (CI[0], CI[1], CI[2], CF[0], CF[1], CI[3])
-                all_pairs = trans[0] < 0          # False, as a plain bool (see OPS)
-                K.corrections(NZF[1], f64, 1.0, all_pairs, space2, data2, tf - 1, tf + 1, trans, corr, CF[2],
-                              U8[:LL], U8[LL:])
+                K.corrections(f64, 1.0, bl, data2, tf - 1, tf + 1, trans, corr, CF[2], U8[:LL], U8[LL:])
                 q0, q1 = CI[0][1], CI[0][2]
             if op != ALPHA:
                 for y in range(Sp):
@@ -576,7 +573,8 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
             # the transition structure changed: recompute the listed corrections
             for a in range(n_b):
                 for q in range(vptr[2 * a], vptr[2 * a + 1]):
-                    NZF[0, q] = C.base_entry(trans, NZIJ[1, q] * L + NZIJ[0, q]) * math.expm1(NZF[1, q])
+                    i, j = NZIJ[0, q], NZIJ[1, q]
+                    NZF[0, q] = C.base_entry(trans, i, j, j * L + i) * math.expm1(NZF[1, q])
         if act == BEGIN or (moving and not is_t and c0 < n_uni):
             # emission rows: of every token (BEGIN), or of the block's occurrences, saved
             # first (CHANGE) or put back (DISCARD)
@@ -651,7 +649,7 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
                         nz_pair[q] = p
                         NZIJ[0, q] = i
                         NZIJ[1, q] = j
-                        NZF[0, q] = C.base_entry(trans, j * L + i) * math.expm1(x)
+                        NZF[0, q] = C.base_entry(trans, i, j, j * L + i) * math.expm1(x)
                         NZF[1, q] = x
                         q += 1
                 vptr[2 * a + 1] = q

@@ -26,9 +26,13 @@ by :func:`fill_token_lists`, refreshed per weight vector by :func:`refresh_weigh
   ``ek[eptr[t]:eptr[t+1]]`` the weight indices of its other attributes; ``dval`` /
   ``evals`` hold the attribute values unless all are 1 (``binary``).
 
-Bigram attributes become position corrections of the chain (only their non-zero
-weights: the exp(λ)-1 trick of Sokolovska et al. 2010; with ``all_pairs`` every weight of
-the attributes firing at a position, which gives the classic dense computation).
+Bigram attributes become position corrections of the chain through a *bigram list*
+``bl = (ptr, pair, base, v, bi, bj, bc)``: attribute ``a`` contributes the weights
+``v[base + e]`` for label pairs ``pair[e]``, ``e`` in ``ptr[a]:ptr[a+1]``, zero weights
+skipped (``bi``, ``bj``, ``bc``: see :func:`compact_bigrams`; empty in a raw list). Batch kernels get a list compacted once per weight vector by
+:func:`compact_bigrams` (only the non-zero weights: the exp(λ)-1 trick of Sokolovska et
+al. 2010: a position costs its non-zero pairs, not |Y|²); SGD passes the space's own
+layout and its live weights.
 
 Weights are read as ``w_k = a * v_k`` (``a`` a global scale factor; with a 0/1 mask ``m``,
 only where ``m[k] = 1``): the batch gradient passes ``a = 1`` and no mask, SGD its lazily
@@ -175,14 +179,47 @@ CANCEL_LIMIT = 12.0
 
 
 @njit(cache=True, nogil=True)
-def corrections(v, m, a, all_pairs, space, data, lo, hi, trans, corr, acc, mark, need):
-    """The chain corrections of tokens lo+1..hi-1 from the (non-zero, or all with
-    ``all_pairs``) weights of their bigram attributes, into ``corr = (cptr, ci, cj, cc, cv,
-    ck)`` (positions relative to lo); ``need[t - lo]`` = 1 where the position has bigram
-    attributes (its pair marginals are needed for their gradient). A position with a
-    summed score below ``-CANCEL_LIMIT`` lists its whole matrix (``chain.FULL``), so no
-    ``1 + expm1(v)`` cancels. ``acc`` / ``mark`` are |Y|^2 scratch left zeroed."""
+def compact_bigrams(w, space, trans, keep_zeros, bl):
+    """The bigram list (see the module documentation) of the weights w: per attribute its
+    non-zero weights (all of them with ``keep_zeros``: the classic dense computation,
+    every pair of a firing attribute at every position), with their pairs' labels ``(bi, bj)`` and the correction ``bc =
+    Mbase * expm1(w)`` they make at a position with that attribute alone, at value 1
+    (``trans`` the chain's structure at w). ``bl`` is filled in place (its arrays have
+    room for every bigram weight)."""
     L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
+    bptr, bpair, _, bw, bi, bj, bc = bl
+    q = 0
+    bptr[0] = 0
+    for at in range(len(b_ptr) - 1):
+        for e in range(b_ptr[at], b_ptr[at + 1]):
+            x = w[b_base + e]
+            if x != 0.0 or keep_zeros:
+                p = b_pair[e]
+                i = p // L
+                j = p - i * L
+                bpair[q] = p
+                bw[q] = x
+                bi[q] = i
+                bj[q] = j
+                bc[q] = C.base_entry(trans, i, j, j * L + i) * math.expm1(x)
+                q += 1
+        bptr[at + 1] = q
+
+
+@njit(cache=True, nogil=True)
+def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need):
+    """The chain corrections of tokens lo+1..hi-1 from the bigram list ``bl`` (weights
+    read as ``a * v`` where the mask ``m`` allows, see the module documentation) of their
+    bigram attributes, into ``corr = (cptr, ci, cj, cc, cv, ck)`` (positions relative to
+    lo); ``need[t - lo]`` = 1 where the position has bigram attributes (its pair
+    marginals are needed for their gradient). A position with a summed score below
+    ``-CANCEL_LIMIT`` lists its whole matrix (``chain.FULL``), so no ``1 + expm1(v)``
+    cancels. ``acc`` / ``mark`` are |Y|^2 scratch left zeroed.
+
+    A position with one attribute at value 1 copies that attribute's list when the list
+    carries its labels and corrections (a compacted list: ``bc`` not empty)."""
+    L = trans[1]
+    b_ptr, b_pair, b_base, v, bi, bj, bc = bl
     big_ptr, big_ids, big_vals = data[4], data[5], data[6]
     cptr, ci, cj, cc, cv, ck = corr
     n = hi - lo
@@ -195,12 +232,28 @@ def corrections(v, m, a, all_pairs, space, data, lo, hi, trans, corr, acc, mark,
         j0, j1 = big_ptr[tok], big_ptr[tok + 1]
         need[t] = 1 if j1 > j0 else 0
         q0 = q
+        if j1 - j0 == 1 and big_vals[j0] == 1.0 and len(bc) > 0:
+            at = big_ids[j0]
+            lowest = 0.0
+            for e in range(b_ptr[at], b_ptr[at + 1]):
+                x = v[b_base + e]
+                i, j = bi[e], bj[e]
+                ci[q] = i
+                cj[q] = j
+                cv[q] = x
+                ck[q] = j * L + i
+                cc[q] = bc[e]
+                lowest = min(lowest, x)
+                q += 1
+            if lowest >= -CANCEL_LIMIT:
+                continue
+            q = q0                    # merged below, which lists the whole matrix
         for jj in range(j0, j1):
             at = big_ids[jj]
             x = big_vals[jj]
             for e in range(b_ptr[at], b_ptr[at + 1]):
                 wk = weight(v, m, a, b_base + e)
-                if wk == 0.0 and not all_pairs:
+                if wk == 0.0 and len(bc) == 0:       # (a compacted list keeps the zeros it has)
                     continue
                 p = b_pair[e]
                 if mark[p] == 0:
@@ -235,17 +288,18 @@ def corrections(v, m, a, all_pairs, space, data, lo, hi, trans, corr, acc, mark,
                     cj[q] = j
                     cv[q] = x
                     ck[q] = k
-                    cc[q] = C.base_entry(trans, k) * math.exp(x)
+                    cc[q] = C.base_entry(trans, i, j, k) * math.exp(x)
                     acc[p] = 0.0
                     q += 1
             continue
         for e in range(q0, q):
-            p = ci[e] * L + cj[e]
+            i, j = ci[e], cj[e]
+            p = i * L + j
             x = acc[p]
-            k = cj[e] * L + ci[e]
+            k = j * L + i
             cv[e] = x
             ck[e] = k
-            cc[e] = C.base_entry(trans, k) * math.expm1(x)
+            cc[e] = C.base_entry(trans, i, j, k) * math.expm1(x)
             acc[p] = 0.0
             mark[p] = 0
     cptr[n] = q
@@ -375,7 +429,7 @@ def _add_scaled_acc(acc, part, c):
 
 
 @njit(cache=True, nogil=True)
-def chunk_logz_grad(w, space, data, aux, trans, all_pairs, order, want_grad, g, Gd, acc, failed, buf, sw, clamp,
+def chunk_logz_grad(w, space, data, aux, trans, bl, order, want_grad, g, Gd, acc, failed, buf, sw, clamp,
                     acc1):
     """``sum_s c_s log Z_s`` over the sequences ``order``, ``c_s`` their weight ``sw[s]``
     (``sw`` empty: 1); with want_grad, adds ``c_s`` times their expected feature counts
@@ -403,7 +457,7 @@ def chunk_logz_grad(w, space, data, aux, trans, all_pairs, order, want_grad, g, 
             clamp_labels(E, labels, lo, n, L)
         C.exp_rows(E, psi, shift, n, L, kbuf)
         if bigrams:          # else cptr and need stay all zero: no corrections anywhere
-            corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
+            corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need)
         logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         if math.isnan(logz):
             failed[r] = 1
@@ -420,7 +474,7 @@ def chunk_logz_grad(w, space, data, aux, trans, all_pairs, order, want_grad, g, 
 
 
 @njit(cache=True, nogil=True)
-def chunk_logz_grad_log(w, space, data, aux, trans, all_pairs, order, want_grad, g, Gd, tcount, buf, lbuf, sw,
+def chunk_logz_grad_log(w, space, data, aux, trans, bl, order, want_grad, g, Gd, tcount, buf, lbuf, sw,
                         clamp, tcount1):
     """:func:`chunk_logz_grad` in log space (for the sequences whose scaled recursion
     underflowed); the transition counts go straight to ``tcount`` (by list index;
@@ -441,7 +495,7 @@ def chunk_logz_grad_log(w, space, data, aux, trans, all_pairs, order, want_grad,
         emissions(w, space, aux, lo, hi, E)
         if clamp:
             clamp_labels(E, labels, lo, n, L)
-        corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
+        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need)
         if not want_grad:
             need[:n] = 0
         logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount1, need, P, fv_t, cand)
@@ -473,7 +527,7 @@ def finish_gradient(space, d_attr, Gd, tcount, emp, g):
 
 # --------------------------------------------------------------------------- prediction
 @njit(cache=True, nogil=True)
-def decode_all(w, space, data, aux, trans, all_pairs, fixed, out, scores, buf, lbuf):
+def decode_all(w, space, data, aux, trans, bl, fixed, out, scores, buf, lbuf):
     """Viterbi labels of every sequence into out (flat over tokens), path scores into
     scores; ``fixed[t] >= 0`` forces the label of token t."""
     L = space[0]
@@ -486,12 +540,12 @@ def decode_all(w, space, data, aux, trans, all_pairs, fixed, out, scores, buf, l
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
         clamp_labels(E, fixed, lo, n, L)
-        corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
+        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need)
         scores[s] = C.viterbi(E, n, trans, corr, alpha, back, fv_t, out[lo:hi])
 
 
 @njit(cache=True, nogil=True)
-def marginals_all(w, space, data, aux, trans, all_pairs, out, logz, failed, buf, tcount):
+def marginals_all(w, space, data, aux, trans, bl, out, logz, failed, buf, tcount):
     """Point marginals of every token into out (n_tokens x L) and log Z per sequence by
     the scaled recursion; sequences where it underflows are flagged in ``failed``.
     ``tcount`` is scratch of the chain's list length (transition expectations, unused)."""
@@ -505,7 +559,7 @@ def marginals_all(w, space, data, aux, trans, all_pairs, out, logz, failed, buf,
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
         C.exp_rows(E, psi, shift, n, L, kbuf)
-        corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
+        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need)
         z = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         logz[s] = z
         if math.isnan(z):
@@ -519,7 +573,7 @@ def marginals_all(w, space, data, aux, trans, all_pairs, out, logz, failed, buf,
 
 
 @njit(cache=True, nogil=True)
-def marginals_log(w, space, data, aux, trans, all_pairs, order, out, logz, buf, lbuf, tcount):
+def marginals_log(w, space, data, aux, trans, bl, order, out, logz, buf, lbuf, tcount):
     """:func:`marginals_all` in log space for the sequences ``order``."""
     L = space[0]
     seq_ptr = data[0]
@@ -531,7 +585,7 @@ def marginals_log(w, space, data, aux, trans, all_pairs, order, out, logz, buf, 
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
-        corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
+        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need)
         need[:n] = 0
         logz[s] = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount, need, P, fv_t, cand)
         for t in range(n):
@@ -540,7 +594,7 @@ def marginals_log(w, space, data, aux, trans, all_pairs, order, out, logz, buf, 
 
 
 @njit(cache=True, nogil=True)
-def nbest_one(w, space, data, aux, trans, all_pairs, s, fixed, K, paths, scores, buf, lbuf):
+def nbest_one(w, space, data, aux, trans, bl, s, fixed, K, paths, scores, buf, lbuf):
     """The K best label sequences of sequence s (see ``chain.nbest``)."""
     L = space[0]
     seq_ptr = data[0]
@@ -550,7 +604,7 @@ def nbest_one(w, space, data, aux, trans, all_pairs, s, fixed, K, paths, scores,
     n = hi - lo
     emissions(w, space, aux, lo, hi, E)
     clamp_labels(E, fixed, lo, n, L)
-    corrections(w, nomask, 1.0, all_pairs, space, data, lo, hi, trans, corr, cacc, mark, need)
+    corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need)
     return C.nbest(E, n, trans, corr, K, lbuf[3], paths, scores)
 
 
