@@ -146,8 +146,13 @@ def _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode):
                     ntu[0] += 1
                     if mode == SETTLE:
                         Z.penalise_block(v, aux, l1w, l1, m, us, up, k0, k1, variant)
-                for k in range(k0, k1):
-                    row[u_lab[k]] += x * K.weight(v, m, a, k)
+                if len(m) == 0:               # no mask: a loop the compiler keeps tight
+                    xa = x * a
+                    for k in range(k0, k1):
+                        row[u_lab[k]] += xa * v[k]
+                else:
+                    for k in range(k0, k1):
+                        row[u_lab[k]] += x * K.weight(v, m, a, k)
 
 
 @njit(cache=True, nogil=True, inline="always")
