@@ -482,7 +482,8 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     ``outer[i, y] += alpha[t-1, i] r_t[y]`` (DENSE and ONES, unless ``outer`` is 1 x 1),
     ``glob[q]`` the part of global correction q (for PAIR_ONES and LIST its whole
     expected count), ``pos[k]`` the part of the position corrections of the pair with
-    list index k. The pairwise marginals of every position t >= 1 with ``need[t] != 0``
+    list index k (``pos`` empty: not gathered, for a model without transition
+    weights). The pairwise marginals of every position t >= 1 with ``need[t] != 0``
     are written to ``P[t]`` (S x S, any kind of structure; the gradient of
     observation-conditioned bigram weights needs them). ``tmp`` is a scratch row."""
     kind, S = trans[0], trans[1]
@@ -534,8 +535,9 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
                             outer[i, y] += a * r[y]
             for q in range(len(gi)):
                 glob[q] += prev[gi[q]] * (gc[q] + base1) * r[gj[q]]
-        for q in range(q0, q1):
-            pos[ck[q]] += prev[ci[q]] * cc[q] * r[cj[q]]
+        if len(pos) > 0:
+            for q in range(q0, q1):
+                pos[ck[q]] += prev[ci[q]] * cc[q] * r[cj[q]]
         if need[t] != 0:
             pair_matrix(prev, r, trans, ci, cj, cc, cptr[t], q1, P[t])
         for y in range(Sp):

@@ -146,7 +146,7 @@ class CRFView:
 
     def accumulators(self, trans):
         outer = np.zeros((self.Lp, self.Lp)) if self.has_transitions else np.zeros((1, 1))
-        return outer, np.zeros(len(trans[6])), np.zeros(len(trans[11]))
+        return outer, np.zeros(len(trans[6])), np.zeros(len(trans[11]) if self.has_transitions else 0)
 
 
 class BatchChain:
