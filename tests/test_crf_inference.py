@@ -14,9 +14,12 @@ from crf_reference import (brute_logz, brute_loss, brute_marginals, enumerate_pa
 CASES = [("full", True), ("observed", True), ("full", False), ("observed", False)]
 
 
-def problem(seed, kind, transitions, n_labels=3, scale=1.0):
+def problem(seed, kind, transitions, n_labels=3, scale=1.0, real_values=True):
+    # real_values=False: attributes at value 1, so that positions with one bigram attribute
+    # take the compacted-list copy and the stored matrices (crf_kernels.corrections)
     rng = np.random.default_rng(seed)
-    data = random_data(rng, n_labels=n_labels)
+    data = random_data(rng, n_labels=n_labels) if real_values else random_data(rng, n_labels=n_labels, n_seq=6,
+                                                                               real_values=False)
     space = random_space(rng, data, kind, n_labels, 6, 3, transitions)
     w = rng.normal(scale=scale, size=space.n_params)
     return space, data, w
@@ -55,10 +58,11 @@ def _finite_differences(model, w, eps=1e-6):
 
 @pytest.mark.parametrize("kind,transitions", CASES)
 @pytest.mark.parametrize("density", [1.0, 0.3, 0.0])
-def test_gradient_matches_finite_differences(kind, transitions, density):
+@pytest.mark.parametrize("real_values", [True, False])
+def test_gradient_matches_finite_differences(kind, transitions, density, real_values):
     # density 0: every weight zero (no chain corrections at all, yet every bigram and
     # transition weight needs its expected count); 0.3: a sparse model (ones base)
-    space, data, w = problem(7, kind, transitions)
+    space, data, w = problem(7, kind, transitions, real_values=real_values)
     w = np.where(np.random.default_rng(1).random(len(w)) < density, w, 0.0)
     for inference in ("auto", "dense"):
         model = M.ChainCRF(space, data, inference=inference)
@@ -179,11 +183,12 @@ def test_inference_modes_agree(kind, transitions, density):
 
 @pytest.mark.parametrize("kind,transitions", CASES)
 @pytest.mark.parametrize("density", [0.3, 0.05])
-def test_sparse_viterbi_matches_enumeration_with_ties(kind, transitions, density):
+@pytest.mark.parametrize("real_values", [True, False])
+def test_sparse_viterbi_matches_enumeration_with_ties(kind, transitions, density, real_values):
     """The O(S + corrections) Viterbi step of a ONES structure: few non-zero weights, all
     small integers (so many paths tie): the best score is the enumerated one and the path
     is the one the dense step picks (the same tie rule)."""
-    space, data, w = problem(5, kind, transitions)
+    space, data, w = problem(5, kind, transitions, real_values=real_values)
     rng = np.random.default_rng(3)
     w = np.where(rng.random(len(w)) < density, rng.integers(-2, 3, size=len(w)), 0).astype(float)
     w[space.t_base + 1:] = 0.0             # at most one transition weight: a ONES base
@@ -196,6 +201,32 @@ def test_sparse_viterbi_matches_enumeration_with_ties(kind, transitions, density
         paths, scores = enumerate_paths(space, data, w, s)
         assert sc_s[s] == pytest.approx(scores.max(), abs=1e-12)
         assert scores[paths.index(tuple(ids_s[lo:hi]))] == pytest.approx(scores.max(), abs=1e-12)
+
+
+@pytest.mark.parametrize("inference", ["auto", "dense"])
+def test_stored_position_matrices_match_the_correction_lists(monkeypatch, inference):
+    """Bigram attributes with many non-zero weights get a stored dense position matrix
+    (chain.MAT): loss, gradient and marginals equal enumeration and the list path."""
+    space, data, w = problem(6, "full", False, real_values=False)
+    single = (np.diff(data.big_ptr) == 1)[1:]
+    assert single.any()
+    model = M.ChainCRF(space, data, inference=inference)
+    model.view.refresh(w)
+    assert (model.view.bl[7] >= 0).any()
+    loss, g = model.loss_grad(w)
+    assert loss == pytest.approx(brute_loss(space, data, w), rel=1e-10)
+    np.testing.assert_allclose(g, _finite_differences(model, w), rtol=1e-5, atol=1e-6)
+    marg, logz = M.marginals(space, data, w)
+    for s in range(data.n_sequences):
+        lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+        assert logz[s] == pytest.approx(brute_logz(space, data, w, s), rel=1e-10, abs=1e-10)
+        np.testing.assert_allclose(marg[lo:hi], brute_marginals(space, data, w, s)[0], atol=1e-12)
+    monkeypatch.setattr(M, "MATRIX_BUDGET", 0)
+    lists = M.ChainCRF(space, data, inference=inference)
+    assert len(lists.view.mats) == 0
+    loss2, g2 = lists.loss_grad(w)
+    assert loss2 == pytest.approx(loss, rel=1e-12)
+    np.testing.assert_allclose(g2, g, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("kind", [C.DENSE, C.ONES])

@@ -42,6 +42,13 @@ a sequence are flat arrays with a pointer per position (``cptr``).
 its first entry is the sentinel ``i = -1`` (see :data:`FULL`), the structure's base is
 not used there, and every allowed pair follows with ``c = Mbase[i, j] * exp(v)``.
 
+A position may instead give its whole factor as a stored dense matrix (one entry, ``ci =
+MAT``, ``cj`` the matrix's index in the structure's stack ``trans[15]``, its transpose
+in ``trans[16]``): where most pairs are corrected, the vectorised dense step beats one
+scattered update per correction. Only :func:`forward`, :func:`backward` and
+:func:`pair_matrix` read such positions (the log-space and decoding functions get
+explicit lists), and only in chains without transition expectations to gather.
+
 Scaling: each alpha row is normalised (Rabiner); emission rows are shifted by their
 maximum before ``exp`` and ``M`` by ``tshift``, so every number stays in range unless a
 whole row underflows, which :func:`forward` reports as NaN -- the caller then runs
@@ -68,6 +75,7 @@ NEG_INF = -np.inf
 FLOAT_MAX = 1.7976931348623157e308
 DENSE, ONES, LIST, PAIR_ONES = 0, 1, 2, 3
 FULL = -1           # ci of the first correction of a position that lists its whole matrix
+MAT = -2            # ci of the only entry of a position whose factor is a stored dense matrix
 # re-association lets LLVM vectorise the row updates; NaN / inf keep their IEEE meaning
 FAST = {"reassoc", "contract", "nsz", "arcp"}
 EXP_FAST = {"contract", "nsz", "arcp"}      # no 'reassoc': x - k ln2 must keep its two steps
@@ -101,13 +109,20 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     ``keep_zeros``: under ONES, list every given pair (zero scores included) as a global
     correction, so that :func:`refresh` can load new scores in place.
 
-    Returns ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr, fi, fv, gk, kbuf, ebuf)``:
-    ``tshift`` is a one-element array (so compiled code can refresh a structure in place,
-    see :func:`refresh`), ``gk[q]`` the list index of global correction q, ``kbuf`` /
-    ``ebuf`` scratch for that refresh.
+    Returns ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr, fi, fv, gk, kbuf, ebuf,
+    mats, matsT)``: ``tshift`` is a one-element array (so compiled code can refresh a
+    structure in place, see :func:`refresh`), ``gk[q]`` the list index of global
+    correction q, ``kbuf`` / ``ebuf`` scratch for that refresh, ``mats`` / ``matsT`` the
+    (empty) stack of position matrices (see :data:`MAT`; :func:`with_matrices`).
     """
     trans = _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction)
-    return trans + (np.zeros(S * S, np.int64), np.zeros(S * S))
+    return trans + (np.zeros(S * S, np.int64), np.zeros(S * S), np.zeros((0, 1, 1)), np.zeros((0, 1, 1)))
+
+
+def with_matrices(trans, mats, matsT):
+    """The structure ``trans`` with the stack of position matrices ``mats`` (k x Sp x Sp,
+    padding zero) and their transposes."""
+    return trans[:15] + (mats, matsT)
 
 
 def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction):
@@ -396,6 +411,13 @@ def pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P):
     not allowed), for every kind of structure."""
     kind, S, L = trans[0], trans[1], trans[2]
     gi, gj, gc = trans[6], trans[7], trans[8]
+    if q1 > q0 and ci[q0] == MAT:
+        M = trans[15][cj[q0]]
+        for i in range(S):
+            a = prev[i]
+            for j in range(S):
+                P[i * S + j] = a * M[i, j] * r[j]
+        return
     if (q1 > q0 and ci[q0] == FULL) or kind == LIST or kind == PAIR_ONES:
         for p in range(S * S):
             P[p] = 0.0
@@ -434,7 +456,8 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
     NaN when a row underflowed or overflowed (then use :func:`forward_backward_log`).
     The common step -- DENSE structure, no corrections at the position -- is written
     out here (a tight loop that vectorises; through :func:`forward_step` it is twice as
-    slow); every other step goes through :func:`forward_step`."""
+    slow), and so is a position with a stored matrix (:data:`MAT`); every other step
+    goes through :func:`forward_step`."""
     kind, S, tshift = trans[0], trans[1], trans[3][0]
     expT = trans[4]
     cptr, ci, cj, cc = corr[0], corr[1], corr[2], corr[3]
@@ -446,14 +469,17 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
             for y in range(Sp):
                 cur[y] = psi[0, y]
         else:
-            if kind == DENSE and cptr[t] == cptr[t + 1]:
+            q0 = cptr[t]
+            mat = cptr[t + 1] > q0 and ci[q0] == MAT
+            if (kind == DENSE and cptr[t + 1] == q0) or mat:
+                M = trans[15][cj[q0]] if mat else expT
                 prev = alpha[t - 1]
                 for y in range(Sp):
                     cur[y] = 0.0
                 for i in range(S):
                     a = prev[i]
                     for y in range(Sp):
-                        cur[y] += a * expT[i, y]
+                        cur[y] += a * M[i, y]
             else:
                 forward_step(alpha[t - 1], cur, trans, ci, cj, cc, cptr[t], cptr[t + 1])
             for y in range(Sp):
@@ -503,16 +529,19 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
             r[y] = psi[t, y] * beta[t, y] * inv
         prev = alpha[t - 1]
         q0, q1 = cptr[t], cptr[t + 1]
-        if kind == DENSE and q0 == q1:
-            # the common step written out (see forward)
+        mat = q1 > q0 and ci[q0] == MAT
+        if (kind == DENSE and q0 == q1) or mat:
+            # the common step written out (see forward); a stored matrix's position
+            # gathers no transition expectations (see MAT)
+            MT = trans[16][cj[q0]] if mat else expTT
             out = beta[t - 1]
             for y in range(Sp):
                 out[y] = 0.0
             for j in range(S):
                 b = r[j]
                 for y in range(Sp):
-                    out[y] += b * expTT[j, y]
-            if want_outer:
+                    out[y] += b * MT[j, y]
+            if want_outer and not mat:
                 for i in range(S):
                     a = prev[i]
                     for y in range(Sp):

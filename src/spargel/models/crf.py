@@ -26,6 +26,8 @@ CHUNK_BUFFER_BUDGET = 256 * 2 ** 20
 # unigram attributes that carry at least this fraction of the labels get a padded row
 # (fixed-length SIMD adds); the others keep their short label lists
 DENSE_FRACTION = 0.25
+# memory for the stored position matrices of bigram attributes with many non-zero weights
+MATRIX_BUDGET = 64 * 2 ** 20
 
 
 def resolve_n_jobs(n_jobs):
@@ -102,10 +104,30 @@ class CRFView:
         # the bigram list of the current weights (crf_kernels.compact_bigrams), refreshed
         # in place like the dense rows
         nb = len(space.b_pair) if self.has_bigrams else 0
-        self.bl = (np.zeros(len(space.b_ptr) if self.has_bigrams else 1, dtype=np.int64),
-                   np.zeros(nb, dtype=self.space_t[4].dtype), 0, np.zeros(nb), np.zeros(nb, dtype=np.int32),
-                   np.zeros(nb, dtype=np.int32), np.zeros(nb))
+        n_ba = len(space.b_ptr) - 1 if self.has_bigrams else 0
+        self.bl = (np.zeros(n_ba + 1, dtype=np.int64), np.zeros(nb, dtype=self.space_t[4].dtype), 0, np.zeros(nb),
+                   np.zeros(nb, dtype=np.int32), np.zeros(nb, dtype=np.int32), np.zeros(nb),
+                   np.full(n_ba, -1, dtype=np.int64))
         self.has_transitions = len(space.t_pair) > 0
+        self._matrix_slots(space, data)
+
+    def _matrix_slots(self, space, data):
+        """Stored position matrices (``chain.MAT``) for the bigram attributes that can have
+        many non-zero weights, most frequent first, within MATRIX_BUDGET bytes; not for
+        models with transition weights (such positions gather no transition counts)."""
+        n_ba = len(self.bl[7])
+        self.slot = np.full(n_ba, -1, dtype=np.int64)
+        n = 0
+        if self.has_bigrams and not self.has_transitions:
+            L, Lp = self.L, self.Lp
+            sizes = np.diff(space.b_ptr)
+            counts = np.bincount(data.big_ids, minlength=n_ba)[:n_ba]
+            can = np.flatnonzero((sizes * K.MAT_SHARE >= L * Lp) & (counts > 0))
+            can = can[np.argsort(-counts[can], kind="stable")][:MATRIX_BUDGET // (2 * Lp * Lp * 8)]
+            self.slot[can] = np.arange(len(can))
+            n = len(can)
+        Lp = self.Lp if n else 1
+        self.mats, self.matsT = np.zeros((n, Lp, Lp)), np.zeros((n, Lp, Lp))
 
     def refresh(self, w):
         """Load weights w into the padded rows; returns the transition structure."""
@@ -122,7 +144,9 @@ class CRFView:
         trans = C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=None if ones else C.DENSE,
                                    ones_fraction=ones)
         if self.has_bigrams:
-            K.compact_bigrams(w, self.space_t, trans, self.dense, self.bl)
+            K.compact_bigrams(w, self.space_t, trans, self.dense, self.bl, self.slot, self.mats, self.matsT)
+            if len(self.mats):
+                trans = C.with_matrices(trans, self.mats, self.matsT)
         return trans
 
     def buffers(self, order):

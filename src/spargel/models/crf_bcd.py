@@ -274,7 +274,7 @@ def _rows(op, s, a, L, rows, pos, trans, SQ):
                 bl = (vptr, nz_pair, j0 - j0, NZF[1], nz_pair[:0], nz_pair[:0], f64)
                 data2 = (i64, i64, big_ids2[:0], f64, big_ptr, big_ids2, big_vals, big_ids2[:0])
                 corr = (CI[0], CI[1], CI[2], CF[0], CF[1], CI[3])
-                K.corrections(f64, 1.0, bl, data2, tf - 1, tf + 1, trans, corr, CF[2], U8[:LL], U8[LL:])
+                K.corrections(f64, 1.0, bl, data2, tf - 1, tf + 1, trans, corr, CF[2], U8[:LL], U8[LL:], i64)
                 q0, q1 = CI[0][1], CI[0][2]
             if op != ALPHA:
                 for y in range(Sp):

@@ -178,19 +178,30 @@ def emissions(w, space, aux, lo, hi, E):
 CANCEL_LIMIT = 12.0
 
 
+# an attribute whose non-zero bigram weights number at least S * Sp / MAT_SHARE gets a
+# stored dense matrix (chain.MAT) where a slot is free: a scattered update per correction
+# then costs more than the vectorised dense step
+MAT_SHARE = 8
+
+
 @njit(cache=True, nogil=True)
-def compact_bigrams(w, space, trans, keep_zeros, bl):
+def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT):
     """The bigram list (see the module documentation) of the weights w: per attribute its
     non-zero weights (all of them with ``keep_zeros``: the classic dense computation,
     every pair of a firing attribute at every position), with their pairs' labels ``(bi, bj)`` and the correction ``bc =
     Mbase * expm1(w)`` they make at a position with that attribute alone, at value 1
     (``trans`` the chain's structure at w). ``bl`` is filled in place (its arrays have
-    room for every bigram weight)."""
+    room for every bigram weight). An attribute with a matrix slot (``slot[at] >= 0``)
+    and many non-zero weights (see :data:`MAT_SHARE`) also gets its position factor
+    ``M[i, j] = Mbase[i, j] exp(w_ij)`` stored in ``mats[slot]`` (and transposed in
+    ``matsT``); ``bl[7][at]`` says which attributes have one (-1: none)."""
     L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
-    bptr, bpair, _, bw, bi, bj, bc = bl
+    bptr, bpair, _, bw, bi, bj, bc, amat = bl
+    Sp = mats.shape[1] if len(mats) else 0
     q = 0
     bptr[0] = 0
     for at in range(len(b_ptr) - 1):
+        q0 = q
         for e in range(b_ptr[at], b_ptr[at + 1]):
             x = w[b_base + e]
             if x != 0.0 or keep_zeros:
@@ -204,10 +215,23 @@ def compact_bigrams(w, space, trans, keep_zeros, bl):
                 bc[q] = C.base_entry(trans, i, j, j * L + i) * math.expm1(x)
                 q += 1
         bptr[at + 1] = q
+        amat[at] = -1
+        if len(slot) > 0 and slot[at] >= 0 and (q - q0) * MAT_SHARE >= L * Sp:
+            r = slot[at]
+            M, MT = mats[r], matsT[r]
+            for i in range(L):
+                for j in range(L):
+                    M[i, j] = C.base_entry(trans, i, j, j * L + i)
+            for e in range(q0, q):
+                M[bi[e], bj[e]] += bc[e]
+            for i in range(L):
+                for j in range(L):
+                    MT[j, i] = M[i, j]
+            amat[at] = r
 
 
 @njit(cache=True, nogil=True)
-def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need):
+def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
     """The chain corrections of tokens lo+1..hi-1 from the bigram list ``bl`` (weights
     read as ``a * v`` where the mask ``m`` allows, see the module documentation) of their
     bigram attributes, into ``corr = (cptr, ci, cj, cc, cv, ck)`` (positions relative to
@@ -217,9 +241,11 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need):
     cancels. ``acc`` / ``mark`` are |Y|^2 scratch left zeroed.
 
     A position with one attribute at value 1 copies that attribute's list when the list
-    carries its labels and corrections (a compacted list: ``bc`` not empty)."""
+    carries its labels and corrections (a compacted list: ``bc`` not empty), or names the
+    attribute's stored matrix (``chain.MAT``) when ``amat[at] >= 0`` (``amat`` empty: no
+    matrices; see :func:`compact_bigrams`)."""
     L = trans[1]
-    b_ptr, b_pair, b_base, v, bi, bj, bc = bl
+    b_ptr, b_pair, b_base, v, bi, bj, bc = bl[0], bl[1], bl[2], bl[3], bl[4], bl[5], bl[6]
     big_ptr, big_ids, big_vals = data[4], data[5], data[6]
     cptr, ci, cj, cc, cv, ck = corr
     n = hi - lo
@@ -232,6 +258,14 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need):
         j0, j1 = big_ptr[tok], big_ptr[tok + 1]
         need[t] = 1 if j1 > j0 else 0
         q0 = q
+        if j1 - j0 == 1 and big_vals[j0] == 1.0 and len(amat) > 0 and amat[big_ids[j0]] >= 0:
+            ci[q] = C.MAT
+            cj[q] = amat[big_ids[j0]]
+            cc[q] = 0.0
+            cv[q] = 0.0
+            ck[q] = 0
+            q += 1
+            continue
         if j1 - j0 == 1 and big_vals[j0] == 1.0 and len(bc) > 0:
             at = big_ids[j0]
             lowest = 0.0
@@ -457,7 +491,7 @@ def chunk_logz_grad(w, space, data, aux, trans, bl, order, want_grad, g, Gd, acc
             clamp_labels(E, labels, lo, n, L)
         C.exp_rows(E, psi, shift, n, L, kbuf)
         if bigrams:          # else cptr and need stay all zero: no corrections anywhere
-            corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need)
+            corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7])
         logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         if math.isnan(logz):
             failed[r] = 1
@@ -495,7 +529,7 @@ def chunk_logz_grad_log(w, space, data, aux, trans, bl, order, want_grad, g, Gd,
         emissions(w, space, aux, lo, hi, E)
         if clamp:
             clamp_labels(E, labels, lo, n, L)
-        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need)
+        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
         if not want_grad:
             need[:n] = 0
         logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount1, need, P, fv_t, cand)
@@ -540,7 +574,7 @@ def decode_all(w, space, data, aux, trans, bl, fixed, out, scores, buf, lbuf):
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
         clamp_labels(E, fixed, lo, n, L)
-        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need)
+        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
         scores[s] = C.viterbi(E, n, trans, corr, alpha, back, fv_t, out[lo:hi])
 
 
@@ -559,7 +593,7 @@ def marginals_all(w, space, data, aux, trans, bl, out, logz, failed, buf, tcount
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
         C.exp_rows(E, psi, shift, n, L, kbuf)
-        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need)
+        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7])
         z = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         logz[s] = z
         if math.isnan(z):
@@ -585,7 +619,7 @@ def marginals_log(w, space, data, aux, trans, bl, order, out, logz, buf, lbuf, t
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
-        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need)
+        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
         need[:n] = 0
         logz[s] = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount, need, P, fv_t, cand)
         for t in range(n):
@@ -604,7 +638,7 @@ def nbest_one(w, space, data, aux, trans, bl, s, fixed, K, paths, scores, buf, l
     n = hi - lo
     emissions(w, space, aux, lo, hi, E)
     clamp_labels(E, fixed, lo, n, L)
-    corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need)
+    corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
     return C.nbest(E, n, trans, corr, K, lbuf[3], paths, scores)
 
 

@@ -232,7 +232,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode)
     if len(data[5]) > 0:     # else cptr and need stay all zero: no corrections anywhere
         raw = (space[3], space[4], space[5], v, space[4][:0], space[4][:0], v[:0])     # the live weights
-        K.corrections(m, a, raw, data, lo, hi, trans, corr, cacc, mark, need)
+        K.corrections(m, a, raw, data, lo, hi, trans, corr, cacc, mark, need, space[3][:0])
     want = coef != 0.0
     if not want:
         need[:n] = 0
