@@ -207,9 +207,13 @@ def test_sparse_viterbi_matches_enumeration_with_ties(kind, transitions, density
 def test_stored_position_matrices_match_the_correction_lists(monkeypatch, inference):
     """Bigram attributes with many non-zero weights get a stored dense position matrix
     (chain.MAT): loss, gradient and marginals equal enumeration and the list path."""
-    space, data, w = problem(6, "full", False, real_values=False)
-    single = (np.diff(data.big_ptr) == 1)[1:]
-    assert single.any()
+    rng = np.random.default_rng(6)
+    data = random_data(rng, n_seq=12, n_labels=3, p_big=0.9, real_values=False)
+    space = random_space(rng, data, "full", 3, 6, 3, False)
+    w = rng.normal(size=space.n_params)
+    starts = np.zeros(data.n_tokens, bool)
+    starts[data.seq_ptr[:-1]] = True
+    assert np.count_nonzero((np.diff(data.big_ptr) == 1) & ~starts) >= 8     # one attribute, not a first token
     model = M.ChainCRF(space, data, inference=inference)
     model.view.refresh(w)
     assert (model.view.bl[7] >= 0).any()
@@ -227,6 +231,14 @@ def test_stored_position_matrices_match_the_correction_lists(monkeypatch, infere
     loss2, g2 = lists.loss_grad(w)
     assert loss2 == pytest.approx(loss, rel=1e-12)
     np.testing.assert_allclose(g2, g, rtol=1e-10, atol=1e-12)
+    ids, scores = M.decode_view(model.view, w)
+    ids2, scores2 = M.decode_view(lists.view, w)
+    np.testing.assert_array_equal(ids, ids2)
+    np.testing.assert_array_equal(scores, scores2)
+    for s in range(data.n_sequences):
+        lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+        paths, sc = enumerate_paths(space, data, w, s)
+        assert list(ids[lo:hi]) == list(paths[int(np.argmax(sc))])
 
 
 @pytest.mark.parametrize("kind", [C.DENSE, C.ONES])

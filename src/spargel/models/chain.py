@@ -44,10 +44,11 @@ not used there, and every allowed pair follows with ``c = Mbase[i, j] * exp(v)``
 
 A position may instead give its whole factor as a stored dense matrix (one entry, ``ci =
 MAT``, ``cj`` the matrix's index in the structure's stack ``trans[15]``, its transpose
-in ``trans[16]``): where most pairs are corrected, the vectorised dense step beats one
-scattered update per correction. Only :func:`forward`, :func:`backward` and
-:func:`pair_matrix` read such positions (the log-space and decoding functions get
-explicit lists), and only in chains without transition expectations to gather.
+in ``trans[16]``, its raw scores in ``trans[17]`` as ``[j, i]``): where most pairs are
+corrected, the vectorised dense step beats one scattered update per correction. Only
+:func:`forward`, :func:`backward`, :func:`pair_matrix` and :func:`viterbi` read such
+positions (the log-space and n-best functions get explicit lists), and only in chains
+without transition expectations to gather.
 
 Scaling: each alpha row is normalised (Rabiner); emission rows are shifted by their
 maximum before ``exp`` and ``M`` by ``tshift``, so every number stays in range unless a
@@ -110,19 +111,20 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     correction, so that :func:`refresh` can load new scores in place.
 
     Returns ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr, fi, fv, gk, kbuf, ebuf,
-    mats, matsT)``: ``tshift`` is a one-element array (so compiled code can refresh a
+    mats, matsT, mscores)``: ``tshift`` is a one-element array (so compiled code can refresh a
     structure in place, see :func:`refresh`), ``gk[q]`` the list index of global
-    correction q, ``kbuf`` / ``ebuf`` scratch for that refresh, ``mats`` / ``matsT`` the
-    (empty) stack of position matrices (see :data:`MAT`; :func:`with_matrices`).
+    correction q, ``kbuf`` / ``ebuf`` scratch for that refresh, ``mats`` / ``matsT`` /
+    ``mscores`` the (empty) stack of position matrices (see :data:`MAT`;
+    :func:`with_matrices`).
     """
     trans = _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction)
-    return trans + (np.zeros(S * S, np.int64), np.zeros(S * S), np.zeros((0, 1, 1)), np.zeros((0, 1, 1)))
+    return trans + (np.zeros(S * S, np.int64), np.zeros(S * S)) + (np.zeros((0, 1, 1)),) * 3
 
 
-def with_matrices(trans, mats, matsT):
+def with_matrices(trans, mats, matsT, scores):
     """The structure ``trans`` with the stack of position matrices ``mats`` (k x Sp x Sp,
-    padding zero) and their transposes."""
-    return trans[:15] + (mats, matsT)
+    padding zero), their transposes and their raw scores (k x S x S, ``[j, i]``)."""
+    return trans[:15] + (mats, matsT, scores)
 
 
 def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction):
@@ -722,6 +724,19 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
         delta[0, y] = E[0, y]
     for t in range(1, n):
         q0, q1 = cptr[t], cptr[t + 1]
+        if q1 > q0 and ci[q0] == MAT:
+            LT = trans[17][cj[q0]]
+            for j in range(S):
+                best = NEG_INF
+                arg = -1
+                for i in range(S):
+                    v = delta[t - 1, i] + LT[j, i]
+                    if _better(v, i, best, arg):
+                        best = v
+                        arg = i
+                delta[t, j] = best + E[t, j]
+                back[t, j] = max(arg, 0)
+            continue
         full = q1 > q0 and ci[q0] == FULL
         if sparse and not full and 4 * (q1 - q0) < S * S:
             for q in range(q0, q1):

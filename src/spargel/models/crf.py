@@ -123,11 +123,12 @@ class CRFView:
             sizes = np.diff(space.b_ptr)
             counts = np.bincount(data.big_ids, minlength=n_ba)[:n_ba]
             can = np.flatnonzero((sizes * K.MAT_SHARE >= L * Lp) & (counts > 0))
-            can = can[np.argsort(-counts[can], kind="stable")][:MATRIX_BUDGET // (2 * Lp * Lp * 8)]
+            can = can[np.argsort(-counts[can], kind="stable")][:MATRIX_BUDGET // (3 * Lp * Lp * 8)]
             self.slot[can] = np.arange(len(can))
             n = len(can)
         Lp = self.Lp if n else 1
         self.mats, self.matsT = np.zeros((n, Lp, Lp)), np.zeros((n, Lp, Lp))
+        self.mscores = np.zeros((n, self.L if n else 1, self.L if n else 1))
 
     def refresh(self, w):
         """Load weights w into the padded rows; returns the transition structure."""
@@ -144,9 +145,10 @@ class CRFView:
         trans = C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=None if ones else C.DENSE,
                                    ones_fraction=ones)
         if self.has_bigrams:
-            K.compact_bigrams(w, self.space_t, trans, self.dense, self.bl, self.slot, self.mats, self.matsT)
+            K.compact_bigrams(w, self.space_t, trans, self.dense, self.bl, self.slot, self.mats, self.matsT,
+                              self.mscores)
             if len(self.mats):
-                trans = C.with_matrices(trans, self.mats, self.matsT)
+                trans = C.with_matrices(trans, self.mats, self.matsT, self.mscores)
         return trans
 
     def buffers(self, order):

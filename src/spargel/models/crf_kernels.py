@@ -185,7 +185,7 @@ MAT_SHARE = 8
 
 
 @njit(cache=True, nogil=True)
-def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT):
+def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT, mscores):
     """The bigram list (see the module documentation) of the weights w: per attribute its
     non-zero weights (all of them with ``keep_zeros``: the classic dense computation,
     every pair of a firing attribute at every position), with their pairs' labels ``(bi, bj)`` and the correction ``bc =
@@ -193,8 +193,10 @@ def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT):
     (``trans`` the chain's structure at w). ``bl`` is filled in place (its arrays have
     room for every bigram weight). An attribute with a matrix slot (``slot[at] >= 0``)
     and many non-zero weights (see :data:`MAT_SHARE`) also gets its position factor
-    ``M[i, j] = Mbase[i, j] exp(w_ij)`` stored in ``mats[slot]`` (and transposed in
-    ``matsT``); ``bl[7][at]`` says which attributes have one (-1: none)."""
+    ``M[i, j] = Mbase[i, j] exp(w_ij)`` stored in ``mats[slot]`` (transposed in ``matsT``,
+    raw scores ``T_ij + w_ij`` in ``mscores[slot][j, i]``); ``bl[7][at]`` says which
+    attributes have one (-1: none)."""
+    fv = trans[11]
     L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
     bptr, bpair, _, bw, bi, bj, bc, amat = bl
     Sp = mats.shape[1] if len(mats) else 0
@@ -218,12 +220,14 @@ def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT):
         amat[at] = -1
         if len(slot) > 0 and slot[at] >= 0 and (q - q0) * MAT_SHARE >= L * Sp:
             r = slot[at]
-            M, MT = mats[r], matsT[r]
+            M, MT, LT = mats[r], matsT[r], mscores[r]
             for i in range(L):
                 for j in range(L):
                     M[i, j] = C.base_entry(trans, i, j, j * L + i)
+                    LT[j, i] = fv[j * L + i]
             for e in range(q0, q):
                 M[bi[e], bj[e]] += bc[e]
+                LT[bj[e], bi[e]] = fv[bj[e] * L + bi[e]] + bw[e]
             for i in range(L):
                 for j in range(L):
                     MT[j, i] = M[i, j]
@@ -574,7 +578,7 @@ def decode_all(w, space, data, aux, trans, bl, fixed, out, scores, buf, lbuf):
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
         clamp_labels(E, fixed, lo, n, L)
-        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
+        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7])
         scores[s] = C.viterbi(E, n, trans, corr, alpha, back, fv_t, out[lo:hi])
 
 
