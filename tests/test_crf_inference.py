@@ -204,13 +204,16 @@ def test_sparse_viterbi_matches_enumeration_with_ties(kind, transitions, density
 
 
 @pytest.mark.parametrize("inference", ["auto", "dense"])
-def test_stored_position_matrices_match_the_correction_lists(monkeypatch, inference):
+@pytest.mark.parametrize("transitions", ["none", "dense", "one"])
+def test_stored_position_matrices_match_the_correction_lists(monkeypatch, inference, transitions):
     """Bigram attributes with many non-zero weights get a stored dense position matrix
     (chain.MAT): loss, gradient and marginals equal enumeration and the list path."""
     rng = np.random.default_rng(6)
     data = random_data(rng, n_seq=12, n_labels=3, p_big=0.9, real_values=False)
-    space = random_space(rng, data, "full", 3, 6, 3, False)
+    space = random_space(rng, data, "full", 3, 6, 3, transitions != "none")
     w = rng.normal(size=space.n_params)
+    if transitions == "one":
+        w[space.t_base + 1:] = 0.0          # one transition weight: a ones base with a global correction
     starts = np.zeros(data.n_tokens, bool)
     starts[data.seq_ptr[:-1]] = True
     assert np.count_nonzero((np.diff(data.big_ptr) == 1) & ~starts) >= 8     # one attribute, not a first token

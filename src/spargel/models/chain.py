@@ -47,8 +47,9 @@ MAT``, ``cj`` the matrix's index in the structure's stack ``trans[15]``, its tra
 in ``trans[16]``, its raw scores in ``trans[17]`` as ``[j, i]``): where most pairs are
 corrected, the vectorised dense step beats one scattered update per correction. Only
 :func:`forward`, :func:`backward`, :func:`pair_matrix` and :func:`viterbi` read such
-positions (the log-space and n-best functions get explicit lists), and only in chains
-without transition expectations to gather.
+positions (the log-space and n-best functions get explicit lists); :func:`backward`
+gathers such a position's transition expectations from its pair marginals (into
+``pos``).
 
 Scaling: each alpha row is normalised (Rabiner); emission rows are shifted by their
 maximum before ``exp`` and ``M`` by ``tshift``, so every number stays in range unless a
@@ -533,8 +534,7 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
         q0, q1 = cptr[t], cptr[t + 1]
         mat = q1 > q0 and ci[q0] == MAT
         if (kind == DENSE and q0 == q1) or mat:
-            # the common step written out (see forward); a stored matrix's position
-            # gathers no transition expectations (see MAT)
+            # the common step written out (see forward)
             MT = trans[16][cj[q0]] if mat else expTT
             out = beta[t - 1]
             for y in range(Sp):
@@ -548,8 +548,14 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
                     a = prev[i]
                     for y in range(Sp):
                         outer[i, y] += a * r[y]
-            if need[t] != 0:
+            if need[t] != 0 or (mat and len(pos) > 0):
                 pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P[t])
+                if mat and len(pos) > 0:
+                    # a stored matrix's position: its whole pair marginals are its counts
+                    Pt = P[t]
+                    for i in range(S):
+                        for j in range(S):
+                            pos[j * S + i] += Pt[i * S + j]
             for y in range(Sp):
                 gamma[t, y] = alpha[t, y] * beta[t, y]
             continue

@@ -113,12 +113,11 @@ class CRFView:
 
     def _matrix_slots(self, space, data):
         """Stored position matrices (``chain.MAT``) for the bigram attributes that can have
-        many non-zero weights, most frequent first, within MATRIX_BUDGET bytes; not for
-        models with transition weights (such positions gather no transition counts)."""
+        many non-zero weights, most frequent first, within MATRIX_BUDGET bytes."""
         n_ba = len(self.bl[7])
         self.slot = np.full(n_ba, -1, dtype=np.int64)
         n = 0
-        if self.has_bigrams and not self.has_transitions:
+        if self.has_bigrams:
             L, Lp = self.L, self.Lp
             sizes = np.diff(space.b_ptr)
             counts = np.bincount(data.big_ids, minlength=n_ba)[:n_ba]

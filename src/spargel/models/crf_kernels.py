@@ -591,7 +591,7 @@ def marginals_all(w, space, data, aux, trans, bl, out, logz, failed, buf, tcount
     seq_ptr = data[0]
     nomask = buf[13]
     E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
-    acc = (P[:1, :1], tcount, tcount)
+    acc = (P[:1, :1], tcount, tcount[:0])
     for s in range(len(seq_ptr) - 1):
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
