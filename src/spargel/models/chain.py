@@ -716,14 +716,17 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
     overall best state ``m`` unless the pair ``(m, j)`` has a score, and only the scored
     pairs (global and position corrections) and those columns are looked at one by one
     (at positions with fewer corrections than a quarter of the pairs; the others take
-    the plain step). ``fv_t`` then holds the structure's scores between steps (a step adds its position's
-    corrections and takes them off again)."""
+    the plain step). Under ``DENSE`` and ``ONES`` ``fv_t`` holds the structure's scores
+    between steps: a step adds its position's corrections and takes them off again, so
+    no step copies all ``S^2`` scores, and a position with a stored matrix (:data:`MAT`)
+    reads its raw scores directly."""
     kind, S = trans[0], trans[1]
     fptr, fi, fv = trans[9], trans[10], trans[11]
     gi, gj, gk = trans[6], trans[7], trans[12]
     cptr, ci, cj, cv, ck = corr[0], corr[1], corr[2], corr[4], corr[5]
     sparse = kind == ONES
-    if sparse:
+    allp = kind == DENSE or kind == ONES            # every pair allowed, k = j * S + i
+    if allp:
         for k in range(S * S):
             fv_t[k] = fv[k]
     for y in range(S):
@@ -784,6 +787,22 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
                 cur[j] += E[t, j]
                 arg[j] = max(arg[j], 0)
             continue
+        if allp and not full:
+            for q in range(q0, q1):
+                fv_t[ck[q]] += cv[q]
+            for j in range(S):
+                best = NEG_INF
+                arg = -1
+                for i in range(S):
+                    v = delta[t - 1, i] + fv_t[j * S + i]
+                    if _better(v, i, best, arg):
+                        best = v
+                        arg = i
+                delta[t, j] = best + E[t, j]
+                back[t, j] = max(arg, 0)
+            for q in range(q0, q1):
+                fv_t[ck[q]] = fv[ck[q]]
+            continue
         position_scores(trans, corr, t, fv_t)
         for j in range(S):
             best = NEG_INF
@@ -796,7 +815,7 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
                     arg = i
             delta[t, j] = best + E[t, j]
             back[t, j] = max(arg, 0)
-        if sparse:
+        if allp:
             for q in range(q0, q1):
                 fv_t[ck[q]] = fv[ck[q]]
     y = 0
