@@ -44,7 +44,7 @@ not used there, and every allowed pair follows with ``c = Mbase[i, j] * exp(v)``
 
 A position may instead give its whole factor as a stored dense matrix (one entry, ``ci =
 MAT``, ``cj`` the matrix's index in the structure's stack ``trans[15]``, its transpose
-in ``trans[16]``, its raw scores in ``trans[17]`` as ``[j, i]``): where most pairs are
+in ``trans[16]``, its raw scores in ``trans[17]`` flat as ``j * S + i``): where most pairs are
 corrected, the vectorised dense step beats one scattered update per correction. Only
 :func:`forward`, :func:`backward`, :func:`pair_matrix` and :func:`viterbi` read such
 positions (the log-space and n-best functions get explicit lists); :func:`backward`
@@ -119,12 +119,13 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     :func:`with_matrices`).
     """
     trans = _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction)
-    return trans + (np.zeros(S * S, np.int64), np.zeros(S * S)) + (np.zeros((0, 1, 1)),) * 3
+    return trans + (np.zeros(S * S, np.int64), np.zeros(S * S), np.zeros((0, 1, 1)), np.zeros((0, 1, 1)),
+                    np.zeros((0, 1)))
 
 
 def with_matrices(trans, mats, matsT, scores):
     """The structure ``trans`` with the stack of position matrices ``mats`` (k x Sp x Sp,
-    padding zero), their transposes and their raw scores (k x S x S, ``[j, i]``)."""
+    padding zero), their transposes and their raw scores (k x S^2, ``j * S + i``)."""
     return trans[:15] + (mats, matsT, scores)
 
 
@@ -706,6 +707,20 @@ def _better(v, i, best, arg):
     return v > best or (v == best and (arg < 0 or i < arg))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _column_best(prev, scores, j, S):
+    """(best score, source) of destination j over every source i: ``prev[i] +
+    scores[j * S + i]`` (source -1 when all are -inf)."""
+    best = NEG_INF
+    arg = -1
+    for i in range(S):
+        v = prev[i] + scores[j * S + i]
+        if _better(v, i, best, arg):
+            best = v
+            arg = i
+    return best, arg
+
+
 @njit(cache=True, nogil=True)
 def viterbi(E, n, trans, corr, delta, back, fv_t, out):
     """Best state sequence for scores E (constrained states already at -inf) into out;
@@ -733,91 +748,60 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
         delta[0, y] = E[0, y]
     for t in range(1, n):
         q0, q1 = cptr[t], cptr[t + 1]
-        if q1 > q0 and ci[q0] == MAT:
-            LT = trans[17][cj[q0]]
-            for j in range(S):
-                best = NEG_INF
-                arg = -1
-                for i in range(S):
-                    v = delta[t - 1, i] + LT[j, i]
-                    if _better(v, i, best, arg):
-                        best = v
-                        arg = i
-                delta[t, j] = best + E[t, j]
-                back[t, j] = max(arg, 0)
-            continue
+        prev, cur, arg = delta[t - 1], delta[t], back[t]
+        mat = q1 > q0 and ci[q0] == MAT
         full = q1 > q0 and ci[q0] == FULL
-        if sparse and not full and 4 * (q1 - q0) < S * S:
-            for q in range(q0, q1):
-                fv_t[ck[q]] += cv[q]
-            prev = delta[t - 1]
-            m = 0
-            for i in range(1, S):
-                if prev[i] > prev[m]:
-                    m = i
-            cur, arg = delta[t], back[t]
-            for j in range(S):
-                if fv_t[j * S + m] == 0.0:
-                    cur[j] = prev[m]
-                    arg[j] = m
-                else:
-                    best = NEG_INF
-                    a = -1
-                    for i in range(S):
-                        v = prev[i] + fv_t[j * S + i]
-                        if _better(v, i, best, a):
-                            best = v
-                            a = i
-                    cur[j] = best
-                    arg[j] = a
-            for q in range(len(gi)):
-                i, j = gi[q], gj[q]
-                v = prev[i] + fv_t[gk[q]]
-                if _better(v, i, cur[j], arg[j]):
-                    cur[j] = v
-                    arg[j] = i
-            for q in range(q0, q1):
-                i, j = ci[q], cj[q]
-                v = prev[i] + fv_t[ck[q]]
-                if _better(v, i, cur[j], arg[j]):
-                    cur[j] = v
-                    arg[j] = i
-                fv_t[ck[q]] = fv[ck[q]]
-            for j in range(S):
-                cur[j] += E[t, j]
-                arg[j] = max(arg[j], 0)
-            continue
-        if allp and not full:
-            for q in range(q0, q1):
-                fv_t[ck[q]] += cv[q]
+        if mat or (allp and not full):
+            # every source of every destination, on scores kept in place (k = j * S + i)
+            if not mat:
+                for q in range(q0, q1):
+                    fv_t[ck[q]] += cv[q]
+            scores = trans[17][cj[q0]] if mat else fv_t
+            if sparse and not mat and 4 * (q1 - q0) < S * S:
+                m = 0
+                for i in range(1, S):
+                    if prev[i] > prev[m]:
+                        m = i
+                for j in range(S):
+                    if scores[j * S + m] == 0.0:
+                        cur[j], arg[j] = prev[m], m
+                    else:
+                        cur[j], arg[j] = _column_best(prev, scores, j, S)
+                for q in range(len(gi)):
+                    i, j = gi[q], gj[q]
+                    v = prev[i] + scores[gk[q]]
+                    if _better(v, i, cur[j], arg[j]):
+                        cur[j], arg[j] = v, i
+                for q in range(q0, q1):
+                    i, j = ci[q], cj[q]
+                    v = prev[i] + scores[ck[q]]
+                    if _better(v, i, cur[j], arg[j]):
+                        cur[j], arg[j] = v, i
+            else:
+                for j in range(S):
+                    cur[j], arg[j] = _column_best(prev, scores, j, S)
+            if not mat:
+                for q in range(q0, q1):
+                    fv_t[ck[q]] = fv[ck[q]]
+        else:
+            # the listed pairs (LIST, PAIR_ONES; a FULL position), in list order
+            position_scores(trans, corr, t, fv_t)
             for j in range(S):
                 best = NEG_INF
-                arg = -1
-                for i in range(S):
-                    v = delta[t - 1, i] + fv_t[j * S + i]
-                    if _better(v, i, best, arg):
+                a = -1
+                for k in range(fptr[j], fptr[j + 1]):
+                    i = fi[k]
+                    v = prev[i] + fv_t[k]
+                    if _better(v, i, best, a):
                         best = v
-                        arg = i
-                delta[t, j] = best + E[t, j]
-                back[t, j] = max(arg, 0)
-            for q in range(q0, q1):
-                fv_t[ck[q]] = fv[ck[q]]
-            continue
-        position_scores(trans, corr, t, fv_t)
+                        a = i
+                cur[j], arg[j] = best, a
+            if allp:
+                for q in range(q0, q1):
+                    fv_t[ck[q]] = fv[ck[q]]
         for j in range(S):
-            best = NEG_INF
-            arg = -1
-            for k in range(fptr[j], fptr[j + 1]):
-                i = fi[k]
-                v = delta[t - 1, i] + fv_t[k]
-                if _better(v, i, best, arg):
-                    best = v
-                    arg = i
-            delta[t, j] = best + E[t, j]
-            back[t, j] = max(arg, 0)
-        if allp:
-            for q in range(q0, q1):
-                fv_t[ck[q]] = fv[ck[q]]
+            cur[j] += E[t, j]
+            arg[j] = max(arg[j], 0)
     y = 0
     for s in range(1, S):
         if delta[n - 1, s] > delta[n - 1, y]:

@@ -127,7 +127,7 @@ class CRFView:
             n = len(can)
         Lp = self.Lp if n else 1
         self.mats, self.matsT = np.zeros((n, Lp, Lp)), np.zeros((n, Lp, Lp))
-        self.mscores = np.zeros((n, self.L if n else 1, self.L if n else 1))
+        self.mscores = np.zeros((n, self.L ** 2 if n else 1))
 
     def refresh(self, w):
         """Load weights w into the padded rows; returns the transition structure."""

@@ -194,7 +194,7 @@ def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT, mscores)
     room for every bigram weight). An attribute with a matrix slot (``slot[at] >= 0``)
     and many non-zero weights (see :data:`MAT_SHARE`) also gets its position factor
     ``M[i, j] = Mbase[i, j] exp(w_ij)`` stored in ``mats[slot]`` (transposed in ``matsT``,
-    raw scores ``T_ij + w_ij`` in ``mscores[slot][j, i]``); ``bl[7][at]`` says which
+    raw scores ``T_ij + w_ij`` in ``mscores[slot][j * L + i]``); ``bl[7][at]`` says which
     attributes have one (-1: none)."""
     fv = trans[11]
     L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
@@ -224,10 +224,11 @@ def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT, mscores)
             for i in range(L):
                 for j in range(L):
                     M[i, j] = C.base_entry(trans, i, j, j * L + i)
-                    LT[j, i] = fv[j * L + i]
+                    LT[j * L + i] = fv[j * L + i]
             for e in range(q0, q):
+                k = bj[e] * L + bi[e]
                 M[bi[e], bj[e]] += bc[e]
-                LT[bj[e], bi[e]] = fv[bj[e] * L + bi[e]] + bw[e]
+                LT[k] = fv[k] + bw[e]
             for i in range(L):
                 for j in range(L):
                     MT[j, i] = M[i, j]
@@ -262,25 +263,16 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
         j0, j1 = big_ptr[tok], big_ptr[tok + 1]
         need[t] = 1 if j1 > j0 else 0
         q0 = q
-        if j1 - j0 == 1 and big_vals[j0] == 1.0 and len(amat) > 0 and amat[big_ids[j0]] >= 0:
-            ci[q] = C.MAT
-            cj[q] = amat[big_ids[j0]]
-            cc[q] = 0.0
-            cv[q] = 0.0
-            ck[q] = 0
+        at = big_ids[j0] if j1 > j0 else -1
+        if j1 - j0 == 1 and big_vals[j0] == 1.0 and len(amat) > 0 and amat[at] >= 0:
+            ci[q], cj[q], cc[q], cv[q], ck[q] = C.MAT, amat[at], 0.0, 0.0, 0
             q += 1
             continue
         if j1 - j0 == 1 and big_vals[j0] == 1.0 and len(bc) > 0:
-            at = big_ids[j0]
             lowest = 0.0
             for e in range(b_ptr[at], b_ptr[at + 1]):
                 x = v[b_base + e]
-                i, j = bi[e], bj[e]
-                ci[q] = i
-                cj[q] = j
-                cv[q] = x
-                ck[q] = j * L + i
-                cc[q] = bc[e]
+                ci[q], cj[q], cv[q], ck[q], cc[q] = bi[e], bj[e], x, bj[e] * L + bi[e], bc[e]
                 lowest = min(lowest, x)
                 q += 1
             if lowest >= -CANCEL_LIMIT:
