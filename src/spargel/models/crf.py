@@ -72,6 +72,8 @@ class CRFView:
     prediction; :meth:`refresh` loads a weight vector into the padded rows and builds
     the transition structure and bigram lists for it."""
 
+    compacts_bigrams = True     # its kernels read the compacted bigram list (self.bl)
+
     def __init__(self, space, data, inference="auto"):
         if inference not in INFERENCE_MODES:
             raise ValueError(f"inference must be one of {INFERENCE_MODES}, got {inference!r}")
@@ -102,9 +104,10 @@ class CRFView:
         self.has_bigrams = len(data.big_ids) > 0 and space.n_bigram > 0
         self.dense = inference == "dense"
         # the bigram list of the current weights (crf_kernels.compact_bigrams), refreshed
-        # in place like the dense rows
-        nb = len(space.b_pair) if self.has_bigrams else 0
-        n_ba = len(space.b_ptr) - 1 if self.has_bigrams else 0
+        # in place like the dense rows (empty for a view whose kernels do not read it)
+        listed = self.has_bigrams and self.compacts_bigrams
+        nb = len(space.b_pair) if listed else 0
+        n_ba = len(space.b_ptr) - 1 if listed else 0
         self.bl = (np.zeros(n_ba + 1, dtype=np.int64), np.zeros(nb, dtype=self.space_t[4].dtype), 0, np.zeros(nb),
                    np.zeros(nb, dtype=np.int32), np.zeros(nb, dtype=np.int32), np.zeros(nb),
                    np.full(n_ba, -1, dtype=np.int64))
@@ -117,7 +120,7 @@ class CRFView:
         n_ba = len(self.bl[7])
         self.slot = np.full(n_ba, -1, dtype=np.int64)
         n = 0
-        if self.has_bigrams:
+        if n_ba:
             L, Lp = self.L, self.Lp
             sizes = np.diff(space.b_ptr)
             counts = np.bincount(data.big_ids, minlength=n_ba)[:n_ba]

@@ -26,6 +26,8 @@ class CRF2View(CRFView):
     """:class:`~spargel.models.crf.CRFView` (the padded unigram view, shared) with the
     order-2 transition structure and buffers."""
 
+    compacts_bigrams = False    # the order-2 kernels read the space's own bigram layout
+
     def __init__(self, space, data, inference="auto"):
         super().__init__(space, data, inference)
         L = space.n_labels
