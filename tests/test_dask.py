@@ -2,6 +2,7 @@
 log-linear models against the single-process models (loss and gradient to 1e-10
 relative, OWL-QN weights to 1e-8), a worker killed during a fit, the errors."""
 
+import contextlib
 import os
 import warnings
 
@@ -21,13 +22,22 @@ from spargel.models.loglinear import FlatLogLinear                           # n
 TEMPLATE = "U00:%x[-1,0]\nU01:%x[0,0]\nU02:%x[1,0]\nU03:%x[0,1]\nU04:%x[0,0]/%x[0,1]\nB10:%x[0,1]\nB\n"
 
 
-@pytest.fixture(scope="module")
-def client():
+@contextlib.contextmanager
+def _local_client():
+    """A client of a fresh local cluster of two one-thread worker processes."""
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
     c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def client():
+    with _local_client() as c:
+        yield c
 
 
 def write_corpus(path, n_seq=120, seed=0):
@@ -184,11 +194,8 @@ def test_crf_from_a_dask_bag(client, corpus):
 @pytest.fixture()
 def own_client():
     """A cluster of its own (a worker of it gets killed)."""
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    with _local_client() as c:
+        yield c
 
 
 def test_killing_a_worker_during_the_fit_gives_the_same_model(own_client, corpus, sharded):
