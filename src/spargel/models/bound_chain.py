@@ -305,7 +305,7 @@ class ChainCurvature:
         v = np.ascontiguousarray(v, dtype=np.float64)
         view, space, L = self.view, self.space, self.L
         if self._aux_v is None:
-            self._aux_v = view.aux[:8] + (np.zeros_like(view.Wd), np.zeros_like(view.dnz))
+            self._aux_v = view.aux[:8] + (np.zeros_like(view.Wd), np.zeros_like(view.dnz)) + view.aux[10:]
         aux_v = self._aux_v
         K.refresh_weights(v, view.space_t, view.d_attr, aux_v[8], aux_v[9])
         Tv = np.zeros(L * L)

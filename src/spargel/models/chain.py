@@ -69,7 +69,7 @@ import math
 import numpy as np
 from numba import njit
 
-LANES = 8
+LANES = 4
 NEG_INF = -np.inf
 # largest finite double. Under the 'reassoc' fast-math flag LLVM folds math.isfinite(x)
 # (computed as x - x) to True, so finiteness is tested with ordered comparisons, which

@@ -97,10 +97,11 @@ class CRFView:
         ek = np.empty(ne, dtype=np.int32 if space.n_unigram < 2 ** 31 else np.int64)
         dval = np.empty(0 if binary else nd)
         evals = np.empty(0 if binary else ne)
-        K.fill_token_lists(self.space_t, self.data_t, drow, binary, dptr, drows, dval, eptr, ek, evals)
+        el = np.empty(ne, dtype=np.int32)
+        K.fill_token_lists(self.space_t, self.data_t, drow, binary, dptr, drows, dval, eptr, ek, evals, el)
         self.Wd = np.zeros((len(self.d_attr), self.Lp))
         self.dnz = np.zeros(len(self.d_attr), dtype=np.uint8)
-        self.aux = (self.Lp, binary, dptr, drows, dval, eptr, ek, evals, self.Wd, self.dnz)
+        self.aux = (self.Lp, binary, dptr, drows, dval, eptr, ek, evals, self.Wd, self.dnz, el)
         self.has_bigrams = len(data.big_ids) > 0 and space.n_bigram > 0
         self.dense = inference == "dense"
         # the bigram list of the current weights (crf_kernels.compact_bigrams), refreshed

@@ -15,7 +15,7 @@ Two tuples of flat arrays describe a model:
     a :class:`~spargel.data.dataset.SequenceData` as a tuple.
 
 The unigram features are read through a second, SIMD-friendly view, the ``aux`` tuple
-``(Lp, binary, dptr, drows, dval, eptr, ek, evals, Wd, dnz)`` (built once per data set
+``(Lp, binary, dptr, drows, dval, eptr, ek, evals, Wd, dnz, el)`` (built once per data set
 by :func:`fill_token_lists`, refreshed per weight vector by :func:`refresh_weights`):
 
 * label vectors are padded to ``Lp`` (|Y| rounded up to ``chain.LANES``) with zeros;
@@ -23,7 +23,8 @@ by :func:`fill_token_lists`, refreshed per weight vector by :func:`refresh_weigh
   (zero for absent labels), so their emission and gradient work is a fixed-length
   vector add; ``dnz[r]`` says whether the row has a non-zero weight at all;
 * per token, ``drows[dptr[t]:dptr[t+1]]`` are the dense rows of its attributes and
-  ``ek[eptr[t]:eptr[t+1]]`` the weight indices of its other attributes; ``dval`` /
+  ``ek[eptr[t]:eptr[t+1]]`` the weight indices of its other attributes (``el`` their
+  labels, read as a stream rather than gathered from ``u_lab``); ``dval`` /
   ``evals`` hold the attribute values unless all are 1 (``binary``).
 
 Bigram attributes become position corrections of the chain through a *bigram list*
@@ -102,9 +103,10 @@ def token_list_sizes(space, data, drow):
 
 
 @njit(cache=True, nogil=True)
-def fill_token_lists(space, data, drow, binary, dptr, drows, dval, eptr, ek, evals):
-    """Per token, its dense rows (drows) and the weights of its sparse attributes (ek)."""
-    u_ptr = space[1]
+def fill_token_lists(space, data, drow, binary, dptr, drows, dval, eptr, ek, evals, el):
+    """Per token, its dense rows (drows) and the weights of its sparse attributes (ek,
+    their labels in el)."""
+    u_ptr, u_lab = space[1], space[2]
     uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
     nd = 0
     ne = 0
@@ -122,6 +124,7 @@ def fill_token_lists(space, data, drow, binary, dptr, drows, dval, eptr, ek, eva
             else:
                 for k in range(u_ptr[a], u_ptr[a + 1]):
                     ek[ne] = k
+                    el[ne] = u_lab[k]
                     if not binary:
                         evals[ne] = uni_vals[j]
                     ne += 1
@@ -156,21 +159,28 @@ def weight(v, m, a, k):
 @njit(cache=True, nogil=True, fastmath=FAST)
 def emissions(w, space, aux, lo, hi, E):
     """E[t - lo, :Lp] = unigram scores of token t (padded lanes 0), from the aux view."""
-    u_lab = space[2]
-    Lp, binary, dptr, drows, dval, eptr, ek, evals, Wd, dnz = aux
+    Lp, binary, dptr, drows, dval, eptr, ek, evals, Wd, dnz, el = aux
     for t in range(lo, hi):
-        row = t - lo
+        Er = E[t - lo]
         for y in range(Lp):
-            E[row, y] = 0.0
-        for j in range(dptr[t], dptr[t + 1]):
-            r = drows[j]
-            if dnz[r]:
-                v = 1.0 if binary else dval[j]
-                for y in range(Lp):
-                    E[row, y] += v * Wd[r, y]
-        for e in range(eptr[t], eptr[t + 1]):
-            k = ek[e]
-            E[row, u_lab[k]] += (1.0 if binary else evals[e]) * w[k]
+            Er[y] = 0.0
+        if binary:
+            for j in range(dptr[t], dptr[t + 1]):
+                r = drows[j]
+                if dnz[r]:
+                    for y in range(Lp):
+                        Er[y] += Wd[r, y]
+            for e in range(eptr[t], eptr[t + 1]):
+                Er[el[e]] += w[ek[e]]
+        else:
+            for j in range(dptr[t], dptr[t + 1]):
+                r = drows[j]
+                if dnz[r]:
+                    v = dval[j]
+                    for y in range(Lp):
+                        Er[y] += v * Wd[r, y]
+            for e in range(eptr[t], eptr[t + 1]):
+                Er[el[e]] += evals[e] * w[ek[e]]
 
 
 # below this summed bigram score a position lists its whole transition matrix
@@ -339,19 +349,27 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
 def scatter(space, data, aux, lo, hi, gamma, P, need, coef, g, Gd):
     """g / Gd += coef * expected counts of tokens lo..hi-1: unigram ones from the point
     marginals ``gamma``, bigram ones from the pair marginals ``P[t - lo]`` where needed."""
-    L, u_lab, b_ptr, b_pair, b_base = space[0], space[2], space[3], space[4], space[5]
+    b_ptr, b_pair, b_base = space[3], space[4], space[5]
     big_ptr, big_ids, big_vals = data[4], data[5], data[6]
-    Lp, binary, dptr, drows, dval, eptr, ek, evals = aux[0], aux[1], aux[2], aux[3], aux[4], aux[5], aux[6], aux[7]
+    Lp, binary, dptr, drows, dval, eptr, ek, evals, el = aux[0], aux[1], aux[2], aux[3], aux[4], aux[5], aux[6], \
+        aux[7], aux[10]
     for t in range(hi - 1, lo - 1, -1):          # last tokens first: their rows are still cached
         marg = gamma[t - lo]
-        for j in range(dptr[t], dptr[t + 1]):
-            v = coef if binary else coef * dval[j]
-            r = drows[j]
-            for y in range(Lp):
-                Gd[r, y] += v * marg[y]
-        for e in range(eptr[t], eptr[t + 1]):
-            k = ek[e]
-            g[k] += (coef if binary else coef * evals[e]) * marg[u_lab[k]]
+        if binary:
+            for j in range(dptr[t], dptr[t + 1]):
+                r = drows[j]
+                for y in range(Lp):
+                    Gd[r, y] += coef * marg[y]
+            for e in range(eptr[t], eptr[t + 1]):
+                g[ek[e]] += coef * marg[el[e]]
+        else:
+            for j in range(dptr[t], dptr[t + 1]):
+                v = coef * dval[j]
+                r = drows[j]
+                for y in range(Lp):
+                    Gd[r, y] += v * marg[y]
+            for e in range(eptr[t], eptr[t + 1]):
+                g[ek[e]] += coef * evals[e] * marg[el[e]]
         if t > lo and need[t - lo]:
             Pt = P[t - lo]
             for j in range(big_ptr[t], big_ptr[t + 1]):
