@@ -2,8 +2,10 @@
 attributes of ``bench/conll2000.py`` (one run, so that the ratios compare like with like).
 
 spargel: ``ChainCRF.loss_grad`` at w = 0 and at a random 10%-non-zero w, one and two
-threads, median of 7 after a warm-up call. CRFsuite (``--crfsuite``): its own
-per-iteration times over its gradient evaluations in 25 L-BFGS iterations. ``--src``
+threads, median of 7 after a warm-up call; and (``fit``) the time per evaluation over
+25 OWL-QN iterations at l1 = 1 from w = 0 (wall time of the solver over its number of
+evaluations), the way CRFsuite is measured. CRFsuite (``--crfsuite``): its own
+per-iteration times over its gradient evaluations in 25 L-BFGS iterations with c1 = 1. ``--src``
 times another checkout's ``src`` folder instead (e.g. an older version) with the same
 data, for before / after comparisons; prints one JSON line.
 
@@ -62,8 +64,15 @@ def main():
     rng = np.random.default_rng(0)
     weights = {"w0": np.zeros(space.n_params),
                "w10": np.where(rng.random(space.n_params) < 0.1, rng.normal(scale=0.5, size=space.n_params), 0.0)}
+    from spargel.penalties import ElasticNet
+    from spargel.solvers.owlqn import minimize_owlqn
+
     for n_jobs in (1, 2):
         model = ChainCRF(space, data, n_jobs=n_jobs)
+        minimize_owlqn(model, ElasticNet(l1=1.0), max_iter=2)      # warm-up: load the solver's kernels
+        n0, t = model.n_evals, time.perf_counter()
+        minimize_owlqn(model, ElasticNet(l1=1.0), max_iter=25, tol=0.0, gtol=0.0)
+        out[f"spargel_{n_jobs}thr_fit"] = (time.perf_counter() - t) / (model.n_evals - n0)
         for name, w in weights.items():
             model.loss_grad(w)
             times = []

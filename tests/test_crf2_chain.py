@@ -198,3 +198,57 @@ def test_bad_structures_are_refused():
         C.make_transitions(4, [0, 0], [1, 1], [1.0, 2.0], kind=C.PAIR_ONES, n_labels=2, all_pairs=False)
     with pytest.raises(ValueError, match="repeated"):
         C.make_transitions(4, [0, 0], [1, 1], [1.0, 2.0], kind=C.LIST, all_pairs=False)
+
+
+@pytest.mark.parametrize("S", [1, 3, 9, 22])
+@pytest.mark.parametrize("n", [1, 5, 150])
+def test_exp_rows_block_and_row_paths_match_numpy(S, n):
+    """exp_rows exponentiates a block of rows as one flat vector when its scratch allows
+    (several blocks for long sequences) and row by row otherwise: both give
+    exp(E - max) on the label lanes, zero on the padding lanes, and the row maxima."""
+    rng = np.random.default_rng(S * 1000 + n)
+    Sp = C.padded(S)
+    E = np.zeros((n, Sp))
+    E[:, :S] = rng.normal(scale=30.0, size=(n, S))
+    E[0, :S] = -800.0 + np.arange(S)                 # differences below -708 give 0
+    E[0, 0] = 0.0
+    want = np.exp(E[:, :S] - E[:, :S].max(axis=1, keepdims=True))
+    want[E[:, :S] - E[:, :S].max(axis=1, keepdims=True) < -708] = 0.0
+    for kbuf in (np.zeros(Sp, np.int64), C.exp_scratch(n, Sp)):
+        psi, shift = np.full((n, Sp), 7.0), np.zeros(n)
+        C.exp_rows(E, psi, shift, n, S, kbuf)
+        np.testing.assert_allclose(shift, E[:, :S].max(axis=1), rtol=0, atol=0)
+        np.testing.assert_allclose(psi[:, :S], want, rtol=1e-15, atol=0)
+        assert np.all(psi[:, S:] == 0.0)
+
+
+def test_forward_log_z_keeps_its_digits_over_long_tiny_and_huge_scales():
+    """The forward pass folds the row normalisers into a running product (one logarithm
+    per sequence): over 3,000 positions whose normalisers range from 1e-150 to 1e150 its
+    log Z equals the sum of their logarithms."""
+    rng = np.random.default_rng(5)
+    n, S = 3000, 3
+    trans = C.make_transitions(S, np.repeat(np.arange(S), S), np.tile(np.arange(S), S), np.zeros(S * S),
+                               kind=C.DENSE)
+    Sp = C.padded(S)
+    psi = np.zeros((n, Sp))
+    psi[:, :S] = rng.random((n, S)) + 0.1
+    shift = rng.normal(scale=5.0, size=n)
+    factor = 10.0 ** rng.choice([-150.0, -60.0, 0.0, 60.0, 150.0], size=n)
+    psi *= factor[:, None]
+    corr = (np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
+            np.zeros(0, np.int64))
+    alpha, scale = np.zeros((n, Sp)), np.zeros(n)
+    logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
+    want = shift.sum() + np.log(scale).sum() + (n - 1) * trans[3][0]
+    assert np.isfinite(logz)
+    assert abs(logz - want) <= 1e-12 * abs(want)
+    # the reference: the normalisers are what an unscaled recursion would multiply out
+    a = psi[0, :S].copy()
+    ref = np.log(a.sum())
+    a /= a.sum()
+    for t in range(1, n):
+        a = (a @ trans[4][:S, :S]) * psi[t, :S]
+        ref += np.log(a.sum())
+        a /= a.sum()
+    assert abs(logz - (shift.sum() + ref + (n - 1) * trans[3][0])) <= 1e-12 * abs(logz)

@@ -261,26 +261,26 @@ def refresh_list(trans, k, x):
 # --------------------------------------------------------------------------- emissions
 # exp(x) for x <= 0 as Cody-Waite reduction + degree-13 Taylor polynomial + exponent
 # bits: within ~1 ulp of math.exp, and the loop vectorises (math.exp is a libm call).
+# k = round(x / ln 2) comes from the shifter trick, not a float -> int64 conversion.
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
+_SHIFTER = 6755399441055744.0            # 1.5 * 2^52: adding it rounds to an integer
+_SHIFTER_BITS = np.int64(0x4338000000000000)
 _C2, _C3, _C4, _C5, _C6, _C7 = 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720, 1 / 5040
 _C8, _C9, _C10, _C11, _C12, _C13 = 1 / 40320, 1 / 362880, 1 / 3628800, 1 / 39916800, 1 / 479001600, 1 / 6227020800
 
 
 @njit(cache=True, nogil=True, fastmath=EXP_FAST, inline="always")
-def exp_shifted(x, out, n, kbuf):
-    """``out[:n] = exp(x[:n] - m)`` with ``m = max x[:n]``; returns m. Arguments below -708
-    give 0; NaN stays NaN. ``kbuf`` is an int64 scratch of length >= n."""
+def exp_nonpos(x, m, out, n, kbuf):
+    """``out[:n] = exp(x[:n] - m)`` for ``x <= m`` (``out`` may be ``x``); differences below
+    -708 give 0, NaN stays NaN. ``kbuf`` is an int64 scratch of length >= n."""
     kview = kbuf.view(np.float64)
-    m = x[0]
-    for y in range(1, n):
-        if x[y] > m:
-            m = x[y]
     for y in range(n):
         d = x[y] - m
         v = d if not (d < -708.0) else -708.0
-        k = np.floor(v * _LOG2E + 0.5)
+        j = v * _LOG2E + _SHIFTER          # k = round(v / ln 2) in the low bits of j
+        k = j - _SHIFTER
         r = (v - k * _LN2_HI) - k * _LN2_LO
         p = _C13
         p = p * r + _C12
@@ -297,19 +297,67 @@ def exp_shifted(x, out, n, kbuf):
         p = p * r + 1.0
         p = p * r + 1.0
         out[y] = p if not (d < -708.0) else 0.0
-        kbuf[y] = (np.int64(k) + 1023) << 52
+        kview[y] = j
+    for y in range(n):                     # 2^k from the bits of j (no float -> int conversion,
+        kbuf[y] = (kbuf[y] - _SHIFTER_BITS + 1023) << 52       # which AVX2 lacks)
     for y in range(n):
         out[y] *= kview[y]
+
+
+@njit(cache=True, nogil=True, fastmath=EXP_FAST, inline="always")
+def exp_shifted(x, out, n, kbuf):
+    """``out[:n] = exp(x[:n] - m)`` with ``m = max x[:n]``; returns m (see
+    :func:`exp_nonpos`)."""
+    m = x[0]
+    for y in range(1, n):
+        if x[y] > m:
+            m = x[y]
+    exp_nonpos(x, m, out, n, kbuf)
     return m
 
 
 @njit(cache=True, nogil=True, fastmath=EXP_FAST)
 def exp_rows(E, psi, shift, n, S, kbuf):
     """``psi[t, :S] = exp(E[t, :S] - shift[t])`` with ``shift[t] = max E[t, :S]`` for
-    t < n (padding lanes left as they are, i.e. zero); ``kbuf`` is an int64 scratch of
-    length >= S."""
-    for t in range(n):
-        shift[t] = exp_shifted(E[t], psi[t], S, kbuf)
+    t < n (padding lanes zero); ``kbuf`` is an int64 scratch of length >= S. With room for
+    two rows or more (``len(kbuf) >= 4 * Sp``, see :func:`exp_scratch`) the rows are
+    exponentiated a block at a time as one flat vector: a loop of |Y| iterations per row
+    would not vectorise for few labels."""
+    Sp = psi.shape[1]
+    rows = len(kbuf) // (2 * Sp)
+    if rows < 2:
+        for t in range(n):
+            shift[t] = exp_shifted(E[t], psi[t], S, kbuf)
+            for y in range(S, Sp):
+                psi[t, y] = 0.0
+        return
+    for t0 in range(0, n, rows):
+        t1 = min(n, t0 + rows)
+        N = (t1 - t0) * Sp
+        kb = kbuf[:N]
+        fb = kbuf[N:2 * N].view(np.float64)
+        for t in range(t0, t1):
+            m = E[t, 0]
+            for y in range(1, S):
+                if E[t, y] > m:
+                    m = E[t, y]
+            shift[t] = m
+            b = (t - t0) * Sp
+            for y in range(S):
+                fb[b + y] = E[t, y] - m
+            for y in range(S, Sp):
+                fb[b + y] = -1000.0
+        exp_nonpos(fb, 0.0, fb, N, kb)
+        for t in range(t0, t1):
+            b = (t - t0) * Sp
+            for y in range(Sp):
+                psi[t, y] = fb[b + y]
+
+
+def exp_scratch(maxlen, Sp):
+    """The ``kbuf`` of :func:`exp_rows` for sequences of up to ``maxlen`` positions, one
+    block of at most 64 rows."""
+    return np.zeros(max(2 * min(maxlen, 64) * Sp, Sp), np.int64)
 
 
 # --------------------------------------------------------------------------- steps
@@ -467,6 +515,7 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
     cptr, ci, cj, cc = corr[0], corr[1], corr[2], corr[3]
     Sp = alpha.shape[1]
     logz = 0.0
+    prod = 1.0
     for t in range(t0, n):
         cur = alpha[t]
         if t == 0:
@@ -480,10 +529,17 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
                 prev = alpha[t - 1]
                 for y in range(Sp):
                     cur[y] = 0.0
-                for i in range(S):
+                i = 0
+                while i + 3 < S:         # four rows per sweep: a quarter of the stores
+                    a0, a1, a2, a3 = prev[i], prev[i + 1], prev[i + 2], prev[i + 3]
+                    for y in range(Sp):
+                        cur[y] += a0 * M[i, y] + a1 * M[i + 1, y] + a2 * M[i + 2, y] + a3 * M[i + 3, y]
+                    i += 4
+                while i < S:
                     a = prev[i]
                     for y in range(Sp):
                         cur[y] += a * M[i, y]
+                    i += 1
             else:
                 forward_step(alpha[t - 1], cur, trans, ci, cj, cc, cptr[t], cptr[t + 1])
             for y in range(Sp):
@@ -498,8 +554,15 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
         for y in range(Sp):
             cur[y] *= inv
         scale[t] = c
-        logz += shift[t] + math.log(c)
-    return logz
+        logz += shift[t]
+        if c > 1e-100 and c < 1e100:      # one logarithm per sequence, not per position
+            prod *= c
+            if not (prod > 1e-200 and prod < 1e200):
+                logz += math.log(prod)
+                prod = 1.0
+        else:
+            logz += math.log(c)
+    return logz + math.log(prod)
 
 
 @njit(cache=True, nogil=True, fastmath=FAST)
@@ -523,7 +586,6 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     Sp = alpha.shape[1]
     want_outer = outer.shape[0] > 1
     base1 = 1.0 if kind == PAIR_ONES else 0.0          # PAIR_ONES: glob holds whole counts
-    expTT = trans[5]
     for y in range(Sp):
         beta[n - 1, y] = 1.0 if y < S else 0.0
     for t in range(n - 1, 0, -1):
@@ -535,20 +597,27 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
         q0, q1 = cptr[t], cptr[t + 1]
         mat = q1 > q0 and ci[q0] == MAT
         if (kind == DENSE and q0 == q1) or mat:
-            # the common step written out (see forward)
-            MT = trans[16][cj[q0]] if mat else expTT
+            # the common step written out (see forward): beta[t-1, i] as a dot product
+            # of row i of M with r, in one sweep with the outer-product accumulation
+            M = trans[15][cj[q0]] if mat else trans[4]
             out = beta[t - 1]
-            for y in range(Sp):
-                out[y] = 0.0
-            for j in range(S):
-                b = r[j]
-                for y in range(Sp):
-                    out[y] += b * MT[j, y]
             if want_outer and not mat:
                 for i in range(S):
                     a = prev[i]
+                    s = 0.0
                     for y in range(Sp):
-                        outer[i, y] += a * r[y]
+                        ry = r[y]
+                        s += M[i, y] * ry
+                        outer[i, y] += a * ry
+                    out[i] = s
+            else:
+                for i in range(S):
+                    s = 0.0
+                    for y in range(Sp):
+                        s += M[i, y] * r[y]
+                    out[i] = s
+            for i in range(S, Sp):
+                out[i] = 0.0
             if need[t] != 0 or (mat and len(pos) > 0):
                 pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P[t])
                 if mat and len(pos) > 0:

@@ -424,7 +424,7 @@ def work_buffers(L, Lp, maxlen, n_corr, pairs):
             np.zeros(cap), np.zeros(cap, np.int64))
     P = np.zeros((maxlen, L * L)) if pairs else np.zeros((1, 1))
     return (np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)),
-            np.zeros(maxlen), np.zeros(maxlen), np.zeros(Lp), np.zeros(Lp, np.int64), P,
+            np.zeros(maxlen), np.zeros(maxlen), np.zeros(Lp), C.exp_scratch(maxlen, Lp), P,
             np.zeros(maxlen, np.uint8), np.zeros(L * L), np.zeros(L * L, np.uint8), corr, np.zeros(0))
 
 
