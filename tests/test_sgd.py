@@ -128,6 +128,26 @@ def test_lazy_penalty_equals_eager(variant, kind, l2, batch):
     assert np.count_nonzero(res.w) == res.history[-1]["active"]
 
 
+
+@pytest.mark.parametrize("variant", ["cumulative", "clipping"])
+def test_padded_rows_with_labels_their_attribute_lacks_equal_eager(variant):
+    """One sample per step, uniform l1, no l2: attributes with several labels live in
+    padded rows during the pass, whose lanes for labels the attribute does not own take
+    the gradient step and must be reset before the next read (NaN records)."""
+    from spargel.models.crf_sgd import attribute_records
+
+    rng = np.random.default_rng(11)
+    data = random_data(rng, n_seq=12, max_len=5, n_uni=30, n_big=2, n_labels=5)
+    space = random_space(rng, data, "observed", 5, 30, 2)
+    sizes = np.diff(space.u_ptr)
+    rows = attribute_records(space.as_tuple(), True)[:, 2] >= 0
+    assert np.any(rows & (sizes < 5)) and np.any(~rows)      # partly owned rows, and flat blocks
+    model = ChainCRF(space, data)
+    res = minimize_sgd_l1(model, ElasticNet(0.3), max_iter=3, penalty_update=variant, eta0=0.3, alpha=0.8,
+                          batch_size=1, shuffle=False)
+    ref = _eager_sgd(space, data, 0.3, 0.0, 0.3, 0.8, 3, variant, 1)
+    np.testing.assert_allclose(res.w, ref, rtol=1e-9, atol=1e-11)
+
 def test_per_weight_penalties_and_unpenalised_weights():
     rng = np.random.default_rng(3)
     data = random_data(rng, n_seq=10, max_len=4, n_uni=6, n_big=2, n_labels=3)

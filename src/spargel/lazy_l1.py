@@ -82,9 +82,14 @@ def penalise_block(v, aux, l1w, l1, m, us, up, lo, hi, variant):
 @njit(cache=True, nogil=True, inline="always")
 def penalise_row(row, rec, pen, variant):
     """:func:`penalise_block` on one padded row (uniform penalty ``pen = l1 * u``):
-    ``row`` the weights, ``rec`` their penalty records."""
+    ``row`` the weights, ``rec`` their penalty records; a lane whose record is NaN is
+    not a weight (a label the row's attribute does not own) and is set to 0."""
     for y in range(len(row)):
-        row[y], rec[y] = _settle(row[y], rec[y], pen, variant)
+        q0 = rec[y]
+        z, q = _settle(row[y], q0, pen, variant)
+        own = q0 == q0
+        row[y] = z if own else 0.0
+        rec[y] = q if own else q0
 
 
 @njit(cache=True, nogil=True, inline="always")

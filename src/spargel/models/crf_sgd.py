@@ -22,8 +22,8 @@ O(model size) -- except for ``naive``, which by definition penalises every weigh
 
 Padded rows: with one sequence per step, a uniform l1 and every weight l2-scaled alike
 (the common case), unigram attributes with many labels live during the pass in padded
-rows ``W[r, 0]`` (weights), ``W[r, 1]`` (their penalty records) and ``W[r, 2]`` (a 0/1
-mask of the labels they own), so settling, emission and gradient are fixed-length
+rows ``W[r, 0]`` (weights) and ``W[r, 1]`` (their penalty records; NaN for the lanes of
+labels the attribute does not own), so settling, emission and gradient are fixed-length
 vector loops over one contiguous block (``meta[at] = (first weight, end, row or -1,
 mark)`` is all a step looks up about an attribute). The rows are loaded from v/aux at
 the start of a pass and written back at its end; the arithmetic per weight is that of
@@ -64,9 +64,13 @@ def attribute_records(space, use_rows):
 
 @njit(cache=True, nogil=True)
 def load_rows(space, v, aux, meta, W):
-    """Copy the weights and penalty records of the row attributes into W (and the
-    0/1 masks of the labels they own)."""
+    """Copy the weights and penalty records of the row attributes into W; the lanes of
+    labels an attribute does not own get weight 0 and record NaN (the mark that settling
+    turns them back to 0: the gradient step adds to every lane, and every row is
+    settled before a step reads it)."""
     u_ptr, u_lab = space[1], space[2]
+    W[:, 0, :] = 0.0
+    W[:, 1, :] = np.nan
     for at in range(len(meta)):
         r = meta[at, 2]
         if r >= 0:
@@ -74,7 +78,6 @@ def load_rows(space, v, aux, meta, W):
                 y = u_lab[k]
                 W[r, 0, y] = v[k]
                 W[r, 1, y] = aux[k]
-                W[r, 2, y] = 1.0
 
 
 @njit(cache=True, nogil=True)
@@ -90,7 +93,7 @@ def store_rows(space, meta, W, v, aux):
 
 
 @njit(cache=True, nogil=True)
-def _prefetch_sequence(data, s, meta, W, v, u_lab, phase):
+def _prefetch_sequence(data, s, meta, W, v, aux, u_lab, phase):
     """Prefetch what a coming step will look up: phase 0 the attribute records, phase 1
     (records in cache by then) the weights they point to."""
     lo, hi = data[0][s], data[0][s + 1]
@@ -103,11 +106,12 @@ def _prefetch_sequence(data, s, meta, W, v, u_lab, phase):
         else:
             r = meta[at, 2]
             if r >= 0:
-                for c in range(0, 2 * W.shape[2] + 1, 8):
+                for c in range(0, row, 8):
                     prefetch(W, r * row + c)
             else:
                 k0 = meta[at, 0]
                 prefetch(v, k0)
+                prefetch(aux, k0)
                 prefetch(u_lab, k0)
 
 
@@ -177,7 +181,8 @@ def _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode):
 def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows, with_gold):
     """g (and the rows) += coef * (expected - gold) counts of the sequence's unigram
     and bigram weights (gamma: point marginals, P: pair marginals where needed; no gold
-    part unless ``with_gold``)."""
+    part unless ``with_gold``). The rows of ``gamma`` are overwritten (scaled, gold
+    subtracted)."""
     meta, W = rows[0], rows[1]
     L, u_lab, b_ptr, b_pair, b_base = space[0], space[2], space[3], space[4], space[5]
     uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
@@ -186,17 +191,21 @@ def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows, with_gold):
     for t in range(hi - 1, lo - 1, -1):          # last tokens first: their rows are still cached
         marg = gamma[t - lo]
         y = labels[t] if with_gold else -1
+        # the token's (expected - gold) counts times coef, once for all its attributes
+        for lab in range(Lp):
+            marg[lab] *= coef
+        if y >= 0:
+            marg[y] -= coef
         for j in range(uni_ptr[t], uni_ptr[t + 1]):
             at = uni_ids[j]
-            cv = coef * uni_vals[j]
+            x = uni_vals[j]
             r = meta[at, 2]
             if r >= 0:
-                for lab in range(Lp):
-                    W[r, 0, lab] += W[r, 2, lab] * (cv * (marg[lab] - (1.0 if lab == y else 0.0)))
+                for lab in range(Lp):                  # unowned lanes: reset when next settled
+                    W[r, 0, lab] += x * marg[lab]
             else:
                 for k in range(meta[at, 0], meta[at, 1]):
-                    lab = u_lab[k]
-                    g[k] += cv * (marg[lab] - (1.0 if lab == y else 0.0))
+                    g[k] += x * marg[u_lab[k]]
         if t > lo and need[t - lo]:
             Pt = P[t - lo]
             gold = labels[t - 1] * L + y if with_gold else -1
@@ -291,7 +300,7 @@ def work(space, data, order, v, aux, use_rows, direct, sw=None, partial=None):
     L = space[0]
     Lp = C.padded(L)
     meta = attribute_records(space, use_rows)
-    W = np.zeros((int(meta[:, 2].max()) + 1 if len(meta) else 0, 3, Lp))
+    W = np.zeros((int(meta[:, 2].max()) + 1 if len(meta) else 0, 2, Lp))
     if use_rows:
         load_rows(space, v, aux, meta, W)
     maxlen = K.max_length(data[0], order)
@@ -367,9 +376,9 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
         _set_transitions(v, m, a, space, T, trans)
         if use_rows:
             if end + 1 < len(order):
-                _prefetch_sequence(data, order[end + 1], meta, W, v, space[2], 0)
+                _prefetch_sequence(data, order[end + 1], meta, W, v, aux, space[2], 0)
             if end < len(order):
-                _prefetch_sequence(data, order[end], meta, W, v, space[2], 1)
+                _prefetch_sequence(data, order[end], meta, W, v, aux, space[2], 1)
         coef = 0.0 if loss_only else (-eta / a_new if direct else 1.0)
         if loss_only:
             mode = np.int64(LOSS)
