@@ -129,20 +129,21 @@ def test_lazy_penalty_equals_eager(variant, kind, l2, batch):
 
 
 
-@pytest.mark.parametrize("variant", ["cumulative", "clipping"])
-def test_padded_rows_with_labels_their_attribute_lacks_equal_eager(variant):
+@pytest.mark.parametrize("variant,real_values", [("cumulative", True), ("clipping", True), ("cumulative", False)])
+def test_padded_rows_with_labels_their_attribute_lacks_equal_eager(variant, real_values):
     """One sample per step, uniform l1, no l2: attributes with several labels live in
     padded rows during the pass, whose lanes for labels the attribute does not own take
-    the gradient step and must be reset before the next read (NaN records)."""
-    from spargel.models.crf_sgd import attribute_records
-
+    the gradient step and must be reset before the next read (NaN records); the pass
+    reads the batch model's token lists, valued or all 1."""
     rng = np.random.default_rng(11)
-    data = random_data(rng, n_seq=12, max_len=5, n_uni=30, n_big=2, n_labels=5)
+    data = random_data(rng, n_seq=12, max_len=5, n_uni=30, n_big=2, n_labels=5, real_values=real_values)
     space = random_space(rng, data, "observed", 5, 30, 2)
-    sizes = np.diff(space.u_ptr)
-    rows = attribute_records(space.as_tuple(), True)[:, 2] >= 0
-    assert np.any(rows & (sizes < 5)) and np.any(~rows)      # partly owned rows, and flat blocks
     model = ChainCRF(space, data)
+    assert model.view.aux[1] == (not real_values)          # the value-1 (binary) streams too
+    sizes = np.diff(space.u_ptr)
+    rows = np.zeros(len(sizes), bool)
+    rows[model.view.d_attr] = True
+    assert np.any(rows & (sizes < 5)) and np.any(~rows & (sizes > 0))   # partly owned rows, and flat blocks
     res = minimize_sgd_l1(model, ElasticNet(0.3), max_iter=3, penalty_update=variant, eta0=0.3, alpha=0.8,
                           batch_size=1, shuffle=False)
     ref = _eager_sgd(space, data, 0.3, 0.0, 0.3, 0.8, 3, variant, 1)

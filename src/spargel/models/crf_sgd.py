@@ -24,10 +24,11 @@ Padded rows: with one sequence per step, a uniform l1 and every weight l2-scaled
 (the common case), unigram attributes with many labels live during the pass in padded
 rows ``W[r, 0]`` (weights) and ``W[r, 1]`` (their penalty records; NaN for the lanes of
 labels the attribute does not own), so settling, emission and gradient are fixed-length
-vector loops over one contiguous block (``meta[at] = (first weight, end, row or -1,
-mark)`` is all a step looks up about an attribute). The rows are loaded from v/aux at
-the start of a pass and written back at its end; the arithmetic per weight is that of
-the flat layout (a test checks both give the same weights).
+vector loops over one contiguous block; such a pass reads each token's rows and other
+weights through the batch model's token lists (streams; the flat layout looks each
+attribute up in ``meta``). The rows are loaded from v/aux at the start of a pass and
+written back at its end; the arithmetic per weight is that of the flat layout (tests
+check both against eager SGD, with attributes that own only some labels).
 """
 
 import math
@@ -38,92 +39,63 @@ from numba import njit
 from .. import lazy_l1 as Z
 from . import chain as C
 from . import crf_kernels as K
-from .prefetch import prefetch
 
 FAST = C.FAST
 LOSS, MARK, SETTLE = 0, 1, 2          # what a step does with the blocks it meets
 LOSS_ONLY = -1                        # variant code of a pass that only sums the losses
 
 
-# --------------------------------------------------------------------------- rows
-def attribute_records(space, use_rows):
-    """``meta[at] = (first weight, end, padded row or -1, mark)`` for every unigram
-    attribute; with ``use_rows`` the attributes with many labels get rows."""
-    L, u_ptr = space[0], space[1]
-    n_attr = len(u_ptr) - 1
-    meta = np.empty((n_attr, 4), dtype=np.int64)
+# --------------------------------------------------------------------------- layouts
+def attribute_records(space):
+    """``meta[at] = (first weight, end, mark)`` for every unigram attribute (the flat
+    layout; ``mark`` is the step that last met it)."""
+    u_ptr = space[1]
+    meta = np.empty((len(u_ptr) - 1, 3), dtype=np.int64)
     meta[:, 0] = u_ptr[:-1]
     meta[:, 1] = u_ptr[1:]
     meta[:, 2] = -1
-    meta[:, 3] = -1
-    if use_rows:
-        dense = np.flatnonzero(np.diff(u_ptr) >= max(2, int(math.ceil(0.25 * L))))
-        meta[dense, 2] = np.arange(len(dense))
     return meta
 
 
 @njit(cache=True, nogil=True)
-def load_rows(space, v, aux, meta, W):
-    """Copy the weights and penalty records of the row attributes into W; the lanes of
-    labels an attribute does not own get weight 0 and record NaN (the mark that settling
-    turns them back to 0: the gradient step adds to every lane, and every row is
-    settled before a step reads it)."""
+def load_rows(space, row_attrs, v, aux, W):
+    """Copy the weights and penalty records of the row attributes (``row_attrs[r]`` owns
+    row r) into W; the lanes of labels an attribute does not own get weight 0 and record
+    NaN (the mark that settling turns them back to 0: the gradient step adds to every
+    lane, and every row is settled before a step reads it)."""
     u_ptr, u_lab = space[1], space[2]
     W[:, 0, :] = 0.0
     W[:, 1, :] = np.nan
-    for at in range(len(meta)):
-        r = meta[at, 2]
-        if r >= 0:
-            for k in range(u_ptr[at], u_ptr[at + 1]):
-                y = u_lab[k]
-                W[r, 0, y] = v[k]
-                W[r, 1, y] = aux[k]
+    for r in range(len(row_attrs)):
+        at = row_attrs[r]
+        for k in range(u_ptr[at], u_ptr[at + 1]):
+            W[r, 0, u_lab[k]] = v[k]
+            W[r, 1, u_lab[k]] = aux[k]
 
 
 @njit(cache=True, nogil=True)
-def store_rows(space, meta, W, v, aux):
+def store_rows(space, row_attrs, W, v, aux):
     u_ptr, u_lab = space[1], space[2]
-    for at in range(len(meta)):
-        r = meta[at, 2]
-        if r >= 0:
-            for k in range(u_ptr[at], u_ptr[at + 1]):
-                y = u_lab[k]
-                v[k] = W[r, 0, y]
-                aux[k] = W[r, 1, y]
-
-
-@njit(cache=True, nogil=True)
-def _prefetch_sequence(data, s, meta, W, v, aux, u_lab, phase):
-    """Prefetch what a coming step will look up: phase 0 the attribute records, phase 1
-    (records in cache by then) the weights they point to."""
-    lo, hi = data[0][s], data[0][s + 1]
-    uni_ptr, uni_ids = data[1], data[2]
-    row = W.shape[1] * W.shape[2]
-    for j in range(uni_ptr[lo], uni_ptr[hi]):
-        at = uni_ids[j]
-        if phase == 0:
-            prefetch(meta, at * 4)
-        else:
-            r = meta[at, 2]
-            if r >= 0:
-                for c in range(0, row, 8):
-                    prefetch(W, r * row + c)
-            else:
-                k0 = meta[at, 0]
-                prefetch(v, k0)
-                prefetch(aux, k0)
-                prefetch(u_lab, k0)
+    for r in range(len(row_attrs)):
+        at = row_attrs[r]
+        for k in range(u_ptr[at], u_ptr[at + 1]):
+            v[k] = W[r, 0, u_lab[k]]
+            aux[k] = W[r, 1, u_lab[k]]
 
 
 # --------------------------------------------------------------------------- one sequence
 @njit(cache=True, nogil=True, fastmath=FAST, inline="always")
 def _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode):
     """E[t - lo] = unigram scores of tokens lo..hi-1 at the lazily scaled weights; with
-    mode MARK / SETTLE each flat block met for the first time in this step is recorded
-    (and settled first), each row settled on first touch."""
-    meta, W, dmark = rows
+    mode MARK / SETTLE each attribute block met for the first time in this step is
+    recorded (and settled first). A pass with padded rows reads them through
+    :func:`_emissions_rows`."""
+    meta, W, dmark, tok = rows
     aux, l1w, l1, us, up, variant = pen
     tu, ntu, stamp = marks[2], marks[3], marks[4]
+    if len(tok[1]) > 0:
+        _emissions_rows(v, a, lo, hi, E, W, dmark, tok, aux, l1 * us, variant, stamp, mode == SETTLE)
+        return
     u_lab = space[2]
     uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
     Lp = E.shape[1]
@@ -134,29 +106,50 @@ def _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode):
         for j in range(uni_ptr[t], uni_ptr[t + 1]):
             at = uni_ids[j]
             x = uni_vals[j]
-            r = meta[at, 2]
-            if r >= 0:
-                if mode == SETTLE and dmark[r] != stamp:
-                    dmark[r] = stamp
-                    Z.penalise_row(W[r, 0], W[r, 1], l1 * us, variant)
-                va = x * a
-                for y in range(Lp):
-                    row[y] += va * W[r, 0, y]
+            k0, k1 = meta[at, 0], meta[at, 1]
+            if mode != LOSS and meta[at, 2] != stamp:
+                meta[at, 2] = stamp
+                tu[ntu[0]] = at
+                ntu[0] += 1
+                if mode == SETTLE:
+                    Z.penalise_block(v, aux, l1w, l1, m, us, up, k0, k1, variant)
+            if len(m) == 0:               # no mask: a loop the compiler keeps tight
+                xa = x * a
+                for k in range(k0, k1):
+                    row[u_lab[k]] += xa * v[k]
             else:
-                k0, k1 = meta[at, 0], meta[at, 1]
-                if mode != LOSS and meta[at, 3] != stamp:
-                    meta[at, 3] = stamp
-                    tu[ntu[0]] = at
-                    ntu[0] += 1
-                    if mode == SETTLE:
-                        Z.penalise_block(v, aux, l1w, l1, m, us, up, k0, k1, variant)
-                if len(m) == 0:               # no mask: a loop the compiler keeps tight
-                    xa = x * a
-                    for k in range(k0, k1):
-                        row[u_lab[k]] += xa * v[k]
-                else:
-                    for k in range(k0, k1):
-                        row[u_lab[k]] += x * K.weight(v, m, a, k)
+                for k in range(k0, k1):
+                    row[u_lab[k]] += x * K.weight(v, m, a, k)
+
+
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
+def _emissions_rows(v, a, lo, hi, E, W, dmark, tok, aux, pen, variant, stamp, settle):
+    """:func:`_emissions` in a pass with padded rows (one sequence per step, uniform l1, no
+    l2 mask), read through the batch model's token lists (``tok``, see :func:`work`):
+    each token's rows and other weights come as streams, with no per-attribute lookup.
+    With ``settle`` each row and each other weight is settled the first time the step
+    meets it (per weight: every weight of an attribute met is listed, so this settles
+    exactly the attribute blocks the step touches)."""
+    binary, dptr, drows, dval, eptr, ek, evals, el, wmark = tok
+    Lp = E.shape[1]
+    for t in range(lo, hi):
+        row = E[t - lo]
+        for y in range(Lp):
+            row[y] = 0.0
+        for j in range(dptr[t], dptr[t + 1]):
+            r = drows[j]
+            if settle and dmark[r] != stamp:
+                dmark[r] = stamp
+                Z.penalise_row(W[r, 0], W[r, 1], pen, variant)
+            xa = a if binary else a * dval[j]
+            for y in range(Lp):
+                row[y] += xa * W[r, 0, y]
+        for e in range(eptr[t], eptr[t + 1]):
+            k = ek[e]
+            if settle and wmark[k] != stamp:
+                wmark[k] = stamp
+                v[k], aux[k] = Z._settle(v[k], aux[k], pen, variant)
+            row[el[e]] += (a if binary else a * evals[e]) * v[k]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -183,7 +176,9 @@ def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows, with_gold):
     and bigram weights (gamma: point marginals, P: pair marginals where needed; no gold
     part unless ``with_gold``). The rows of ``gamma`` are overwritten (scaled, gold
     subtracted)."""
-    meta, W = rows[0], rows[1]
+    meta, W, tok = rows[0], rows[1], rows[3]
+    binary, dptr, drows, dval, eptr, ek, evals, el = tok[:8]
+    streams = len(dptr) > 0
     L, u_lab, b_ptr, b_pair, b_base = space[0], space[2], space[3], space[4], space[5]
     uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
     big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
@@ -196,14 +191,18 @@ def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows, with_gold):
             marg[lab] *= coef
         if y >= 0:
             marg[y] -= coef
-        for j in range(uni_ptr[t], uni_ptr[t + 1]):
-            at = uni_ids[j]
-            x = uni_vals[j]
-            r = meta[at, 2]
-            if r >= 0:
+        if streams:
+            for j in range(dptr[t], dptr[t + 1]):
+                r = drows[j]
+                x = 1.0 if binary else dval[j]
                 for lab in range(Lp):                  # unowned lanes: reset when next settled
                     W[r, 0, lab] += x * marg[lab]
-            else:
+            for e in range(eptr[t], eptr[t + 1]):
+                g[ek[e]] += (1.0 if binary else evals[e]) * marg[el[e]]
+        else:
+            for j in range(uni_ptr[t], uni_ptr[t + 1]):
+                at = uni_ids[j]
+                x = uni_vals[j]
                 for k in range(meta[at, 0], meta[at, 1]):
                     g[k] += x * marg[u_lab[k]]
         if t > lo and need[t - lo]:
@@ -292,17 +291,27 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
 
 
 # --------------------------------------------------------------------------- passes
-def work(space, data, order, v, aux, use_rows, direct, sw=None, partial=None):
-    """Everything a pass needs, allocated here (kernels allocate nothing):
-    ``(meta, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial)``; ``sw``
-    the per-sequence weights and ``partial`` the 0/1 flags of partially labelled
-    sequences (None: all weights 1, all labels known)."""
+def work(view, order, v, aux, use_rows, direct, sw=None, partial=None):
+    """Everything a pass over the sequences ``order`` of a :class:`~spargel.models.crf.CRFView`
+    needs, allocated here (kernels allocate nothing): ``(meta, W, dmark, bmark, tu, tb,
+    ntu, ntb, g, T, buf, xbuf, sw, partial, tok, row_attrs)``; ``sw`` the per-sequence
+    weights and ``partial`` the 0/1 flags of partially labelled sequences (None: all
+    weights 1, all labels known). With ``use_rows`` the view's dense attributes
+    (``row_attrs``) get padded rows loaded from v / aux, and ``tok`` holds the view's
+    token lists with a per-weight mark array (else its arrays are empty)."""
+    space, data = view.space_t, view.data_t
     L = space[0]
     Lp = C.padded(L)
-    meta = attribute_records(space, use_rows)
-    W = np.zeros((int(meta[:, 2].max()) + 1 if len(meta) else 0, 2, Lp))
+    meta = attribute_records(space)
+    Lpv, binary, dptr, drows, dval, eptr, ek, evals, _, _, el = view.aux
     if use_rows:
-        load_rows(space, v, aux, meta, W)
+        row_attrs = view.d_attr
+        tok = (binary, dptr, drows, dval, eptr, ek, evals, el, np.full(len(space[2]), -1, dtype=np.int64))
+    else:
+        row_attrs = view.d_attr[:0]
+        tok = (True, dptr[:0], drows[:0], dval[:0], eptr[:0], ek[:0], evals[:0], el[:0], np.zeros(0, np.int64))
+    W = np.zeros((len(row_attrs), 2, Lp))
+    load_rows(space, row_attrs, v, aux, W)
     maxlen = K.max_length(data[0], order)
     n_corr = K.correction_capacity(space, data, np.diff(space[3]), order) if len(data[5]) else 0
     buf = K.work_buffers(L, Lp, maxlen, n_corr, len(data[5]) > 0)
@@ -315,7 +324,8 @@ def work(space, data, order, v, aux, use_rows, direct, sw=None, partial=None):
             np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
             np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf,
             np.zeros(0) if sw is None else np.ascontiguousarray(sw, dtype=np.float64),
-            np.zeros(0, np.uint8) if partial is None else np.ascontiguousarray(partial, dtype=np.uint8))
+            np.zeros(0, np.uint8) if partial is None else np.ascontiguousarray(partial, dtype=np.uint8), tok,
+            row_attrs)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -350,16 +360,16 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
     variant, B = int(prm[3]), max(1, int(prm[6]))
     n = len(v)
     lazy = variant != Z.NAIVE
-    meta, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial = wk
+    meta, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok, row_attrs = wk
     loss_only = variant == LOSS_ONLY        # no step: the summed loss at v, into st[4]
     if loss_only:
         B = max(1, len(order))
         lazy = False
         st[1] = 1.0                         # the weights are v itself
     direct = lazy and B == 1 and len(m) == 0
-    use_rows = W.shape[0] > 0
+    use_rows = len(tok[1]) > 0
     Lp = W.shape[2]
-    rows = (meta, W, dmark)
+    rows = (meta, W, dmark, tok)
     mode = np.int64(SETTLE if lazy else MARK)
     status = 0
     for start in range(0, len(order), B):
@@ -374,11 +384,6 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
         if lazy:
             Z.penalise_block(v, aux, l1w, l1, m, us, up, t_base, n, variant)
         _set_transitions(v, m, a, space, T, trans)
-        if use_rows:
-            if end + 1 < len(order):
-                _prefetch_sequence(data, order[end + 1], meta, W, v, aux, space[2], 0)
-            if end < len(order):
-                _prefetch_sequence(data, order[end], meta, W, v, aux, space[2], 1)
         coef = 0.0 if loss_only else (-eta / a_new if direct else 1.0)
         if loss_only:
             mode = np.int64(LOSS)
@@ -427,5 +432,5 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
                         W[r, 1, y] *= a
             Z.renormalise(v, aux, m, st, variant)
     if use_rows:
-        store_rows(space, meta, W, v, aux)
+        store_rows(space, row_attrs, W, v, aux)
     return status
