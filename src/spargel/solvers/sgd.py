@@ -286,13 +286,19 @@ def minimize_sgd_l1(model, penalty, w0=None, *, max_iter=30, tol=1e-5, gtol=None
     Stopping: ``max_iter`` passes; ``tol``: the relative decrease of the objective over
     the last ``window`` passes fell below ``tol`` (the full objective when
     ``compute_objective``, else the pass's online objective: the sum of the per-sample
-    losses met during the pass plus the penalty at its end); Ctrl-C (``interrupted``,
+    losses met during the pass plus the penalty at its end) -- not with the default
+    decay (``alpha=None``), which is planned over ``max_iter`` passes: before its end a
+    flat objective is the noise floor of the current rate, and stopping there leaves the
+    weights far from the optimum; Ctrl-C (``interrupted``,
     after the current pass); the monitor (``callback``). ``gtol`` is ignored (SGD has no
     exact gradient). History rows: one per pass; ``objective`` and ``loss`` are NaN when
     ``compute_objective`` is off (``penalty``, ``active`` are always exact), plus ``eta``
     (rate of the last step), ``eta0``, ``online_loss`` and ``samples``.
     """
     opts = parse_options(options)
+    # the default decay is planned over max_iter passes: a plateau of the objective
+    # before its end is the noise floor of the current rate, not convergence
+    planned = opts.alpha is None and opts.schedule == "exponential"
     if opts.alpha is None:
         opts.alpha = PAPER_ALPHA ** (PAPER_PASSES / max(int(max_iter), 1))
     require(model, "sgd-l1", "sgd")
@@ -322,7 +328,8 @@ def minimize_sgd_l1(model, penalty, w0=None, *, max_iter=30, tol=1e-5, gtol=None
                               rate_frozen=bool(rate < FROZEN_RATE * state.eta0)):
                 stop = "callback"
                 break
-            if tol > 0 and it > window and (objectives[-1 - window] - tracked) / max(abs(tracked), 1.0) < tol:
+            if (tol > 0 and not planned and it > window
+                    and (objectives[-1 - window] - tracked) / max(abs(tracked), 1.0) < tol):
                 stop = "tol"
                 break
     except KeyboardInterrupt:
