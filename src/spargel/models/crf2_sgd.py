@@ -20,8 +20,6 @@ never O(model size) -- except for ``naive``, which by definition penalises every
 weight. Weights are read as ``crf_kernels.weight(v, m, a, k)`` (lazily scaled).
 """
 
-import math
-
 import numpy as np
 from numba import njit
 
@@ -29,8 +27,9 @@ from .. import lazy_l1 as Z
 from . import chain as C
 from . import crf2_kernels as K2
 from . import crf_kernels as K
+from . import crf_sgd as S1
+from .crf_sgd import LOSS, MARK, SETTLE     # what a step does with the blocks it meets
 
-LOSS, MARK, SETTLE = 0, 1, 2          # what a step does with the blocks it meets
 LOSS_ONLY = -1                        # variant code of a pass that only sums the losses
 
 
@@ -38,28 +37,8 @@ LOSS_ONLY = -1                        # variant code of a pass that only sums th
 def _unigram_rows(v, m, a, space, data, lo, hi, U, pen, marks, mode):
     """U[t - lo, :L] = unigram scores of tokens lo..hi-1 at the lazily scaled weights;
     with mode MARK / SETTLE each block met for the first time in this step is recorded
-    (and settled first)."""
-    aux, l1w, l1, us, up, variant = pen
-    umark, tu, ntu, stamp = marks[0], marks[1], marks[2], marks[6]
-    u_ptr, u_lab = space[1], space[2]
-    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
-    Lp = U.shape[1]
-    for t in range(lo, hi):
-        row = U[t - lo]
-        for y in range(Lp):
-            row[y] = 0.0
-        for j in range(uni_ptr[t], uni_ptr[t + 1]):
-            at = uni_ids[j]
-            x = uni_vals[j]
-            k0, k1 = u_ptr[at], u_ptr[at + 1]
-            if mode != LOSS and umark[at] != stamp:
-                umark[at] = stamp
-                tu[ntu[0]] = at
-                ntu[0] += 1
-                if mode == SETTLE:
-                    Z.penalise_block(v, aux, l1w, l1, m, us, up, k0, k1, variant)
-            for k in range(k0, k1):
-                row[u_lab[k]] += x * K.weight(v, m, a, k)
+    (and settled first): the first-order chain's general emission loop."""
+    S1.flat_emissions(v, m, a, space, data, lo, hi, U, pen, marks[0], marks[1], marks[2], marks[6], mode)
 
 
 @njit(cache=True, nogil=True)

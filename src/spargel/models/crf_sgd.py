@@ -25,13 +25,12 @@ Padded rows: with one sequence per step, a uniform l1 and every weight l2-scaled
 rows ``W[r, 0]`` (weights) and ``W[r, 1]`` (their penalty records; NaN for the lanes of
 labels the attribute does not own), so settling, emission and gradient are fixed-length
 vector loops over one contiguous block; such a pass reads each token's rows and other
-weights through the batch model's token lists (streams; the flat layout looks each
-attribute up in ``meta``). The rows are loaded from v/aux at the start of a pass and
+weights through the batch model's token lists (streams; the general pass looks each
+attribute's block up in the layout). The rows are loaded from v/aux at the start of a pass and
 written back at its end; the arithmetic per weight is that of the flat layout (tests
 check both against eager SGD, with attributes that own only some labels).
 """
 
-import math
 
 import numpy as np
 from numba import njit
@@ -46,17 +45,6 @@ LOSS_ONLY = -1                        # variant code of a pass that only sums th
 
 
 # --------------------------------------------------------------------------- layouts
-def attribute_records(space):
-    """``meta[at] = (first weight, end, mark)`` for every unigram attribute (the flat
-    layout; ``mark`` is the step that last met it)."""
-    u_ptr = space[1]
-    meta = np.empty((len(u_ptr) - 1, 3), dtype=np.int64)
-    meta[:, 0] = u_ptr[:-1]
-    meta[:, 1] = u_ptr[1:]
-    meta[:, 2] = -1
-    return meta
-
-
 @njit(cache=True, nogil=True)
 def load_rows(space, row_attrs, v, aux, W):
     """Copy the weights and penalty records of the row attributes (``row_attrs[r]`` owns
@@ -85,18 +73,13 @@ def store_rows(space, row_attrs, W, v, aux):
 
 # --------------------------------------------------------------------------- one sequence
 @njit(cache=True, nogil=True, fastmath=FAST, inline="always")
-def _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode):
-    """E[t - lo] = unigram scores of tokens lo..hi-1 at the lazily scaled weights; with
-    mode MARK / SETTLE each attribute block met for the first time in this step is
-    recorded (and settled first). A pass with padded rows reads them through
-    :func:`_emissions_rows`."""
-    meta, W, dmark, tok = rows
+def flat_emissions(v, m, a, space, data, lo, hi, E, pen, umark, tu, ntu, stamp, mode):
+    """E[t - lo] = unigram scores of tokens lo..hi-1 at the lazily scaled weights, each
+    attribute read as its block of weights; with mode MARK / SETTLE each block met for
+    the first time in this step (``umark[at] != stamp``) is recorded in ``tu`` (and
+    settled first). Shared by the first- and second-order chains' general passes."""
     aux, l1w, l1, us, up, variant = pen
-    tu, ntu, stamp = marks[2], marks[3], marks[4]
-    if len(tok[1]) > 0:
-        _emissions_rows(v, a, lo, hi, E, W, dmark, tok, aux, l1 * us, variant, stamp, mode == SETTLE)
-        return
-    u_lab = space[2]
+    u_ptr, u_lab = space[1], space[2]
     uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
     Lp = E.shape[1]
     for t in range(lo, hi):
@@ -106,9 +89,9 @@ def _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode):
         for j in range(uni_ptr[t], uni_ptr[t + 1]):
             at = uni_ids[j]
             x = uni_vals[j]
-            k0, k1 = meta[at, 0], meta[at, 1]
-            if mode != LOSS and meta[at, 2] != stamp:
-                meta[at, 2] = stamp
+            k0, k1 = u_ptr[at], u_ptr[at + 1]
+            if mode != LOSS and umark[at] != stamp:
+                umark[at] = stamp
                 tu[ntu[0]] = at
                 ntu[0] += 1
                 if mode == SETTLE:
@@ -120,6 +103,18 @@ def _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode):
             else:
                 for k in range(k0, k1):
                     row[u_lab[k]] += x * K.weight(v, m, a, k)
+
+
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
+def _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode):
+    """E[t - lo] = unigram scores of tokens lo..hi-1 at the lazily scaled weights: through
+    :func:`_emissions_rows` in a pass with padded rows, else :func:`flat_emissions`."""
+    umark, W, dmark, tok = rows
+    tu, ntu, stamp = marks[2], marks[3], marks[4]
+    if len(tok[1]) > 0:
+        _emissions_rows(v, a, lo, hi, E, W, dmark, tok, pen[0], pen[2] * pen[3], pen[5], stamp, mode == SETTLE)
+    else:
+        flat_emissions(v, m, a, space, data, lo, hi, E, pen, umark, tu, ntu, stamp, mode)
 
 
 @njit(cache=True, nogil=True, fastmath=FAST, inline="always")
@@ -176,10 +171,10 @@ def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows, with_gold):
     and bigram weights (gamma: point marginals, P: pair marginals where needed; no gold
     part unless ``with_gold``). The rows of ``gamma`` are overwritten (scaled, gold
     subtracted)."""
-    meta, W, tok = rows[0], rows[1], rows[3]
+    W, tok = rows[1], rows[3]
     binary, dptr, drows, dval, eptr, ek, evals, el = tok[:8]
     streams = len(dptr) > 0
-    L, u_lab, b_ptr, b_pair, b_base = space[0], space[2], space[3], space[4], space[5]
+    L, u_ptr, u_lab, b_ptr, b_pair, b_base = space[0], space[1], space[2], space[3], space[4], space[5]
     uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
     big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
     Lp = gamma.shape[1]
@@ -203,7 +198,7 @@ def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows, with_gold):
             for j in range(uni_ptr[t], uni_ptr[t + 1]):
                 at = uni_ids[j]
                 x = uni_vals[j]
-                for k in range(meta[at, 0], meta[at, 1]):
+                for k in range(u_ptr[at], u_ptr[at + 1]):
                     g[k] += x * marg[u_lab[k]]
         if t > lo and need[t - lo]:
             Pt = P[t - lo]
@@ -293,7 +288,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
 # --------------------------------------------------------------------------- passes
 def work(view, order, v, aux, use_rows, direct, sw=None, partial=None):
     """Everything a pass over the sequences ``order`` of a :class:`~spargel.models.crf.CRFView`
-    needs, allocated here (kernels allocate nothing): ``(meta, W, dmark, bmark, tu, tb,
+    needs, allocated here (kernels allocate nothing): ``(umark, W, dmark, bmark, tu, tb,
     ntu, ntb, g, T, buf, xbuf, sw, partial, tok, row_attrs)``; ``sw`` the per-sequence
     weights and ``partial`` the 0/1 flags of partially labelled sequences (None: all
     weights 1, all labels known). With ``use_rows`` the view's dense attributes
@@ -302,7 +297,6 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None):
     space, data = view.space_t, view.data_t
     L = space[0]
     Lp = C.padded(L)
-    meta = attribute_records(space)
     Lpv, binary, dptr, drows, dval, eptr, ek, evals, _, _, el = view.aux
     if use_rows:
         row_attrs = view.d_attr
@@ -320,7 +314,8 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None):
     xbuf = (np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
             np.empty(2 * L + 1), np.zeros(L * L), (outer, np.zeros(0), pos))
     n_u, n_b = len(space[1]) - 1, len(space[3]) - 1
-    return (meta, W, np.full(W.shape[0], -1, dtype=np.int64), np.full(n_b, -1, dtype=np.int64),
+    return (np.full(n_u, -1, dtype=np.int64), W, np.full(W.shape[0], -1, dtype=np.int64),
+            np.full(n_b, -1, dtype=np.int64),
             np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
             np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf,
             np.zeros(0) if sw is None else np.ascontiguousarray(sw, dtype=np.float64),
@@ -360,7 +355,7 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
     variant, B = int(prm[3]), max(1, int(prm[6]))
     n = len(v)
     lazy = variant != Z.NAIVE
-    meta, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok, row_attrs = wk
+    umark, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok, row_attrs = wk
     loss_only = variant == LOSS_ONLY        # no step: the summed loss at v, into st[4]
     if loss_only:
         B = max(1, len(order))
@@ -369,7 +364,7 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
     direct = lazy and B == 1 and len(m) == 0
     use_rows = len(tok[1]) > 0
     Lp = W.shape[2]
-    rows = (meta, W, dmark, tok)
+    rows = (umark, W, dmark, tok)
     mode = np.int64(SETTLE if lazy else MARK)
     status = 0
     for start in range(0, len(order), B):
