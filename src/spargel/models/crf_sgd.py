@@ -26,11 +26,10 @@ rows ``W[r, 0]`` (weights) and ``W[r, 1]`` (their penalty records; NaN for the l
 labels the attribute does not own), so settling, emission and gradient are fixed-length
 vector loops over one contiguous block; such a pass reads each token's rows and other
 weights through the batch model's token lists (streams; the general pass looks each
-attribute's block up in the layout). The rows are loaded from v/aux at the start of a pass and
-written back at its end; the arithmetic per weight is that of the flat layout (tests
-check both against eager SGD, with attributes that own only some labels).
+attribute's block up in the layout). The rows are loaded from v/aux at the start of a
+pass and written back at its end; the arithmetic per weight is that of the flat layout
+(tests check both against eager SGD, with attributes that own only some labels).
 """
-
 
 import numpy as np
 from numba import njit
@@ -297,7 +296,7 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None):
     space, data = view.space_t, view.data_t
     L = space[0]
     Lp = C.padded(L)
-    Lpv, binary, dptr, drows, dval, eptr, ek, evals, _, _, el = view.aux
+    _, binary, dptr, drows, dval, eptr, ek, evals, _, _, el = view.aux
     if use_rows:
         row_attrs = view.d_attr
         tok = (binary, dptr, drows, dval, eptr, ek, evals, el, np.full(len(space[2]), -1, dtype=np.int64))
