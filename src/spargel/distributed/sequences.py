@@ -202,6 +202,9 @@ def _refuse_unsupported_solver(est):
         def loss_grad(self, w):
             raise Reached
 
+        def bound(self, w, **options):
+            raise Reached
+
         loss = loss_grad
 
     try:

@@ -40,6 +40,9 @@ import numpy as np
 FANIN = 4
 #: an evaluation interrupted by a lost worker is run again at most this many times
 RETRIES = 3
+#: a sharded bound whose shards have exact dense curvatures is summed into one dense
+#: matrix up to this many weights (beyond, its products run on the workers)
+DENSE_LIMIT = 2000
 
 
 def evaluate_shard(shard, w, want_grad):
@@ -51,6 +54,30 @@ def evaluate_shard(shard, w, want_grad):
     else:
         loss, g = shard.loss(w), None
     return float(loss), g, [(_worker_name(), start, time.time())]
+
+
+def bound_shard(shard, w, options):
+    """Worker side: the shard's :class:`~spargel.models.bound.QuadraticBound` at ``w``
+    (it stays on the worker: its curvature is applied there)."""
+    return shard.bound(w, **options)
+
+
+def bound_part(B):
+    """Worker side: ``(loss, gradient, spans)`` of a shard's bound."""
+    return B.loss, B.grad, [(_worker_name(), time.time(), time.time())]
+
+
+def curvature_part(B, what, v):
+    """Worker side: ``(0, Sigma_s v | diag | dense Sigma_s, spans)`` of a shard's bound."""
+    start = time.time()
+    c = B.curvature
+    out = c.matvec(v) if what == "matvec" else c.diagonal() if what == "diagonal" else c.dense()
+    out = getattr(out, "M", out)                    # (a dense() may come as a DenseCurvature)
+    return 0.0, np.asarray(out, dtype=np.float64), [(_worker_name(), start, time.time())]
+
+
+def curvature_exact(B):
+    return bool(getattr(B.curvature, "exact_solve", False)) and callable(getattr(B.curvature, "dense", None))
 
 
 def add_parts(*parts):
@@ -185,3 +212,60 @@ class ShardedModel:
 
     def loss(self, w):
         return self._evaluate(w, False)[0]
+
+    # -- the "bound" capability ----------------------------------------------------------
+    def bound(self, w, **options):
+        """The sum of the shards' quadratic bounds at ``w`` (each shard model's own
+        ``bound``): loss and gradient added like :meth:`loss_grad`; the curvature stays
+        on the workers and is applied there (:class:`ShardedCurvature`), or, for small
+        models whose shards have exact dense curvatures, is added into one dense matrix
+        (exact inner solves as in one process)."""
+        from .bound import DenseCurvature, QuadraticBound
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        self.n_evals += 1
+        client = self.client
+        wf = client.scatter(w, hash=False, direct=False)
+        try:
+            bounds = [client.submit(bound_shard, s, wf, dict(options), pure=False) for s in self.shards]
+            loss, grad, _ = tree_sum(client, [client.submit(bound_part, b, pure=False) for b in bounds], add_parts,
+                                     self.fanin)
+        finally:
+            wf.release()
+        curv = ShardedCurvature(self, bounds)
+        if self.n_params <= DENSE_LIMIT and all(client.gather([client.submit(curvature_exact, b) for b in bounds])):
+            curv = DenseCurvature(curv.reduce("dense", None))
+        return QuadraticBound(w, loss, grad, curv, {"curvature": f"sharded {type(curv).__name__}",
+                                                    "shards": self.n_shards})
+
+
+class ShardedCurvature:
+    """The curvature of a :meth:`ShardedModel.bound`: ``Sigma = sum_s Sigma_s``, each
+    ``Sigma_s`` kept where its shard lives; a product sends ``v`` once and adds the
+    shards' products in the fixed order of the loss (:func:`tree_sum`). No exact solve
+    and no coordinate access: the bound solver runs conjugate gradients (l2) or OWL-QN
+    on the quadratic model (l1) over these products."""
+
+    exact_solve = False
+
+    def __init__(self, model, bounds):
+        self.model, self.bounds = model, bounds
+        self._diag = None
+
+    def reduce(self, what, v):
+        client = self.model.client
+        vf = None if v is None else client.scatter(np.ascontiguousarray(v, dtype=np.float64), hash=False,
+                                                   direct=False)
+        try:
+            parts = [client.submit(curvature_part, b, what, vf, pure=False) for b in self.bounds]
+            return tree_sum(client, parts, add_parts, self.model.fanin)[1]
+        finally:
+            if vf is not None:
+                vf.release()
+
+    def matvec(self, v):
+        return self.reduce("matvec", v)
+
+    def diagonal(self):
+        if self._diag is None:
+            self._diag = self.reduce("diagonal", None)
+        return self._diag

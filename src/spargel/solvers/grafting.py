@@ -284,7 +284,7 @@ class WorkingSet:
         self.pairs.direction(pg, d, use_l1)
         step = 1.0 / norm(pg) if not len(self.pairs) and first else 1.0
         result, step, _ = orthant_line_search(self.evaluate, self.x, d, pg, self.F, step, use_l1, x_new,
-                                              max_linesearch, c1)
+                                              max_linesearch, c1, self.g)
         if result is None:
             self.restore()
             return None

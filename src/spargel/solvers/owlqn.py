@@ -31,6 +31,11 @@ from ..models.protocol import require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 
+# relative size of the objective's rounding below which the line search also trusts the
+# gradients (approximate Wolfe test, see orthant_line_search)
+NOISE = 1e-10
+
+
 class CurvatureMemory:
     """The last ``memory`` curvature pairs ``(s, y)`` of L-BFGS, in two preallocated
     ``memory x capacity`` arrays; every vector step is one compiled pass.
@@ -98,10 +103,21 @@ class CurvatureMemory:
             slots.append(k)
 
 
-def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesearch, c1):
+def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesearch, c1, g=None):
     """Backtracking from ``w`` along ``d``, every trial point projected (``project``) onto
     the orthant of ``w`` (of ``-pg`` where ``w`` is zero), until the Armijo condition
     ``F_new <= F + c1 pg . (w_new - w)`` holds.
+
+    Near the optimum the decrease Armijo asks for falls below the rounding of the
+    objective (a sum over the whole data) and every trial fails although the step is
+    good. With the gradient ``g`` at ``w`` given, a trial whose objective is within
+    :data:`NOISE` (relative) of ``F`` is also accepted when it passes the *approximate
+    Wolfe* test of Hager & Zhang (2005): along ``s = w_new - w`` the objective is smooth
+    (both points lie in one closed orthant, where the l1 term is linear), its slope at
+    the trial point is ``dec + s . (g_new - g)`` with ``dec = pg . s`` the slope at
+    ``w``, and ``s . (g_new - g) <= 2 (1 - c1) |dec|`` is the Armijo condition of the
+    quadratic model -- a test on gradients, which keep their accuracy where objective
+    differences are lost in rounding.
 
     ``evaluate(w_new) -> (loss, objective, gradient)``. Returns ``(result, step,
     n_trials)``; ``result`` is None when ``max_linesearch`` trials found no decrease
@@ -109,11 +125,15 @@ def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesea
     """
     from . import _owlqn_kernels as Q
 
+    noise = NOISE * max(abs(F), 1.0)
     for trial in range(max_linesearch):
         dec = Q.orthant_step(w, d, step, pg, project, w_new)
         result = evaluate(w_new)
         F_new = result[1]
         if np.isfinite(F_new) and F_new <= F + c1 * dec:
+            return result, step, trial + 1
+        if (g is not None and np.isfinite(F_new) and F_new - F <= noise and dec < 0
+                and dot(w_new - w, result[2] - g) <= 2.0 * (1.0 - c1) * -dec):
             return result, step, trial + 1
         # far off (badly scaled features, first iterations): shrink faster
         step *= 0.5 if np.isfinite(F_new) and F_new - F <= 10.0 * abs(dec) else 0.05
@@ -164,7 +184,7 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
             pairs.direction(pg, d, use_l1)
             step = 1.0 / pg_norm if not len(pairs) and it == 1 else 1.0
             result, step, trials = orthant_line_search(evaluate, w, d, pg, F, step, use_l1, w_new,
-                                                       max_linesearch, c1)
+                                                       max_linesearch, c1, g)
             n_evals += trials
             if result is None:
                 stop, it = "linesearch", it - 1
