@@ -354,3 +354,24 @@ def test_gaussian_cv_folds_on_the_cluster_give_the_same_choice(client):
     for key in ("mean_test_score", "mean_edges", "split3_test_score"):
         np.testing.assert_array_equal(got.cv_results_[key], ref.cv_results_[key])
     np.testing.assert_array_equal(got.precision_, ref.precision_)
+
+
+def test_gaussian_screened_components_on_the_cluster_bit_for_bit(client):
+    """Three independent blocks of variables: screening splits the problem and each block
+    is solved on a worker; the estimate is the single-process one, bit for bit."""
+    from spargel.estimators.gaussian import SparseGaussianMRF
+    rng = np.random.default_rng(8)
+    blocks = []
+    for size in (5, 4, 6):
+        A = rng.standard_normal((size, size)) * 0.8
+        blocks.append(rng.standard_normal((300, size)) @ (np.eye(size) + A))
+    X = np.hstack(blocks)
+    X /= X.std(axis=0)
+    ref = SparseGaussianMRF(alpha=0.2).fit(X)
+    with distributed.get_task_stream(client) as ts:
+        got = SparseGaussianMRF(alpha=0.2, client=client).fit(X)
+    assert sum("solve_component" in t["key"] for t in ts.data) == 3      # one task per component
+    assert ref.n_components_ == got.n_components_ == 3
+    np.testing.assert_array_equal(got.precision_, ref.precision_)
+    np.testing.assert_array_equal(got.covariance_, ref.covariance_)
+    assert got.converged_ and got.objective_ == ref.objective_

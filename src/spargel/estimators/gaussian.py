@@ -209,6 +209,8 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         Armijo search; default) or 'paper' (line 22 of Algorithm 3).
     screen : exact block-diagonal screening (plain l1 only).
     n_jobs : threads for independent screened components.
+    client : a ``dask.distributed.Client`` (or None): the screened components are
+        solved as tasks on its workers, with the same result (``docs/distributed.md``).
     warm_start : reuse the previous solution as the starting point.
     random_state : seed of the randomised l1-ball projection pivots (the
         solution does not depend on it).
@@ -245,7 +247,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
     def __init__(self, alpha=0.01, *, covariance=None, blocks=None, solver="auto", tol=1e-6,
                  max_iter=None, assume_centered=False, penalize_diagonal=False,
                  block_weight="size", step_rule="bb", screen=True, n_jobs=1,
-                 warm_start=False, random_state=None, verbose=False):
+                 warm_start=False, random_state=None, verbose=False, client=None):
         self.alpha = alpha
         self.covariance = covariance
         self.blocks = blocks
@@ -260,6 +262,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         self.n_jobs = n_jobs
         self.warm_start = warm_start
         self.random_state = random_state
+        self.client = client
         self.verbose = verbose
 
     def fit(self, X, y=None):
@@ -311,7 +314,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
                              block_weight=self.block_weight, screen=self.screen,
                              step_rule=self.step_rule, warm_start=warm, n_jobs=self.n_jobs,
                              random_state=_seed(self.random_state), verbose=self.verbose,
-                             validated=True)
+                             validated=True, client=self.client)
         self._result = res
         self._store(res, S.shape[0])
         self.n_samples_ = n_samples
@@ -390,7 +393,8 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         iterable of (train, test) index pairs.
     center_test : 'train' (default) or 'test', see above.
     client : a ``dask.distributed.Client`` (or None): the folds' paths run on its
-        workers (``X`` is sent once), with the same result (``docs/distributed.md``).
+        workers (``X`` is sent once), and so do the screened components of the refit,
+        with the same result (``docs/distributed.md``).
     Other parameters as in :class:`SparseGaussianMRF`.
 
     Attributes
@@ -486,7 +490,7 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         results["mean_edges"] = edges.mean(axis=0)
         self.cv_results_ = results
         # refit on all data along the path down to the chosen alpha (warm starts)
-        path = gaussian_path(S, alphas[:best + 1], **kw)
+        path = gaussian_path(S, alphas[:best + 1], client=self.client, **kw)
         self._store(path[-1], n)
         self._result = path[-1]
         self.location_ = np.zeros(n) if self.assume_centered else X.mean(axis=0)

@@ -96,7 +96,7 @@ def _map_back(res, s, offset, n_components=None):
 def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
                    max_iter=None, penalize_diagonal=False, block_weight="size",
                    screen=True, warm_start=None, n_jobs=1, step_rule="bb",
-                   random_state=0, verbose=False, callback=None, validated=False):
+                   random_state=0, verbose=False, callback=None, validated=False, client=None):
     """Solve the (block-)l1 penalised Gaussian maximum-likelihood problem.
 
     Parameters
@@ -118,6 +118,11 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
         ``|S_ij| > L_ij`` (exact; ignored with blocks).
     warm_start : a previous :class:`GaussianResult` of the same size.
     n_jobs : threads used to solve screened components concurrently.
+    client : a ``dask.distributed.Client``: the screened components (more than one)
+        are solved as tasks on its workers instead, each where it runs; the results
+        come back in component order, so the solution is the single-process one, bit
+        for bit. ``verbose`` and ``callback`` then see no per-iteration rows (the
+        iterations run on the workers; the rows are in the result's history).
     step_rule : block-l1 only: 'bb' (default; Barzilai-Borwein initial step
         for the Armijo search of Algorithm 3) or 'paper' (line 22 of
         Algorithm 3: t grows by 1/beta after every accepted step).
@@ -145,7 +150,7 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
                             warm_start, step_rule, random_state, common)
     else:
         res = _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen,
-                        warm_start, n_jobs, common)
+                        warm_start, n_jobs, common, client)
     if not res.converged and res.stop_reason != "callback":
         what = {"max_iter": f"reached max_iter={max_iter}",
                 "linesearch": "no further decrease was possible (precision limit)",
@@ -178,7 +183,7 @@ def _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_wei
 
 
 def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_start,
-              n_jobs, common):
+              n_jobs, common, client=None):
     n = S.shape[0]
     L = penalty_matrix(alpha, n, penalize_diagonal)
     d = np.diag(S) + np.diag(L)
@@ -214,48 +219,24 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
     else:
         comps = [np.arange(n)]
 
-    def run(idx):
+    def inputs(idx):
         sub = np.ix_(idx, idx)
         Ss, Ls = np.ascontiguousarray(St[sub]), np.ascontiguousarray(Lt[sub])
         off = float(np.sum(np.log(s[idx] * s[idx])))
         X0 = None if K0 is None else K0[sub]
         if X0 is not None and kind != "projected-gradient" and np.linalg.eigvalsh(X0)[0] <= 0:
             X0 = None
-        if kind == "projected-gradient":
-            from .projected_gradient import projected_gradient
+        return Ss, Ls, off, X0
 
-            Sig0 = None if X0 is None else np.linalg.inv(X0)
-            return projected_gradient(Ss, Ls, Sigma0=Sig0, max_iter=max_iter, offset=off,
-                                      **common)
-        if kind == "newton-cd":
-            from .newton_cd import newton_cd
-
-            res = newton_cd(Ss, Ls, X0=X0, max_iter=max_iter, offset=off,
-                            **common)
-        else:
-            from .newton_cg import newton_cg
-
-            res = newton_cg(Ss, Ls, X0=X0, max_iter=max_iter, offset=off, **common)
-        if res.converged or solver != "auto" or res.stop_reason in ("max_iter", "callback"):
-            return res
-        # no further progress on a badly conditioned problem: finish with the
-        # dual projected gradient, started from the dual point of the iterate
-        from .projected_gradient import projected_gradient
-
-        pg = projected_gradient(Ss, Ls, Sigma0=res.covariance, offset=off,
-                                max_iter=_DEFAULT_MAX_ITER["projected-gradient"] * 5, **common)
-        for row in pg.history:
-            row["phase"] = "projected-gradient"
-        best = pg if pg.duality_gap <= res.duality_gap else res
-        best.history = res.history + pg.history
-        best.n_iter = res.n_iter + pg.n_iter
-        best.solver = f"{res.solver}+projected-gradient"
-        return best
+    def run(idx):
+        return solve_component(*inputs(idx), kind, solver, max_iter, common)
 
     big = [c for c in comps if c.size > 1]
     singles = np.concatenate([c for c in comps if c.size == 1]) if len(big) < len(comps) \
         else np.zeros(0, dtype=np.int64)
-    if n_jobs is not None and n_jobs != 1 and len(big) > 1:
+    if client is not None and len(big) > 1:
+        results = _map_components(client, [inputs(c) for c in big], kind, solver, max_iter, common)
+    elif n_jobs is not None and n_jobs != 1 and len(big) > 1:
         workers = None if n_jobs == -1 else int(n_jobs)
         with ThreadPoolExecutor(max_workers=workers) as ex:
             results = list(ex.map(run, big))
@@ -297,3 +278,58 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
                          history=hist, solver="/".join(solvers), n_components=len(comps),
                          stop_reason=reason)
     return _map_back(res, s, offset)
+
+
+def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common):
+    """One screened component (standardised ``Ss``, ``Ls``; ``off`` its share of the
+    objective's offset; ``X0`` a warm start or None)."""
+    if kind == "projected-gradient":
+        from .projected_gradient import projected_gradient
+
+        Sig0 = None if X0 is None else np.linalg.inv(X0)
+        return projected_gradient(Ss, Ls, Sigma0=Sig0, max_iter=max_iter, offset=off, **common)
+    if kind == "newton-cd":
+        from .newton_cd import newton_cd
+
+        res = newton_cd(Ss, Ls, X0=X0, max_iter=max_iter, offset=off, **common)
+    else:
+        from .newton_cg import newton_cg
+
+        res = newton_cg(Ss, Ls, X0=X0, max_iter=max_iter, offset=off, **common)
+    if res.converged or solver != "auto" or res.stop_reason in ("max_iter", "callback"):
+        return res
+    # no further progress on a badly conditioned problem: finish with the dual projected
+    # gradient, started from the dual point of the iterate
+    from .projected_gradient import projected_gradient
+
+    pg = projected_gradient(Ss, Ls, Sigma0=res.covariance, offset=off,
+                            max_iter=_DEFAULT_MAX_ITER["projected-gradient"] * 5, **common)
+    for row in pg.history:
+        row["phase"] = "projected-gradient"
+    best = pg if pg.duality_gap <= res.duality_gap else res
+    best.history = res.history + pg.history
+    best.n_iter = res.n_iter + pg.n_iter
+    best.solver = f"{res.solver}+projected-gradient"
+    return best
+
+
+def _map_components(client, parts, kind, solver, max_iter, common):
+    """:func:`solve_component` of every ``(Ss, Ls, off, X0)`` as a task on the Dask
+    workers (the matrices scattered, not embedded in the task graph); results in order."""
+    from ..distributed import cluster
+
+    client = cluster.resolve(client)
+    cluster.workers(client)                     # a clear error when there are none
+    remote = dict(common, verbose=False, callback=None)
+    futures, sent = [], []
+    for Ss, Ls, off, X0 in parts:
+        arrays = client.scatter([Ss, Ls] if X0 is None else [Ss, Ls, X0], hash=False, direct=False)
+        sent += arrays
+        x0 = arrays[2] if X0 is not None else None
+        futures.append(client.submit(solve_component, arrays[0], arrays[1], off, x0, kind, solver, max_iter,
+                                     remote, pure=False))
+    try:
+        return client.gather(futures)
+    finally:
+        for f in sent:
+            f.release()
