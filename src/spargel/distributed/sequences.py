@@ -293,8 +293,15 @@ def _build_from_parts(est, client, threads, parts, source):
     warn_large_values(est, np.array([info["max_abs"]]))
     est._label_vocab = Vocabulary(labels)
     vocab_f = client.submit(S.finish_vocab, merged, pure=False)
+    # each shard stays where its part was read: its remapped data and its model are
+    # built there (left to itself the scheduler may put several shard models on the
+    # worker that holds the feature space, which then holds their memory and does their
+    # work while the others idle)
+    held = client.who_has(parts)
+    homes = [list(held.get(p.key, ()))[:1] or None for p in parts]
     maps = [client.submit(S.id_maps, vocab_f, s, pure=False) for s in stats]
-    datas = [client.submit(S.remap, p, m, pure=False) for p, m in zip(parts, maps)]
+    datas = [client.submit(S.remap, p, m, workers=h, allow_other_workers=True, pure=False)
+             for p, m, h in zip(parts, maps, homes)]
     L, n_u, n_b = len(labels), info["n_uni"], info["n_big"]
     trans = est._has_transitions()
     if est.feature_space == "full":
@@ -303,8 +310,13 @@ def _build_from_parts(est, client, threads, parts, source):
         flags = (bool(getattr(est, "all_possible_states", False)), bool(getattr(est, "all_possible_transitions", False)))
         space_f = tree_future(client, [client.submit(S.observed_space, d, L, n_u, n_b, trans, *flags, pure=False)
                                        for d in datas], S.union_spaces)
-    where, n_jobs = cluster.placement(threads, len(datas))
-    models = [client.submit(S.crf_shard, d, space_f, n_jobs[k], pure=False) for k, d in enumerate(datas)]
+    per_worker = {}
+    for h in homes:
+        if h:
+            per_worker[h[0]] = per_worker.get(h[0], 0) + 1
+    n_jobs = [max(1, threads.get(h[0], 1) // per_worker[h[0]]) if h else 1 for h in homes]
+    models = [client.submit(S.crf_shard, d, space_f, n_jobs[k], workers=homes[k], allow_other_workers=True,
+                            pure=False) for k, d in enumerate(datas)]
     space = space_f.result()
     # keep the small pieces a lost shard is rebuilt from (maps, space, vocabularies) on
     # two workers; the parts themselves are re-read from their source when needed
