@@ -160,3 +160,19 @@ def test_least_squares_optimum_is_the_lasso_solution():
     assert np.allclose(g[on], -l1 * np.sign(w[on]), atol=1e-6)
     assert np.all(np.abs(g[~on]) <= l1 + 1e-6)
     assert isinstance(model, LeastSquares)
+
+
+def test_models_report_the_memory_they_hold():
+    """sys.getsizeof counts a model's arrays: Dask places a shard's evaluations by the
+    sizes of their inputs, and a model that looked a few hundred bytes big was moved to
+    the worker holding w."""
+    import sys
+    rng = np.random.default_rng(0)
+    data = random_data(rng, n_seq=40, max_len=6, n_labels=3)
+    crf = ChainCRF(random_space(rng, data, "observed", 3, 6, 3), data)
+    crf.loss_grad(np.zeros(crf.n_params))
+    held = data.uni_ids.nbytes + data.uni_vals.nbytes + data.seq_ptr.nbytes + crf._emp.nbytes
+    assert sys.getsizeof(crf) >= held
+    X = rng.normal(size=(500, 20))
+    flat = FlatLogLinear(X, rng.integers(0, 3, size=500), 3)
+    assert sys.getsizeof(flat) >= X.nbytes

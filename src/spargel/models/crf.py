@@ -16,6 +16,7 @@ from .._vec import dot
 from . import chain as C
 from . import crf_kernels as K
 from .protocol import ParameterLayout
+from .sizes import Sized
 
 INFERENCE_MODES = ("auto", "dense", "sparse")
 # the batch gradient is always split into at least this many fixed chunks (summed in a
@@ -178,7 +179,7 @@ class CRFView:
         return outer, np.zeros(len(trans[6])), np.zeros(len(trans[11]) if self.has_transitions else 0)
 
 
-class BatchChain:
+class BatchChain(Sized):
     """What the first- and second-order chain CRFs share: the fixed chunks of sequences,
     the per-chunk gradient buffers, the free and the clamped (partially labelled) passes,
     the log-space redo of the sequences whose scaled recursion failed, and the reduction.

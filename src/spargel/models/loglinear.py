@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .protocol import ParameterLayout
+from .sizes import Sized
 
 
 def _csr(X):
@@ -35,7 +36,7 @@ def _logsumexp_rows(Z):
     return m + np.log(np.exp(Z - m[:, None]).sum(axis=1))
 
 
-class FlatLogLinear:
+class FlatLogLinear(Sized):
     """Multinomial logistic loss over samples ``X`` (dense or sparse) with labels ``y``
     (ints in 0..K-1), optional ``sample_weight`` and ``mask`` (see the module doc)."""
 
