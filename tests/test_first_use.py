@@ -28,3 +28,29 @@ def test_first_use_is_announced_once(tmp_path):
 
 def test_quiet_by_request(tmp_path):
     assert "compiling" not in _run(tmp_path, 0)
+
+
+def test_library_paths_call_no_inner_kernel_from_python():
+    """Inner kernels have no CPython wrapper (a shorter first compile); a Python call
+    compiles an uncached stand-in, which a library path must never need. Every solver
+    and prediction path of both chain orders, in a fresh process."""
+    code = """
+import warnings; warnings.simplefilter("ignore")
+import spargel
+from spargel import _jit
+from spargel.datasets import make_chain_data
+X, y, _ = make_chain_data(n_sequences=30, random_state=0)
+for order in (1, 2):
+    for solver in ("owlqn", "lbfgs", "sgd-l1", "bcd", "bound"):
+        if order == 2 and solver in ("bcd", "bound"):
+            continue
+        crf = spargel.CRF(solver=solver, order=order, l1=0.0 if solver in ("lbfgs", "bound") else 0.5,
+                          l2=1.0 if solver == "bound" else 0.0, max_iter=3).fit(X, y)
+    crf.predict(X[:3]); crf.predict_marginals(X[:3]); crf.predict_nbest(X[:2], k=2); crf.score(X[:3], y[:3])
+crf = spargel.CRF(template="U00:%x[0,0]\\nB01:%x[0,0]\\nB\\n", max_iter=3).fit([[[t[0]] for t in s] for s in X], y)
+crf.predict([[[t[0]] for t in s] for s in X[:3]])
+print("CALLS", _jit.PYTHON_CALLS)
+"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert "CALLS []" in out, out

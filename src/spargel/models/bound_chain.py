@@ -47,7 +47,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import njit
+from .._jit import kernel
 
 from ..errors import CapabilityError
 from . import crf_kernels as K
@@ -55,7 +55,7 @@ from .bound import QuadraticBound, curvature_weight, log_add, share
 
 
 # --------------------------------------------------------------------------- kernels
-@njit(cache=True, nogil=True)
+@kernel()
 def chain_bound_build(w, space, data, aux, T, order, iptr, items, refs, pw, wtr, logz, E, la, lam, lzb, us, Dm):
     """Per sequence of ``order`` (r-th at ``iptr[r]`` in ``items``): the log-space forward
     recursion of the bound. ``items`` gets, for the inner positions, the conditional
@@ -147,7 +147,7 @@ def chain_bound_build(w, space, data, aux, T, order, iptr, items, refs, pw, wtr,
             logz[r] = lz + off
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def chain_bound_matvec(v, space, data, aux_v, aux, Tv, order, iptr, items, refs, pw, E, rho, gam, outE, cbuf,
                        P, need, g, Gd, tout):
     """``g / Gd / tout += Sigma v`` (without the global transition part) over the

@@ -69,6 +69,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .._jit import inner, kernel
+
 LANES = 4
 NEG_INF = -np.inf
 # largest finite double. Under the 'reassoc' fast-math flag LLVM folds math.isfinite(x)
@@ -83,7 +85,7 @@ FAST = {"reassoc", "contract", "nsz", "arcp"}
 EXP_FAST = {"contract", "nsz", "arcp"}      # no 'reassoc': x - k ln2 must keep its two steps
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def padded(S):
     """``S`` rounded up to a multiple of :data:`LANES`."""
     return -(-S // LANES) * LANES
@@ -201,7 +203,7 @@ def base_entry(trans, i, j, k):
     return 1.0 if x == 0.0 else math.exp(x)
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def refresh(trans, T):
     """Load new transition scores ``T`` (S x S, flat ``i * S + j``) into a DENSE
     structure, or into a ONES structure made with ``keep_zeros`` (the scores of the
@@ -217,7 +219,7 @@ def refresh(trans, T):
         refresh_dense(trans, T)
 
 
-@njit(cache=True, nogil=True, fastmath=EXP_FAST)
+@inner(fastmath=EXP_FAST)
 def refresh_dense(trans, T):
     """Load new transition scores ``T`` (S x S, flat) into a DENSE structure in place
     (its scratch ``trans[13]``, ``trans[14]`` takes the vectorised exponentials)."""
@@ -232,7 +234,7 @@ def refresh_dense(trans, T):
             fv[j * S + i] = T[i * S + j]
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def refresh_pairs(trans, x):
     """Load new scores into a PAIR_ONES structure in place: ``x[q]`` is the score of its
     q-th listed pair (the order of ``src``/``dst`` given to :func:`make_transitions`)."""
@@ -242,7 +244,7 @@ def refresh_pairs(trans, x):
         fv[gk[q]] = x[q]
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def refresh_list(trans, k, x):
     """Load new scores into a LIST structure in place: ``x[q]`` is the score of the pair
     with list index ``k[q]``; the other pairs keep theirs."""
@@ -316,7 +318,7 @@ def exp_shifted(x, out, n, kbuf):
     return m
 
 
-@njit(cache=True, nogil=True, fastmath=EXP_FAST)
+@inner(fastmath=EXP_FAST)
 def exp_rows(E, psi, shift, n, S, kbuf):
     """``psi[t, :S] = exp(E[t, :S] - shift[t])`` with ``shift[t] = max E[t, :S]`` for
     t < n (padding lanes zero); ``kbuf`` is an int64 scratch of length >= S. With room for
@@ -456,7 +458,7 @@ def backward_step(r, out, trans, ci, cj, cc, q0, q1):
         out[ci[q]] += cc[q] * r[cj[q]]
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
+@inner(fastmath=FAST)
 def pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P):
     """``P[i * S + j] = prev[i] M_t[i, j] r[j]`` (the pairwise marginals when prev is the
     normalised alpha of t-1 and ``r = psi_t beta_t / scale_t``; zero for pairs that are
@@ -500,7 +502,7 @@ def pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P):
 
 
 # --------------------------------------------------------------------------- forward-backward
-@njit(cache=True, nogil=True, fastmath=FAST)
+@inner(fastmath=FAST)
 def forward(psi, shift, n, trans, corr, alpha, scale, t0):
     """Scaled forward recursion over positions t0..n-1 (rows before t0 already valid):
     alpha rows sum to 1, ``scale[t]`` their normaliser. Returns the sum over t0..n-1 of
@@ -565,7 +567,7 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
     return logz + math.log(prod)
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
+@inner(fastmath=FAST)
 def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     """Scaled backward recursion and expectations, after :func:`forward` over 0..n-1.
 
@@ -578,7 +580,9 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     list index k (``pos`` empty: not gathered, for a model without transition
     weights). The pairwise marginals of every position t >= 1 with ``need[t] != 0``
     are written to ``P[t]`` (S x S, any kind of structure; the gradient of
-    observation-conditioned bigram weights needs them). ``tmp`` is a scratch row."""
+    observation-conditioned bigram weights needs them); ``P`` None: no pair marginals
+    (a model without bigram attributes), and :func:`pair_matrix` is not even compiled.
+    ``tmp`` is a scratch row."""
     kind, S = trans[0], trans[1]
     gi, gj, gc = trans[6], trans[7], trans[8]
     cptr, ci, cj, cc, ck = corr[0], corr[1], corr[2], corr[3], corr[5]
@@ -618,14 +622,15 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
                     out[i] = s
             for i in range(S, Sp):
                 out[i] = 0.0
-            if need[t] != 0 or (mat and len(pos) > 0):
-                pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P[t])
-                if mat and len(pos) > 0:
-                    # a stored matrix's position: its whole pair marginals are its counts
-                    Pt = P[t]
-                    for i in range(S):
-                        for j in range(S):
-                            pos[j * S + i] += Pt[i * S + j]
+            if P is not None:            # (a model without pair marginals: not compiled)
+                if need[t] != 0 or (mat and len(pos) > 0):
+                    pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P[t])
+                    if mat and len(pos) > 0:
+                        # a stored matrix's position: its whole pair marginals are its counts
+                        Pt = P[t]
+                        for i in range(S):
+                            for j in range(S):
+                                pos[j * S + i] += Pt[i * S + j]
             for y in range(Sp):
                 gamma[t, y] = alpha[t, y] * beta[t, y]
             continue
@@ -645,15 +650,16 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
         if len(pos) > 0:
             for q in range(q0, q1):
                 pos[ck[q]] += prev[ci[q]] * cc[q] * r[cj[q]]
-        if need[t] != 0:
-            pair_matrix(prev, r, trans, ci, cj, cc, cptr[t], q1, P[t])
+        if P is not None:
+            if need[t] != 0:
+                pair_matrix(prev, r, trans, ci, cj, cc, cptr[t], q1, P[t])
         for y in range(Sp):
             gamma[t, y] = alpha[t, y] * beta[t, y]
     for y in range(Sp):
         gamma[0, y] = alpha[0, y] * beta[0, y]
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def transition_counts(trans, acc, out):
     """Add the expected transition counts gathered by :func:`backward` to ``out``,
     indexed by list index (``k = j * S + i`` for DENSE and ONES). Exact for every allowed
@@ -673,7 +679,7 @@ def transition_counts(trans, acc, out):
         out[gk[q]] += glob[q]
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def _lse(x, n):
     m = NEG_INF
     for i in range(n):
@@ -687,7 +693,7 @@ def _lse(x, n):
     return m + math.log(s)
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def position_scores(trans, corr, t, fv_t):
     """Raw log scores of the allowed pairs at position t (list order) into fv_t."""
     fv = trans[11]
@@ -698,7 +704,7 @@ def position_scores(trans, corr, t, fv_t):
         fv_t[ck[q]] += cv[q]
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def forward_backward_log(E, n, trans, corr, la, lb, logc, gamma, tcount, need, P, fv_t, cand):
     """Log-space forward-backward (cannot underflow): returns log Z, fills ``gamma``
     (point marginals), adds the expected transition counts to ``tcount`` (by list
@@ -760,8 +766,9 @@ def forward_backward_log(E, n, trans, corr, la, lb, logc, gamma, tcount, need, P
                 i = fi[k]
                 p = math.exp(la[t - 1, i] + fv_t[k] + base)
                 tcount[k] += p
-                if pairs:
-                    P[t, i * S + j] = p
+                if P is not None:
+                    if pairs:
+                        P[t, i * S + j] = p
     for t in range(n):
         for y in range(S):
             gamma[t, y] = math.exp(la[t, y] + lb[t, y])
@@ -790,7 +797,7 @@ def _column_best(prev, scores, j, S):
     return best, arg
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def viterbi(E, n, trans, corr, delta, back, fv_t, out):
     """Best state sequence for scores E (constrained states already at -inf) into out;
     returns its score (-inf when no path is allowed). Ties go to the lowest state.
@@ -882,7 +889,7 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
     return score
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def nbest(E, n, trans, corr, K, fv_t, paths, scores):
     """The K best state sequences (list Viterbi): ``paths`` (K, n), ``scores`` (K,);
     rows past the number of distinct paths get score -inf. Returns that number."""

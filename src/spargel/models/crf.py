@@ -171,8 +171,9 @@ class CRFView:
     kernels = K
 
     def kernel_args(self, trans):
-        """The leading arguments of this view's prediction kernels."""
-        return self.space_t, self.data_t, self.aux, trans, self.bl
+        """The leading arguments of this view's prediction kernels (the bigram list is
+        None without bigram attributes: the kernels then compile without corrections)."""
+        return self.space_t, self.data_t, self.aux, trans, self.bl if self.has_bigrams else None
 
     def accumulators(self, trans):
         outer = np.zeros((self.Lp, self.Lp)) if self.has_transitions else np.zeros((1, 1))
@@ -332,13 +333,16 @@ class ChainCRF(BatchChain):
 
     def _chunk(self, w, trans, order, want_grad, c, acc, failed, buf, clamp, scratch):
         v = self.view
-        return K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, v.bl, order, want_grad,
-                                 self._gbufs[c], self._Gdbufs[c], acc, failed, buf, self.sw, clamp, scratch)
+        # no bigram attributes: bl None, and the kernel compiles without the corrections
+        return K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, v.bl if v.has_bigrams else None, order,
+                                 want_grad, self._gbufs[c], self._Gdbufs[c], acc, failed, buf, self.sw, clamp,
+                                 scratch)
 
     def _chunk_log(self, w, trans, bad, want_grad, c, tcount, buf, lbuf, clamp, tcount1):
         v = self.view
-        return K.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, v.bl, bad, want_grad,
-                                     self._gbufs[c], self._Gdbufs[c], tcount, buf, lbuf, self.sw, clamp, tcount1)
+        return K.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, v.bl if v.has_bigrams else None, bad,
+                                     want_grad, self._gbufs[c], self._Gdbufs[c], tcount, buf, lbuf, self.sw, clamp,
+                                     tcount1)
 
     # -- the "sgd" capability ---------------------------------------------------------
     def _sgd_trans(self):

@@ -29,6 +29,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .._jit import inner, kernel
+
 from . import chain as C
 from . import crf_kernels as K
 
@@ -46,7 +48,7 @@ def list_index(code, L):
 
 
 # --------------------------------------------------------------------------- per sequence
-@njit(cache=True, nogil=True, fastmath=FAST)
+@inner(fastmath=FAST)
 def state_scores(w, space, data, aux, lo, hi, U, E):
     """E[t - lo, :S] = scores of the pair states at tokens lo..hi-1 (see the module
     documentation); U receives the unigram rows."""
@@ -78,7 +80,7 @@ def pair_scores(v, m, a, space, data, lo, hi, U, E):
                 row[b_pair[k]] += x * K.weight(v, m, a, b_base + k)
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def constrain(E, fixed, lo, n, L):
     """States whose label is not the forced one (``fixed[t] >= 0``) get ``-inf``."""
     for t in range(n):
@@ -89,7 +91,7 @@ def constrain(E, fixed, lo, n, L):
                     E[t, s] = -np.inf
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
+@inner(fastmath=FAST)
 def label_marginals(gamma, n, L, lm):
     """lm[t, b] = sum over a of gamma[t, (a, b)] (padding lanes left zero)."""
     for t in range(n):
@@ -100,7 +102,7 @@ def label_marginals(gamma, n, L, lm):
             lm[t, b] = s
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
+@inner(fastmath=FAST)
 def scatter(space, data, aux, lo, hi, gamma, lm, need0, coef, g, Gd):
     """g / Gd += coef * expected counts of the unigram and pair weights of tokens
     lo..hi-1, from the state marginals ``gamma``; ``lm`` is scratch for the label
@@ -118,7 +120,7 @@ def scatter(space, data, aux, lo, hi, gamma, lm, need0, coef, g, Gd):
                 g[b_base + k] += v * marg[b_pair[k]]
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def gold_score(v, m, a, space, data, s, E):
     """Score of the gold labels of sequence s at the weights ``weight(v, m, a, .)`` (E
     holds its state scores)."""
@@ -138,7 +140,7 @@ def gold_score(v, m, a, space, data, s, E):
     return total
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def empirical_counts(space, data, order, sw, emp):
     """emp += feature counts of the gold label sequences ``order`` (unigram, pair,
     triple), each times its weight ``sw[s]`` (``sw`` empty: 1)."""
@@ -196,7 +198,7 @@ def log_buffers(L, maxlen):
 
 
 # --------------------------------------------------------------------------- batch pass
-@njit(cache=True, nogil=True)
+@kernel()
 def chunk_logz_grad(w, space, data, aux, trans, order, want_grad, g, Gd, acc, failed, buf, sw, clamp, glob1):
     """``sum_s c_s log Z_s`` over the sequences ``order``, ``c_s`` their weight ``sw[s]``
     (``sw`` empty: 1); with want_grad, adds ``c_s`` times their expected unigram and
@@ -241,7 +243,7 @@ def chunk_logz_grad(w, space, data, aux, trans, order, want_grad, g, Gd, acc, fa
     return total
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def chunk_logz_grad_log(w, space, data, aux, trans, order, want_grad, g, Gd, tcount, buf, lbuf, sw, clamp, tcount1):
     """:func:`chunk_logz_grad` in log space (for the sequences whose scaled recursion
     underflowed); the transition counts go straight to ``tcount`` (by list index;
@@ -271,7 +273,7 @@ def chunk_logz_grad_log(w, space, data, aux, trans, order, want_grad, g, Gd, tco
     return total
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def finish_gradient(space, d_attr, Gd, tcount, emp, g):
     """g += dense-row expectations scattered to their weights and the triple counts
     (``tcount`` by chain list index); g -= empirical counts."""
@@ -287,7 +289,7 @@ def finish_gradient(space, d_attr, Gd, tcount, emp, g):
 
 
 # --------------------------------------------------------------------------- prediction
-@njit(cache=True, nogil=True)
+@kernel()
 def decode_all(w, space, data, aux, trans, fixed, out, scores, buf, lbuf):
     """Viterbi labels of every sequence into out (flat over tokens), path scores into
     scores; ``fixed[t] >= 0`` forces the label of token t."""
@@ -306,7 +308,7 @@ def decode_all(w, space, data, aux, trans, fixed, out, scores, buf, lbuf):
             out[t] = out[t] % L
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def marginals_all(w, space, data, aux, trans, out, logz, failed, buf, tcount):
     """Label marginals of every token into out (n_tokens x L) and log Z per sequence by
     the scaled recursion; sequences where it underflows are flagged in ``failed``.
@@ -333,7 +335,7 @@ def marginals_all(w, space, data, aux, trans, out, logz, failed, buf, tcount):
                 out[lo + t, y] = lm[t, y]
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def marginals_log(w, space, data, aux, trans, order, out, logz, buf, lbuf, tcount):
     """:func:`marginals_all` in log space for the sequences ``order``."""
     L = space[0]
@@ -352,7 +354,7 @@ def marginals_log(w, space, data, aux, trans, order, out, logz, buf, lbuf, tcoun
                 out[lo + t, y] = lm[t, y]
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def nbest_one(w, space, data, aux, trans, s, fixed, K_, paths, scores, buf, lbuf):
     """The K best label sequences of sequence s (see ``chain.nbest``)."""
     L = space[0]
@@ -369,7 +371,7 @@ def nbest_one(w, space, data, aux, trans, s, fixed, K_, paths, scores, buf, lbuf
     return found
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def gold_scores(w, space, data, aux, order, out, buf):
     """Gold path score of every sequence of ``order`` into out."""
     seq_ptr = data[0]

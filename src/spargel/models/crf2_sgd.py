@@ -23,6 +23,8 @@ weight. Weights are read as ``crf_kernels.weight(v, m, a, k)`` (lazily scaled).
 import numpy as np
 from numba import njit
 
+from .._jit import inner, kernel
+
 from .. import lazy_l1 as Z
 from . import chain as C
 from . import crf2_kernels as K2
@@ -33,7 +35,7 @@ from .crf_sgd import LOSS, MARK, SETTLE     # what a step does with the blocks i
 LOSS_ONLY = -1                        # variant code of a pass that only sums the losses
 
 
-@njit(cache=True, nogil=True, fastmath=C.FAST)
+@inner(fastmath=C.FAST)
 def _unigram_rows(v, m, a, space, data, lo, hi, U, pen, marks, mode):
     """U[t - lo, :L] = unigram scores of tokens lo..hi-1 at the lazily scaled weights;
     with mode MARK / SETTLE each block met for the first time in this step is recorded
@@ -41,7 +43,7 @@ def _unigram_rows(v, m, a, space, data, lo, hi, U, pen, marks, mode):
     S1.flat_emissions(v, m, a, space, data, lo, hi, U, pen, marks[0], marks[1], marks[2], marks[6], mode)
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def _mark_pairs(v, m, space, data, lo, hi, pen, marks, mode):
     """Record (and settle) the pair attribute blocks of tokens lo..hi-1."""
     aux, l1w, l1, us, up, variant = pen
@@ -58,7 +60,7 @@ def _mark_pairs(v, m, space, data, lo, hi, pen, marks, mode):
                 Z.penalise_block(v, aux, l1w, l1, m, us, up, b_base + b_ptr[at], b_base + b_ptr[at + 1], variant)
 
 
-@njit(cache=True, nogil=True, fastmath=C.FAST)
+@inner(fastmath=C.FAST)
 def _scatter(space, data, lo, hi, gamma, lm, tcount, coef, gold, g):
     """g += coef * (expected counts - gold counts if ``gold``) of the sequence's unigram,
     pair and triple weights (gamma: state marginals, lm: label marginals, tcount:
@@ -177,7 +179,7 @@ def work(space, data, order, n_params, sw=None, partial=None):
             np.zeros(0, np.uint8) if partial is None else np.ascontiguousarray(partial, dtype=np.uint8))
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def sgd_pass(space, data, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk):
     """One pass of SGD-L1 over the sequences ``order`` (in that order), mini-batches of
     ``prm[6]`` sequences (see :mod:`spargel.lazy_l1` for ``st`` and ``prm``). Updates v,

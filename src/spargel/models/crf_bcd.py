@@ -44,7 +44,7 @@ delegate to:
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import inner, kernel
 
 from .. import _penalty_kernels as PK
 from . import chain as C
@@ -226,7 +226,7 @@ class BlockIndex:
 
 
 # --------------------------------------------------------------------------- rows (compiled)
-@njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST)
+@inner(error_model="numpy", fastmath=FAST)
 def _rows(op, s, a, L, rows, pos, trans, SQ):
     """Cached rows of sequence s. ALPHA: make the normalised alpha rows valid up to
     token a (computing the invalid ones, with their log normalisers); BETA: the
@@ -314,7 +314,7 @@ def _rows(op, s, a, L, rows, pos, trans, SQ):
     return 1.0
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@inner(error_model="numpy")
 def _span_part(f, l, alpha, beta, logca):
     """sum(logca[f..l]) + log(alpha[l] . beta[l]): the part of log Z that a change of
     the factors at tokens f..l can move."""
@@ -328,7 +328,7 @@ def _span_part(f, l, alpha, beta, logca):
 
 
 # --------------------------------------------------------------------------- everything else (compiled)
-@njit(cache=True, nogil=True, error_model="numpy")
+@kernel(error_model="numpy")
 def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
     """The one entry point: operation ``op`` on block ``b`` (or the blocks ``order``).
 

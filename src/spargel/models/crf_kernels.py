@@ -45,13 +45,15 @@ import math
 import numpy as np
 from numba import njit
 
+from .._jit import inner, kernel
+
 from . import chain as C
 
 FAST = C.FAST
 
 
 # --------------------------------------------------------------------------- layout views
-@njit(cache=True, nogil=True)
+@kernel()
 def empirical_counts(space, data, order, sw, emp):
     """emp += feature counts of the gold label sequences ``order`` (unigram, bigram,
     transitions), each times its weight ``sw[s]`` (``sw`` empty: 1)."""
@@ -86,7 +88,7 @@ def empirical_counts(space, data, order, sw, emp):
                         break
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def token_list_sizes(space, data, drow):
     """(number of dense attribute occurrences, number of sparse (occurrence, weight) entries)."""
     u_ptr = space[1]
@@ -102,7 +104,7 @@ def token_list_sizes(space, data, drow):
     return nd, ne
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def fill_token_lists(space, data, drow, binary, dptr, drows, dval, eptr, ek, evals, el):
     """Per token, its dense rows (drows) and the weights of its sparse attributes (ek,
     their labels in el)."""
@@ -132,7 +134,7 @@ def fill_token_lists(space, data, drow, binary, dptr, drows, dval, eptr, ek, eva
         eptr[t + 1] = ne
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def refresh_weights(w, space, d_attr, Wd, dnz):
     """Fill the padded dense rows Wd and their non-zero flags dnz from w."""
     u_ptr, u_lab = space[1], space[2]
@@ -156,7 +158,7 @@ def weight(v, m, a, k):
 
 
 # --------------------------------------------------------------------------- per sequence
-@njit(cache=True, nogil=True, fastmath=FAST)
+@inner(fastmath=FAST)
 def emissions(w, space, aux, lo, hi, E):
     """E[t - lo, :Lp] = unigram scores of token t (padded lanes 0), from the aux view."""
     Lp, binary, dptr, drows, dval, eptr, ek, evals, Wd, dnz, el = aux
@@ -194,7 +196,7 @@ CANCEL_LIMIT = 12.0
 MAT_SHARE = 8
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT, mscores):
     """The bigram list (see the module documentation) of the weights w: per attribute its
     non-zero weights (all of them with ``keep_zeros``: the classic dense computation,
@@ -245,7 +247,7 @@ def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT, mscores)
             amat[at] = r
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
     """The chain corrections of tokens lo+1..hi-1 from the bigram list ``bl`` (weights
     read as ``a * v`` where the mask ``m`` allows, see the module documentation) of their
@@ -345,7 +347,7 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
     cptr[n] = q
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
+@inner(fastmath=FAST)
 def scatter(space, data, aux, lo, hi, gamma, P, need, coef, g, Gd):
     """g / Gd += coef * expected counts of tokens lo..hi-1: unigram ones from the point
     marginals ``gamma``, bigram ones from the pair marginals ``P[t - lo]`` where needed."""
@@ -370,16 +372,17 @@ def scatter(space, data, aux, lo, hi, gamma, P, need, coef, g, Gd):
                     Gd[r, y] += v * marg[y]
             for e in range(eptr[t], eptr[t + 1]):
                 g[ek[e]] += coef * evals[e] * marg[el[e]]
-        if t > lo and need[t - lo]:
-            Pt = P[t - lo]
-            for j in range(big_ptr[t], big_ptr[t + 1]):
-                a = big_ids[j]
-                v = coef * big_vals[j]
-                for k in range(b_ptr[a], b_ptr[a + 1]):
-                    g[b_base + k] += v * Pt[b_pair[k]]
+        if P is not None:
+            if t > lo and need[t - lo]:
+                Pt = P[t - lo]
+                for j in range(big_ptr[t], big_ptr[t + 1]):
+                    a = big_ids[j]
+                    v = coef * big_vals[j]
+                    for k in range(b_ptr[a], b_ptr[a + 1]):
+                        g[b_base + k] += v * Pt[b_pair[k]]
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def gold_score(v, m, a, space, data, s, E):
     """Score of the gold labels of sequence s at the weights ``weight(v, m, a, .)`` (E
     holds its emission rows)."""
@@ -417,18 +420,19 @@ def work_buffers(L, Lp, maxlen, n_corr, pairs):
     """Scratch of one thread (allocated here, in Python: kernels allocate nothing, which
     keeps their compilation short): (E, psi, alpha, beta, scale, shift, tmp, kbuf, P,
     need, acc, mark, corr). ``n_corr``: capacity of the correction lists; ``pairs``:
-    allocate the pair-marginal rows (models with bigram attributes). The last entry is
+    allocate the pair-marginal rows (models with bigram attributes; else P is None, and
+    the kernels compile without the pair-marginal code). The last entry is
     an empty float array: the "no mask" of :func:`weight`."""
     cap = max(n_corr, 1)
     corr = (np.zeros(maxlen + 1, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap),
             np.zeros(cap), np.zeros(cap, np.int64))
-    P = np.zeros((maxlen, L * L)) if pairs else np.zeros((1, 1))
+    P = np.zeros((maxlen, L * L)) if pairs else None
     return (np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)),
             np.zeros(maxlen), np.zeros(maxlen), np.zeros(Lp), C.exp_scratch(maxlen, Lp), P,
             np.zeros(maxlen, np.uint8), np.zeros(L * L), np.zeros(L * L, np.uint8), corr, np.zeros(0))
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def correction_capacity(space, data, cnt, order):
     """Largest number of corrections a sequence of ``order`` can need: a position with
     bigram attributes may list its whole matrix (|Y|^2 + 1 entries)."""
@@ -449,7 +453,7 @@ def correction_capacity(space, data, cnt, order):
 
 
 # --------------------------------------------------------------------------- batch pass
-@njit(cache=True, nogil=True)
+@inner()
 def clamp_labels(E, labels, lo, n, L):
     """Scores of every label but the known one to -inf (-1: not known; constrained
     decoding and the numerator of partially labelled sequences)."""
@@ -461,7 +465,7 @@ def clamp_labels(E, labels, lo, n, L):
                     E[t, y] = -np.inf
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def _add_scaled_acc(acc, part, c):
     """acc += c * part (transition accumulators); part is left zeroed."""
     for i in range(acc[0].shape[0]):
@@ -476,7 +480,7 @@ def _add_scaled_acc(acc, part, c):
         part[2][q] = 0.0
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def chunk_logz_grad(w, space, data, aux, trans, bl, order, want_grad, g, Gd, acc, failed, buf, sw, clamp,
                     acc1):
     """``sum_s c_s log Z_s`` over the sequences ``order``, ``c_s`` their weight ``sw[s]``
@@ -485,13 +489,13 @@ def chunk_logz_grad(w, space, data, aux, trans, bl, order, want_grad, g, Gd, acc
     transition accumulators ``acc`` (see ``chain.backward``; ``acc1`` is zeroed scratch of
     the same shapes). With ``clamp`` the partition functions are those of the known
     labels (label -1: unknown, summed over) and ``c_s`` is negated: the numerator of a
-    partially labelled sequence. A sequence whose scaled recursion underflows is skipped
+    partially labelled sequence. ``bl`` None: the model has no bigram attributes (no
+    corrections, and none compiled). A sequence whose scaled recursion underflows is skipped
     and flagged in ``failed`` (the caller redoes it with :func:`chunk_logz_grad_log`)."""
     L = space[0]
     seq_ptr, labels = data[0], data[7]
     E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
     nomask = buf[13]
-    bigrams = len(data[5]) > 0
     total = 0.0
     for r in range(len(order)):
         s = order[r]
@@ -504,7 +508,7 @@ def chunk_logz_grad(w, space, data, aux, trans, bl, order, want_grad, g, Gd, acc
         if clamp:
             clamp_labels(E, labels, lo, n, L)
         C.exp_rows(E, psi, shift, n, L, kbuf)
-        if bigrams:          # else cptr and need stay all zero: no corrections anywhere
+        if bl is not None:   # else cptr and need stay all zero: no corrections anywhere
             corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7])
         logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         if math.isnan(logz):
@@ -521,7 +525,7 @@ def chunk_logz_grad(w, space, data, aux, trans, bl, order, want_grad, g, Gd, acc
     return total
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def chunk_logz_grad_log(w, space, data, aux, trans, bl, order, want_grad, g, Gd, tcount, buf, lbuf, sw,
                         clamp, tcount1):
     """:func:`chunk_logz_grad` in log space (for the sequences whose scaled recursion
@@ -543,7 +547,8 @@ def chunk_logz_grad_log(w, space, data, aux, trans, bl, order, want_grad, g, Gd,
         emissions(w, space, aux, lo, hi, E)
         if clamp:
             clamp_labels(E, labels, lo, n, L)
-        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
+        if bl is not None:
+            corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
         if not want_grad:
             need[:n] = 0
         logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount1, need, P, fv_t, cand)
@@ -556,7 +561,7 @@ def chunk_logz_grad_log(w, space, data, aux, trans, bl, order, want_grad, g, Gd,
     return total
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def finish_gradient(space, d_attr, Gd, tcount, emp, g):
     """g += dense-row expectations scattered to their weights and the transition counts
     (``tcount`` by chain list index ``j * L + i``); g -= empirical counts."""
@@ -574,7 +579,7 @@ def finish_gradient(space, d_attr, Gd, tcount, emp, g):
 
 
 # --------------------------------------------------------------------------- prediction
-@njit(cache=True, nogil=True)
+@kernel()
 def decode_all(w, space, data, aux, trans, bl, fixed, out, scores, buf, lbuf):
     """Viterbi labels of every sequence into out (flat over tokens), path scores into
     scores; ``fixed[t] >= 0`` forces the label of token t."""
@@ -588,11 +593,12 @@ def decode_all(w, space, data, aux, trans, bl, fixed, out, scores, buf, lbuf):
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
         clamp_labels(E, fixed, lo, n, L)
-        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7])
+        if bl is not None:
+            corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7])
         scores[s] = C.viterbi(E, n, trans, corr, alpha, back, fv_t, out[lo:hi])
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def marginals_all(w, space, data, aux, trans, bl, out, logz, failed, buf, tcount):
     """Point marginals of every token into out (n_tokens x L) and log Z per sequence by
     the scaled recursion; sequences where it underflows are flagged in ``failed``.
@@ -601,13 +607,14 @@ def marginals_all(w, space, data, aux, trans, bl, out, logz, failed, buf, tcount
     seq_ptr = data[0]
     nomask = buf[13]
     E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
-    acc = (P[:1, :1], tcount, tcount[:0])
+    acc = (alpha[:1, :1], tcount, tcount[:0])
     for s in range(len(seq_ptr) - 1):
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
         C.exp_rows(E, psi, shift, n, L, kbuf)
-        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7])
+        if bl is not None:
+            corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7])
         z = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         logz[s] = z
         if math.isnan(z):
@@ -620,7 +627,7 @@ def marginals_all(w, space, data, aux, trans, bl, out, logz, failed, buf, tcount
                 out[lo + t, y] = alpha[t, y]
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def marginals_log(w, space, data, aux, trans, bl, order, out, logz, buf, lbuf, tcount):
     """:func:`marginals_all` in log space for the sequences ``order``."""
     L = space[0]
@@ -633,7 +640,8 @@ def marginals_log(w, space, data, aux, trans, bl, order, out, logz, buf, lbuf, t
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
         emissions(w, space, aux, lo, hi, E)
-        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
+        if bl is not None:
+            corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
         need[:n] = 0
         logz[s] = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount, need, P, fv_t, cand)
         for t in range(n):
@@ -641,7 +649,7 @@ def marginals_log(w, space, data, aux, trans, bl, order, out, logz, buf, lbuf, t
                 out[lo + t, y] = gamma[t, y]
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def nbest_one(w, space, data, aux, trans, bl, s, fixed, K, paths, scores, buf, lbuf):
     """The K best label sequences of sequence s (see ``chain.nbest``)."""
     L = space[0]
@@ -652,11 +660,12 @@ def nbest_one(w, space, data, aux, trans, bl, s, fixed, K, paths, scores, buf, l
     n = hi - lo
     emissions(w, space, aux, lo, hi, E)
     clamp_labels(E, fixed, lo, n, L)
-    corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
+    if bl is not None:
+        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
     return C.nbest(E, n, trans, corr, K, lbuf[3], paths, scores)
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def gold_scores(w, space, data, aux, order, out, buf):
     """Gold path score of every sequence of ``order`` into out."""
     seq_ptr = data[0]

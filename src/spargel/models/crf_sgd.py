@@ -34,6 +34,8 @@ pass and written back at its end; the arithmetic per weight is that of the flat 
 import numpy as np
 from numba import njit
 
+from .._jit import inner, kernel
+
 from .. import lazy_l1 as Z
 from . import chain as C
 from . import crf_kernels as K
@@ -44,7 +46,7 @@ LOSS_ONLY = -1                        # variant code of a pass that only sums th
 
 
 # --------------------------------------------------------------------------- layouts
-@njit(cache=True, nogil=True)
+@kernel()
 def load_rows(space, row_attrs, v, aux, W):
     """Copy the weights and penalty records of the row attributes (``row_attrs[r]`` owns
     row r) into W; the lanes of labels an attribute does not own get weight 0 and record
@@ -60,7 +62,7 @@ def load_rows(space, row_attrs, v, aux, W):
             W[r, 1, u_lab[k]] = aux[k]
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def store_rows(space, row_attrs, W, v, aux):
     u_ptr, u_lab = space[1], space[2]
     for r in range(len(row_attrs)):
@@ -308,6 +310,8 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None):
     maxlen = K.max_length(data[0], order)
     n_corr = K.correction_capacity(space, data, np.diff(space[3]), order) if len(data[5]) else 0
     buf = K.work_buffers(L, Lp, maxlen, n_corr, len(data[5]) > 0)
+    if buf[8] is None:          # the SGD step is one compiled variant: P always an array
+        buf = buf[:8] + (np.zeros((1, 1)),) + buf[9:]
     outer = np.zeros((Lp, Lp)) if len(space[6]) > 0 else np.zeros((1, 1))
     pos = np.zeros(L * L) if len(data[5]) else np.zeros(0)     # corrections only come from bigram attributes
     xbuf = (np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
@@ -340,7 +344,7 @@ def pass_layout(prm, l1w, m):
     return direct, direct and len(l1w) == 0
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
     """One pass of SGD-L1 over the sequences ``order`` (in that order), mini-batches of
     ``prm[6]`` sequences (see :mod:`spargel.lazy_l1` for ``st`` and ``prm``). Updates v,

@@ -31,8 +31,10 @@ from ..models.protocol import require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 
-# relative size of the objective's rounding below which the line search also trusts the
-# gradients (approximate Wolfe test, see orthant_line_search)
+# the line search also trusts the gradients (approximate Wolfe test, see
+# orthant_line_search) when the decrease a step predicts is below PREDICTED and the
+# objective moved by less than NOISE, both relative to the objective
+PREDICTED = 1e-8
 NOISE = 1e-10
 
 
@@ -110,14 +112,17 @@ def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesea
 
     Near the optimum the decrease Armijo asks for falls below the rounding of the
     objective (a sum over the whole data) and every trial fails although the step is
-    good. With the gradient ``g`` at ``w`` given, a trial whose objective is within
-    :data:`NOISE` (relative) of ``F`` is also accepted when it passes the *approximate
+    good. With the gradient ``g`` at ``w`` given, a trial whose predicted decrease
+    ``-dec`` is below :data:`PREDICTED` and whose objective is within :data:`NOISE`
+    (both relative to ``F``) of ``F`` is also accepted when it passes the *approximate
     Wolfe* test of Hager & Zhang (2005): along ``s = w_new - w`` the objective is smooth
     (both points lie in one closed orthant, where the l1 term is linear), its slope at
     the trial point is ``dec + s . (g_new - g)`` with ``dec = pg . s`` the slope at
     ``w``, and ``s . (g_new - g) <= 2 (1 - c1) |dec|`` is the Armijo condition of the
     quadratic model -- a test on gradients, which keep their accuracy where objective
-    differences are lost in rounding.
+    differences are lost in rounding. (Steps that predict a resolvable decrease are
+    judged by Armijo alone: the path of a fit is the plain backtracking one until its
+    steps reach the rounding.)
 
     ``evaluate(w_new) -> (loss, objective, gradient)``. Returns ``(result, step,
     n_trials)``; ``result`` is None when ``max_linesearch`` trials found no decrease
@@ -125,14 +130,15 @@ def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesea
     """
     from . import _owlqn_kernels as Q
 
-    noise = NOISE * max(abs(F), 1.0)
+    scale = max(abs(F), 1.0)
+    noise, tiny = NOISE * scale, PREDICTED * scale
     for trial in range(max_linesearch):
         dec = Q.orthant_step(w, d, step, pg, project, w_new)
         result = evaluate(w_new)
         F_new = result[1]
         if np.isfinite(F_new) and F_new <= F + c1 * dec:
             return result, step, trial + 1
-        if (g is not None and np.isfinite(F_new) and F_new - F <= noise and dec < 0
+        if (g is not None and np.isfinite(F_new) and F_new - F <= noise and -tiny <= dec < 0
                 and dot(w_new - w, result[2] - g) <= 2.0 * (1.0 - c1) * -dec):
             return result, step, trial + 1
         # far off (badly scaled features, first iterations): shrink faster

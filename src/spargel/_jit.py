@@ -1,0 +1,54 @@
+"""The two kinds of compiled functions: entry kernels and inner kernels.
+
+Every compiled function is numba's ``njit(cache=True, nogil=True, ...)``. What differs is
+who calls it:
+
+* an **entry kernel** (:func:`kernel`) is called from Python, so numba builds a CPython
+  wrapper that unboxes its arguments;
+* an **inner kernel** (:func:`inner`) is called only from other compiled code. It is
+  compiled without that wrapper. The chain kernels take tuples of a dozen or more arrays
+  (the transition structure, the data, the scratch buffers) and the wrapper unboxes each
+  array: about 10 ms of compilation per array, 0.25 s for :func:`chain.forward`, which
+  adds up to seconds of a first ``fit``.
+
+A Python call of an inner kernel still works (tests and debugging do it): the first one
+compiles a small entry kernel that calls it (not cached on disk, so a library path that
+did this would pay it in every process; :data:`PYTHON_CALLS` lists the inner kernels
+called so, and a test checks that fitting calls none).
+"""
+
+from numba import njit
+from numba.core.registry import CPUDispatcher
+
+#: names of the inner kernels that were called from Python in this process
+PYTHON_CALLS = []
+
+
+def kernel(**options):
+    """Decorator of an entry kernel: ``njit(cache=True, nogil=True, **options)``."""
+    return njit(cache=True, nogil=True, **options)
+
+
+class InnerKernel(CPUDispatcher):
+    """A dispatcher compiled without the CPython wrapper (see the module documentation)."""
+
+    def __call__(self, *args):
+        entry = self.__dict__.get("_entry")
+        if entry is None:
+            inner_kernel = self
+
+            def call(*a):
+                return inner_kernel(*a)
+
+            entry = self._entry = njit(nogil=True)(call)
+            PYTHON_CALLS.append(self.py_func.__module__ + "." + self.py_func.__qualname__)
+        return entry(*args)
+
+
+def inner(**options):
+    """Decorator of an inner kernel (called only from compiled code)."""
+    def wrap(fn):
+        dispatcher = njit(cache=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True, **options)(fn)
+        dispatcher.__class__ = InnerKernel
+        return dispatcher
+    return wrap
