@@ -225,6 +225,19 @@ def test_crf_bound_solver_on_shards_same_model(client, corpus):
     assert abs(got.objective_ - ref.objective_) <= 1e-5 * abs(ref.objective_)     # inexact inner solves
 
 
+@pytest.mark.parametrize("solver", ["grafting-light", "grafting"])
+def test_grafting_runs_unchanged_on_shards(client, corpus, solver):
+    """The incremental solvers need only the loss and gradient: on the sharded model they
+    select the same features and reach the single-process objective."""
+    sents = list(read_conll(corpus))
+    y = [s.labels for s in sents]
+    kw = dict(template=TEMPLATE, solver=solver, l1=3.0, l2=0.01, tol=1e-9, max_iter=400)
+    ref = CRF(**kw).fit(sents, y)
+    got = CRF(client=client, n_shards=2, **kw).fit(sents, y)
+    assert abs(got.objective_ - ref.objective_) <= 1e-6 * abs(ref.objective_)
+    assert np.array_equal(got.weights_ != 0, ref.weights_ != 0)
+
+
 def test_sharded_bound_equals_the_single_process_bound(client):
     """Loss, gradient and curvature products of the sharded bound against one process
     (a CRF: operator curvature; a small log-linear model: one dense matrix)."""

@@ -106,11 +106,11 @@ def label_marginals(gamma, n, L, lm):
 def scatter(space, data, aux, lo, hi, gamma, lm, need0, coef, g, Gd):
     """g / Gd += coef * expected counts of the unigram and pair weights of tokens
     lo..hi-1, from the state marginals ``gamma``; ``lm`` is scratch for the label
-    marginals, ``need0`` a zero array (no pair marginals are read)."""
+    marginals, ``need0`` a zero array (unused: no pair marginals are read)."""
     L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
     big_ptr, big_ids, big_vals = data[4], data[5], data[6]
     label_marginals(gamma, hi - lo, L, lm)
-    K.scatter(space, data, aux, lo, hi, lm, lm, need0, coef, g, Gd)
+    K.scatter(space, data, aux, lo, hi, lm, None, need0, coef, g, Gd)     # (no pair marginals)
     for t in range(lo, hi):
         marg = gamma[t - lo]
         for j in range(big_ptr[t], big_ptr[t + 1]):
