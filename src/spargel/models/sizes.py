@@ -7,7 +7,6 @@ and evaluations would be sent to the worker that holds ``w``. :class:`Sized` giv
 models an honest ``__sizeof__``: the bytes of the arrays they reach.
 """
 
-
 import numpy as np
 
 
