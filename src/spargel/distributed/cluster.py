@@ -97,9 +97,16 @@ def placement(worker_threads, n_shards):
     addrs = list(worker_threads)
     n_w = len(addrs)
     where = [addrs[k * n_w // n_shards] for k in range(n_shards)]
-    per_worker = {a: where.count(a) for a in addrs}
-    threads = [max(1, worker_threads[a] // per_worker[a]) for a in where]
-    return where, threads
+    return where, thread_shares(worker_threads, where)
+
+
+def thread_shares(worker_threads, where):
+    """The threads each shard model may use: its worker's threads split between the
+    shards placed there (``where[k]`` the worker of shard k; None: unknown, one thread)."""
+    per_worker = {}
+    for a in where:
+        per_worker[a] = per_worker.get(a, 0) + 1
+    return [max(1, worker_threads.get(a, 1) // per_worker[a]) if a is not None else 1 for a in where]
 
 
 def is_dask_collection(x):

@@ -298,7 +298,8 @@ def _build_from_parts(est, client, threads, parts, source):
     # worker that holds the feature space, which then holds their memory and does their
     # work while the others idle)
     held = client.who_has(parts)
-    homes = [list(held.get(p.key, ()))[:1] or None for p in parts]
+    where = [next(iter(held.get(p.key, ())), None) for p in parts]
+    homes = [None if a is None else [a] for a in where]
     maps = [client.submit(S.id_maps, vocab_f, s, pure=False) for s in stats]
     datas = [client.submit(S.remap, p, m, workers=h, allow_other_workers=True, pure=False)
              for p, m, h in zip(parts, maps, homes)]
@@ -310,11 +311,7 @@ def _build_from_parts(est, client, threads, parts, source):
         flags = (bool(getattr(est, "all_possible_states", False)), bool(getattr(est, "all_possible_transitions", False)))
         space_f = tree_future(client, [client.submit(S.observed_space, d, L, n_u, n_b, trans, *flags, pure=False)
                                        for d in datas], S.union_spaces)
-    per_worker = {}
-    for h in homes:
-        if h:
-            per_worker[h[0]] = per_worker.get(h[0], 0) + 1
-    n_jobs = [max(1, threads.get(h[0], 1) // per_worker[h[0]]) if h else 1 for h in homes]
+    n_jobs = cluster.thread_shares(threads, where)
     models = [client.submit(S.crf_shard, d, space_f, n_jobs[k], workers=homes[k], allow_other_workers=True,
                             pure=False) for k, d in enumerate(datas)]
     space = space_f.result()

@@ -107,17 +107,10 @@ def scatter(space, data, aux, lo, hi, gamma, lm, need0, coef, g, Gd):
     """g / Gd += coef * expected counts of the unigram and pair weights of tokens
     lo..hi-1, from the state marginals ``gamma``; ``lm`` is scratch for the label
     marginals, ``need0`` a zero array (unused: no pair marginals are read)."""
-    L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
-    big_ptr, big_ids, big_vals = data[4], data[5], data[6]
-    label_marginals(gamma, hi - lo, L, lm)
+    label_marginals(gamma, hi - lo, space[0], lm)
     K.scatter(space, data, aux, lo, hi, lm, None, need0, coef, g, Gd)     # (no pair marginals)
     for t in range(lo, hi):
-        marg = gamma[t - lo]
-        for j in range(big_ptr[t], big_ptr[t + 1]):
-            at = big_ids[j]
-            v = coef * big_vals[j]
-            for k in range(b_ptr[at], b_ptr[at + 1]):
-                g[b_base + k] += v * marg[b_pair[k]]
+        K.add_bigram_counts(space, data, t, gamma[t - lo], coef, g)
 
 
 @inner()

@@ -347,12 +347,25 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
     cptr[n] = q
 
 
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
+def add_bigram_counts(space, data, t, marg, coef, g):
+    """g += coef * the counts of token t's bigram weights: each weight of each bigram
+    attribute of t times its value and ``marg[pair]`` (the pair marginals of t for a
+    first-order chain, the state marginals for a second-order one, whose states are
+    label pairs)."""
+    b_ptr, b_pair, b_base = space[3], space[4], space[5]
+    big_ptr, big_ids, big_vals = data[4], data[5], data[6]
+    for j in range(big_ptr[t], big_ptr[t + 1]):
+        a = big_ids[j]
+        v = coef * big_vals[j]
+        for k in range(b_ptr[a], b_ptr[a + 1]):
+            g[b_base + k] += v * marg[b_pair[k]]
+
+
 @inner(fastmath=FAST)
 def scatter(space, data, aux, lo, hi, gamma, P, need, coef, g, Gd):
     """g / Gd += coef * expected counts of tokens lo..hi-1: unigram ones from the point
     marginals ``gamma``, bigram ones from the pair marginals ``P[t - lo]`` where needed."""
-    b_ptr, b_pair, b_base = space[3], space[4], space[5]
-    big_ptr, big_ids, big_vals = data[4], data[5], data[6]
     Lp, binary, dptr, drows, dval, eptr, ek, evals, el = aux[0], aux[1], aux[2], aux[3], aux[4], aux[5], aux[6], \
         aux[7], aux[10]
     for t in range(hi - 1, lo - 1, -1):          # last tokens first: their rows are still cached
@@ -374,12 +387,7 @@ def scatter(space, data, aux, lo, hi, gamma, P, need, coef, g, Gd):
                 g[ek[e]] += coef * evals[e] * marg[el[e]]
         if P is not None:
             if t > lo and need[t - lo]:
-                Pt = P[t - lo]
-                for j in range(big_ptr[t], big_ptr[t + 1]):
-                    a = big_ids[j]
-                    v = coef * big_vals[j]
-                    for k in range(b_ptr[a], b_ptr[a + 1]):
-                        g[b_base + k] += v * Pt[b_pair[k]]
+                add_bigram_counts(space, data, t, P[t - lo], coef, g)
 
 
 @inner()
@@ -416,17 +424,18 @@ def log_buffers(L, Lp, maxlen):
             np.empty(2 * L + 1), np.zeros((maxlen, L), np.int32))
 
 
-def work_buffers(L, Lp, maxlen, n_corr, pairs):
+def work_buffers(L, Lp, maxlen, n_corr, pairs, no_pairs=None):
     """Scratch of one thread (allocated here, in Python: kernels allocate nothing, which
     keeps their compilation short): (E, psi, alpha, beta, scale, shift, tmp, kbuf, P,
     need, acc, mark, corr). ``n_corr``: capacity of the correction lists; ``pairs``:
-    allocate the pair-marginal rows (models with bigram attributes; else P is None, and
-    the kernels compile without the pair-marginal code). The last entry is
+    allocate the pair-marginal rows (models with bigram attributes; else P is ``no_pairs``,
+    by default None: the kernels then compile without the pair-marginal code). The last
+    entry is
     an empty float array: the "no mask" of :func:`weight`."""
     cap = max(n_corr, 1)
     corr = (np.zeros(maxlen + 1, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap),
             np.zeros(cap), np.zeros(cap, np.int64))
-    P = np.zeros((maxlen, L * L)) if pairs else None
+    P = np.zeros((maxlen, L * L)) if pairs else no_pairs
     return (np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)),
             np.zeros(maxlen), np.zeros(maxlen), np.zeros(Lp), C.exp_scratch(maxlen, Lp), P,
             np.zeros(maxlen, np.uint8), np.zeros(L * L), np.zeros(L * L, np.uint8), corr, np.zeros(0))

@@ -309,9 +309,8 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None):
     load_rows(space, row_attrs, v, aux, W)
     maxlen = K.max_length(data[0], order)
     n_corr = K.correction_capacity(space, data, np.diff(space[3]), order) if len(data[5]) else 0
-    buf = K.work_buffers(L, Lp, maxlen, n_corr, len(data[5]) > 0)
-    if buf[8] is None:          # the SGD step is one compiled variant: P always an array
-        buf = buf[:8] + (np.zeros((1, 1)),) + buf[9:]
+    # the SGD step is one compiled variant: P is always an array
+    buf = K.work_buffers(L, Lp, maxlen, n_corr, len(data[5]) > 0, no_pairs=np.zeros((1, 1)))
     outer = np.zeros((Lp, Lp)) if len(space[6]) > 0 else np.zeros((1, 1))
     pos = np.zeros(L * L) if len(data[5]) else np.zeros(0)     # corrections only come from bigram attributes
     xbuf = (np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
