@@ -12,6 +12,9 @@ time to fit that point and the whole path:
 * ``spargel-l1-bp``: l1 on full 2x2 edge tables, likelihood by loopy BP (Bethe),
   OWL-QN, warm-started down the path;
 * ``spargel-l1-pl``: the same with the pseudo-likelihood objective;
+* ``spargel-l1-pl-adaptive`` / ``spargel-group-pl-adaptive``: ``PairwiseMRF(adaptive=True)``
+  at each point (the adaptive lasso: the point's edges refitted, each penalised by
+  median strength / its strength);
 * ``spargel-group-bp`` / ``spargel-group-pl``: group lasso (one l2 norm per edge table)
   -- run only when ``spargel.penalties.GroupLasso`` and the ``fista`` solver exist;
 * ``pygms``: pyGMs' neighbourhood selection ``pygms.ising.fit_logregL1`` (l1 logistic
@@ -81,33 +84,54 @@ def lambda_max(X):
     return len(X) * dev.max()                     # every 2x2 entry deviates by the same amount
 
 
-def spargel_path(X, objective, penalty, ratios):
+def spargel_path(X, objective, penalty, ratios, adaptive=False):
+    """The regularisation path, warm-started. ``adaptive``: at each point, also the
+    second stage of ``PairwiseMRF(adaptive=True)`` (the point's edges refitted with
+    per-edge weights median strength / strength, at the same l1); the point's time
+    includes both stages."""
+    from spargel.models.mrf import adaptive_edge_weights
     from spargel.penalties import ElasticNet
     from spargel.solvers import get_solver
 
-    model = PairwiseMRFModel(X, objective=objective, inference="loopy-bp",
-                             bp={"schedule": "sequential", "damping": 0.0, "max_iter": 300, "tol": 1e-6})
-    scale = model.layout.penalty_scale
+    bp = {"schedule": "sequential", "damping": 0.0, "max_iter": 300, "tol": 1e-6}
+    model = PairwiseMRFModel(X, objective=objective, inference="loopy-bp", bp=bp)
     lmax = lambda_max(X)
     if penalty == "l1":
         solver = get_solver("owlqn")
-        make = lambda lam: ElasticNet(l1=lam * scale)          # noqa: E731
     else:
         from spargel.penalties import GroupLasso
         solver = get_solver("fista")
-        make = lambda lam: GroupLasso(lam, model.layout)       # noqa: E731
         lmax *= 2.0                                            # ||2x2 table||_2 = 2 |entry|
+
+    def make(m, lam, edge_weights=None):
+        ones = np.ones(m.graph.n_edges) if edge_weights is None else edge_weights
+        if penalty == "l1":
+            scale = m.layout.penalty_scale.copy()
+            scale[m.n_node_params:m.edge_param_ptr[-1]] *= np.repeat(ones, np.diff(m.edge_param_ptr))
+            return ElasticNet(l1=lam * scale)
+        return GroupLasso(lam, m.layout, group_weights=np.concatenate([np.ones(m.graph.n_nodes), ones]))
+
+    def fit(m, pen, w):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return solver(m, pen, w, max_iter=500, tol=1e-6, gtol=1e-8, window=5)
+
     w = model.initial_weights()
     out = []
     for r in ratios:
         lam = r * lmax
         t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = solver(model, make(lam), w, max_iter=500, tol=1e-6, gtol=1e-8, window=5)
+        res = fit(model, make(model, lam), w)
         w = res.w
-        out.append({"lambda": lam, "edges": model.graph.edges[model.active_edges(w)],
-                    "time": time.perf_counter() - t0, "iters": res.n_iter, "bp_failures": model.bp_failures})
+        active = model.active_edges(w)
+        edges, iters = model.graph.edges[active], res.n_iter
+        if adaptive and len(active):
+            sub = PairwiseMRFModel(X, candidate_edges=edges, objective=objective, inference="loopy-bp", bp=bp)
+            res2 = fit(sub, make(sub, lam, adaptive_edge_weights(model.edge_strength(w)[active])),
+                       model.subset_weights(w, active))
+            edges, iters = sub.graph.edges[sub.active_edges(res2.w)], iters + res2.n_iter
+        out.append({"lambda": lam, "edges": edges, "time": time.perf_counter() - t0, "iters": iters,
+                    "bp_failures": model.bp_failures})
     return out
 
 
@@ -160,6 +184,10 @@ def structure(args):
             if have_group:
                 methods += [("spargel-group-bp", lambda: spargel_path(X, "likelihood", "group", ratios)),
                             ("spargel-group-pl", lambda: spargel_path(X, "pseudo", "group", ratios))]
+            methods += [("spargel-l1-pl-adaptive", lambda: spargel_path(X, "pseudo", "l1", ratios, adaptive=True))]
+            if have_group:
+                methods += [("spargel-group-pl-adaptive",
+                             lambda: spargel_path(X, "pseudo", "group", ratios, adaptive=True))]
             methods.append(("pygms", lambda: pygms_path(X, Cs)))
             for name, run in methods:
                 if name in args.skip:

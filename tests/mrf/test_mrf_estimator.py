@@ -31,6 +31,31 @@ def test_recovers_planted_graph(inference):
     assert np.all(m.edge_strength_ > 0.2)
 
 
+def test_adaptive_lasso_drops_the_spurious_edge_and_solves_the_weighted_problem():
+    from spargel.models.mrf import PairwiseMRFModel, adaptive_edge_weights
+    X, _ = _planted()
+    plain = PairwiseMRF(l1=16.0, inference="pseudo-likelihood").fit(X)
+    assert [1, 3] in plain.edges_.tolist()                # the lasso admits a spurious edge here
+    m = PairwiseMRF(l1=16.0, inference="pseudo-likelihood", adaptive=True, tol=1e-10).fit(X)
+    assert m.screening_edges_.tolist() == plain.edges_.tolist()
+    assert m.edges_.tolist() == [[0, 1], [1, 2], [3, 4]]
+    # optimality of the second stage: the lasso with each screened edge's l1 scaled by
+    # median strength / strength, over the screened edges only
+    model = PairwiseMRFModel(X, candidate_edges=m.screening_edges_, objective="pseudo")
+    strength = plain.edge_strength_
+    lam = np.repeat(16.0 * adaptive_edge_weights(strength), 4)
+    _, g = model.loss_grad(m.weights_)
+    node, edge = slice(0, model.n_node_params), slice(model.n_node_params, model.n_params)
+    assert np.abs(g[node]).max() < 1e-3
+    w, ge = m.weights_[edge], g[edge]
+    on = w != 0
+    assert np.allclose(ge[on], -lam[on] * np.sign(w[on]), atol=1e-3)
+    assert np.all(np.abs(ge[~on]) <= lam[~on] + 1e-3)
+    assert adaptive_edge_weights([1.0, 2.0, 4.0]).tolist() == [2.0, 1.0, 0.5]
+    with pytest.raises(ValueError, match="active edges"):
+        adaptive_edge_weights([1.0, 0.0])
+
+
 def test_score_is_exact_mean_log_likelihood():
     X, _ = _planted(N=300)
     m = PairwiseMRF(l1=30.0, inference="exact").fit(X)
@@ -149,6 +174,8 @@ def test_cli_writes_edges_and_model(tmp_path, capsys):
     assert m.edges_.tolist() == [[0, 1], [1, 2], [3, 4]]
     states = json.loads((tmp_path / "d.mrf.states.json").read_text())
     assert states["states"][0] == ["no", "yes"]
+    assert _cli([str(data), "--l1", "10", "--inference", "pseudo-likelihood", "--adaptive", "--quiet"]) == 0
+    assert PairwiseMRF.load(tmp_path / "d.mrf").adaptive is True
 
 
 @pytest.mark.parametrize("text, message", [

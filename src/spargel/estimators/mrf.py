@@ -70,6 +70,13 @@ class PairwiseMRF(ParamsMixin):
         feature weights shared by every variable (a grid CRF) instead of one per variable.
     candidate_estimate : None, 'independent' or 'clamp'
         How gradients of inactive edges are estimated (see :mod:`spargel.models.mrf`).
+    adaptive : bool
+        Two-stage fit, the adaptive lasso (Zou 2006): after the fit at ``l1``, refit on its
+        edges only with each edge's penalty scaled by ``median strength / its strength``
+        (:func:`~spargel.models.mrf.adaptive_edge_weights`), warm-started. Weak edges,
+        among them most spurious ones, are penalised harder than strong ones; the
+        structure is usually recovered at a wider range of ``l1`` (``docs/mrf.md``).
+        The first stage's edges are kept in :attr:`screening_edges_`.
     bp_schedule, bp_damping, bp_max_iter, bp_tol : loopy BP options.
     max_iter, tol : solver iteration limit and relative-objective tolerance.
     n_jobs : threads for the pseudo-likelihood gradient (numba threads).
@@ -86,6 +93,7 @@ class PairwiseMRF(ParamsMixin):
     feature_weights_ : conditional model only: a list of (k_i, d) arrays (one (k, d)
         array when ``tie_features``), so that ``theta_i(a) = node_weights_[i][a] +
         feature_weights_[i][a] . features[i]``.
+    screening_edges_ : ``adaptive`` only: the edges of the first stage.
     n_states_, n_features_in_, weights_ (flat), history_ (one dict per iteration),
     n_iter_, stop_reason_, converged_, inference_ (the last training inference report),
     bp_failures_ (training gradient evaluations whose BP did not converge).
@@ -95,7 +103,7 @@ class PairwiseMRF(ParamsMixin):
 
     def __init__(self, l1=1.0, *, l2=0.0, penalty="l1", inference="loopy-bp", solver="owlqn",
                  candidate_edges=None, edge_features="full", n_states=None, tie_features=False,
-                 candidate_estimate=None,
+                 candidate_estimate=None, adaptive=False,
                  bp_schedule="sequential", bp_damping=0.0, bp_max_iter=200, bp_tol=1e-6,
                  max_iter=None, tol=1e-6, n_jobs=1, random_state=None, verbose=False):
         self.l1 = l1
@@ -108,6 +116,7 @@ class PairwiseMRF(ParamsMixin):
         self.n_states = n_states
         self.tie_features = tie_features
         self.candidate_estimate = candidate_estimate
+        self.adaptive = adaptive
         self.bp_schedule = bp_schedule
         self.bp_damping = bp_damping
         self.bp_max_iter = bp_max_iter
@@ -133,9 +142,19 @@ class PairwiseMRF(ParamsMixin):
             if not (np.isscalar(v) and np.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
 
-    def _penalty(self, model):
+    def _penalty(self, model, edge_weights=None):
+        """The penalty object; ``edge_weights`` (one per candidate edge) scale each edge's
+        penalty (the adaptive second stage)."""
         scale = model.layout.penalty_scale
         scale = np.ones(model.n_params) if scale is None else scale
+        group_weights = None
+        if edge_weights is not None:
+            ptr = model.edge_param_ptr
+            scale = scale.copy()
+            scale[ptr[0]:ptr[-1]] *= np.repeat(edge_weights, np.diff(ptr))
+            group_weights = np.ones(model.layout.n_groups)
+            n = model.graph.n_nodes
+            group_weights[n:n + len(edge_weights)] = edge_weights
         if self.penalty == "l1":
             from ..penalties import ElasticNet
             return ElasticNet(l1=self.l1 * scale, l2=self.l2 * scale)
@@ -145,7 +164,7 @@ class PairwiseMRF(ParamsMixin):
             raise CapabilityError("penalty='group' needs spargel.penalties.GroupLasso (group lasso with a "
                                   "proximal solver such as 'fista'), which this version of spargel "
                                   "does not have; use penalty='l1'") from None
-        return GroupLasso(self.l1, model.layout, l2=self.l2)
+        return GroupLasso(self.l1, model.layout, l2=self.l2, group_weights=group_weights)
 
     def fit(self, X, y=None, sample_weight=None, node_features=None):
         """Learn the structure and weights from ``X`` (n_samples, n_variables) of states.
@@ -167,27 +186,39 @@ class PairwiseMRF(ParamsMixin):
                           f"its unpenalised bias has no finite optimum -- recode the states to "
                           f"0..k-1 of those observed", ConvergenceWarning, stacklevel=2)
         pl = self.inference == "pseudo-likelihood"
-        model = PairwiseMRFModel(
-            Xc, ns, self.candidate_edges, edge_features=self.edge_features,
-            objective="pseudo" if pl else "likelihood", inference="exact" if self.inference == "exact" else "loopy-bp",
-            sample_weight=sample_weight, candidate_estimate=self.candidate_estimate, bp=self._bp_options(),
-            node_features=node_features, tie_features=self.tie_features, validated=True)
-        penalty = self._penalty(model)
+
+        def make_model(candidates):
+            return PairwiseMRFModel(
+                Xc, ns, candidates, edge_features=self.edge_features, objective="pseudo" if pl else "likelihood",
+                inference="exact" if self.inference == "exact" else "loopy-bp", sample_weight=sample_weight,
+                candidate_estimate=self.candidate_estimate, bp=self._bp_options(), node_features=node_features,
+                tie_features=self.tie_features, validated=True)
+
         solver_name = self.solver
         if self.penalty == "group" and solver_name == "owlqn":
             solver_name = "fista"
         minimize = get_solver(solver_name)
         max_iter = self.max_iter if self.max_iter is not None else default_max_iter(solver_name)
-        w0 = model.initial_weights()
-        monitor = _Monitor(model, self.verbose)
         import numba
         threads = numba.get_num_threads()
         if self.n_jobs and self.n_jobs > 0:
             numba.set_num_threads(min(int(self.n_jobs), numba.config.NUMBA_NUM_THREADS))
         t0 = time.perf_counter()
         try:
-            res = minimize(model, penalty, w0, max_iter=int(max_iter), tol=float(self.tol), gtol=1e-8,
-                           window=5, monitor=monitor)
+            model = make_model(self.candidate_edges)
+            res = minimize(model, self._penalty(model), model.initial_weights(), max_iter=int(max_iter),
+                           tol=float(self.tol), gtol=1e-8, window=5, monitor=_Monitor(model, self.verbose))
+            if self.adaptive:
+                from ..models.mrf import adaptive_edge_weights
+                active = model.active_edges(res.w)
+                self.screening_edges_ = model.graph.edges[active].copy()
+                if len(active):
+                    strength = model.edge_strength(res.w)[active]
+                    w1 = model.subset_weights(res.w, active)
+                    model = make_model(self.screening_edges_)
+                    res = minimize(model, self._penalty(model, adaptive_edge_weights(strength)), w1,
+                                   max_iter=int(max_iter), tol=float(self.tol), gtol=1e-8, window=5,
+                                   monitor=_Monitor(model, self.verbose))
         finally:
             numba.set_num_threads(threads)
         self.fit_time_ = time.perf_counter() - t0
@@ -225,6 +256,7 @@ class PairwiseMRF(ParamsMixin):
         self._build()
 
     def _build(self):
+        from ..models.mrf import coupling_strength
         from ..models.mrf_graph import Graph
 
         self._graph = Graph(self.n_states_, self.edges_, validated=True)
@@ -232,8 +264,7 @@ class PairwiseMRF(ParamsMixin):
         self.node_weights_ = [self._node_theta[g.node_ptr[i]:g.node_ptr[i + 1]].copy() for i in range(g.n_nodes)]
         self.edge_weights_ = [self._edge_theta[g.edge_ptr[e]:g.edge_ptr[e + 1]].reshape(
             self.n_states_[i], self.n_states_[j]).copy() for e, (i, j) in enumerate(g.edges)]
-        self.edge_strength_ = np.array([np.linalg.norm(t - t.mean(0, keepdims=True) - t.mean(1, keepdims=True)
-                                                       + t.mean()) for t in self.edge_weights_])
+        self.edge_strength_ = np.array([coupling_strength(t) for t in self.edge_weights_])
         self._exact = None
         if getattr(self, "_features", None) is not None:
             d, ns = self._n_input_features, self.n_states_

@@ -121,6 +121,8 @@ def add_parser(subparsers):
                    help="how the likelihood is evaluated during training (default loopy-bp)")
     p.add_argument("--solver", default="owlqn", help="solver name (default owlqn)")
     p.add_argument("--ising", action="store_true", help="one weight per edge instead of a full table")
+    p.add_argument("--adaptive", action="store_true",
+                   help="adaptive lasso: refit the selected edges, each penalised by 1 / its strength")
     p.add_argument("--max-iter", type=int, default=None, help="solver iteration limit")
     p.add_argument("--tol", type=float, default=1e-6, help="relative objective tolerance (default 1e-6)")
     p.add_argument("--bp-damping", type=float, default=0.0, help="loopy BP damping in [0, 1)")
@@ -158,7 +160,7 @@ def _run(args):
         raise CLIError(f"--max-iter must be >= 1, got {args.max_iter}")
     X, names, levels = read_states_csv(args.data, args.header)
     model = PairwiseMRF(l1=args.l1, l2=args.l2, penalty="group" if args.group else "l1",
-                        inference=args.inference, solver=args.solver,
+                        inference=args.inference, solver=args.solver, adaptive=args.adaptive,
                         edge_features="ising" if args.ising else "full", bp_schedule=args.bp_schedule,
                         bp_damping=args.bp_damping, max_iter=args.max_iter, tol=args.tol,
                         verbose=args.verbose)

@@ -63,7 +63,8 @@ from ..errors import DataFormatError
 from .mrf_graph import Graph, all_pairs, validate_edges
 from .protocol import ParameterLayout
 
-__all__ = ["PairwiseMRFModel", "check_discrete_data", "edge_feature_tables"]
+__all__ = ["PairwiseMRFModel", "adaptive_edge_weights", "check_discrete_data", "coupling_strength",
+           "edge_feature_tables"]
 
 INFERENCE = ("loopy-bp", "exact")
 OBJECTIVES = ("likelihood", "pseudo")
@@ -132,6 +133,25 @@ def check_discrete_data(X, n_states=None, *, source="X", allow_missing=False, mi
             raise DataFormatError(source, int(r) + 1, f"column {int(c)}: state {A[r, c]} is out of "
                                                       f"range 0..{ns[c] - 1}")
     return np.ascontiguousarray(A), ns.astype(np.int64)
+
+
+def coupling_strength(table):
+    """The Frobenius norm of the double-centred edge table ``t_ab - t_a. - t_.b + t_..``:
+    the part of a log-potential table that couples its two variables (row and column
+    shifts belong to the node biases)."""
+    t = np.asarray(table, dtype=np.float64)
+    return float(np.linalg.norm(t - t.mean(0, keepdims=True) - t.mean(1, keepdims=True) + t.mean()))
+
+
+def adaptive_edge_weights(strength):
+    """Per-edge penalty weights of the adaptive lasso (Zou 2006, gamma = 1): inversely
+    proportional to each edge's strength in a first fit, normalised so that an edge of
+    median strength keeps weight 1. Strong edges are penalised less, weak ones (the
+    spurious edges a lasso admits along with the true ones) more."""
+    s = np.asarray(strength, dtype=np.float64)
+    if not np.all(s > 0):
+        raise ValueError("adaptive weights need the strengths of active edges (all > 0)")
+    return np.median(s) / s
 
 
 def edge_feature_tables(n_states, edges, edge_ptr, kind):
@@ -279,6 +299,22 @@ class PairwiseMRFModel:
             return np.zeros(0, np.int64)
         nz = np.add.reduceat(np.abs(ew), self.edge_param_ptr[:-1] - self.n_node_params) > 0
         return np.flatnonzero(nz).astype(np.int64)
+
+    def edge_strength(self, w):
+        """Per candidate edge, the coupling strength of its table at ``w``
+        (:func:`coupling_strength`; 0 for an inactive edge)."""
+        _, et = self.potentials(w)
+        g, ns = self.graph, self.n_states
+        return np.array([coupling_strength(et[g.edge_ptr[e]:g.edge_ptr[e + 1]].reshape(ns[i], ns[j]))
+                         for e, (i, j) in enumerate(g.edges)])
+
+    def subset_weights(self, w, edges):
+        """The weights ``w`` restricted to the candidate edges ``edges`` (ids, sorted): the
+        weight vector of the same model built with only those candidates."""
+        w = np.asarray(w, dtype=np.float64)
+        ptr = self.edge_param_ptr
+        parts = [w[:self.n_node_params]] + [w[ptr[e]:ptr[e + 1]] for e in edges] + [w[self.feat_ptr[0]:]]
+        return np.concatenate(parts)
 
     def active_graph(self, active):
         key = active.tobytes()
