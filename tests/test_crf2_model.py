@@ -53,6 +53,39 @@ def test_logz_marginals_and_loss_match_enumeration(seed, kind, transitions):
     np.testing.assert_allclose(M.sequence_loss(space, data, w).sum(), loss, rtol=1e-12)
 
 
+@pytest.mark.parametrize("kind", ["full", "observed"])
+def test_shared_pair_scores_match_enumeration(kind):
+    """Tokens that carry only the plain pair weights (one attribute, value 1, at every
+    token of a sequence) or no pair attribute at all take the factored path (L
+    exponentials per token); a sequence with one more attribute the general one."""
+    from spargel.data.dataset import SequenceData
+    base = random_data(np.random.default_rng(3), n_seq=5, n_labels=3)
+    n = base.n_tokens
+    seq_of = np.repeat(np.arange(base.n_sequences), np.diff(base.seq_ptr))
+    ids, ptr = [], [0]
+    for t in range(n):
+        if seq_of[t] != 0:                          # sequence 0: no pair attribute
+            ids.append(0)
+        if t == base.seq_ptr[1]:                    # sequence 1: a second one at its first token
+            ids.append(1)
+        ptr.append(len(ids))
+    vals = np.ones(len(ids))
+    vals[np.array(ids) == 1] = 0.7
+    data = SequenceData(base.seq_ptr, base.uni_ptr, base.uni_ids, base.uni_vals, np.array(ptr, np.int64),
+                        np.array(ids, np.int32), vals, base.labels)
+    space = random_space2(data, kind, 3, 6, 3, True)
+    w = np.random.default_rng(4).normal(scale=1.5, size=space.n_params)
+    marg, logz = M.marginals(space, data, w)
+    for s in range(data.n_sequences):
+        lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+        assert logz[s] == pytest.approx(brute_logz2(space, data, w, s), rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(marg[lo:hi], brute_marginals2(space, data, w, s)[0], atol=1e-12)
+    model = M.ChainCRF2(space, data)
+    loss, g = model.loss_grad(w)
+    assert loss == pytest.approx(brute_loss2(space, data, w), rel=1e-12)
+    np.testing.assert_allclose(g, _finite_differences(model, w), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("kind,transitions", CASES)
 @pytest.mark.parametrize("density", [1.0, 0.3, 0.0])
 def test_gradient_matches_finite_differences(kind, transitions, density):

@@ -393,20 +393,39 @@ def forward_step(prev, cur, trans, ci, cj, cc, q0, q1):
         for y in range(S, Sp):
             cur[y] = 0.0
     elif kind == PAIR_ONES:
-        for y in range(Sp):
-            cur[y] = 0.0
-        for b in range(L):
-            s = 0.0
+        LL = L * L
+        if S >= LL + L:
+            # the column sums over the source label, added row by row (contiguous: the
+            # loop vectorises; a sum down a column is a chain of dependent additions)
+            # in the tail of cur -- states >= L * L are never destinations
+            for b in range(L):
+                cur[LL + b] = 0.0
             for a in range(S // L):
-                s += prev[a * L + b]
-            for c in range(L):
-                cur[b * L + c] = s
+                for b in range(L):
+                    cur[LL + b] += prev[a * L + b]
+            for b in range(L):
+                s = cur[LL + b]
+                for c in range(L):
+                    cur[b * L + c] = s
+            for y in range(LL, Sp):
+                cur[y] = 0.0
+        else:
+            for y in range(Sp):
+                cur[y] = 0.0
+            for b in range(L):
+                s = 0.0
+                for a in range(S // L):
+                    s += prev[a * L + b]
+                for c in range(L):
+                    cur[b * L + c] = s
     else:
         for y in range(Sp):
             cur[y] = 0.0
     gi, gj, gc = trans[6], trans[7], trans[8]
     for q in range(len(gi)):
-        cur[gj[q]] += prev[gi[q]] * gc[q]
+        e = gc[q]
+        if e != 0.0:             # listed pairs with weight 0 (kept for their counts)
+            cur[gj[q]] += prev[gi[q]] * e
     for q in range(q0, q1):
         cur[cj[q]] += prev[ci[q]] * cc[q]
 
@@ -440,20 +459,26 @@ def backward_step(r, out, trans, ci, cj, cc, q0, q1):
         for y in range(S, Sp):
             out[y] = 0.0
     elif kind == PAIR_ONES:
-        for y in range(Sp):
-            out[y] = 0.0
+        # the row sums over the next label into out[:L], then copied to every source
+        # block (contiguous copies instead of stores L apart)
         for b in range(L):
             s = 0.0
             for c in range(L):
                 s += r[b * L + c]
-            for a in range(S // L):
-                out[a * L + b] = s
+            out[b] = s
+        for a in range(1, S // L):
+            for b in range(L):
+                out[a * L + b] = out[b]
+        for y in range(S, Sp):
+            out[y] = 0.0
     else:
         for y in range(Sp):
             out[y] = 0.0
     gi, gj, gc = trans[6], trans[7], trans[8]
     for q in range(len(gi)):
-        out[gi[q]] += gc[q] * r[gj[q]]
+        e = gc[q]
+        if e != 0.0:
+            out[gi[q]] += e * r[gj[q]]
     for q in range(q0, q1):
         out[ci[q]] += cc[q] * r[cj[q]]
 

@@ -81,6 +81,100 @@ def pair_scores(v, m, a, space, data, lo, hi, U, E):
 
 
 @inner()
+def shared_pair_attribute(data, lo, hi):
+    """The pair attribute that every token of lo..hi-1 carries alone, with value 1 (the
+    plain label-pair weights, :func:`~spargel.models.crf2_space.add_pair_bias`); -1 when
+    no token carries a pair attribute; -2 otherwise."""
+    big_ptr, big_ids, big_vals = data[4], data[5], data[6]
+    if big_ptr[hi] == big_ptr[lo]:
+        return -1
+    found = big_ids[big_ptr[lo]]
+    for t in range(lo, hi):
+        j = big_ptr[t]
+        if big_ptr[t + 1] != j + 1 or big_ids[j] != found or big_vals[j] != 1.0:
+            return -2
+    return found
+
+
+@inner(fastmath=FAST)
+def pair_factors(w, space, attr, eB):
+    """``eB[s] = exp(B[s] - max B)`` over the pair states, ``B`` the weights of the pair
+    attribute ``attr`` (-1: none, all zero); returns ``max B``."""
+    L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
+    S = (L + 1) * L
+    for s in range(len(eB)):
+        eB[s] = 0.0
+    if attr >= 0:
+        for k in range(b_ptr[attr], b_ptr[attr + 1]):
+            eB[b_pair[k]] += w[b_base + k]
+    m = eB[0]
+    for s in range(1, S):
+        if eB[s] > m:
+            m = eB[s]
+    for s in range(S):
+        eB[s] = math.exp(eB[s] - m)
+    return m
+
+
+@inner(fastmath=FAST)
+def factored_rows(U, eB, bmax, n, L, psi, shift):
+    """``psi[t, (a, b)] = exp(U[t, b] - max U[t]) eB[(a, b)]`` on the allowed states
+    (``a`` the begin marker at t = 0, a label after; 0 elsewhere) and ``shift[t] = max
+    U[t] + bmax``: the scaled state factors of a sequence whose pair scores are the same
+    at every token, for L exponentials a token instead of S. U is overwritten."""
+    LL = L * L
+    Sp = psi.shape[1]
+    for t in range(n):
+        u = U[t]
+        m = u[0]
+        for b in range(1, L):
+            if u[b] > m:
+                m = u[b]
+        for b in range(L):
+            u[b] = math.exp(u[b] - m)
+        row = psi[t]
+        if t == 0:
+            for s in range(LL):
+                row[s] = 0.0
+            for b in range(L):
+                row[LL + b] = u[b] * eB[LL + b]
+        else:
+            for a in range(L):
+                for b in range(L):
+                    row[a * L + b] = u[b] * eB[a * L + b]
+            for s in range(LL, LL + L):
+                row[s] = 0.0
+        for s in range(LL + L, Sp):
+            row[s] = 0.0
+        shift[t] = m + bmax
+
+
+@inner(fastmath=FAST)
+def scaled_rows(w, space, data, aux, lo, hi, buf, cache, fixed, clamp):
+    """The scaled state factors ``psi`` and shifts of tokens lo..hi-1 (into ``buf``):
+    :func:`factored_rows` when their pair scores are shared (``cache`` = [attribute,
+    its max score] of the factors held in ``buf[13]``; start it at [-3, 0] for new
+    weights), else the state scores, the labels ``fixed`` clamped when ``clamp``, and
+    their exponentials. Returns the shared attribute (>= -1), or -2."""
+    L = space[0]
+    U, E, psi, shift, kbuf, eB = buf[0], buf[1], buf[2], buf[6], buf[8], buf[13]
+    n = hi - lo
+    attr = -2 if clamp else shared_pair_attribute(data, lo, hi)
+    if attr >= -1:
+        if cache[0] != attr:
+            cache[1] = pair_factors(w, space, attr, eB)
+            cache[0] = attr
+        K.emissions(w, space, aux, lo, hi, U)
+        factored_rows(U, eB, cache[1], n, L, psi, shift)
+        return attr
+    state_scores(w, space, data, aux, lo, hi, U, E)
+    if clamp:
+        constrain(E, fixed, lo, n, L)
+    C.exp_rows(E, psi, shift, n, (L + 1) * L, kbuf)
+    return -2
+
+
+@inner()
 def constrain(E, fixed, lo, n, L):
     """States whose label is not the forced one (``fixed[t] >= 0``) get ``-inf``."""
     for t in range(n):
@@ -95,11 +189,12 @@ def constrain(E, fixed, lo, n, L):
 def label_marginals(gamma, n, L, lm):
     """lm[t, b] = sum over a of gamma[t, (a, b)] (padding lanes left zero)."""
     for t in range(n):
+        row = lm[t]
         for b in range(L):
-            s = 0.0
-            for a in range(L + 1):
-                s += gamma[t, a * L + b]
-            lm[t, b] = s
+            row[b] = 0.0
+        for a in range(L + 1):          # row by row: contiguous, vectorised
+            for b in range(L):
+                row[b] += gamma[t, a * L + b]
 
 
 @inner(fastmath=FAST)
@@ -111,6 +206,33 @@ def scatter(space, data, aux, lo, hi, gamma, lm, need0, coef, g, Gd):
     K.scatter(space, data, aux, lo, hi, lm, None, need0, coef, g, Gd)     # (no pair marginals)
     for t in range(lo, hi):
         K.add_bigram_counts(space, data, t, gamma[t - lo], coef, g)
+
+
+@inner(fastmath=FAST)
+def scatter_shared(space, data, aux, lo, hi, gamma, lm, need, coef, g, Gd, gB):
+    """:func:`scatter` for tokens whose only pair attribute is the shared one of
+    :func:`scaled_rows`: its counts are summed over the tokens in ``gB`` (one
+    vectorised add of the state marginals a token) and reach ``g`` in
+    :func:`flush_shared`."""
+    S = (space[0] + 1) * space[0]
+    label_marginals(gamma, hi - lo, space[0], lm)
+    K.scatter(space, data, aux, lo, hi, lm, None, need, coef, g, Gd)     # (no pair marginals)
+    for t in range(hi - lo):
+        row = gamma[t]
+        for s in range(S):
+            gB[s] += coef * row[s]
+
+
+@inner()
+def flush_shared(space, attr, g, gB):
+    """g += the counts gathered by :func:`scatter_shared` for the pair attribute ``attr``
+    (value 1 at every token); gB is zeroed."""
+    b_ptr, b_pair, b_base = space[3], space[4], space[5]
+    if attr >= 0:
+        for k in range(b_ptr[attr], b_ptr[attr + 1]):
+            g[b_base + k] += gB[b_pair[k]]
+    for s in range(len(gB)):
+        gB[s] = 0.0
 
 
 @inner()
@@ -172,7 +294,9 @@ def empirical_counts(space, data, order, sw, emp):
 # --------------------------------------------------------------------------- buffers
 def work_buffers(L, maxlen):
     """Scratch of one thread: (U, E, psi, alpha, beta, scale, shift, tmp, kbuf, lm,
-    need, P, corr). ``corr`` are the (empty) position corrections."""
+    need, P, corr, eB, gB). ``corr`` are the (empty) position corrections, ``eB`` the
+    shared pair factors of :func:`scaled_rows`, ``gB`` their counts
+    (:func:`scatter_shared`)."""
     Lp = C.padded(L)
     S = (L + 1) * L
     Sp = C.padded(S)
@@ -180,7 +304,7 @@ def work_buffers(L, maxlen):
             np.zeros(0), np.zeros(0, np.int64))
     return (np.zeros((maxlen, Lp)), np.zeros((maxlen, Sp)), np.zeros((maxlen, Sp)), np.zeros((maxlen, Sp)),
             np.zeros((maxlen, Sp)), np.zeros(maxlen), np.zeros(maxlen), np.zeros(Sp), np.zeros(Sp, np.int64),
-            np.zeros((maxlen, Lp)), np.zeros(maxlen, np.uint8), np.zeros((1, 1)), corr)
+            np.zeros((maxlen, Lp)), np.zeros(maxlen, np.uint8), np.zeros((1, 1)), corr, np.zeros(Sp), np.zeros(Sp))
 
 
 def log_buffers(L, maxlen):
@@ -204,8 +328,9 @@ def chunk_logz_grad(w, space, data, aux, trans, order, want_grad, g, Gd, acc, fa
     L = space[0]
     S = (L + 1) * L
     seq_ptr, labels = data[0], data[7]
-    U, E, psi, alpha, beta, scale, shift, tmp, kbuf, lm, need, P, corr = buf
+    psi, alpha, beta, scale, shift, tmp, lm, need, P, corr = buf[2:8] + buf[9:13]
     acc1 = (acc[0], glob1, acc[2])
+    cache = np.array([-3.0, 0.0])
     total = 0.0
     for r in range(len(order)):
         s = order[r]
@@ -214,10 +339,7 @@ def chunk_logz_grad(w, space, data, aux, trans, order, want_grad, g, Gd, acc, fa
         c = sw[s] if len(sw) > 0 else 1.0
         if clamp:
             c = -c
-        state_scores(w, space, data, aux, lo, hi, U, E)
-        if clamp:
-            constrain(E, labels, lo, n, L)
-        C.exp_rows(E, psi, shift, n, S, kbuf)
+        shared = scaled_rows(w, space, data, aux, lo, hi, buf, cache, labels, clamp)
         logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         if math.isnan(logz):
             failed[r] = 1
@@ -232,7 +354,12 @@ def chunk_logz_grad(w, space, data, aux, trans, order, want_grad, g, Gd, acc, fa
                 for q in range(len(glob)):
                     glob[q] += c * glob1[q]
                     glob1[q] = 0.0
-            scatter(space, data, aux, lo, hi, alpha, lm, need, c, g, Gd)
+            if shared >= -1:
+                scatter_shared(space, data, aux, lo, hi, alpha, lm, need, c, g, Gd, buf[14])
+            else:
+                scatter(space, data, aux, lo, hi, alpha, lm, need, c, g, Gd)
+    if want_grad:
+        flush_shared(space, int(cache[0]), g, buf[14])
     return total
 
 
@@ -309,13 +436,13 @@ def marginals_all(w, space, data, aux, trans, out, logz, failed, buf, tcount):
     L = space[0]
     S = (L + 1) * L
     seq_ptr = data[0]
-    U, E, psi, alpha, beta, scale, shift, tmp, kbuf, lm, need, P, corr = buf
+    psi, alpha, beta, scale, shift, tmp, lm, need, P, corr = buf[2:8] + buf[9:13]
     acc = (P[:1, :1], tcount[:len(trans[6])], tcount)
+    cache = np.array([-3.0, 0.0])
     for s in range(len(seq_ptr) - 1):
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
-        state_scores(w, space, data, aux, lo, hi, U, E)
-        C.exp_rows(E, psi, shift, n, S, kbuf)
+        scaled_rows(w, space, data, aux, lo, hi, buf, cache, seq_ptr, False)
         z = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         logz[s] = z
         if math.isnan(z):

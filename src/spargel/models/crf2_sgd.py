@@ -106,7 +106,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, pen, m
     gold score. ``trans`` is the transition structure at the current weights;
     ``fallbacks[0]`` counts the passes that needed log space. Returns NaN when even log
     space fails."""
-    U, E, psi, alpha, beta, scale, shift, tmp, kbuf, lm, need, P, corr = buf
+    U, E, psi, alpha, beta, scale, shift, tmp, kbuf, lm, need, P, corr = buf[:13]
     la, lb, gam, fv_t, cand, tcount, acc = xbuf
     L = space[0]
     S = (L + 1) * L
