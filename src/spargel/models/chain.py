@@ -431,6 +431,23 @@ def forward_step(prev, cur, trans, ci, cj, cc, q0, q1):
 
 
 @njit(cache=True, nogil=True, fastmath=FAST, inline="always")
+def pair_ones_back(r, out, S, L):
+    """``out = M r`` for the base of a ``PAIR_ONES`` structure (every allowed transition
+    1): the row sums over the next label into out[:L], then copied to every source block
+    (contiguous copies instead of stores L apart)."""
+    for b in range(L):
+        s = 0.0
+        for c in range(L):
+            s += r[b * L + c]
+        out[b] = s
+    for a in range(1, S // L):
+        for b in range(L):
+            out[a * L + b] = out[b]
+    for y in range(S, len(out)):
+        out[y] = 0.0
+
+
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
 def backward_step(r, out, trans, ci, cj, cc, q0, q1):
     """``out = M_t @ r`` with the position corrections ``q0:q1``."""
     kind, S, L = trans[0], trans[1], trans[2]
@@ -459,18 +476,7 @@ def backward_step(r, out, trans, ci, cj, cc, q0, q1):
         for y in range(S, Sp):
             out[y] = 0.0
     elif kind == PAIR_ONES:
-        # the row sums over the next label into out[:L], then copied to every source
-        # block (contiguous copies instead of stores L apart)
-        for b in range(L):
-            s = 0.0
-            for c in range(L):
-                s += r[b * L + c]
-            out[b] = s
-        for a in range(1, S // L):
-            for b in range(L):
-                out[a * L + b] = out[b]
-        for y in range(S, Sp):
-            out[y] = 0.0
+        pair_ones_back(r, out, S, L)
     else:
         for y in range(Sp):
             out[y] = 0.0
@@ -614,7 +620,6 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     outer, glob, pos = acc[0], acc[1], acc[2]
     Sp = alpha.shape[1]
     want_outer = outer.shape[0] > 1
-    base1 = 1.0 if kind == PAIR_ONES else 0.0          # PAIR_ONES: glob holds whole counts
     for y in range(Sp):
         beta[n - 1, y] = 1.0 if y < S else 0.0
     for t in range(n - 1, 0, -1):
@@ -659,11 +664,25 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
             for y in range(Sp):
                 gamma[t, y] = alpha[t, y] * beta[t, y]
             continue
-        backward_step(r, beta[t - 1], trans, ci, cj, cc, q0, q1)
         full = q1 > q0 and ci[q0] == FULL
+        if kind == PAIR_ONES and not full:
+            # the step's listed-pair corrections and their expected counts in one sweep
+            out = beta[t - 1]
+            pair_ones_back(r, out, S, trans[2])
+            for q in range(len(gi)):
+                x = r[gj[q]]
+                e = gc[q]
+                i = gi[q]
+                glob[q] += prev[i] * (e + 1.0) * x
+                if e != 0.0:
+                    out[i] += e * x
+            for q in range(q0, q1):
+                out[ci[q]] += cc[q] * r[cj[q]]
+        else:
+            backward_step(r, beta[t - 1], trans, ci, cj, cc, q0, q1)
         if full:
             q0 += 1
-        else:
+        elif kind != PAIR_ONES:
             if want_outer and (kind == DENSE or kind == ONES):
                 for i in range(S):
                     a = prev[i]
@@ -671,7 +690,7 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
                         for y in range(Sp):
                             outer[i, y] += a * r[y]
             for q in range(len(gi)):
-                glob[q] += prev[gi[q]] * (gc[q] + base1) * r[gj[q]]
+                glob[q] += prev[gi[q]] * gc[q] * r[gj[q]]
         if len(pos) > 0:
             for q in range(q0, q1):
                 pos[ck[q]] += prev[ci[q]] * cc[q] * r[cj[q]]
