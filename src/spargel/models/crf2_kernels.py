@@ -107,12 +107,18 @@ def pair_factors(w, space, attr, eB):
     if attr >= 0:
         for k in range(b_ptr[attr], b_ptr[attr + 1]):
             eB[b_pair[k]] += w[b_base + k]
-    m = eB[0]
-    for s in range(1, S):
-        if eB[s] > m:
-            m = eB[s]
-    for s in range(S):
-        eB[s] = math.exp(eB[s] - m)
+    return exp_less_max(eB, S)
+
+
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
+def exp_less_max(x, n):
+    """``x[:n] = exp(x[:n] - max x[:n])`` in place; returns the max."""
+    m = x[0]
+    for i in range(1, n):
+        if x[i] > m:
+            m = x[i]
+    for i in range(n):
+        x[i] = math.exp(x[i] - m)
     return m
 
 
@@ -126,12 +132,7 @@ def factored_rows(U, eB, bmax, n, L, psi, shift):
     Sp = psi.shape[1]
     for t in range(n):
         u = U[t]
-        m = u[0]
-        for b in range(1, L):
-            if u[b] > m:
-                m = u[b]
-        for b in range(L):
-            u[b] = math.exp(u[b] - m)
+        m = exp_less_max(u, L)
         row = psi[t]
         if t == 0:
             for s in range(LL):
