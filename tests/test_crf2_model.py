@@ -117,6 +117,27 @@ def test_viterbi_and_nbest_match_enumeration(seed, kind, transitions):
         assert len({tuple(p) for p, _ in lists[s]}) == len(lists[s]) == min(5, len(paths))
 
 
+@pytest.mark.parametrize("kind", ["full", "observed"])
+@pytest.mark.parametrize("density", [0.0, 0.2, 0.6])
+def test_viterbi_with_sparse_triples_matches_enumeration(kind, density):
+    """The O(S + triples) Viterbi step: most triples unscored (the best source of a
+    column usually wins), some scored (either sign); small integer weights make ties,
+    which must go to the lowest state as in the enumeration's order."""
+    rng = np.random.default_rng(11)
+    for trial in range(3):
+        space, data, w = problem(20 + trial, kind, True, n_labels=4)
+        w = np.round(w)                                  # ties
+        t = np.arange(space.t_base, space.n_params)
+        w[t] = np.where(rng.random(len(t)) < density, rng.integers(-2, 3, len(t)), 0.0)
+        best, best_scores = M.decode(space, data, w)
+        for s in range(data.n_sequences):
+            lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+            paths, scores = enumerate_paths2(space, data, w, s)
+            top = scores.max()
+            assert best_scores[s] == pytest.approx(top, abs=1e-12)
+            assert scores[paths.index(tuple(best[lo:hi]))] == pytest.approx(top, abs=1e-12)
+
+
 def test_constrained_decoding_matches_enumeration():
     space, data, w = problem(3, "full", True)
     rng = np.random.default_rng(0)

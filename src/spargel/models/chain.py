@@ -828,6 +828,49 @@ def _better(v, i, best, arg):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _pair_ones_max_step(prev, cur, arg, trans):
+    """One Viterbi step under ``PAIR_ONES`` (no position corrections) in ``O(S +
+    triples)``: destination ``(b, c)`` takes the best source ``(a, b)`` of its middle
+    label b unless that source's triple has a score (then its whole column, A sources),
+    and the scored triples are then looked at one by one. ``arg[L * L:]`` serves as
+    scratch (those begin-marker states are never destinations)."""
+    S, L = trans[1], trans[2]
+    A = S // L
+    LL = L * L
+    gi, gj, gk, fv = trans[6], trans[7], trans[12], trans[11]
+    for b in range(L):                  # best source of each middle label, lowest on ties
+        m = b
+        for a in range(1, A):
+            if prev[a * L + b] > prev[m]:
+                m = a * L + b
+        arg[LL + b] = m
+    for b in range(L):
+        m = arg[LL + b]
+        for c in range(L):
+            j = b * L + c
+            if fv[j * A + m // L] == 0.0:
+                cur[j], arg[j] = prev[m], m
+            else:
+                best = NEG_INF
+                bi = -1
+                for a in range(A):
+                    i = a * L + b
+                    v = prev[i] + fv[j * A + a]
+                    if _better(v, i, best, bi):
+                        best, bi = v, i
+                cur[j], arg[j] = best, bi
+    for q in range(len(gi)):            # scored triples: a positive score may win
+        x = fv[gk[q]]
+        if x != 0.0:
+            i, j = gi[q], gj[q]
+            v = prev[i] + x
+            if _better(v, i, cur[j], arg[j]):
+                cur[j], arg[j] = v, i
+    for j in range(LL, S):
+        cur[j], arg[j] = NEG_INF, 0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _column_best(prev, scores, j, S):
     """(best score, source) of destination j over every source i: ``prev[i] +
     scores[j * S + i]`` (source -1 when all are -inf)."""
@@ -903,6 +946,8 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
             if not mat:
                 for q in range(q0, q1):
                     fv_t[ck[q]] = fv[ck[q]]
+        elif kind == PAIR_ONES and q0 == q1:
+            _pair_ones_max_step(prev, cur, arg, trans)
         else:
             # the listed pairs (LIST, PAIR_ONES; a FULL position), in list order
             position_scores(trans, corr, t, fv_t)
