@@ -89,8 +89,8 @@ def spargel_path(X, objective, penalty, ratios, adaptive=False):
     second stage of ``PairwiseMRF(adaptive=True)`` (the point's edges refitted with
     per-edge weights median strength / strength, at the same l1); the point's time
     includes both stages."""
+    from spargel.estimators.mrf import mrf_penalty
     from spargel.models.mrf import adaptive_edge_weights
-    from spargel.penalties import ElasticNet
     from spargel.solvers import get_solver
 
     bp = {"schedule": "sequential", "damping": 0.0, "max_iter": 300, "tol": 1e-6}
@@ -99,17 +99,8 @@ def spargel_path(X, objective, penalty, ratios, adaptive=False):
     if penalty == "l1":
         solver = get_solver("owlqn")
     else:
-        from spargel.penalties import GroupLasso
         solver = get_solver("fista")
         lmax *= 2.0                                            # ||2x2 table||_2 = 2 |entry|
-
-    def make(m, lam, edge_weights=None):
-        ones = np.ones(m.graph.n_edges) if edge_weights is None else edge_weights
-        if penalty == "l1":
-            scale = m.layout.penalty_scale.copy()
-            scale[m.n_node_params:m.edge_param_ptr[-1]] *= np.repeat(ones, np.diff(m.edge_param_ptr))
-            return ElasticNet(l1=lam * scale)
-        return GroupLasso(lam, m.layout, group_weights=np.concatenate([np.ones(m.graph.n_nodes), ones]))
 
     def fit(m, pen, w):
         with warnings.catch_warnings():
@@ -121,14 +112,14 @@ def spargel_path(X, objective, penalty, ratios, adaptive=False):
     for r in ratios:
         lam = r * lmax
         t0 = time.perf_counter()
-        res = fit(model, make(model, lam), w)
+        res = fit(model, mrf_penalty(model, penalty, lam), w)
         w = res.w
         active = model.active_edges(w)
         edges, iters = model.graph.edges[active], res.n_iter
         if adaptive and len(active):
             sub = PairwiseMRFModel(X, candidate_edges=edges, objective=objective, inference="loopy-bp", bp=bp)
-            res2 = fit(sub, make(sub, lam, adaptive_edge_weights(model.edge_strength(w)[active])),
-                       model.subset_weights(w, active))
+            weights = adaptive_edge_weights(model.edge_strength(w)[active])
+            res2 = fit(sub, mrf_penalty(sub, penalty, lam, edge_weights=weights), model.subset_weights(w, active))
             edges, iters = sub.graph.edges[sub.active_edges(res2.w)], iters + res2.n_iter
         out.append({"lambda": lam, "edges": edges, "time": time.perf_counter() - t0, "iters": iters,
                     "bp_failures": model.bp_failures})

@@ -32,10 +32,37 @@ import numpy as np
 from ..errors import CapabilityError, ConvergenceWarning, ModelFileError, NotFittedError
 from .base import ParamsMixin
 
-__all__ = ["PairwiseMRF"]
+__all__ = ["PairwiseMRF", "mrf_penalty"]
 
 INFERENCES = ("loopy-bp", "exact", "pseudo-likelihood")
 PENALTIES = ("l1", "group")
+
+
+def mrf_penalty(model, kind, l1, l2=0.0, edge_weights=None):
+    """The penalty of a :class:`~spargel.models.mrf.PairwiseMRFModel`: ``kind`` 'l1'
+    (elastic net on the penalised weights) or 'group' (group lasso, one group per edge);
+    ``edge_weights`` (one per candidate edge) scale each edge's penalty (the adaptive
+    second stage)."""
+    scale = model.layout.penalty_scale
+    scale = np.ones(model.n_params) if scale is None else scale
+    group_weights = None
+    if edge_weights is not None:
+        ptr = model.edge_param_ptr
+        scale = scale.copy()
+        scale[ptr[0]:ptr[-1]] *= np.repeat(edge_weights, np.diff(ptr))
+        group_weights = np.ones(model.layout.n_groups)
+        n = model.graph.n_nodes
+        group_weights[n:n + len(edge_weights)] = edge_weights
+    if kind == "l1":
+        from ..penalties import ElasticNet
+        return ElasticNet(l1=l1 * scale, l2=l2 * scale)
+    try:
+        from ..penalties import GroupLasso
+    except ImportError:
+        raise CapabilityError("penalty='group' needs spargel.penalties.GroupLasso (group lasso with a "
+                              "proximal solver such as 'fista'), which this version of spargel "
+                              "does not have; use penalty='l1'") from None
+    return GroupLasso(l1, model.layout, l2=l2, group_weights=group_weights)
 
 
 class PairwiseMRF(ParamsMixin):
@@ -143,28 +170,7 @@ class PairwiseMRF(ParamsMixin):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
 
     def _penalty(self, model, edge_weights=None):
-        """The penalty object; ``edge_weights`` (one per candidate edge) scale each edge's
-        penalty (the adaptive second stage)."""
-        scale = model.layout.penalty_scale
-        scale = np.ones(model.n_params) if scale is None else scale
-        group_weights = None
-        if edge_weights is not None:
-            ptr = model.edge_param_ptr
-            scale = scale.copy()
-            scale[ptr[0]:ptr[-1]] *= np.repeat(edge_weights, np.diff(ptr))
-            group_weights = np.ones(model.layout.n_groups)
-            n = model.graph.n_nodes
-            group_weights[n:n + len(edge_weights)] = edge_weights
-        if self.penalty == "l1":
-            from ..penalties import ElasticNet
-            return ElasticNet(l1=self.l1 * scale, l2=self.l2 * scale)
-        try:
-            from ..penalties import GroupLasso
-        except ImportError:
-            raise CapabilityError("penalty='group' needs spargel.penalties.GroupLasso (group lasso with a "
-                                  "proximal solver such as 'fista'), which this version of spargel "
-                                  "does not have; use penalty='l1'") from None
-        return GroupLasso(self.l1, model.layout, l2=self.l2, group_weights=group_weights)
+        return mrf_penalty(model, self.penalty, self.l1, self.l2, edge_weights)
 
     def fit(self, X, y=None, sample_weight=None, node_features=None):
         """Learn the structure and weights from ``X`` (n_samples, n_variables) of states.

@@ -393,31 +393,21 @@ def forward_step(prev, cur, trans, ci, cj, cc, q0, q1):
         for y in range(S, Sp):
             cur[y] = 0.0
     elif kind == PAIR_ONES:
-        LL = L * L
-        if S >= LL + L:
-            # the column sums over the source label, added row by row (contiguous: the
-            # loop vectorises; a sum down a column is a chain of dependent additions)
-            # in the tail of cur -- states >= L * L are never destinations
+        # the column sums over the source label, added row by row into cur[:L]
+        # (contiguous: the loop vectorises; a sum down a column is a chain of dependent
+        # additions), then copied to the destinations, the last middle label first so
+        # that cur[:L] is read before it is overwritten
+        for b in range(L):
+            cur[b] = 0.0
+        for a in range(S // L):
             for b in range(L):
-                cur[LL + b] = 0.0
-            for a in range(S // L):
-                for b in range(L):
-                    cur[LL + b] += prev[a * L + b]
-            for b in range(L):
-                s = cur[LL + b]
-                for c in range(L):
-                    cur[b * L + c] = s
-            for y in range(LL, Sp):
-                cur[y] = 0.0
-        else:
-            for y in range(Sp):
-                cur[y] = 0.0
-            for b in range(L):
-                s = 0.0
-                for a in range(S // L):
-                    s += prev[a * L + b]
-                for c in range(L):
-                    cur[b * L + c] = s
+                cur[b] += prev[a * L + b]
+        for b in range(L - 1, -1, -1):
+            s = cur[b]
+            for c in range(L):
+                cur[b * L + c] = s
+        for y in range(L * L, Sp):
+            cur[y] = 0.0
     else:
         for y in range(Sp):
             cur[y] = 0.0
@@ -431,25 +421,11 @@ def forward_step(prev, cur, trans, ci, cj, cc, q0, q1):
 
 
 @njit(cache=True, nogil=True, fastmath=FAST, inline="always")
-def pair_ones_back(r, out, S, L):
-    """``out = M r`` for the base of a ``PAIR_ONES`` structure (every allowed transition
-    1): the row sums over the next label into out[:L], then copied to every source block
-    (contiguous copies instead of stores L apart)."""
-    for b in range(L):
-        s = 0.0
-        for c in range(L):
-            s += r[b * L + c]
-        out[b] = s
-    for a in range(1, S // L):
-        for b in range(L):
-            out[a * L + b] = out[b]
-    for y in range(S, len(out)):
-        out[y] = 0.0
-
-
-@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
-def backward_step(r, out, trans, ci, cj, cc, q0, q1):
-    """``out = M_t @ r`` with the position corrections ``q0:q1``."""
+def backward_step(r, out, trans, ci, cj, cc, q0, q1, prev=None, glob=None):
+    """``out = M_t @ r`` with the position corrections ``q0:q1``. With ``glob`` (and
+    ``prev``, the normalised alpha of t - 1), the expected counts of the global
+    corrections are added in the same sweep (see :func:`backward`; not at a FULL
+    position)."""
     kind, S, L = trans[0], trans[1], trans[2]
     Sp = len(out)
     if q1 > q0 and ci[q0] == FULL:
@@ -476,15 +452,30 @@ def backward_step(r, out, trans, ci, cj, cc, q0, q1):
         for y in range(S, Sp):
             out[y] = 0.0
     elif kind == PAIR_ONES:
-        pair_ones_back(r, out, S, L)
+        # the row sums over the next label into out[:L], then copied to every source
+        # block (contiguous copies instead of stores L apart)
+        for b in range(L):
+            s = 0.0
+            for c in range(L):
+                s += r[b * L + c]
+            out[b] = s
+        for a in range(1, S // L):
+            for b in range(L):
+                out[a * L + b] = out[b]
+        for y in range(S, Sp):
+            out[y] = 0.0
     else:
         for y in range(Sp):
             out[y] = 0.0
     gi, gj, gc = trans[6], trans[7], trans[8]
+    base = 1.0 if kind == PAIR_ONES else 0.0      # PAIR_ONES: glob holds whole counts
     for q in range(len(gi)):
         e = gc[q]
-        if e != 0.0:
-            out[gi[q]] += e * r[gj[q]]
+        x = r[gj[q]]
+        if glob is not None:
+            glob[q] += prev[gi[q]] * (e + base) * x
+        if e != 0.0:             # listed pairs with weight 0 (kept for their counts)
+            out[gi[q]] += e * x
     for q in range(q0, q1):
         out[ci[q]] += cc[q] * r[cj[q]]
 
@@ -615,7 +606,6 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     (a model without bigram attributes), and :func:`pair_matrix` is not even compiled.
     ``tmp`` is a scratch row."""
     kind, S = trans[0], trans[1]
-    gi, gj, gc = trans[6], trans[7], trans[8]
     cptr, ci, cj, cc, ck = corr[0], corr[1], corr[2], corr[3], corr[5]
     outer, glob, pos = acc[0], acc[1], acc[2]
     Sp = alpha.shape[1]
@@ -664,33 +654,16 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
             for y in range(Sp):
                 gamma[t, y] = alpha[t, y] * beta[t, y]
             continue
-        full = q1 > q0 and ci[q0] == FULL
-        if kind == PAIR_ONES and not full:
-            # the step's listed-pair corrections and their expected counts in one sweep
-            out = beta[t - 1]
-            pair_ones_back(r, out, S, trans[2])
-            for q in range(len(gi)):
-                x = r[gj[q]]
-                e = gc[q]
-                i = gi[q]
-                glob[q] += prev[i] * (e + 1.0) * x
-                if e != 0.0:
-                    out[i] += e * x
-            for q in range(q0, q1):
-                out[ci[q]] += cc[q] * r[cj[q]]
-        else:
-            backward_step(r, beta[t - 1], trans, ci, cj, cc, q0, q1)
-        if full:
+        # the step, with the global corrections' expected counts in the same sweep
+        backward_step(r, beta[t - 1], trans, ci, cj, cc, q0, q1, prev, glob)
+        if q1 > q0 and ci[q0] == FULL:
             q0 += 1
-        elif kind != PAIR_ONES:
-            if want_outer and (kind == DENSE or kind == ONES):
-                for i in range(S):
-                    a = prev[i]
-                    if a != 0.0:
-                        for y in range(Sp):
-                            outer[i, y] += a * r[y]
-            for q in range(len(gi)):
-                glob[q] += prev[gi[q]] * gc[q] * r[gj[q]]
+        elif want_outer and (kind == DENSE or kind == ONES):
+            for i in range(S):
+                a = prev[i]
+                if a != 0.0:
+                    for y in range(Sp):
+                        outer[i, y] += a * r[y]
         if len(pos) > 0:
             for q in range(q0, q1):
                 pos[ck[q]] += prev[ci[q]] * cc[q] * r[cj[q]]

@@ -199,34 +199,30 @@ def label_marginals(gamma, n, L, lm):
 
 
 @inner(fastmath=FAST)
-def scatter(space, data, aux, lo, hi, gamma, lm, need0, coef, g, Gd):
+def scatter(space, data, aux, lo, hi, gamma, lm, need0, coef, g, Gd, gB, shared):
     """g / Gd += coef * expected counts of the unigram and pair weights of tokens
     lo..hi-1, from the state marginals ``gamma``; ``lm`` is scratch for the label
-    marginals, ``need0`` a zero array (unused: no pair marginals are read)."""
-    label_marginals(gamma, hi - lo, space[0], lm)
-    K.scatter(space, data, aux, lo, hi, lm, None, need0, coef, g, Gd)     # (no pair marginals)
-    for t in range(lo, hi):
-        K.add_bigram_counts(space, data, t, gamma[t - lo], coef, g)
-
-
-@inner(fastmath=FAST)
-def scatter_shared(space, data, aux, lo, hi, gamma, lm, need, coef, g, Gd, gB):
-    """:func:`scatter` for tokens whose only pair attribute is the shared one of
-    :func:`scaled_rows`: its counts are summed over the tokens in ``gB`` (one
+    marginals, ``need0`` a zero array (unused: no pair marginals are read). With
+    ``shared`` (the tokens' only pair attribute is the shared one of
+    :func:`scaled_rows`) its counts are summed over the tokens in ``gB`` instead (one
     vectorised add of the state marginals a token) and reach ``g`` in
     :func:`flush_shared`."""
-    S = (space[0] + 1) * space[0]
     label_marginals(gamma, hi - lo, space[0], lm)
-    K.scatter(space, data, aux, lo, hi, lm, None, need, coef, g, Gd)     # (no pair marginals)
-    for t in range(hi - lo):
-        row = gamma[t]
-        for s in range(S):
-            gB[s] += coef * row[s]
+    K.scatter(space, data, aux, lo, hi, lm, None, need0, coef, g, Gd)     # (no pair marginals)
+    if shared:
+        S = (space[0] + 1) * space[0]
+        for t in range(hi - lo):
+            row = gamma[t]
+            for s in range(S):
+                gB[s] += coef * row[s]
+    else:
+        for t in range(lo, hi):
+            K.add_bigram_counts(space, data, t, gamma[t - lo], coef, g)
 
 
 @inner()
 def flush_shared(space, attr, g, gB):
-    """g += the counts gathered by :func:`scatter_shared` for the pair attribute ``attr``
+    """g += the counts gathered by :func:`scatter` for the pair attribute ``attr``
     (value 1 at every token); gB is zeroed."""
     b_ptr, b_pair, b_base = space[3], space[4], space[5]
     if attr >= 0:
@@ -297,7 +293,7 @@ def work_buffers(L, maxlen):
     """Scratch of one thread: (U, E, psi, alpha, beta, scale, shift, tmp, kbuf, lm,
     need, P, corr, eB, gB). ``corr`` are the (empty) position corrections, ``eB`` the
     shared pair factors of :func:`scaled_rows`, ``gB`` their counts
-    (:func:`scatter_shared`)."""
+    (:func:`scatter`)."""
     Lp = C.padded(L)
     S = (L + 1) * L
     Sp = C.padded(S)
@@ -355,10 +351,7 @@ def chunk_logz_grad(w, space, data, aux, trans, order, want_grad, g, Gd, acc, fa
                 for q in range(len(glob)):
                     glob[q] += c * glob1[q]
                     glob1[q] = 0.0
-            if shared >= -1:
-                scatter_shared(space, data, aux, lo, hi, alpha, lm, need, c, g, Gd, buf[14])
-            else:
-                scatter(space, data, aux, lo, hi, alpha, lm, need, c, g, Gd)
+            scatter(space, data, aux, lo, hi, alpha, lm, need, c, g, Gd, buf[14], shared >= -1)
     if want_grad:
         flush_shared(space, int(cache[0]), g, buf[14])
     return total
@@ -390,7 +383,7 @@ def chunk_logz_grad_log(w, space, data, aux, trans, order, want_grad, g, Gd, tco
             tcount[k] += c * tcount1[k]
             tcount1[k] = 0.0
         if want_grad and math.isfinite(logz):
-            scatter(space, data, aux, lo, hi, gamma, lm, need, c, g, Gd)
+            scatter(space, data, aux, lo, hi, gamma, lm, need, c, g, Gd, buf[14], False)
     return total
 
 
@@ -443,7 +436,7 @@ def marginals_all(w, space, data, aux, trans, out, logz, failed, buf, tcount):
     for s in range(len(seq_ptr) - 1):
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
-        scaled_rows(w, space, data, aux, lo, hi, buf, cache, seq_ptr, False)
+        scaled_rows(w, space, data, aux, lo, hi, buf, cache, data[7], False)
         z = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         logz[s] = z
         if math.isnan(z):
