@@ -201,6 +201,8 @@ class PairwiseMRFModel:
             raise ValueError(f"inference must be one of {INFERENCE}, got {inference!r}")
         self.objective = objective
         self.inference = inference
+        # the Bethe loss of warm-started loopy BP is not a function of w alone (protocol)
+        self.approximate_loss = objective == "likelihood" and inference == "loopy-bp"
         edges = all_pairs(n) if candidate_edges is None else validate_edges(candidate_edges, n, "candidate_edges")
         self.graph = Graph(self.n_states, edges, validated=True)
         g = self.graph

@@ -20,6 +20,15 @@ Every model has
 ``loss(w)``
     the loss at ``w``.
 
+and may have
+
+``approximate_loss``
+    True when the loss comes from approximate inference that is not a function of
+    ``w`` alone (loopy BP warm-started from the previous evaluation's messages): the
+    line searches then stop backtracking once the objective's noise hides the
+    decrease a step can make (see :func:`spargel.solvers.owlqn.orthant_line_search`).
+    Absent means False.
+
 Capabilities (a model offers one by defining the method; ``capabilities(model)``
 lists them):
 
@@ -117,6 +126,11 @@ class ParameterLayout:
     def group_of(self):
         """The group id of every weight."""
         return np.repeat(np.arange(self.n_groups, dtype=np.int64), self.group_sizes)
+
+
+def approximate_loss(model):
+    """Whether the model's loss is approximate and noisy (see ``approximate_loss`` above)."""
+    return bool(getattr(model, "approximate_loss", False))
 
 
 def capabilities(model):

@@ -27,7 +27,7 @@ from collections import deque
 import numpy as np
 
 from .._vec import dot, norm
-from ..models.protocol import require
+from ..models.protocol import approximate_loss, require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 
@@ -36,6 +36,10 @@ from .base import HistoryRecorder, SolverResult, check_start, require_separable
 # objective moved by less than NOISE, both relative to the objective
 PREDICTED = 1e-8
 NOISE = 1e-10
+# with a noisy objective, a trial whose rise over F exceeds PREDICTED (relative) and
+# STALE times the rise of the trial before it (at a step twice or more as long) ends
+# the search (see orthant_line_search)
+STALE = 0.75
 
 
 class CurvatureMemory:
@@ -105,7 +109,8 @@ class CurvatureMemory:
             slots.append(k)
 
 
-def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesearch, c1, g=None):
+def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesearch, c1, g=None,
+                        noisy=False):
     """Backtracking from ``w`` along ``d``, every trial point projected (``project``) onto
     the orthant of ``w`` (of ``-pg`` where ``w`` is zero), until the Armijo condition
     ``F_new <= F + c1 pg . (w_new - w)`` holds.
@@ -124,14 +129,24 @@ def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesea
     judged by Armijo alone: the path of a fit is the plain backtracking one until its
     steps reach the rounding.)
 
+    ``noisy``: the objective comes from approximate inference that is not a function of
+    the weights alone (loopy BP warm-started from the previous evaluation's messages;
+    the model's ``approximate_loss``). Its values at nearby points then differ by noise
+    of their own, and once that noise exceeds the decrease a step can make, no trial
+    passes however short the step: each trial's rise over ``F`` stops shrinking with
+    the step, which on a smooth function it never does (the rise at least halves when
+    the step halves). The search then ends at once, as failed, instead of spending the
+    remaining trials (the caller treats it as numerically converged along ``d``).
+
     ``evaluate(w_new) -> (loss, objective, gradient)``. Returns ``(result, step,
-    n_trials)``; ``result`` is None when ``max_linesearch`` trials found no decrease
-    (``w_new`` then holds the last trial point).
+    n_trials)``; ``result`` is None when no trial was accepted (``w_new`` then holds
+    the last trial point).
     """
     from . import _owlqn_kernels as Q
 
     scale = max(abs(F), 1.0)
     noise, tiny = NOISE * scale, PREDICTED * scale
+    last_rise = np.inf
     for trial in range(max_linesearch):
         dec = Q.orthant_step(w, d, step, pg, project, w_new)
         result = evaluate(w_new)
@@ -141,6 +156,10 @@ def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesea
         if (g is not None and np.isfinite(F_new) and F_new - F <= noise and -tiny <= dec < 0
                 and dot(w_new - w, result[2] - g) <= 2.0 * (1.0 - c1) * -dec):
             return result, step, trial + 1
+        rise = F_new - F if np.isfinite(F_new) else np.inf
+        if noisy and tiny < rise < np.inf and rise > STALE * last_rise:
+            return None, step, trial + 1
+        last_rise = rise
         # far off (badly scaled features, first iterations): shrink faster
         step *= 0.5 if np.isfinite(F_new) and F_new - F <= 10.0 * abs(dec) else 0.05
     return None, step, max_linesearch
@@ -160,6 +179,7 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
     w = check_start(model, w0)
     n = model.n_params
     use_l1 = penalty.has_nonsmooth
+    noisy = approximate_loss(model)
     history = HistoryRecorder(monitor)
 
     def evaluate(x):
@@ -190,7 +210,7 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
             pairs.direction(pg, d, use_l1)
             step = 1.0 / pg_norm if not len(pairs) and it == 1 else 1.0
             result, step, trials = orthant_line_search(evaluate, w, d, pg, F, step, use_l1, w_new,
-                                                       max_linesearch, c1, g)
+                                                       max_linesearch, c1, g, noisy)
             n_evals += trials
             if result is None:
                 stop, it = "linesearch", it - 1
