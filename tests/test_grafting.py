@@ -168,7 +168,8 @@ def test_subset_capability_equals_full_gradients():
     X = mrf_data(n_vars=6)
     for kw in ({"inference": "exact"}, {"inference": "exact", "candidate_estimate": "clamp", "small": False},
                {"inference": "loopy-bp"}, {"inference": "loopy-bp", "candidate_estimate": "clamp"},
-               {"inference": "exact", "edge_features": "ising"}, {"objective": "pseudo"}):
+               {"inference": "exact", "edge_features": "ising"}, {"inference": "loopy-bp", "edge_features": "ising"},
+               {"objective": "pseudo"}):
         kw = dict(kw)
         small = kw.pop("small", True)
         model = PairwiseMRFModel(X, **kw)

@@ -594,26 +594,23 @@ class PairwiseMRFModel:
         mark[e[e >= 0]] = True
         return np.flatnonzero(mark)
 
-    def _subset_grad(self, index, node_b, edge_b):
-        """Loss gradient of the node and edge weights ``index`` from beliefs (edge beliefs
-        filled for the edges of ``index``)."""
-        index = np.asarray(index, dtype=np.int64)
-        Nw = self.total_weight
+    def _subset_grad(self, index, node_b, edge_b, have_pair):
+        """Loss gradient of the node and edge weights ``index`` from beliefs: an edge's
+        pair marginals are ``edge_b``'s where ``have_pair`` marks it, the product of its
+        node beliefs elsewhere."""
+        from .mrf_grad_kernels import subset_gradient
+        index = np.ascontiguousarray(index, dtype=np.int64)
         g = np.empty(len(index))
-        node = index < self.n_node_params
-        g[node] = Nw * node_b[index[node]] - self.node_counts[index[node]]
-        e = self._param_edges(index)
-        on = e >= 0
-        if self.feature_table is None:
-            t = index[on] - self.n_node_params              # full tables: weight = table entry
-            g[on] = Nw * edge_b[t] - self.edge_counts[t]
-        elif np.any(on):
-            ptr = self.graph.edge_ptr
-            sizes = ptr[e[on] + 1] - ptr[e[on]]
-            t = np.repeat(ptr[e[on]], sizes) + (np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes))
-            vals = (Nw * edge_b[t] - self.edge_counts[t]) * self.feature_table[t]
-            g[on] = np.add.reduceat(vals, np.cumsum(sizes) - sizes)
+        table = self.feature_table if self.feature_table is not None else np.zeros(0)
+        subset_gradient(index, self.n_node_params, self.edge_param_ptr, self.graph.node_ptr, self.graph.edges,
+                        self.graph.edge_ptr, self.n_states, node_b, edge_b, have_pair, float(self.total_weight),
+                        self.node_counts, self.edge_counts, table, g)
         return g
+
+    def _estimates_pairs(self):
+        """True when inactive edges' pair marginals are the product of node beliefs
+        (computed by :meth:`_subset_grad` itself)."""
+        return self.candidate_estimate == "independent" and not (self.inference == "exact" and self._small)
 
     def loss_grad_subset(self, w, index):
         """Loss at ``w`` and the gradient of the weights ``index`` only: inference on the
@@ -635,13 +632,17 @@ class PairwiseMRFModel:
             return loss, g[index]
         w = np.asarray(w, dtype=np.float64)
         node_theta, edge_theta = self.potentials(w)
-        edges = self._edges_of(index)
         live = np.zeros(self.graph.n_edges, bool)
         live[self.active_edges(w)] = True
-        log_z, node_b, edge_b = self.infer(w, pairs_for=edges[~live[edges]])
+        if self._estimates_pairs():
+            todo, have = np.zeros(0, np.int64), live
+        else:
+            edges = self._edges_of(index)
+            todo, have = edges[~live[edges]], np.ones(self.graph.n_edges, bool)
+        log_z, node_b, edge_b = self.infer(w, pairs_for=todo)
         loss = self.total_weight * log_z - float(node_theta @ self.node_counts) - float(edge_theta @ self.edge_counts)
-        self._grafting = ("beliefs", w.copy(), node_b, edge_b)
-        return float(loss), self._subset_grad(index, node_b, edge_b)
+        self._grafting = ("beliefs", w.copy(), node_b, edge_b, live)
+        return float(loss), self._subset_grad(index, node_b, edge_b, have)
 
     def candidate_grad(self, index):
         """Loss gradient of the weights ``index`` at the point of the last
@@ -651,10 +652,10 @@ class PairwiseMRFModel:
         index = np.asarray(index, dtype=np.int64)
         if self._grafting[0] == "all":
             return self._grafting[1][index]
-        _, w, node_b, edge_b = self._grafting
+        _, w, node_b, edge_b, live = self._grafting
+        if self._estimates_pairs():
+            return self._subset_grad(index, node_b, edge_b, live)
         edges = self._edges_of(index)
-        live = np.zeros(self.graph.n_edges, bool)
-        live[self.active_edges(w)] = True
         todo = edges[~live[edges]]
         if len(todo) and not (self.inference == "exact" and self._small):
             g = self.graph
@@ -662,11 +663,9 @@ class PairwiseMRFModel:
             t = np.repeat(g.edge_ptr[todo], sizes) + (np.arange(sizes.sum())
                                                       - np.repeat(np.cumsum(sizes) - sizes, sizes))
             edge_b = edge_b.copy()
-            if self.candidate_estimate == "clamp":
-                edge_b[t] = self.infer(w, pairs_for=todo)[2][t]
-            else:
-                edge_b[t] = _outer_products(node_b, g.node_ptr, self.n_states, g.edges[todo])
-        return self._subset_grad(index, node_b, edge_b)
+            edge_b[t] = self.infer(w, pairs_for=todo)[2][t]          # "clamp"
+        return self._subset_grad(index, node_b, edge_b, np.ones(self.graph.n_edges, bool))
+
 
 def check_node_features(F, n_samples, n_nodes, source="node_features"):
     """Validate per-sample node features: (N, n, d) floats, or (N, d) shared by every
