@@ -655,6 +655,7 @@ class PairwiseMRFModel:
         _, w, node_b, edge_b, live = self._grafting
         if self._estimates_pairs():
             return self._subset_grad(index, node_b, edge_b, live)
+        # "clamp" (enumeration, the other case left, had every pair already)
         edges = self._edges_of(index)
         todo = edges[~live[edges]]
         if len(todo) and not (self.inference == "exact" and self._small):
@@ -663,7 +664,7 @@ class PairwiseMRFModel:
             t = np.repeat(g.edge_ptr[todo], sizes) + (np.arange(sizes.sum())
                                                       - np.repeat(np.cumsum(sizes) - sizes, sizes))
             edge_b = edge_b.copy()
-            edge_b[t] = self.infer(w, pairs_for=todo)[2][t]          # "clamp"
+            edge_b[t] = self.infer(w, pairs_for=todo)[2][t]
         return self._subset_grad(index, node_b, edge_b, np.ones(self.graph.n_edges, bool))
 
 

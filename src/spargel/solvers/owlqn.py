@@ -161,7 +161,7 @@ def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesea
             return None, step, trial + 1
         last_rise = rise
         # far off (badly scaled features, first iterations): shrink faster
-        step *= 0.5 if np.isfinite(F_new) and F_new - F <= 10.0 * abs(dec) else 0.05
+        step *= 0.5 if rise <= 10.0 * abs(dec) else 0.05
     return None, step, max_linesearch
 
 
