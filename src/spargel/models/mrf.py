@@ -667,6 +667,16 @@ class PairwiseMRFModel:
             edge_b[t] = self.infer(w, pairs_for=todo)[2][t]
         return self._subset_grad(index, node_b, edge_b, np.ones(self.graph.n_edges, bool))
 
+    # -- the "bound" capability (Jebara & Choromanska; see spargel.models.bound_tree) -------
+    def bound(self, w, **options):
+        """Quadratic upper bound on the likelihood loss around ``w`` when the candidate
+        edges form a forest (the junction-tree bound, dense curvature); otherwise a
+        :class:`~spargel.errors.CapabilityError` saying why."""
+        from .bound_tree import tree_bound
+        if options.get("curvature", "auto") not in ("auto", "tree"):
+            raise ValueError(f"a pairwise MRF's bound has one curvature ('tree'), got {options['curvature']!r}")
+        return tree_bound(self, w)
+
 
 def check_node_features(F, n_samples, n_nodes, source="node_features"):
     """Validate per-sample node features: (N, n, d) floats, or (N, d) shared by every
