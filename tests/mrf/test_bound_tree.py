@@ -175,3 +175,32 @@ def test_chow_liu_tree_has_the_most_mutual_information():
     tree = chow_liu_edges(X, ns)
     assert len(tree) == 4 and Graph(ns, tree).is_forest()
     assert sum(mi(i, j) for i, j in tree) == pytest.approx(best, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_forest_candidates_take_one_exact_pass(seed):
+    """Exact inference on a large forest of candidates (beyond enumeration) runs one
+    junction-tree pass over every candidate edge; its loss and gradient equal the
+    clamping path's (one run per inactive edge) and the tree bound's exact log Z."""
+    from spargel.models.bound_tree import tree_bound
+
+    rng = np.random.default_rng(seed)
+    n, N = 20, 60
+    X = (rng.random((N, n)) < 0.4).astype(np.int64)
+    m = PairwiseMRFModel(X, 2, random_forest(rng, n, 2), inference="exact")
+    assert m._whole_forest
+    w = np.zeros(m.n_params)
+    some = m.n_node_params + rng.choice(m.n_params - m.n_node_params, 5, replace=False)
+    w[:m.n_node_params] = rng.normal(size=m.n_node_params)
+    w[some] = rng.normal(size=5)                     # a few active edges, most inactive
+    for point in (np.zeros(m.n_params), w):
+        loss, grad = m.loss_grad(point)
+        m._whole_forest = False
+        loss_c, grad_c = m.loss_grad(point)
+        m._whole_forest = True
+        assert m.last_inference["method"] == "exact"
+        np.testing.assert_allclose(loss, loss_c, rtol=1e-12)
+        np.testing.assert_allclose(grad, grad_c, atol=1e-9)
+        bound = tree_bound(m, point)
+        np.testing.assert_allclose(loss, bound.loss, rtol=1e-12)
+        np.testing.assert_allclose(grad, bound.grad, atol=1e-9)

@@ -218,6 +218,10 @@ class PairwiseMRFModel:
         self.max_table = int(max_table)
         # exact inference on a small joint state space: enumeration gives every pair at once
         self._small = inference == "exact" and np.prod(self.n_states.astype(float)) <= (1 << 17)
+        # exact inference with candidate edges that form a forest: one junction-tree pass
+        # over every candidate (zero-weight edges included) is exact and cheaper than
+        # clamping for each inactive edge
+        self._whole_forest = inference == "exact" and not self._small and self.graph.is_forest()
         N = X.shape[0]
         if sample_weight is None:
             sw = np.ones(N)
@@ -391,7 +395,7 @@ class PairwiseMRFModel:
         whose messages warm-start loopy BP)."""
         node_bias, edge_theta = self.potentials(w)
         node_theta = node_bias if node_theta is None else node_theta
-        active = self.active_edges(w)
+        active = np.arange(self.graph.n_edges) if self._whole_forest else self.active_edges(w)
         graph = self.active_graph(active)
         if pairs_for is None:
             mask = np.ones(self.graph.n_edges, bool)
