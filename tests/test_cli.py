@@ -283,6 +283,7 @@ def test_demo_quick(capsys, tmp_path):
     rc, out, err = run(["demo", "--quick", "--no-plot", "--threads", "1"], capsys)
     assert rc == 0, err
     assert "relevant" in out and "owlqn l1=8" in out and "lbfgs" in out
+    assert "--all-solvers" in out and "bcd" not in out.split("More solvers")[0]
     from spargel.demo import DEMO_CONFIGS, SolverConfig, run_demo
     assert DEMO_CONFIGS
     res = run_demo(out=None, n_jobs=1, quick=True, file=io.StringIO(),
@@ -293,6 +294,18 @@ def test_demo_quick(capsys, tmp_path):
     assert sparse.relevant_found == sparse.n_relevant
     assert sparse.irrelevant_kept < dense.irrelevant_kept
     assert sparse.active < dense.active
+
+
+def test_demo_all_solvers_adds_the_other_solvers(capsys, monkeypatch):
+    import spargel.demo as demo
+
+    seen = {}
+    monkeypatch.setattr(demo, "run_demo", lambda **kw: seen.update(kw))
+    rc, _, err = run(["demo", "--all-solvers", "--no-plot"], capsys)
+    assert rc == 0, err
+    assert seen["all_solvers"] is True
+    assert {c.solver for c in demo.MORE_CONFIGS} == {"bcd", "sgd-l1"}
+    assert not {c.solver for c in demo.MORE_CONFIGS} & {c.solver for c in demo.DEMO_CONFIGS}
 
 
 # ---------------------------------------------------------------------------------------

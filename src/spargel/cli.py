@@ -377,6 +377,9 @@ def build_parser():
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
     p.add_argument("--quick", action="store_true",
                    help="a smaller data set (for tests)")
+    p.add_argument("--all-solvers", action="store_true",
+                   help="also train block coordinate descent and SGD-L1 (their kernels compile "
+                        "on first use: about half a minute more)")
     p.set_defaults(func=cmd_demo)
 
     # -- gmrf (optional, from spargel.gaussian.cli) ----------------------------------------
@@ -1258,7 +1261,7 @@ def cmd_demo(args):
     from .demo import run_demo
 
     run_demo(out=None if args.no_plot else args.out, n_jobs=args.threads, seed=args.seed,
-             quick=args.quick)
+             quick=args.quick, all_solvers=args.all_solvers)
     return 0
 
 

@@ -6,7 +6,8 @@ and many *irrelevant* attributes fire at random whatever the label
 (:func:`spargel.datasets.make_chain_data`). A good sparse learner keeps the relevant
 attributes and drops the irrelevant ones; a smooth (l2) learner keeps everything.
 
-Every entry of :data:`DEMO_CONFIGS` is trained on the same data; the demo prints a
+Every entry of :data:`DEMO_CONFIGS` (with ``all_solvers``, also :data:`MORE_CONFIGS`) is
+trained on the same data; the demo prints a
 table (time, objective, active weights, test accuracy, relevant attributes recovered,
 irrelevant attributes kept) and draws the histories. To compare another solver, append
 a :class:`SolverConfig`; configurations whose solver this installation does not offer
@@ -22,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["SolverConfig", "DEMO_CONFIGS", "DemoResult", "run_demo", "make_demo_data"]
+__all__ = ["SolverConfig", "DEMO_CONFIGS", "MORE_CONFIGS", "DemoResult", "run_demo", "make_demo_data"]
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,14 @@ DEMO_CONFIGS = [
     SolverConfig("owlqn l1=8", {"solver": "owlqn", "l1": 8.0}),
     SolverConfig("owlqn l1=16", {"solver": "owlqn", "l1": 16.0}),
     SolverConfig("owlqn l1=8 l2=1", {"solver": "owlqn", "l1": 8.0, "l2": 1.0}),
+    SolverConfig("lbfgs l2=10 (dense)", {"solver": "lbfgs", "l1": 0.0, "l2": 10.0}),
+]
+
+#: Added by ``spargel demo --all-solvers``: solvers with kernels of their own, which a
+#: first run compiles (about half a minute more on a 2-core machine).
+MORE_CONFIGS = [
     SolverConfig("bcd l1=8 l2=1", {"solver": "bcd", "l1": 8.0, "l2": 1.0, "max_iter": 30}),
     SolverConfig("sgd-l1 l1=8 (30 passes)", {"solver": "sgd-l1", "l1": 8.0, "max_iter": 30}),
-    SolverConfig("lbfgs l2=10 (dense)", {"solver": "lbfgs", "l1": 0.0, "l2": 10.0}),
 ]
 
 
@@ -99,16 +105,20 @@ def _relevance(crf, relevant, n_labels):
     return len(found), len(kept)
 
 
-def run_demo(out="spargel-demo.png", n_jobs=2, seed=0, quick=False, configs=None, file=None):
+def run_demo(out="spargel-demo.png", n_jobs=2, seed=0, quick=False, configs=None, file=None, all_solvers=False):
     """Train every configuration on the synthetic task, print the table, draw the plot.
 
-    ``out=None`` skips the plot. Returns the list of :class:`DemoResult`.
+    ``configs=None`` trains :data:`DEMO_CONFIGS` (and :data:`MORE_CONFIGS` with
+    ``all_solvers=True``). ``out=None`` skips the plot. Returns the list of
+    :class:`DemoResult`.
     """
     from .estimators.crf import CRF
     from .solvers import SOLVERS
 
     file = sys.stdout if file is None else file
-    configs = DEMO_CONFIGS if configs is None else configs
+    hint = configs is None and not all_solvers
+    if configs is None:
+        configs = DEMO_CONFIGS + (MORE_CONFIGS if all_solvers else [])
     X, y, Xt, yt, relevant, n_irr = make_demo_data(seed, quick)
     n_tok = sum(len(s) for s in X)
     print(f"spargel demo: {len(X)} training sequences ({n_tok} tokens), {len(Xt)} test sequences; "
@@ -140,6 +150,9 @@ def run_demo(out="spargel-demo.png", n_jobs=2, seed=0, quick=False, configs=None
           "irrelevant: irrelevant attributes with any non-zero weight; time includes scoring\n"
           "the test set after every iteration. Rows with different penalties have different "
           "objectives.", file=file)
+    if hint:
+        print("More solvers: `spargel demo --all-solvers` adds block coordinate descent (bcd) and "
+              "SGD-L1;\ntheir kernels compile on first use (about half a minute).", file=file)
 
     if out is not None and results:
         from .plot import MissingMatplotlibError, plot_histories
