@@ -5,7 +5,7 @@ on every candidate feature), over the select unit M.
 Data and features as ``bench/np_chunking.py`` (part ``np``): CoNLL-2000 reduced to
 B-NP / I-NP / O, Sha & Pereira's feature set (``SHA_PEREIRA_TEMPLATE``, second-order
 labels: ``--order 2``; ``--order 1`` drops the label triples), the "observed" feature
-space (every feature that fires in the training data: over 3 M with the whole training
+space (every feature that fires in the training data: 867,660 with the whole training
 section at order 2). ``--sentences`` keeps the first N training sentences.
 
 One l1 constant for every method (``--l1``; the paper chose it by 5-fold CV for
