@@ -98,8 +98,8 @@ def forest_bound(graph, node_theta, edge_theta):
     scratch = np.empty(D)
     mu_total = np.zeros(D)
     log_z = 0.0
-    # per variable, once its subtree is done: log m (k_parent) and mu (k_parent x D)
-    msg_log, msg_mu = {}, {}
+    # per variable: log of the sum over its subtree (its own potentials plus the finished
+    # children's messages) and that sum's gradient, per state
     inside_log = {v: node_theta[node_ptr[v]:node_ptr[v + 1]].astype(np.float64) for v in range(graph.n_nodes)}
     inside_mu = {}
     for v in order[::-1]:

@@ -60,7 +60,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DataFormatError
-from .mrf_graph import Graph, all_pairs, validate_edges
+from .mrf_graph import Graph, all_pairs, one_hot_states, validate_edges
 from .protocol import ParameterLayout
 
 __all__ = ["PairwiseMRFModel", "adaptive_edge_weights", "check_discrete_data", "coupling_strength",
@@ -356,10 +356,7 @@ class PairwiseMRFModel:
 
     def _onehot_rows(self):
         if self._onehot is None:
-            O = np.zeros((self.X.shape[0], self.graph.n_node_values))
-            for i in range(self.graph.n_nodes):
-                O[np.arange(len(O)), self.graph.node_ptr[i] + self.X[:, i]] = 1.0
-            self._onehot = O
+            self._onehot = one_hot_states(self.X, self.graph.node_ptr)
         return self._onehot
 
     def _conditional_loss_grad(self, w, need_grad):
@@ -496,9 +493,7 @@ class PairwiseMRFModel:
             return None
         ref_of = np.repeat(g.node_ptr[:-1], self.n_states)            # state id -> its variable's state 0
         nz = np.flatnonzero(np.arange(K) != ref_of)
-        O = np.zeros((N, K))
-        for i in range(g.n_nodes):
-            O[np.arange(N), g.node_ptr[i] + self.X[:, i]] = 1.0
+        O = self._onehot_rows()
         return (np.ascontiguousarray(O[:, nz]), nz, ref_of[nz], O, *self._edge_index())
 
     def _edge_index(self):

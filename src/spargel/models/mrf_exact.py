@@ -27,6 +27,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..errors import CapabilityError
+from .mrf_graph import one_hot_states
 
 __all__ = ["ExactResult", "junction_tree", "brute_force", "elimination_order", "pair_marginals_by_clamping"]
 
@@ -218,9 +219,7 @@ def enumerate_moments(graph, node_theta, edge_theta, max_states=1 << 17):
     p = np.exp(logp - log_z)
     O = graph.__dict__.get("_enum_onehot")
     if O is None:                       # the one-hot joint states, kept with the graph
-        O = np.zeros((total, graph.n_node_values))
-        for i in range(graph.n_nodes):
-            O[np.arange(total), graph.node_ptr[i] + states[:, i]] = 1.0
+        O = one_hot_states(states, graph.node_ptr)
         graph.__dict__["_enum_onehot"] = O
     M = O.T @ (O * p[:, None])
     return log_z, p @ O, M

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import DataFormatError
 
-__all__ = ["Graph", "validate_edges", "all_pairs", "grid_edges", "chow_liu_edges"]
+__all__ = ["Graph", "validate_edges", "all_pairs", "grid_edges", "chow_liu_edges", "one_hot_states"]
 
 
 def validate_edges(edges, n_nodes, source="<edges>"):
@@ -101,6 +101,16 @@ def grid_edges(rows, cols):
     return np.concatenate([h, v]).astype(np.int64)
 
 
+def one_hot_states(states, node_ptr):
+    """``(n_rows, node_ptr[-1])`` indicators of joint states: row ``r`` has a 1 at
+    ``node_ptr[i] + states[r, i]`` for every variable ``i``."""
+    O = np.zeros((states.shape[0], int(node_ptr[-1])))
+    rows = np.arange(states.shape[0])
+    for i in range(states.shape[1]):
+        O[rows, node_ptr[i] + states[:, i]] = 1.0
+    return O
+
+
 def chow_liu_edges(X, n_states):
     """The Chow-Liu tree of discrete data ``X`` (n_samples, n) with ``n_states`` per
     variable: the spanning tree of maximum total empirical mutual information (a forest
@@ -114,10 +124,7 @@ def chow_liu_edges(X, n_states):
     from scipy.sparse.csgraph import minimum_spanning_tree
     X = np.asarray(X, dtype=np.int64)
     ns = np.asarray(n_states, dtype=np.int64)
-    ptr = np.concatenate([[0], np.cumsum(ns)])
-    O = np.zeros((X.shape[0], int(ptr[-1])))
-    for i in range(X.shape[1]):
-        O[np.arange(X.shape[0]), ptr[i] + X[:, i]] = 1.0
+    O = one_hot_states(X, np.concatenate([[0], np.cumsum(ns)]))
     P = O.T @ O / X.shape[0]                      # every pairwise joint frequency
     p = np.diag(P).copy()
     with np.errstate(divide="ignore", invalid="ignore"):
