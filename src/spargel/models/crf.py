@@ -353,23 +353,14 @@ class ChainCRF(BatchChain):
         """One compiled pass of lazily penalised SGD over the sequences ``order``
         (see :mod:`spargel.models.crf_sgd`); returns 0, or 1 on divergence."""
         from . import crf_sgd
-        direct, use_rows = crf_sgd.pass_layout(prm, l1w, m)
-        wk = crf_sgd.work(self.view, order, v, aux, use_rows, direct, self.sw, self.partial)
-        return crf_sgd.sgd_pass(self.view.space_t, self.view.data_t, self._sgd_trans(), order, v, aux, l1w, m, st,
-                                prm, wk)
+        return crf_sgd.run_pass(self.view, self._sgd_trans(), order, v, aux, l1w, m, st, prm, self.sw, self.partial)
 
     def sample_loss(self, order, w):
         """Sum of -log p(y_s | x_s) over the sequences ``order`` at w."""
         from . import crf_sgd
-        st_, dt_ = self.view.space_t, self.view.data_t
         order = np.ascontiguousarray(order, dtype=np.int64)
         w = np.ascontiguousarray(w, dtype=np.float64)
-        wk = crf_sgd.work(self.view, order, w, np.zeros(len(w)), True, False, self.sw, self.partial)
-        st = np.zeros(6)
-        prm = np.zeros(8)
-        prm[3], prm[4], prm[6] = crf_sgd.LOSS_ONLY, 1.0, 1.0
-        crf_sgd.sgd_pass(st_, dt_, self._sgd_trans(), order, w, np.zeros(0), np.zeros(0), np.zeros(0), st, prm, wk)
-        return float(st[4])
+        return crf_sgd.summed_loss(self.view, self._sgd_trans(), order, w, self.sw, self.partial)
 
     # -- the "blocks" capability (block coordinate descent, models/crf_bcd.py) ----------
     def block_layout(self, group_blocks=True, split_blocks=True, single=False):

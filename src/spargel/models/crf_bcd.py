@@ -227,12 +227,13 @@ class BlockIndex:
 
 # --------------------------------------------------------------------------- rows (compiled)
 @inner(error_model="numpy", fastmath=FAST)
-def _rows(op, s, a, L, rows, pos, trans, SQ):
+def _rows(op, s, a, L, rows, pos, trans, SQ, big):
     """Cached rows of sequence s. ALPHA: make the normalised alpha rows valid up to
     token a (computing the invalid ones, with their log normalisers); BETA: the
     normalised beta rows valid down to token a; PAIR: the pair marginals (unnormalised)
     at token a into SQ[1], returning their sum. ALPHA / BETA return 0.0 when a row
-    under- or overflows, 1.0 otherwise."""
+    under- or overflows, 1.0 otherwise. ``big`` None: the data has no bigram attributes
+    (their corrections are not compiled)."""
     R, TOK, SEQ, seq_ptr = rows
     psi, alpha, beta = R[1], R[2], R[3]
     shift, logca = TOK[0], TOK[1]
@@ -264,18 +265,19 @@ def _rows(op, s, a, L, rows, pos, trans, SQ):
             tf = t + 1 if op == BETA else t
             j0, j1 = big_ptr[tf], big_ptr[tf + 1]
             ci, cj, cc, q0, q1 = CI[1], CI[2], CF[0], j0 - j0, j0 - j0
-            if j1 - j0 == 1 and big_vals[j0] == 1.0:
-                # one attribute of value 1: its listed non-zero weights as they are
-                ci, cj, cc, q0, q1 = NZIJ[0], NZIJ[1], NZF[0], vptr[big_ids2[j0]], vptr[big_ids2[j0] + 1]
-            elif j1 > j0:
-                # several: merge their non-zero weights with crf_kernels.corrections on the
-                # bigram list of the layout (the data fields it does not read are empty)
-                i64, f64 = vptr[:0], big_vals[:0]
-                bl = (vptr, nz_pair, j0 - j0, NZF[1], nz_pair[:0], nz_pair[:0], f64)
-                data2 = (i64, i64, big_ids2[:0], f64, big_ptr, big_ids2, big_vals, big_ids2[:0])
-                corr = (CI[0], CI[1], CI[2], CF[0], CF[1], CI[3])
-                K.corrections(f64, 1.0, bl, data2, tf - 1, tf + 1, trans, corr, CF[2], U8[:LL], U8[LL:], i64)
-                q0, q1 = CI[0][1], CI[0][2]
+            if big is not None:
+                if j1 - j0 == 1 and big_vals[j0] == 1.0:
+                    # one attribute of value 1: its listed non-zero weights as they are
+                    ci, cj, cc, q0, q1 = NZIJ[0], NZIJ[1], NZF[0], vptr[big_ids2[j0]], vptr[big_ids2[j0] + 1]
+                elif j1 > j0:
+                    # several: merge their non-zero weights with crf_kernels.corrections on
+                    # the bigram list of the layout (the data fields it does not read are empty)
+                    i64, f64 = vptr[:0], big_vals[:0]
+                    bl = (vptr, nz_pair, j0 - j0, NZF[1], nz_pair[:0], nz_pair[:0], f64)
+                    data2 = (i64, i64, big_ids2[:0], f64, big_ptr, big_ids2, big_vals, big_ids2[:0])
+                    corr = (CI[0], CI[1], CI[2], CF[0], CF[1], CI[3])
+                    K.corrections(f64, 1.0, bl, data2, tf - 1, tf + 1, trans, corr, CF[2], U8[:LL], U8[LL:], i64)
+                    q0, q1 = CI[0][1], CI[0][2]
             if op != ALPHA:
                 for y in range(Sp):
                     r[y] = psi[tf, y] * beta[tf, y]
@@ -329,7 +331,7 @@ def _span_part(f, l, alpha, beta, logca):
 
 # --------------------------------------------------------------------------- everything else (compiled)
 @kernel(error_model="numpy")
-def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
+def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl, big):
     """The one entry point: operation ``op`` on block ``b`` (or the blocks ``order``).
 
     BEGIN   emission rows of every token from w, the bigram correction lists, empty
@@ -368,7 +370,7 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
     if op == LOSS:
         total = 0.0
         for s in range(n_seq):
-            if _rows(hd[OPS + ALPHA], s, seq_ptr[s + 1] - 1, L, rows, pos, trans, SQ) == 0.0:
+            if _rows(hd[OPS + ALPHA], s, seq_ptr[s + 1] - 1, L, rows, pos, trans, SQ, big) == 0.0:
                 return np.nan
             for t in range(seq_ptr[s], seq_ptr[s + 1]):
                 total += logca[t]
@@ -415,7 +417,7 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
                 s, f, l = SPAN[0, z], SPAN[1, z], SPAN[2, z]
                 lo = seq_ptr[s]
                 for d in range(2):         # alpha rows up to l, beta rows down to f
-                    if _rows(hd[OPS + ALPHA + d], s, l if d == 0 else f, L, rows, pos, trans, SQ) == 0.0:
+                    if _rows(hd[OPS + ALPHA + d], s, l if d == 0 else f, L, rows, pos, trans, SQ, big) == 0.0:
                         failed = True
                 if failed:
                     break
@@ -455,42 +457,43 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
                         t = o if is_t else a_tok[rep_lo + o]
                         if t == lo:
                             continue
-                        iz = 1.0 / _rows(hd[OPS + PAIR], s, t, L, rows, pos, trans, SQ)
+                        iz = 1.0 / _rows(hd[OPS + PAIR], s, t, L, rows, pos, trans, SQ, big)
                         if is_t:
                             for n in range(c0, c1):
                                 x = P[t_pair[n]] * iz
                                 G[n - c0] += x
                                 H[n - c0] += x * (1.0 - x)
                             continue
-                        n = n_uni
-                        for qq in range(GRP[0, g], GRP[0, g + 1]):
-                            m = grp_attr[qq]
-                            if m < n_u:
-                                continue
-                            if n >= c1:
-                                break
-                            a = m - n_u
-                            k0, k1 = b_ptr[a], b_ptr[a + 1]
-                            v = a_val[a_ptr[m] + o]
-                            if n + (k1 - k0) <= c0 or v == 0.0:
-                                n += k1 - k0
-                                continue
-                            v1 = v * iz
-                            v2 = v * v1
-                            if k1 - k0 == LL and c0 <= n and n + LL <= c1:
-                                # every label pair, in order (the "full" space): contiguous
-                                for p in range(LL):
-                                    x = P[p]
-                                    G[n - c0 + p] += v1 * x
-                                    H[n - c0 + p] += v2 * x * (1.0 - x * iz)
-                                n += LL
-                                continue
-                            for k in range(k0, k1):
-                                if n >= c0 and n < c1:
-                                    x = P[b_pair[k]]
-                                    G[n - c0] += v1 * x
-                                    H[n - c0] += v2 * x * (1.0 - x * iz)
-                                n += 1
+                        if big is not None:
+                            n = n_uni
+                            for qq in range(GRP[0, g], GRP[0, g + 1]):
+                                m = grp_attr[qq]
+                                if m < n_u:
+                                    continue
+                                if n >= c1:
+                                    break
+                                a = m - n_u
+                                k0, k1 = b_ptr[a], b_ptr[a + 1]
+                                v = a_val[a_ptr[m] + o]
+                                if n + (k1 - k0) <= c0 or v == 0.0:
+                                    n += k1 - k0
+                                    continue
+                                v1 = v * iz
+                                v2 = v * v1
+                                if k1 - k0 == LL and c0 <= n and n + LL <= c1:
+                                    # every label pair, in order (the "full" space): contiguous
+                                    for p in range(LL):
+                                        x = P[p]
+                                        G[n - c0 + p] += v1 * x
+                                        H[n - c0 + p] += v2 * x * (1.0 - x * iz)
+                                    n += LL
+                                    continue
+                                for k in range(k0, k1):
+                                    if n >= c0 and n < c1:
+                                        x = P[b_pair[k]]
+                                        G[n - c0] += v1 * x
+                                        H[n - c0] += v2 * x * (1.0 - x * iz)
+                                    n += 1
             if failed:
                 stats[6] = 1.0
                 return 0.0
@@ -569,12 +572,13 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
                 for k in range(len(t_pair)):
                     T[t_pair[k]] = w[b_base + len(b_pair) + k]
                 C.refresh(trans, T)
-        if act == REKIND or (moving and is_t):
-            # the transition structure changed: recompute the listed corrections
-            for a in range(n_b):
-                for q in range(vptr[2 * a], vptr[2 * a + 1]):
-                    i, j = NZIJ[0, q], NZIJ[1, q]
-                    NZF[0, q] = C.base_entry(trans, i, j, j * L + i) * math.expm1(NZF[1, q])
+        if big is not None:
+            if act == REKIND or (moving and is_t):
+                # the transition structure changed: recompute the listed corrections
+                for a in range(n_b):
+                    for q in range(vptr[2 * a], vptr[2 * a + 1]):
+                        i, j = NZIJ[0, q], NZIJ[1, q]
+                        NZF[0, q] = C.base_entry(trans, i, j, j * L + i) * math.expm1(NZF[1, q])
         if act == BEGIN or (moving and not is_t and c0 < n_uni):
             # emission rows: of every token (BEGIN), or of the block's occurrences, saved
             # first (CHANGE) or put back (DISCARD)
@@ -624,35 +628,36 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
                     for y in range(Lp):
                         psi[t, y] = Y[o, y]
                     shift[t] = Z[o]
-        if act == BEGIN or (moving and not is_t and c1 > n_uni):
-            # list the non-zero weights of the bigram attributes (all, or the block's)
-            n = n_uni
-            q_lo, q_hi = (0, n_b) if act == BEGIN else (GRP[0, g], GRP[0, g + 1])
-            for qq in range(q_lo, q_hi):
-                a = qq
-                if act != BEGIN:
-                    m = grp_attr[qq]
-                    if m < n_u:
-                        continue
-                    a = m - n_u
-                    size = b_ptr[a + 1] - b_ptr[a]
-                    n += size
-                    if n - size >= c1 or n <= c0:
-                        continue
-                q = b_ptr[a]
-                for k in range(b_ptr[a], b_ptr[a + 1]):
-                    x = w[b_base + k]
-                    if x != 0.0:
-                        p = b_pair[k]
-                        i = p // L
-                        j = p - i * L
-                        nz_pair[q] = p
-                        NZIJ[0, q] = i
-                        NZIJ[1, q] = j
-                        NZF[0, q] = C.base_entry(trans, i, j, j * L + i) * math.expm1(x)
-                        NZF[1, q] = x
-                        q += 1
-                vptr[2 * a + 1] = q
+        if big is not None:
+            if act == BEGIN or (moving and not is_t and c1 > n_uni):
+                # list the non-zero weights of the bigram attributes (all, or the block's)
+                n = n_uni
+                q_lo, q_hi = (0, n_b) if act == BEGIN else (GRP[0, g], GRP[0, g + 1])
+                for qq in range(q_lo, q_hi):
+                    a = qq
+                    if act != BEGIN:
+                        m = grp_attr[qq]
+                        if m < n_u:
+                            continue
+                        a = m - n_u
+                        size = b_ptr[a + 1] - b_ptr[a]
+                        n += size
+                        if n - size >= c1 or n <= c0:
+                            continue
+                    q = b_ptr[a]
+                    for k in range(b_ptr[a], b_ptr[a + 1]):
+                        x = w[b_base + k]
+                        if x != 0.0:
+                            p = b_pair[k]
+                            i = p // L
+                            j = p - i * L
+                            nz_pair[q] = p
+                            NZIJ[0, q] = i
+                            NZIJ[1, q] = j
+                            NZF[0, q] = C.base_entry(trans, i, j, j * L + i) * math.expm1(x)
+                            NZF[1, q] = x
+                            q += 1
+                    vptr[2 * a + 1] = q
         if act == BEGIN or act == REKIND:
             for s in range(n_seq):
                 va[s] = seq_ptr[s] - 1
@@ -667,7 +672,7 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl):
             for z in range(z0, z1):
                 s, f, l = SPAN[0, z], SPAN[1, z], SPAN[2, z]
                 va[s] = f - 1
-                if _rows(hd[OPS + ALPHA], s, l, L, rows, pos, trans, SQ) == 0.0:
+                if _rows(hd[OPS + ALPHA], s, l, L, rows, pos, trans, SQ, big) == 0.0:
                     dl = np.nan
                     break
                 dl += _span_part(f, l, alpha, beta, logca) - old_part[z - z0]
@@ -773,13 +778,14 @@ class CRFBlocks:
         self._none_i = np.zeros(0, np.int64)
         self._none_f = np.zeros(0)
         self._ctl = (np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(10), np.zeros(N_STATS))
+        self.big = True if len(dt[5]) > 0 else None
         self.started = False
 
     # -- helpers ------------------------------------------------------------------------
     def _run(self, op, b=0, order=None, l1=None, l2=None, ctl=None):
         return run(op, b, self._none_i if order is None else order, self.hd, self.ixt, self.spx, self.rows, self.pos,
                    self.trans, self.wk, self.w, self.emp, self._none_f if l1 is None else l1,
-                   self._none_f if l2 is None else l2, self._ctl if ctl is None else ctl)
+                   self._none_f if l2 is None else l2, self._ctl if ctl is None else ctl, self.big)
 
     def _transitions(self, kind):
         s = self.model.space

@@ -22,13 +22,15 @@ O(model size) -- except for ``naive``, which by definition penalises every weigh
 
 Padded rows: with one sequence per step, a uniform l1 and every weight l2-scaled alike
 (the common case), unigram attributes with many labels live during the pass in padded
-rows ``W[r, 0]`` (weights) and ``W[r, 1]`` (their penalty records; NaN for the lanes of
-labels the attribute does not own), so settling, emission and gradient are fixed-length
-vector loops over one contiguous block; such a pass reads each token's rows and other
-weights through the batch model's token lists (streams; the general pass looks each
-attribute's block up in the layout). The rows are loaded from v/aux at the start of a
-pass and written back at its end; the arithmetic per weight is that of the flat layout
-(tests check both against eager SGD, with attributes that own only some labels).
+rows ``W[r]`` (weights) and ``R[r]`` (their penalty records; NaN for the lanes of labels
+the attribute does not own), loaded from v/aux at the start of a pass and written back
+at its end. Such a pass settles the rows and other weights a sequence reads through the
+batch model's token lists, then computes its emissions and scatters its gradient with
+the batch gradient's own kernels (``crf_kernels.emissions`` / ``scatter``), so a first
+SGD fit compiles little code of its own; the general pass (mini-batches, an l2 mask,
+per-weight l1) reads each attribute as its block of the flat layout. The arithmetic per
+weight is the same (tests check both against eager SGD, with attributes that own only
+some labels).
 """
 
 import numpy as np
@@ -47,29 +49,29 @@ LOSS_ONLY = -1                        # variant code of a pass that only sums th
 
 # --------------------------------------------------------------------------- layouts
 @kernel()
-def load_rows(space, row_attrs, v, aux, W):
+def load_rows(space, row_attrs, v, aux, W, R):
     """Copy the weights and penalty records of the row attributes (``row_attrs[r]`` owns
-    row r) into W; the lanes of labels an attribute does not own get weight 0 and record
-    NaN (the mark that settling turns them back to 0: the gradient step adds to every
-    lane, and every row is settled before a step reads it)."""
+    row r) into W and R; the lanes of labels an attribute does not own get weight 0 and
+    record NaN (the mark that settling turns them back to 0: the gradient step adds to
+    every lane, and every row is settled before a step reads it)."""
     u_ptr, u_lab = space[1], space[2]
-    W[:, 0, :] = 0.0
-    W[:, 1, :] = np.nan
+    W[:, :] = 0.0
+    R[:, :] = np.nan
     for r in range(len(row_attrs)):
         at = row_attrs[r]
         for k in range(u_ptr[at], u_ptr[at + 1]):
-            W[r, 0, u_lab[k]] = v[k]
-            W[r, 1, u_lab[k]] = aux[k]
+            W[r, u_lab[k]] = v[k]
+            R[r, u_lab[k]] = aux[k]
 
 
-@inner()
-def store_rows(space, row_attrs, W, v, aux):
+@kernel()
+def store_rows(space, row_attrs, W, R, v, aux):
     u_ptr, u_lab = space[1], space[2]
     for r in range(len(row_attrs)):
         at = row_attrs[r]
         for k in range(u_ptr[at], u_ptr[at + 1]):
-            v[k] = W[r, 0, u_lab[k]]
-            aux[k] = W[r, 1, u_lab[k]]
+            v[k] = W[r, u_lab[k]]
+            aux[k] = R[r, u_lab[k]]
 
 
 # --------------------------------------------------------------------------- one sequence
@@ -106,46 +108,27 @@ def flat_emissions(v, m, a, space, data, lo, hi, E, pen, umark, tu, ntu, stamp, 
                     row[u_lab[k]] += x * K.weight(v, m, a, k)
 
 
-@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
-def _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode):
-    """E[t - lo] = unigram scores of tokens lo..hi-1 at the lazily scaled weights: through
-    :func:`_emissions_rows` in a pass with padded rows, else :func:`flat_emissions`."""
-    umark, W, dmark, tok = rows
-    tu, ntu, stamp = marks[2], marks[3], marks[4]
-    if len(tok[1]) > 0:
-        _emissions_rows(v, a, lo, hi, E, W, dmark, tok, pen[0], pen[2] * pen[3], pen[5], stamp, mode == SETTLE)
-    else:
-        flat_emissions(v, m, a, space, data, lo, hi, E, pen, umark, tu, ntu, stamp, mode)
-
-
-@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
-def _emissions_rows(v, a, lo, hi, E, W, dmark, tok, aux, pen, variant, stamp, settle):
-    """:func:`_emissions` in a pass with padded rows (one sequence per step, uniform l1, no
-    l2 mask), read through the batch model's token lists (``tok``, see :func:`work`):
-    each token's rows and other weights come as streams, with no per-attribute lookup.
-    With ``settle`` each row and each other weight is settled the first time the step
-    meets it (per weight: every weight of an attribute met is listed, so this settles
-    exactly the attribute blocks the step touches)."""
-    binary, dptr, drows, dval, eptr, ek, evals, el, wmark = tok
-    Lp = E.shape[1]
+@njit(cache=True, nogil=True, inline="always")
+def settle_tokens(v, lo, hi, rows, tok, pen, stamp):
+    """In a pass with padded rows (one sequence per step, uniform l1, no l2 mask): settle
+    every row and every other weight that tokens lo..hi-1 read, the first time the step
+    meets it. The token lists (``tok``, see :func:`work`) name every weight of every
+    attribute met, so this settles exactly the attribute blocks the step touches."""
+    W, R, dmark = rows[1], rows[2], rows[3]
+    eaux, wmark = tok
+    dptr, drows, eptr, ek = eaux[2], eaux[3], eaux[5], eaux[6]
+    aux, p, variant = pen[0], pen[2] * pen[3], pen[5]
     for t in range(lo, hi):
-        row = E[t - lo]
-        for y in range(Lp):
-            row[y] = 0.0
         for j in range(dptr[t], dptr[t + 1]):
             r = drows[j]
-            if settle and dmark[r] != stamp:
+            if dmark[r] != stamp:
                 dmark[r] = stamp
-                Z.penalise_row(W[r, 0], W[r, 1], pen, variant)
-            xa = a if binary else a * dval[j]
-            for y in range(Lp):
-                row[y] += xa * W[r, 0, y]
+                Z.penalise_row(W[r], R[r], p, variant)
         for e in range(eptr[t], eptr[t + 1]):
             k = ek[e]
-            if settle and wmark[k] != stamp:
+            if wmark[k] != stamp:
                 wmark[k] = stamp
-                v[k], aux[k] = Z._settle(v[k], aux[k], pen, variant)
-            row[el[e]] += (a if binary else a * evals[e]) * v[k]
+                v[k], aux[k] = Z._settle(v[k], aux[k], p, variant)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -166,54 +149,39 @@ def _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode):
                     Z.penalise_block(v, aux, l1w, l1, m, us, up, b_base + b_ptr[at], b_base + b_ptr[at + 1], variant)
 
 
-@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
-def _scatter(space, data, lo, hi, gamma, P, need, coef, g, rows, with_gold):
-    """g (and the rows) += coef * (expected - gold) counts of the sequence's unigram
-    and bigram weights (gamma: point marginals, P: pair marginals where needed; no gold
-    part unless ``with_gold``). The rows of ``gamma`` are overwritten (scaled, gold
-    subtracted)."""
-    W, tok = rows[1], rows[3]
-    binary, dptr, drows, dval, eptr, ek, evals, el = tok[:8]
-    streams = len(dptr) > 0
-    L, u_ptr, u_lab, b_ptr, b_pair, b_base = space[0], space[1], space[2], space[3], space[4], space[5]
+@inner()
+def subtract_gold(labels, lo, hi, L, gamma, P, need):
+    """gamma -= the gold labels' indicators, and P -= the gold pairs' at the positions
+    whose pair marginals are kept (expected minus gold counts, for the scatter)."""
+    for t in range(lo, hi):
+        gamma[t - lo, labels[t]] -= 1.0
+        if P is not None:
+            if t > lo and need[t - lo]:
+                P[t - lo, labels[t - 1] * L + labels[t]] -= 1.0
+
+
+@inner(fastmath=FAST)
+def scatter_flat(space, data, lo, hi, gamma, P, need, coef, g):
+    """g += coef * the counts of tokens lo..hi-1 weighted by ``gamma`` (unigram weights,
+    each attribute read as its block) and by ``P`` (bigram weights where needed): the
+    general pass's :func:`crf_kernels.scatter`."""
+    u_ptr, u_lab = space[1], space[2]
     uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
-    big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
-    Lp = gamma.shape[1]
     for t in range(hi - 1, lo - 1, -1):          # last tokens first: their rows are still cached
         marg = gamma[t - lo]
-        y = labels[t] if with_gold else -1
-        # the token's (expected - gold) counts times coef, once for all its attributes
-        for lab in range(Lp):
-            marg[lab] *= coef
-        if y >= 0:
-            marg[y] -= coef
-        if streams:
-            for j in range(dptr[t], dptr[t + 1]):
-                r = drows[j]
-                x = 1.0 if binary else dval[j]
-                for lab in range(Lp):                  # unowned lanes: reset when next settled
-                    W[r, 0, lab] += x * marg[lab]
-            for e in range(eptr[t], eptr[t + 1]):
-                g[ek[e]] += (1.0 if binary else evals[e]) * marg[el[e]]
-        else:
-            for j in range(uni_ptr[t], uni_ptr[t + 1]):
-                at = uni_ids[j]
-                x = uni_vals[j]
-                for k in range(u_ptr[at], u_ptr[at + 1]):
-                    g[k] += x * marg[u_lab[k]]
-        if t > lo and need[t - lo]:
-            Pt = P[t - lo]
-            gold = labels[t - 1] * L + y if with_gold else -1
-            for j in range(big_ptr[t], big_ptr[t + 1]):
-                at = big_ids[j]
-                cv = coef * big_vals[j]
-                for k in range(b_ptr[at], b_ptr[at + 1]):
-                    p = b_pair[k]
-                    g[b_base + k] += cv * (Pt[p] - (1.0 if p == gold else 0.0))
+        for j in range(uni_ptr[t], uni_ptr[t + 1]):
+            at = uni_ids[j]
+            x = coef * uni_vals[j]
+            for k in range(u_ptr[at], u_ptr[at + 1]):
+                g[k] += x * marg[u_lab[k]]
+        if P is not None:
+            if t > lo and need[t - lo]:
+                K.add_bigram_counts(space, data, t, P[t - lo], coef, g)
 
 
-@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
-def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, pen, marks, sw, partial):
+@inner(fastmath=FAST)
+def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, tok, flat, big, pen, marks, sw,
+                partial):
     """``c_s (-log p(y_s | x_s))`` at the weights ``w = s_i * v`` (after settling the
     blocks it meets, mode SETTLE), ``c_s`` the sequence's weight (``sw`` empty: 1); with
     ``coef != 0``, adds ``coef`` times its gradient to ``g`` (only the sequence's own
@@ -221,7 +189,15 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     the gradient starts). A partially labelled sequence (``partial[s]``, label -1 where
     unknown) has the numerator ``log sum_{y consistent} exp(score)``: a second, clamped
     forward-backward instead of the gold score. ``trans`` is the (DENSE) transition
-    structure at the current weights. Returns NaN when even log space fails."""
+    structure at the current weights. Returns NaN when even log space fails.
+
+    ``tok`` not None: the padded-rows pass, whose emissions and scatter are the batch
+    gradient's own kernels (``crf_kernels.emissions`` / ``scatter`` over the token lists,
+    rows in ``rows[1]``); ``flat`` not None: the general pass (each attribute read as its
+    block of v). One of the two is None, and numba compiles no code under a test of an
+    argument that is None (a tuple is not known to be not None), so each pass compiles
+    only its own path. ``big`` None: the data has no bigram attributes (no corrections,
+    pair marginals or bigram marking compiled)."""
     E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
     la, lb, gam, fv_t, cand, tcount, acc = xbuf
     L, t_pair, t_base, t_index = space[0], space[6], space[7], space[8]
@@ -230,11 +206,21 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     n = hi - lo
     c = sw[s] if len(sw) > 0 else 1.0
     clamped = len(partial) > 0 and partial[s] != 0
-    has_big = n > 1 and data[4][hi] > data[4][lo + 1]
-    if has_big and mode != LOSS:
-        _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode)
-    _emissions(v, m, a, space, data, lo, hi, E, rows, pen, marks, mode)
-    if len(data[5]) > 0:     # else cptr and need stay all zero: no corrections anywhere
+    stamp = marks[4]
+    if big is not None:
+        if n > 1 and data[4][hi] > data[4][lo + 1] and mode != LOSS:
+            _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode)
+    if tok is not None:
+        if mode == SETTLE:
+            settle_tokens(v, lo, hi, rows, tok, pen, stamp)
+        K.emissions(v, space, tok[0], lo, hi, E)
+        if a != 1.0:
+            for i in range(n):
+                for y in range(E.shape[1]):
+                    E[i, y] *= a
+    if flat is not None:
+        flat_emissions(v, m, a, space, data, lo, hi, E, pen, rows[0], marks[2], marks[3], stamp, mode)
+    if big is not None:     # else cptr and need stay all zero: no corrections anywhere
         raw = (space[3], space[4], space[5], v, space[4][:0], space[4][:0], v[:0])     # the live weights
         K.corrections(m, a, raw, data, lo, hi, trans, corr, cacc, mark, need, space[3][:0])
     want = coef != 0.0
@@ -273,7 +259,12 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
         total += sign * logz
         if want:
             cs = sign * c * coef
-            _scatter(space, data, lo, hi, gamma, P, need, cs, g, rows, not clamped)
+            if not clamped:
+                subtract_gold(labels, lo, hi, L, gamma, P, need)
+            if tok is not None:
+                K.scatter(space, data, tok[0], lo, hi, gamma, P, need, cs, g, rows[1])
+            if flat is not None:
+                scatter_flat(space, data, lo, hi, gamma, P, need, cs, g)
             for k in range(len(t_pair)):
                 p = t_pair[k]
                 i = p // L
@@ -289,40 +280,66 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
 # --------------------------------------------------------------------------- passes
 def work(view, order, v, aux, use_rows, direct, sw=None, partial=None):
     """Everything a pass over the sequences ``order`` of a :class:`~spargel.models.crf.CRFView`
-    needs, allocated here (kernels allocate nothing): ``(umark, W, dmark, bmark, tu, tb,
-    ntu, ntb, g, T, buf, xbuf, sw, partial, tok, row_attrs)``; ``sw`` the per-sequence
-    weights and ``partial`` the 0/1 flags of partially labelled sequences (None: all
-    weights 1, all labels known). With ``use_rows`` the view's dense attributes
-    (``row_attrs``) get padded rows loaded from v / aux, and ``tok`` holds the view's
-    token lists with a per-weight mark array (else its arrays are empty)."""
+    needs, allocated here (kernels allocate nothing): ``(wk, row_attrs)``, ``wk`` =
+    ``(umark, W, R, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok,
+    flat, big)``; ``sw`` the per-sequence weights and ``partial`` the 0/1 flags of partially
+    labelled sequences (None: all weights 1, all labels known). With ``use_rows`` the
+    view's dense attributes (``row_attrs``) get padded rows W (weights) and R (penalty
+    records) loaded from v / aux, and ``tok`` holds the view's token lists over those rows
+    with a per-weight mark array (else None, and ``flat`` True: the general pass; see
+:func:`sample_step`). ``big`` is None when the
+    data has no bigram attributes (the pass then compiles without their code)."""
     space, data = view.space_t, view.data_t
     L = space[0]
     Lp = C.padded(L)
-    _, binary, dptr, drows, dval, eptr, ek, evals, _, _, el = view.aux
+    row_attrs = view.d_attr if use_rows else view.d_attr[:0]
+    W, R = np.zeros((len(row_attrs), Lp)), np.zeros((len(row_attrs), Lp))
+    load_rows(space, row_attrs, v, aux, W, R)
+    tok = None
     if use_rows:
-        row_attrs = view.d_attr
-        tok = (binary, dptr, drows, dval, eptr, ek, evals, el, np.full(len(space[2]), -1, dtype=np.int64))
-    else:
-        row_attrs = view.d_attr[:0]
-        tok = (True, dptr[:0], drows[:0], dval[:0], eptr[:0], ek[:0], evals[:0], el[:0], np.zeros(0, np.int64))
-    W = np.zeros((len(row_attrs), 2, Lp))
-    load_rows(space, row_attrs, v, aux, W)
+        Lp_, binary, dptr, drows, dval, eptr, ek, evals, _, _, el = view.aux
+        eaux = (Lp_, binary, dptr, drows, dval, eptr, ek, evals, W, np.ones(len(row_attrs), np.uint8), el)
+        tok = (eaux, np.full(len(space[2]), -1, dtype=np.int64))
+    has_big = len(data[5]) > 0
     maxlen = K.max_length(data[0], order)
-    n_corr = K.correction_capacity(space, data, np.diff(space[3]), order) if len(data[5]) else 0
-    # the SGD step is one compiled variant: P is always an array
-    buf = K.work_buffers(L, Lp, maxlen, n_corr, len(data[5]) > 0, no_pairs=np.zeros((1, 1)))
+    n_corr = K.correction_capacity(space, data, np.diff(space[3]), order) if has_big else 0
+    buf = K.work_buffers(L, Lp, maxlen, n_corr, has_big)
     outer = np.zeros((Lp, Lp)) if len(space[6]) > 0 else np.zeros((1, 1))
-    pos = np.zeros(L * L) if len(data[5]) else np.zeros(0)     # corrections only come from bigram attributes
+    pos = np.zeros(L * L) if has_big else np.zeros(0)     # corrections only come from bigram attributes
     xbuf = (np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
             np.empty(2 * L + 1), np.zeros(L * L), (outer, np.zeros(0), pos))
     n_u, n_b = len(space[1]) - 1, len(space[3]) - 1
-    return (np.full(n_u, -1, dtype=np.int64), W, np.full(W.shape[0], -1, dtype=np.int64),
-            np.full(n_b, -1, dtype=np.int64),
-            np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
-            np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf,
-            np.zeros(0) if sw is None else np.ascontiguousarray(sw, dtype=np.float64),
-            np.zeros(0, np.uint8) if partial is None else np.ascontiguousarray(partial, dtype=np.uint8), tok,
-            row_attrs)
+    wk = (np.full(n_u, -1, dtype=np.int64), W, R, np.full(len(row_attrs), -1, dtype=np.int64),
+          np.full(n_b, -1, dtype=np.int64),
+          np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
+          np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf,
+          np.zeros(0) if sw is None else np.ascontiguousarray(sw, dtype=np.float64),
+          np.zeros(0, np.uint8) if partial is None else np.ascontiguousarray(partial, dtype=np.uint8), tok,
+          None if use_rows else True, True if has_big else None)
+    return wk, row_attrs
+
+
+def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None):
+    """One pass of SGD-L1 (:func:`sgd_pass`) over the sequences ``order`` of a view,
+    with its scratch; the padded rows (if the pass uses them) are written back to v /
+    aux at the end. Returns the pass's status."""
+    direct, use_rows = pass_layout(prm, l1w, m)
+    wk, row_attrs = work(view, order, v, aux, use_rows, direct, sw, partial)
+    status = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm, wk)
+    if use_rows:
+        store_rows(view.space_t, row_attrs, wk[1], wk[2], v, aux)
+    return status
+
+
+def summed_loss(view, trans, order, w, sw=None, partial=None):
+    """Sum of ``c_s (-log p(y_s | x_s))`` over the sequences ``order`` at w (the pass's
+    ``LOSS_ONLY`` variant)."""
+    wk, _ = work(view, order, w, np.zeros(len(w)), True, False, sw, partial)
+    st = np.zeros(6)
+    prm = np.zeros(8)
+    prm[3], prm[4], prm[6] = LOSS_ONLY, 1.0, 1.0
+    sgd_pass(view.space_t, view.data_t, trans, order, w, np.zeros(0), np.zeros(0), np.zeros(0), st, prm, wk)
+    return float(st[4])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -349,7 +366,8 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
     ``prm[6]`` sequences (see :mod:`spargel.lazy_l1` for ``st`` and ``prm``). Updates v,
     aux and st in place; returns 0, or 1 when a loss became non-finite (divergence; the
     pass stops there). ``trans`` is a DENSE transition structure used as scratch, ``wk``
-    the scratch of :func:`work` (its ``g`` is ``v`` itself for a direct pass). With
+    the scratch of :func:`work` (its ``g`` is ``v`` itself for a direct pass; padded rows
+    are written back by the caller, :func:`run_pass`). With
     variant ``LOSS_ONLY`` nothing moves: st[4] receives the summed loss at v (one entry
     point for both uses keeps first-use compilation short)."""
     u_ptr, b_ptr, b_base, t_base = space[1], space[3], space[5], space[7]
@@ -357,16 +375,15 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
     variant, B = int(prm[3]), max(1, int(prm[6]))
     n = len(v)
     lazy = variant != Z.NAIVE
-    umark, W, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok, row_attrs = wk
+    umark, W, R, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok, flat, big = wk
     loss_only = variant == LOSS_ONLY        # no step: the summed loss at v, into st[4]
     if loss_only:
         B = max(1, len(order))
         lazy = False
         st[1] = 1.0                         # the weights are v itself
     direct = lazy and B == 1 and len(m) == 0
-    use_rows = len(tok[1]) > 0
-    Lp = W.shape[2]
-    rows = (umark, W, dmark, tok)
+    Lp = W.shape[1]
+    rows = (umark, W, R, dmark)
     mode = np.int64(SETTLE if lazy else MARK)
     status = 0
     for start in range(0, len(order), B):
@@ -388,8 +405,8 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
         step_loss = 0.0
         for r in range(start, end):
             buf[4][0] = 0.0
-            step_loss += sample_step(v, m, a, space, data, order[r], trans, g, coef, mode, buf, xbuf, rows, pen,
-                                     marks, sw, partial)
+            step_loss += sample_step(v, m, a, space, data, order[r], trans, g, coef, mode, buf, xbuf, rows, tok,
+                                     flat, big, pen, marks, sw, partial)
             if buf[4][0] < 0.0:
                 st[5] += 1.0
         if loss_only:
@@ -424,10 +441,8 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
             a = st[1]
             for r in range(W.shape[0]):
                 for y in range(Lp):
-                    W[r, 0, y] *= a
+                    W[r, y] *= a
                     if lazy:
-                        W[r, 1, y] *= a
+                        R[r, y] *= a
             Z.renormalise(v, aux, m, st, variant)
-    if use_rows:
-        store_rows(space, row_attrs, W, v, aux)
     return status
