@@ -424,18 +424,17 @@ def log_buffers(L, Lp, maxlen):
             np.empty(2 * L + 1), np.zeros((maxlen, L), np.int32))
 
 
-def work_buffers(L, Lp, maxlen, n_corr, pairs, no_pairs=None):
+def work_buffers(L, Lp, maxlen, n_corr, pairs):
     """Scratch of one thread (allocated here, in Python: kernels allocate nothing, which
     keeps their compilation short): (E, psi, alpha, beta, scale, shift, tmp, kbuf, P,
     need, acc, mark, corr). ``n_corr``: capacity of the correction lists; ``pairs``:
-    allocate the pair-marginal rows (models with bigram attributes; else P is ``no_pairs``,
-    by default None: the kernels then compile without the pair-marginal code). The last
-    entry is
-    an empty float array: the "no mask" of :func:`weight`."""
+    allocate the pair-marginal rows (models with bigram attributes; else P is None: the
+    kernels then compile without the pair-marginal code). The last entry is an empty
+    float array: the "no mask" of :func:`weight`."""
     cap = max(n_corr, 1)
     corr = (np.zeros(maxlen + 1, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap),
             np.zeros(cap), np.zeros(cap, np.int64))
-    P = np.zeros((maxlen, L * L)) if pairs else no_pairs
+    P = np.zeros((maxlen, L * L)) if pairs else None
     return (np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)),
             np.zeros(maxlen), np.zeros(maxlen), np.zeros(Lp), C.exp_scratch(maxlen, Lp), P,
             np.zeros(maxlen, np.uint8), np.zeros(L * L), np.zeros(L * L, np.uint8), corr, np.zeros(0))
