@@ -228,10 +228,12 @@ def test_crf_bound_solver_on_shards_same_model(client, corpus):
 @pytest.mark.parametrize("solver", ["grafting-light", "grafting"])
 def test_grafting_runs_unchanged_on_shards(client, corpus, solver):
     """The incremental solvers need only the loss and gradient: on the sharded model they
-    select the same features and reach the single-process objective."""
+    select the same features and reach the single-process objective. Both run to
+    convergence (Grafting needs about 1,050 iterations here): two runs stopped by
+    max_iter part at different points of the path, the sharded sums rounding apart."""
     sents = list(read_conll(corpus))
     y = [s.labels for s in sents]
-    kw = dict(template=TEMPLATE, solver=solver, l1=3.0, l2=0.01, tol=1e-9, max_iter=400)
+    kw = dict(template=TEMPLATE, solver=solver, l1=3.0, l2=0.01, tol=1e-9, max_iter=5000)
     ref = CRF(**kw).fit(sents, y)
     got = CRF(client=client, n_shards=2, **kw).fit(sents, y)
     assert abs(got.objective_ - ref.objective_) <= 1e-6 * abs(ref.objective_)
