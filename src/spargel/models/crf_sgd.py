@@ -287,8 +287,8 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None):
     view's dense attributes (``row_attrs``) get padded rows W (weights) and R (penalty
     records) loaded from v / aux, and ``tok`` holds the view's token lists over those rows
     with a per-weight mark array (else None, and ``flat`` True: the general pass; see
-:func:`sample_step`). ``big`` is None when the
-    data has no bigram attributes (the pass then compiles without their code)."""
+    :func:`sample_step`). ``big`` is None when the data has no bigram attributes (the
+    pass then compiles without their code)."""
     space, data = view.space_t, view.data_t
     L = space[0]
     Lp = C.padded(L)
@@ -297,8 +297,8 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None):
     load_rows(space, row_attrs, v, aux, W, R)
     tok = None
     if use_rows:
-        Lp_, binary, dptr, drows, dval, eptr, ek, evals, _, _, el = view.aux
-        eaux = (Lp_, binary, dptr, drows, dval, eptr, ek, evals, W, np.ones(len(row_attrs), np.uint8), el)
+        # the batch model's token lists, reading the pass's rows (every row in use)
+        eaux = view.aux[:8] + (W, np.ones(len(row_attrs), np.uint8), view.aux[10])
         tok = (eaux, np.full(len(space[2]), -1, dtype=np.int64))
     has_big = len(data[5]) > 0
     maxlen = K.max_length(data[0], order)
