@@ -80,12 +80,12 @@ def test_figure_2_literal_and_settled_runs_agree():
 
 
 # --------------------------------------------------------------------------- lazy == eager
-def _eager_sgd(space, data, l1, l2, eta0, alpha, passes, variant, batch):
+def _eager_sgd(space, data, l1, l2, eta0, alpha, passes, variant, batch, w0=None):
     """Every weight penalised at every step; gradients from the batch model (ChainCRF).
     l2 shrinks the weights and the accumulated penalties u, q_i alike."""
     N = data.n_sequences
     n = space.n_params
-    w, q = np.zeros(n), np.zeros(n)
+    w, q = (np.zeros(n) if w0 is None else w0.copy()), np.zeros(n)
     u = 0.0
     k = 0
     models = [ChainCRF(space, data.subset([s])) for s in range(N)]
@@ -148,6 +148,34 @@ def test_padded_rows_with_labels_their_attribute_lacks_equal_eager(variant, real
                           batch_size=1, shuffle=False)
     ref = _eager_sgd(space, data, 0.3, 0.0, 0.3, 0.8, 3, variant, 1)
     np.testing.assert_allclose(res.w, ref, rtol=1e-9, atol=1e-11)
+
+@pytest.mark.parametrize("batch,per_weight", [(1, False), (1, True), (2, False)])
+def test_log_space_fallback_inside_the_pass_equals_eager(batch, per_weight):
+    """Weights in the hundreds: the scaled recursion fails on some sequences. The common
+    pass (one sequence per step) runs without the log-space fallback, stops at such a
+    sequence and is resumed there by the variant that has it; mini-batch passes carry
+    it from the start. Either way the run equals the eager reference, whose batch
+    gradients have their own fallback."""
+    from spargel.models import crf_sgd
+    from spargel.solvers.sgd import SGDOptions, _prm
+    rng = np.random.default_rng(0)
+    data = random_data(rng, n_seq=12, max_len=6, n_uni=30, n_big=2, n_labels=4)
+    space = random_space(rng, data, "observed", 4, 30, 2)
+    model = ChainCRF(space, data)
+    w0 = rng.normal(size=space.n_params) * 1000
+    N = data.n_sequences
+    # at w0 some sequences need log space (counted in st[5]) and some do not
+    st = np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    prm = _prm(SGDOptions(batch_size=batch, alpha=0.8), 1e-3, N, 0.0, 0.3)
+    assert model.sgd_pass(np.arange(N), w0.copy(), np.zeros(len(w0)), EMPTY, EMPTY, st, prm) == crf_sgd.DONE
+    assert 0 < st[5] < N
+    assert model.sample_loss(np.arange(N), w0) == pytest.approx(model.loss(w0), rel=1e-12)
+    l1 = np.full(space.n_params, 0.3) if per_weight else 0.3     # per-weight l1: the general (flat) pass
+    res = minimize_sgd_l1(model, ElasticNet(l1), w0=w0, max_iter=2, eta0=0.05, alpha=0.8, batch_size=batch,
+                          shuffle=False)
+    ref = _eager_sgd(space, data, 0.3, 0.0, 0.05, 0.8, 2, "cumulative", batch, w0=w0)
+    np.testing.assert_allclose(res.w, ref, rtol=1e-9, atol=1e-9)
+
 
 def test_per_weight_penalties_and_unpenalised_weights():
     rng = np.random.default_rng(3)

@@ -45,6 +45,8 @@ from . import crf_kernels as K
 FAST = C.FAST
 LOSS, MARK, SETTLE = 0, 1, 2          # what a step does with the blocks it meets
 LOSS_ONLY = -1                        # variant code of a pass that only sums the losses
+DONE, DIVERGED, NEEDS_LOG = 0, 1, 2   # what a pass returns (with the step to resume from)
+FELL_BACK, STOPPED = -1.0, -2.0       # buf[4][0] after a step: it used log space / it needs it
 
 
 # --------------------------------------------------------------------------- layouts
@@ -180,8 +182,8 @@ def scatter_flat(space, data, lo, hi, gamma, P, need, coef, g):
 
 
 @inner(fastmath=FAST)
-def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, tok, flat, big, pen, marks, sw,
-                partial):
+def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, tok, flat, big, logsp, pen, marks,
+                sw, partial):
     """``c_s (-log p(y_s | x_s))`` at the weights ``w = s_i * v`` (after settling the
     blocks it meets, mode SETTLE), ``c_s`` the sequence's weight (``sw`` empty: 1); with
     ``coef != 0``, adds ``coef`` times its gradient to ``g`` (only the sequence's own
@@ -197,7 +199,10 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     block of v). One of the two is None, and numba compiles no code under a test of an
     argument that is None (a tuple is not known to be not None), so each pass compiles
     only its own path. ``big`` None: the data has no bigram attributes (no corrections,
-    pair marginals or bigram marking compiled)."""
+    pair marginals or bigram marking compiled). ``logsp`` None: the log-space fallback
+    is not compiled; a sequence whose scaled recursion fails then stops the step before
+    it writes any gradient (``buf[4][0] = STOPPED``, returns 0) and the pass is resumed
+    by the variant that has it (see :func:`run_pass`)."""
     E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
     la, lb, gam, fv_t, cand, tcount, acc = xbuf
     L, t_pair, t_base, t_index = space[0], space[6], space[7], space[8]
@@ -240,8 +245,11 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
         for q in range(len(tcount)):
             tcount[q] = 0.0
         if logz != logz:
-            buf[4][0] = -1.0                 # marks the fallback for the pass statistics
+            if logsp is None:                # phase 0: nothing written yet
+                buf[4][0] = STOPPED
+                return 0.0
             logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gam, tcount, need, P, fv_t, cand)
+            buf[4][0] = FELL_BACK            # (scale[0], not read again) for the pass statistics
             if not (logz > -np.inf and logz < np.inf):
                 return np.nan
             gamma = gam
@@ -278,17 +286,18 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
 
 
 # --------------------------------------------------------------------------- passes
-def work(view, order, v, aux, use_rows, direct, sw=None, partial=None):
+def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=None):
     """Everything a pass over the sequences ``order`` of a :class:`~spargel.models.crf.CRFView`
     needs, allocated here (kernels allocate nothing): ``(wk, row_attrs)``, ``wk`` =
     ``(umark, W, R, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok,
-    flat, big)``; ``sw`` the per-sequence weights and ``partial`` the 0/1 flags of partially
+    flat, big, logsp)``; ``sw`` the per-sequence weights and ``partial`` the 0/1 flags of partially
     labelled sequences (None: all weights 1, all labels known). With ``use_rows`` the
     view's dense attributes (``row_attrs``) get padded rows W (weights) and R (penalty
     records) loaded from v / aux, and ``tok`` holds the view's token lists over those rows
     with a per-weight mark array (else None, and ``flat`` True: the general pass; see
     :func:`sample_step`). ``big`` is None when the data has no bigram attributes (the
-    pass then compiles without their code)."""
+    pass then compiles without their code); ``logsp`` None: the variant without the
+    log-space fallback (see :func:`run_pass`)."""
     space, data = view.space_t, view.data_t
     L = space[0]
     Lp = C.padded(L)
@@ -315,17 +324,31 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None):
           np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf,
           np.zeros(0) if sw is None else np.ascontiguousarray(sw, dtype=np.float64),
           np.zeros(0, np.uint8) if partial is None else np.ascontiguousarray(partial, dtype=np.uint8), tok,
-          None if use_rows else True, True if has_big else None)
+          None if use_rows else True, True if has_big else None, logsp)
     return wk, row_attrs
 
 
 def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None):
     """One pass of SGD-L1 (:func:`sgd_pass`) over the sequences ``order`` of a view,
     with its scratch; the padded rows (if the pass uses them) are written back to v /
-    aux at the end. Returns the pass's status."""
+    aux at the end. Returns the pass's status (DONE or DIVERGED).
+
+    The log-space fallback (a sequence whose scaled recursion under- or overflows,
+    weights in the hundreds) is rare, and its code is a fifth of the pass's compilation,
+    so the common pass -- one sequence per step, no partial labels -- runs first without
+    it: a sequence that needs it stops the pass before its step has written anything
+    but settled weights (settling again at the same point changes nothing), and the
+    variant with the fallback, compiled on first need, resumes from that step. Other
+    passes (mini-batches, whose earlier sequences have written their gradients, and
+    partial labels, whose second recursion runs after the first one's scatter) carry the
+    fallback from the start."""
     direct, use_rows = pass_layout(prm, l1w, m)
-    wk, row_attrs = work(view, order, v, aux, use_rows, direct, sw, partial)
-    status = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm, wk)
+    resumable = direct and (partial is None or not np.any(partial[order]))
+    wk, row_attrs = work(view, order, v, aux, use_rows, direct, sw, partial, None if resumable else True)
+    status, step = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm, wk, 0)
+    if status == NEEDS_LOG:
+        status, step = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm,
+                                wk[:-1] + (True,), step)
     if use_rows:
         store_rows(view.space_t, row_attrs, wk[1], wk[2], v, aux)
     return status
@@ -338,7 +361,10 @@ def summed_loss(view, trans, order, w, sw=None, partial=None):
     st = np.zeros(6)
     prm = np.zeros(8)
     prm[3], prm[4], prm[6] = LOSS_ONLY, 1.0, 1.0
-    sgd_pass(view.space_t, view.data_t, trans, order, w, np.zeros(0), np.zeros(0), np.zeros(0), st, prm, wk)
+    nothing = np.zeros(0)
+    if sgd_pass(view.space_t, view.data_t, trans, order, w, nothing, nothing, nothing, st, prm, wk, 0)[0] == NEEDS_LOG:
+        # nothing moved (whatever the labels): the sum again, with the log-space fallback
+        sgd_pass(view.space_t, view.data_t, trans, order, w, nothing, nothing, nothing, st, prm, wk[:-1] + (True,), 0)
     return float(st[4])
 
 
@@ -361,11 +387,13 @@ def pass_layout(prm, l1w, m):
 
 
 @kernel()
-def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
-    """One pass of SGD-L1 over the sequences ``order`` (in that order), mini-batches of
-    ``prm[6]`` sequences (see :mod:`spargel.lazy_l1` for ``st`` and ``prm``). Updates v,
-    aux and st in place; returns 0, or 1 when a loss became non-finite (divergence; the
-    pass stops there). ``trans`` is a DENSE transition structure used as scratch, ``wk``
+def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk, first):
+    """One pass of SGD-L1 over the sequences ``order`` (in that order) from
+    ``order[first]`` on, mini-batches of ``prm[6]`` sequences (see :mod:`spargel.lazy_l1`
+    for ``st`` and ``prm``). Updates v, aux and st in place; returns ``(status, step)``:
+    DONE, DIVERGED when a loss became non-finite (the pass stops there), or NEEDS_LOG
+    when the variant without the log-space fallback met a sequence that needs it
+    (``step``: the index in ``order`` where the stopped step starts, to resume from). ``trans`` is a DENSE transition structure used as scratch, ``wk``
     the scratch of :func:`work` (its ``g`` is ``v`` itself for a direct pass; padded rows
     are written back by the caller, :func:`run_pass`). With
     variant ``LOSS_ONLY`` nothing moves: st[4] receives the summed loss at v (one entry
@@ -375,7 +403,7 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
     variant, B = int(prm[3]), max(1, int(prm[6]))
     n = len(v)
     lazy = variant != Z.NAIVE
-    umark, W, R, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok, flat, big = wk
+    umark, W, R, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok, flat, big, logsp = wk
     loss_only = variant == LOSS_ONLY        # no step: the summed loss at v, into st[4]
     if loss_only:
         B = max(1, len(order))
@@ -385,8 +413,8 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
     Lp = W.shape[1]
     rows = (umark, W, R, dmark)
     mode = np.int64(SETTLE if lazy else MARK)
-    status = 0
-    for start in range(0, len(order), B):
+    status = DONE
+    for start in range(first, len(order), B):
         end = min(start + B, len(order))
         nb = end - start
         eta, a_new = Z.step_rate(st, prm, nb)
@@ -406,14 +434,17 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
         for r in range(start, end):
             buf[4][0] = 0.0
             step_loss += sample_step(v, m, a, space, data, order[r], trans, g, coef, mode, buf, xbuf, rows, tok,
-                                     flat, big, pen, marks, sw, partial)
-            if buf[4][0] < 0.0:
+                                     flat, big, logsp, pen, marks, sw, partial)
+            if logsp is None:
+                if buf[4][0] == STOPPED:
+                    return NEEDS_LOG, start
+            elif buf[4][0] == FELL_BACK:
                 st[5] += 1.0
         if loss_only:
             st[4] = step_loss
-            return 0
+            return DONE, len(order)
         if not (step_loss > -np.inf and step_loss < np.inf):
-            status = 1
+            status = DIVERGED
             break
         st[4] += step_loss
         inc = Z.step_done(st, prm, eta, nb, a_new, lazy)
@@ -445,4 +476,4 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk):
                     if lazy:
                         R[r, y] *= a
             Z.renormalise(v, aux, m, st, variant)
-    return status
+    return status, len(order)
