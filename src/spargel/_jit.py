@@ -11,6 +11,14 @@ who calls it:
   array: about 10 ms of compilation per array, 0.25 s for :func:`chain.forward`, which
   adds up to seconds of a first ``fit``.
 
+Kernels allocate nothing (their buffers come from Python), so both kinds are compiled
+without numba's reference counting of arrays (NRT): with NRT every array view, tuple of
+arrays and call of another kernel carries increments and decrements of reference
+counts that LLVM must then optimise away again, about a quarter of the compilation of
+a first ``fit``. A kernel that does allocate says so (``allocates=True``; numba refuses
+to compile an allocation without NRT, so a missing flag fails loudly at first use, and
+the test suite compiles every kernel).
+
 A Python call of an inner kernel still works (tests and debugging do it): the first one
 compiles a small entry kernel that calls it (not cached on disk, so a library path that
 did this would pay it in every process; :data:`PYTHON_CALLS` lists the inner kernels
@@ -24,9 +32,16 @@ from numba.core.registry import CPUDispatcher
 PYTHON_CALLS = []
 
 
-def kernel(**options):
-    """Decorator of an entry kernel: ``njit(cache=True, nogil=True, **options)``."""
-    return njit(cache=True, nogil=True, **options)
+def _options(allocates, options):
+    if not allocates:
+        options["_nrt"] = False
+    return options
+
+
+def kernel(allocates=False, **options):
+    """Decorator of an entry kernel: ``njit(cache=True, nogil=True, **options)``, without
+    reference counting unless it ``allocates``."""
+    return njit(cache=True, nogil=True, **_options(allocates, options))
 
 
 class InnerKernel(CPUDispatcher):
@@ -45,8 +60,11 @@ class InnerKernel(CPUDispatcher):
         return entry(*args)
 
 
-def inner(**options):
-    """Decorator of an inner kernel (called only from compiled code)."""
+def inner(allocates=False, **options):
+    """Decorator of an inner kernel (called only from compiled code), without reference
+    counting unless it ``allocates``."""
+    options = _options(allocates, options)
+
     def wrap(fn):
         dispatcher = njit(cache=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True, **options)(fn)
         dispatcher.__class__ = InnerKernel

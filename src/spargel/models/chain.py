@@ -951,7 +951,7 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
     return score
 
 
-@inner()
+@inner(allocates=True)
 def nbest(E, n, trans, corr, K, fv_t, paths, scores):
     """The K best state sequences (list Viterbi): ``paths`` (K, n), ``scores`` (K,);
     rows past the number of distinct paths get score -inf. Returns that number."""

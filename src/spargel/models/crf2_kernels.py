@@ -312,7 +312,7 @@ def log_buffers(L, maxlen):
 
 
 # --------------------------------------------------------------------------- batch pass
-@kernel()
+@kernel(allocates=True)
 def chunk_logz_grad(w, space, data, aux, trans, order, want_grad, g, Gd, acc, failed, buf, sw, clamp, glob1):
     """``sum_s c_s log Z_s`` over the sequences ``order``, ``c_s`` their weight ``sw[s]``
     (``sw`` empty: 1); with want_grad, adds ``c_s`` times their expected unigram and
@@ -422,7 +422,7 @@ def decode_all(w, space, data, aux, trans, fixed, out, scores, buf, lbuf):
             out[t] = out[t] % L
 
 
-@kernel()
+@kernel(allocates=True)
 def marginals_all(w, space, data, aux, trans, out, logz, failed, buf, tcount):
     """Label marginals of every token into out (n_tokens x L) and log Z per sequence by
     the scaled recursion; sequences where it underflows are flagged in ``failed``.
@@ -468,7 +468,7 @@ def marginals_log(w, space, data, aux, trans, order, out, logz, buf, lbuf, tcoun
                 out[lo + t, y] = lm[t, y]
 
 
-@kernel()
+@kernel(allocates=True)        # chain.nbest allocates its lists
 def nbest_one(w, space, data, aux, trans, s, fixed, K_, paths, scores, buf, lbuf):
     """The K best label sequences of sequence s (see ``chain.nbest``)."""
     L = space[0]

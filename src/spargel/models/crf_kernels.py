@@ -657,7 +657,7 @@ def marginals_log(w, space, data, aux, trans, bl, order, out, logz, buf, lbuf, t
                 out[lo + t, y] = gamma[t, y]
 
 
-@kernel()
+@kernel(allocates=True)        # chain.nbest allocates its lists
 def nbest_one(w, space, data, aux, trans, bl, s, fixed, K, paths, scores, buf, lbuf):
     """The K best label sequences of sequence s (see ``chain.nbest``)."""
     L = space[0]
