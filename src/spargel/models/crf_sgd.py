@@ -245,7 +245,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
         for q in range(len(tcount)):
             tcount[q] = 0.0
         if logz != logz:
-            if logsp is None:                # phase 0: nothing written yet
+            if logsp is None:                # no gradient written yet (see run_pass)
                 buf[4][0] = STOPPED
                 return 0.0
             logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gam, tcount, need, P, fv_t, cand)
@@ -393,11 +393,12 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk, first):
     for ``st`` and ``prm``). Updates v, aux and st in place; returns ``(status, step)``:
     DONE, DIVERGED when a loss became non-finite (the pass stops there), or NEEDS_LOG
     when the variant without the log-space fallback met a sequence that needs it
-    (``step``: the index in ``order`` where the stopped step starts, to resume from). ``trans`` is a DENSE transition structure used as scratch, ``wk``
-    the scratch of :func:`work` (its ``g`` is ``v`` itself for a direct pass; padded rows
-    are written back by the caller, :func:`run_pass`). With
-    variant ``LOSS_ONLY`` nothing moves: st[4] receives the summed loss at v (one entry
-    point for both uses keeps first-use compilation short)."""
+    (``step``: the index in ``order`` where the stopped step starts, to resume from).
+    ``trans`` is a DENSE transition structure used as scratch, ``wk`` the scratch of
+    :func:`work` (its ``g`` is ``v`` itself for a direct pass; padded rows are written
+    back by the caller, :func:`run_pass`). With variant ``LOSS_ONLY`` nothing moves:
+    st[4] receives the summed loss at v (one entry point for both uses keeps first-use
+    compilation short)."""
     u_ptr, b_ptr, b_base, t_base = space[1], space[3], space[5], space[7]
     l1 = prm[7]
     variant, B = int(prm[3]), max(1, int(prm[6]))
