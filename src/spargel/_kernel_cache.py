@@ -29,7 +29,7 @@ def _kernel_sources(pkg_dir):
                 path = os.path.join(root, name)
                 with open(path, "rb") as fh:
                     text = fh.read()
-                if b"njit" in text:         # the kernels, and _jit.py (its options shape them)
+                if b"njit" in text or b"@kernel" in text or b"@inner" in text:   # kernels and _jit.py
                     out.append((os.path.relpath(path, pkg_dir), text))
     return sorted(out)
 
