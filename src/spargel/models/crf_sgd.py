@@ -345,10 +345,7 @@ def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None)
     direct, use_rows = pass_layout(prm, l1w, m)
     resumable = direct and (partial is None or not np.any(partial[order]))
     wk, row_attrs = work(view, order, v, aux, use_rows, direct, sw, partial, None if resumable else True)
-    status, step = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm, wk, 0)
-    if status == NEEDS_LOG:
-        status, step = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm,
-                                wk[:-1] + (True,), step)
+    status = _resumed_pass(view, trans, order, v, aux, l1w, m, st, prm, wk)
     if use_rows:
         store_rows(view.space_t, row_attrs, wk[1], wk[2], v, aux)
     return status
@@ -362,10 +359,19 @@ def summed_loss(view, trans, order, w, sw=None, partial=None):
     prm = np.zeros(8)
     prm[3], prm[4], prm[6] = LOSS_ONLY, 1.0, 1.0
     nothing = np.zeros(0)
-    if sgd_pass(view.space_t, view.data_t, trans, order, w, nothing, nothing, nothing, st, prm, wk, 0)[0] == NEEDS_LOG:
-        # nothing moved (whatever the labels): the sum again, with the log-space fallback
-        sgd_pass(view.space_t, view.data_t, trans, order, w, nothing, nothing, nothing, st, prm, wk[:-1] + (True,), 0)
+    # nothing moves (whatever the labels): a stopped sum restarts from its beginning
+    _resumed_pass(view, trans, order, w, nothing, nothing, nothing, st, prm, wk)
     return float(st[4])
+
+
+def _resumed_pass(view, trans, order, v, aux, l1w, m, st, prm, wk):
+    """:func:`sgd_pass` from the start; where the variant without the log-space fallback
+    stopped, the variant with it resumes. Returns DONE or DIVERGED."""
+    status, step = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm, wk, 0)
+    if status == NEEDS_LOG:
+        status, _ = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm, wk[:-1] + (True,),
+                             step)
+    return status
 
 
 @njit(cache=True, nogil=True, inline="always")
