@@ -54,3 +54,29 @@ print("CALLS", _jit.PYTHON_CALLS)
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     assert "CALLS []" in out, out
+
+
+def test_lean_pipeline_rejects_a_closure_loudly(tmp_path):
+    """Kernels that allocate nothing compile without numba's closure-inlining pass
+    (``_jit.LeanCompiler``): a kernel with a closure must fail to compile with numba's
+    typing error, never compile into something else."""
+    src = tmp_path / "closure_kernel.py"
+    src.write_text(
+        "from spargel._jit import kernel\n"
+        "@kernel()\n"
+        "def f(x, k):\n"
+        "    def g(i):\n"
+        "        return x[i] * k\n"
+        "    s = 0.0\n"
+        "    for i in range(len(x)):\n"
+        "        s += g(i)\n"
+        "    return s\n")
+    code = ("import numpy as np, numba, closure_kernel\n"
+            "try:\n"
+            "    closure_kernel.f(np.arange(4.0), 2.0)\n"
+            "except numba.core.errors.TypingError as e:\n"
+            "    print('REJECTED', 'capture' in str(e))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(tmp_path)]),
+               NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert "REJECTED True" in out, out
