@@ -25,9 +25,9 @@ code these kernels do not contain -- ``with`` blocks, closures and comprehension
 the rewrites after type inference (array expressions, arrays of constants, fields named
 by string literals, all of which allocate). They took about 6% of a first ``fit``'s
 compilation. A kernel with a closure fails to compile (numba cannot capture its
-variables without the closure-inlining pass), loudly. An entry kernel is also compiled without the C-callable wrapper
-(``no_cfunc_wrapper``; nothing takes its address), a tenth of the code of an entry
-kernel with many arrays.
+variables without the closure-inlining pass), loudly. An entry kernel is also compiled
+without the C-callable wrapper (``no_cfunc_wrapper``; nothing takes its address), a
+tenth to a fifth of an entry kernel's own code.
 
 A Python call of an inner kernel still works (tests and debugging do it): the first one
 compiles a small entry kernel that calls it (not cached on disk, so a library path that
