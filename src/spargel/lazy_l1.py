@@ -31,6 +31,14 @@ EXPONENTIAL, INVERSE, CONSTANT = 0, 1, 2
 RENORMALISE_BELOW = 1e-8      # fold the shrink factor into v when it gets this small
 
 
+@njit(cache=True, nogil=True, inline="always")
+def weight(v, m, a, k):
+    """The weight ``w_k = s_k * v_k`` (see the module documentation)."""
+    if len(m) > 0 and m[k] == 0.0:
+        return v[k]
+    return a * v[k]
+
+
 @njit(cache=True, nogil=True)
 def learning_rate(eta0, alpha, schedule, k, N):
     """Paper eq. 6 (exponential decay, written with alpha < 1), eq. 5 (inverse) or

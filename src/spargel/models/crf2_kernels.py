@@ -29,6 +29,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .. import lazy_l1 as Z
 from .._jit import inner, kernel
 
 from . import chain as C
@@ -59,7 +60,7 @@ def state_scores(w, space, data, aux, lo, hi, U, E):
 @njit(cache=True, nogil=True, fastmath=FAST, inline="always")
 def pair_scores(v, m, a, space, data, lo, hi, U, E):
     """E[t - lo, :S] = U[t - lo, b] on the allowed states plus the pair attributes'
-    weights ``crf_kernels.weight(v, m, a, .)`` (-inf on the other states)."""
+    weights ``lazy_l1.weight(v, m, a, .)`` (-inf on the other states)."""
     L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
     big_ptr, big_ids, big_vals = data[4], data[5], data[6]
     for t in range(lo, hi):
@@ -77,7 +78,7 @@ def pair_scores(v, m, a, space, data, lo, hi, U, E):
             at = big_ids[j]
             x = big_vals[j]
             for k in range(b_ptr[at], b_ptr[at + 1]):
-                row[b_pair[k]] += x * K.weight(v, m, a, b_base + k)
+                row[b_pair[k]] += x * Z.weight(v, m, a, b_base + k)
 
 
 @inner()
@@ -247,7 +248,7 @@ def gold_score(v, m, a, space, data, s, E):
         if t > lo:
             ti = t_index[(prev2 * L + prev) * L + y]
             if ti >= 0:
-                total += K.weight(v, m, a, t_base + ti)
+                total += Z.weight(v, m, a, t_base + ti)
         prev2, prev = prev, y
     return total
 

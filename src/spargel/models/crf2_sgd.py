@@ -17,7 +17,7 @@ Per step (``batch`` sequences) the pass
 
 A step costs O(attributes x labels and pairs of its sequences + length x (S + |triples|)),
 never O(model size) -- except for ``naive``, which by definition penalises every
-weight. Weights are read as ``crf_kernels.weight(v, m, a, k)`` (lazily scaled).
+weight. Weights are read as ``lazy_l1.weight(v, m, a, k)`` (lazily scaled).
 """
 
 import numpy as np
@@ -217,7 +217,7 @@ def sgd_pass(space, data, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk)
             Z.penalise_block(v, aux, l1w, l1, m, us, up, t_base, n, variant)
         lowest = 0.0
         for q in range(len(x)):
-            x[q] = K.weight(v, m, a, t_base + q)
+            x[q] = Z.weight(v, m, a, t_base + q)
             if x[q] < lowest:
                 lowest = x[q]
         exact = lowest < -K.CANCEL_LIMIT

@@ -45,6 +45,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .. import lazy_l1 as Z
 from .._jit import inner, kernel
 
 from . import chain as C
@@ -147,14 +148,6 @@ def refresh_weights(w, space, d_attr, Wd, dnz):
             if w[k] != 0.0:
                 nz = 1
         dnz[r] = nz
-
-
-@njit(cache=True, nogil=True, inline="always")
-def weight(v, m, a, k):
-    """The weight ``k`` of lazily scaled weights (see the module documentation)."""
-    if len(m) > 0 and m[k] == 0.0:
-        return v[k]
-    return a * v[k]
 
 
 # --------------------------------------------------------------------------- per sequence
@@ -294,7 +287,7 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
             at = big_ids[jj]
             x = big_vals[jj]
             for e in range(b_ptr[at], b_ptr[at + 1]):
-                wk = weight(v, m, a, b_base + e)
+                wk = Z.weight(v, m, a, b_base + e)
                 if wk == 0.0 and len(bc) == 0:       # (a compacted list keeps the zeros it has)
                     continue
                 p = b_pair[e]
@@ -392,7 +385,7 @@ def scatter(space, data, aux, lo, hi, gamma, P, need, coef, g, Gd):
 
 @inner()
 def gold_score(v, m, a, space, data, s, E):
-    """Score of the gold labels of sequence s at the weights ``weight(v, m, a, .)`` (E
+    """Score of the gold labels of sequence s at the weights ``Z.weight(v, m, a, .)`` (E
     holds its emission rows)."""
     L, b_ptr, b_pair, b_base, t_base, t_index = space[0], space[3], space[4], space[5], space[7], space[8]
     seq_ptr, big_ptr, big_ids, big_vals, labels = data[0], data[4], data[5], data[6], data[7]
@@ -403,12 +396,12 @@ def gold_score(v, m, a, space, data, s, E):
         total += E[t - lo, labels[t]]
         ti = t_index[pair]
         if ti >= 0:
-            total += weight(v, m, a, t_base + ti)
+            total += Z.weight(v, m, a, t_base + ti)
         for j in range(big_ptr[t], big_ptr[t + 1]):
             at = big_ids[j]
             for k in range(b_ptr[at], b_ptr[at + 1]):
                 if b_pair[k] == pair:
-                    total += big_vals[j] * weight(v, m, a, b_base + k)
+                    total += big_vals[j] * Z.weight(v, m, a, b_base + k)
                     break
     return total
 

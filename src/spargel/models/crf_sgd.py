@@ -107,7 +107,7 @@ def flat_emissions(v, m, a, space, data, lo, hi, E, pen, umark, tu, ntu, stamp, 
                     row[u_lab[k]] += xa * v[k]
             else:
                 for k in range(k0, k1):
-                    row[u_lab[k]] += x * K.weight(v, m, a, k)
+                    row[u_lab[k]] += x * Z.weight(v, m, a, k)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -380,7 +380,7 @@ def _set_transitions(v, m, a, space, T, trans):
     for p in range(L * L):
         T[p] = 0.0
     for k in range(len(t_pair)):
-        T[t_pair[k]] = K.weight(v, m, a, t_base + k)
+        T[t_pair[k]] = Z.weight(v, m, a, t_base + k)
     C.refresh_dense(trans, T)
 
 

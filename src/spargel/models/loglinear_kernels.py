@@ -54,13 +54,6 @@ def direct(prm, m):
 
 
 @njit(cache=True, nogil=True)
-def _weight(v, m, a, k):
-    if len(m) > 0 and m[k] == 0.0:
-        return v[k]
-    return a * v[k]
-
-
-@njit(cache=True, nogil=True)
 def sgd_pass(rows, K, d, fit_intercept, order, v, aux, l1w, m, st, prm, g, z, touched, mark):
     """One pass over the samples ``order`` in mini-batches of ``prm[6]`` (see
     :mod:`spargel.lazy_l1` for ``st`` and ``prm``). ``rows = (ptr, idx, val, y, sw,
@@ -98,7 +91,7 @@ def sgd_pass(rows, K, d, fit_intercept, order, v, aux, l1w, m, st, prm, g, z, to
                         Z.penalise_block(v, aux, l1w, l1, m, us, up, j * K, (j + 1) * K, variant)
                 x = val[q]
                 for k in range(K):
-                    z[k] += x * _weight(v, m, a, j * K + k)
+                    z[k] += x * Z.weight(v, m, a, j * K + k)
             if fit_intercept:
                 if mark[d] != start:
                     mark[d] = start
@@ -107,7 +100,7 @@ def sgd_pass(rows, K, d, fit_intercept, order, v, aux, l1w, m, st, prm, g, z, to
                     if lazy:
                         Z.penalise_block(v, aux, l1w, l1, m, us, up, ib, ib + K, variant)
                 for k in range(K):
-                    z[k] += _weight(v, m, a, ib + k)
+                    z[k] += Z.weight(v, m, a, ib + k)
             mx = z[0]
             for k in range(1, K):
                 if z[k] > mx:
