@@ -43,21 +43,20 @@ from numba.core.registry import CPUDispatcher
 PYTHON_CALLS = []
 
 
+#: passes of numba's pipeline that change nothing in a kernel that allocates nothing
+LEAN_SKIPS = ("with_lifting", "inline_closure_likes", "nopython_rewrites")
+
+
 class LeanCompiler(Compiler):
     """numba's nopython pipeline without the passes in :data:`LEAN_SKIPS` (see the module
     documentation); the default pipeline when a numba version lacks any of them."""
 
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
-        names = [p[0].name() for p in pm.passes]
-        if all(n in names for n in LEAN_SKIPS):
+        if set(LEAN_SKIPS) <= {p[0].name() for p in pm.passes}:
             pm.passes = [p for p in pm.passes if p[0].name() not in LEAN_SKIPS]
             pm.finalize()
         return [pm]
-
-
-#: passes of numba's pipeline that change nothing in a kernel that allocates nothing
-LEAN_SKIPS = ("with_lifting", "inline_closure_likes", "nopython_rewrites")
 
 
 def _options(allocates, options):

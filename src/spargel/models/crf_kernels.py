@@ -385,7 +385,7 @@ def scatter(space, data, aux, lo, hi, gamma, P, need, coef, g, Gd):
 
 @inner()
 def gold_score(v, m, a, space, data, s, E):
-    """Score of the gold labels of sequence s at the weights ``Z.weight(v, m, a, .)`` (E
+    """Score of the gold labels of sequence s at the weights ``lazy_l1.weight(v, m, a, .)`` (E
     holds its emission rows)."""
     L, b_ptr, b_pair, b_base, t_base, t_index = space[0], space[3], space[4], space[5], space[7], space[8]
     seq_ptr, big_ptr, big_ids, big_vals, labels = data[0], data[4], data[5], data[6], data[7]
