@@ -23,8 +23,10 @@ $(VENV)/.installed-test: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/spargel demo
 
+# one test process per core; a test file runs whole in one process (its module fixtures
+# are built once), and the processes share numba's on-disk cache of compiled kernels
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 bench: $(VENV)/.installed
 	$(PIP) -e '.[bench]'
