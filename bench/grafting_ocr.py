@@ -21,7 +21,8 @@ the held-out images (``--figure``).
 ``--units`` instead runs Figure 5: one character over the select unit M.
 
     python bench/grafting_ocr.py [--chars a c m s i g] [--l1-per-sample 0.2] [--unit 10]
-                                 [--time-limit 1800] [--json OUT] [--figure docs/figures/grafting_ocr.png]
+                                 [--time-limit 1800] [--bp-tol 1e-6] [--bp-max-iter 200]
+                                 [--json OUT] [--figure docs/figures/grafting_ocr.png]
     python bench/grafting_ocr.py --chars c --units 1 10 20 30 50
 """
 
@@ -64,11 +65,11 @@ def load_letters(chars):
     return images
 
 
-def build(X, bp=None):
+def build(X, bp):
     return PairwiseMRFModel(X, n_states=[2] * X.shape[1], edge_features="ising", inference="loopy-bp", bp=bp)
 
 
-def fit(X_train, X_test, method, l1_per_sample, unit, time_limit, tol, max_iter, bp=None):
+def fit(X_train, X_test, method, l1_per_sample, unit, time_limit, tol, max_iter, bp):
     model = build(X_train, bp)
     pen = ElasticNet(l1_per_sample * len(X_train), 0.0, model.layout.penalty_scale)
     w0 = model.initial_weights()
