@@ -80,3 +80,17 @@ def test_lean_pipeline_rejects_a_closure_loudly(tmp_path):
                NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     assert "REJECTED True" in out, out
+
+
+def test_every_kernel_compiles_with_the_package_options():
+    """Every compiled function of the package is an entry or inner kernel of ``_jit``
+    (one error model, no stray options: each further set of compile options makes
+    numba's typing slower); a bare ``njit`` is only for helpers inlined into their
+    callers, whose own options numba never compiles."""
+    import re
+    stray = []
+    for path in sorted((ROOT / "src" / "spargel").rglob("*.py")):
+        for no, line in enumerate(path.read_text().splitlines(), 1):
+            if re.match(r"\s*@(numba\.)?(njit|jit)\b", line) and 'inline="always"' not in line:
+                stray.append(f"{path.relative_to(ROOT)}:{no}: {line.strip()}")
+    assert not stray, "\n".join(stray)

@@ -4,10 +4,10 @@ entries as the model has weights). Used by :mod:`spargel.penalties` only."""
 import math
 
 import numpy as np
-from numba import njit
+from ._jit import inner, kernel
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def pseudo_gradient(w, g, l1, out):
     """Minimum-norm sub-gradient of f + sum l1_i |w_i| (l1 of length 1 broadcasts)."""
     scalar = len(l1) == 1
@@ -26,7 +26,7 @@ def pseudo_gradient(w, g, l1, out):
             out[i] = 0.0
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def soft_threshold(u, c):
     if u > c:
         return u - c
@@ -35,14 +35,14 @@ def soft_threshold(u, c):
     return 0.0
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def enet_prox(w, step, l1, l2, out):
     """out = argmin_x sum l1|x| + l2/2 x^2 + ||x - w||^2 / (2 step)."""
     for i in range(len(w)):
         out[i] = soft_threshold(w[i], step * l1[i]) / (1.0 + step * l2[i])
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def enet_newton(w, g, h, l1, l2, out):
     """out_i = argmin_x (g_i - h_i w_i) x + (h_i + l2_i) x^2 / 2 + l1_i |x|: the exact
     minimiser of the separable quadratic model plus the elastic net."""
@@ -53,7 +53,7 @@ def enet_newton(w, g, h, l1, l2, out):
         out[i] = soft_threshold(h[i] * w[i] - g[i], l1[i]) / d
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def enet_violation(w, g_loss, l1, l2):
     worst = 0.0
     for i in range(len(w)):
@@ -69,7 +69,7 @@ def enet_violation(w, g_loss, l1, l2):
     return worst
 
 
-@njit(cache=True, nogil=True)
+@kernel(allocates=True)
 def group_norms(w, ptr):
     out = np.empty(len(ptr) - 1)
     for k in range(len(ptr) - 1):
@@ -80,7 +80,7 @@ def group_norms(w, ptr):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def group_prox(w, step, l1, l2, ptr, gscale, out):
     """out = argmin_x sum_g s_g (l1 ||x_g|| + l2/2 ||x_g||^2) + ||x - w||^2 / (2 step)."""
     for k in range(len(ptr) - 1):
@@ -96,7 +96,7 @@ def group_prox(w, step, l1, l2, ptr, gscale, out):
             out[i] = f * w[i]
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def group_violation(w, g_loss, l1, l2, ptr, gscale):
     worst = 0.0
     for k in range(len(ptr) - 1):

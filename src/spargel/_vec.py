@@ -7,12 +7,12 @@ need; these single-threaded versions are as fast for one-pass reductions.
 
 import math
 
-from numba import njit
+from ._jit import kernel
 
 FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
+@kernel(fastmath=FAST)
 def dot(a, b):
     s = 0.0
     for i in range(len(a)):
@@ -20,7 +20,7 @@ def dot(a, b):
     return s
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
+@kernel(fastmath=FAST)
 def norm(a):
     s = 0.0
     for i in range(len(a)):

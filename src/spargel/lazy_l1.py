@@ -25,6 +25,7 @@ the per-weight array ``l1w`` is empty. ``m`` is empty (every weight l2-scaled al
 
 import numpy as np
 from numba import njit
+from ._jit import inner, kernel
 
 NAIVE, CLIPPING, CUMULATIVE = 0, 1, 2
 EXPONENTIAL, INVERSE, CONSTANT = 0, 1, 2
@@ -39,7 +40,7 @@ def weight(v, m, a, k):
     return a * v[k]
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def learning_rate(eta0, alpha, schedule, k, N):
     """Paper eq. 6 (exponential decay, written with alpha < 1), eq. 5 (inverse) or
     constant."""
@@ -69,7 +70,7 @@ def _settle(z, q, pen, variant):
     return (zp if z > 0.0 else (zn if z < 0.0 else 0.0)), pen
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def penalise_block(v, aux, l1w, l1, m, us, up, lo, hi, variant):
     """Bring weights lo..hi-1 up to the accumulated penalty ``l1_i * u`` (v units; ``u``
     is ``us`` for l2-scaled weights and ``up`` for the others).
@@ -124,7 +125,7 @@ def naive_step(v, g, l1w, l1, m, eta, nb, l2, N, inc):
         v[i] = z * (1.0 - sh) - eta * g[i] - inc * (l1w[i] if per_weight else l1) * sgn
 
 
-@njit(cache=True, nogil=True)
+@inner()
 def renormalise(v, aux, m, st, variant):
     """Fold the shrink factor into v (and the records), so that ``st[1] == 1``."""
     a = st[1]
@@ -141,7 +142,7 @@ def renormalise(v, aux, m, st, variant):
     st[1] = 1.0
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def settle_all(v, aux, l1w, l1, m, st, variant):
     """Bring every weight up to date and fold the shrink factor into v, so that
     afterwards ``v`` is the weight vector and ``st[1] == 1``. O(model size): once per

@@ -20,10 +20,10 @@ product and two contiguous axpys of length n.
 """
 
 import numpy as np
-from numba import njit
+from .._jit import kernel
 
 
-@njit(cache=True, fastmath=True, nogil=True)
+@kernel(fastmath=True)
 def cd_sweeps(W, G, X, L, D, U, col_ptr, rows, cols_of_group, n_sweeps, buf):
     """Run ``n_sweeps`` coordinate-descent sweeps of the Newton subproblem.
 
@@ -88,7 +88,7 @@ def cd_sweeps(W, G, X, L, D, U, col_ptr, rows, cols_of_group, n_sweeps, buf):
     return max_step
 
 
-@njit(cache=True, fastmath=True, nogil=True)
+@kernel(fastmath=True)
 def free_set(X, G, L, out_rows, out_cols):
     """Upper-triangle positions (i <= j) with X_ij != 0 or |G_ij| > L_ij,
     plus the whole diagonal, column by column. Returns the count; also the
@@ -118,7 +118,7 @@ def free_set(X, G, L, out_rows, out_cols):
     return cnt, sub
 
 
-@njit(cache=True, fastmath=True, nogil=True)
+@kernel(fastmath=True)
 def mirror_lower_to_upper(A):
     """Copy the lower triangle of a C-contiguous square matrix onto its upper
     triangle (in place)."""
@@ -128,7 +128,7 @@ def mirror_lower_to_upper(A):
             A[i, j] = A[j, i]
 
 
-@njit(cache=True, fastmath=True, nogil=True)
+@kernel(fastmath=True)
 def gradient_into(S, W, G):
     """G = S - W (in place)."""
     n = S.shape[0]
@@ -137,7 +137,7 @@ def gradient_into(S, W, G):
             G[i, j] = S[i, j] - W[i, j]
 
 
-@njit(cache=True, fastmath=True, nogil=True)
+@kernel(fastmath=True)
 def direction_terms(G, L, X, D, S):
     """Return (tr(G D), sum L (|X + D| - |X|), tr(S D), sum L |X|)."""
     n = G.shape[0]
@@ -158,7 +158,7 @@ def direction_terms(G, L, X, D, S):
     return gd, dpen, sd, pen
 
 
-@njit(cache=True, fastmath=True, nogil=True)
+@kernel(fastmath=True)
 def trial_point(X, D, step, L, out):
     """out = X + step D (F- or C-contiguous, symmetric); returns sum L |out|."""
     n = X.shape[0]
@@ -171,7 +171,7 @@ def trial_point(X, D, step, L, out):
     return pen
 
 
-@njit(cache=True, fastmath=True, nogil=True)
+@kernel(fastmath=True)
 def clipped_dual_into(W, S, L, X, out):
     """out = S + Wd, the dual-feasible point certifying the primal X (with
     inverse W): ``Wd_ij = L_ij sign(X_ij)`` on the support of X (its value at

@@ -18,10 +18,10 @@ so that every write stays within one row of a scratch matrix.
 """
 
 import numpy as np
-from numba import njit
+from .._jit import kernel
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def orthant_set(X, G, L, rows, cols, sgn, grad):
     """The free set of the orthant-wise Newton step at X (G = S - X^-1).
 
@@ -71,7 +71,7 @@ def orthant_set(X, G, L, rows, cols, sgn, grad):
     return cnt, sub
 
 
-@njit(cache=True, nogil=True)
+@kernel(allocates=True)
 def symmetric_rows(rows, cols, n, ptr, scol, spos):
     """Row-wise index of the free set as a symmetric pattern: row i lists
     ``scol[ptr[i]:ptr[i+1]]`` (its partners j, the diagonal included once)
@@ -100,7 +100,7 @@ def symmetric_rows(rows, cols, n, ptr, scol, spos):
             fill[j] = q + 1
 
 
-@njit(cache=True, nogil=True, fastmath=True)
+@kernel(fastmath=True)
 def sandwich_dense(A, v, ptr, scol, spos, rows, col_ptr, col_of_group, U, buf, out):
     """``out[p] = (A V A)[rows[p], cols[p]]`` for the symmetric V with entries
     v on the free set; A dense symmetric (single precision: the product only
@@ -131,7 +131,7 @@ def sandwich_dense(A, v, ptr, scol, spos, rows, col_ptr, col_of_group, U, buf, o
             out[p] = s
 
 
-@njit(cache=True, nogil=True, fastmath=True)
+@kernel(fastmath=True)
 def sandwich_sparse(indptr, indices, data, v, ptr, scol, spos, sval, rows, col_ptr,
                     col_of_group, UT, out):
     """``out[p] = (A V A)[rows[p], cols[p]]`` with A symmetric in compressed
@@ -159,7 +159,7 @@ def sandwich_sparse(indptr, indices, data, v, ptr, scol, spos, sval, rows, col_p
             out[p] = s
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def dense_to_csr(X, indptr, indices, data):
     """Compressed rows of the non-zeros of X (arrays sized n + 1 and n * n)."""
     n = X.shape[0]
@@ -176,7 +176,7 @@ def dense_to_csr(X, indptr, indices, data):
     return nnz
 
 
-@njit(cache=True, nogil=True, fastmath=True)
+@kernel(fastmath=True)
 def _dot(a, b, w, m):
     s = 0.0
     for p in range(m):
@@ -184,7 +184,7 @@ def _dot(a, b, w, m):
     return s
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group, ptr, scol,
                         spos, weights, grad, d, max_iter, rtol, U32, buf32, UT, sval,
                         r, z, q, hq):
@@ -239,7 +239,7 @@ def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group,
     return it
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def orthant_step(X, rows, cols, sgn, d, t, S, L, G, out, copy):
     """``out = P(X + t D)``: X with the free entries moved by t d and every
     entry that would leave its orthant (sign != sgn, sgn != 0) set to 0.

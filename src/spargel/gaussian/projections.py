@@ -17,7 +17,7 @@ array([2., 0., 0.])
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import kernel
 
 __all__ = ["project_box", "project_l1_ball", "project_l1_ball_sort", "project_blocks"]
 
@@ -34,7 +34,7 @@ def project_box(W, L, out=None):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def _xorshift(state):
     x = state[0]
     x ^= (x << np.uint64(13)) & np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -44,7 +44,7 @@ def _xorshift(state):
     return x
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def _l1_threshold(u, m, z, state):
     """Threshold theta with sum(max(u - theta, 0)) = z for the first m
     entries of u (all >= 0, sum > z). u[:m] is permuted in place.
@@ -85,7 +85,7 @@ def _l1_threshold(u, m, z, state):
     return (s - z) / rho
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def _project_l1_inplace(v, z, work, state):
     m = v.shape[0]
     total = 0.0
@@ -151,7 +151,7 @@ def project_l1_ball_sort(v, z):
     return np.where(a > theta, np.sign(v) * (a - theta), 0.0)
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def project_blocks(W, block_ptr, rows, cols, radius, work, state):
     """Project the symmetric matrix W (in place) onto the block-l1 dual set.
 

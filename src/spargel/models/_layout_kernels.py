@@ -1,10 +1,10 @@
 """Compiled helpers for building parameter layouts."""
 
 import numpy as np
-from numba import njit
+from .._jit import kernel
 
 
-@njit(cache=True)
+@kernel(allocates=True)
 def seen_bitmap(ptr, ids, token_col, n_rows, n_cols):
     """seen[a, c] is True when attribute a occurs at a token whose column is c."""
     seen = np.zeros((n_rows, n_cols), dtype=np.bool_)

@@ -52,6 +52,7 @@ import math
 
 import numpy as np
 from numba import njit
+from .._jit import kernel
 
 
 # --------------------------------------------------------------------------- Algorithm 1
@@ -89,7 +90,7 @@ def log_add(lz, lam):
     return lam + math.log1p(math.exp(lz - lam))
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def _compute_bound(logw, F, mu, Sigma, l):
     """Algorithm 1 over the rows of F with log weights logw: fills mu, Sigma (zeroed by the
     caller; l is a scratch row), returns log z."""
@@ -217,7 +218,7 @@ def enet_coordinate(grad, h, z, l1, l2):
     return 0.0
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def _dense_cd(M, g, w, l1, l2, delta, Sd, max_sweeps, tol):
     """Cyclic coordinate descent on ``g.d + 1/2 d'Md + enet(w + d)``; Sd = M d kept up to date.
     Stops when a sweep moves no weight by more than tol (scaled by its curvature)."""

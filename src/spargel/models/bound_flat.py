@@ -30,14 +30,14 @@ import math
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from .._jit import kernel
 
 from .bound import DenseCurvature, QuadraticBound, curvature_weight, enet_coordinate, log_add, positive_shift, share
 
 CURVATURES = ("auto", "dense", "woodbury", "cg", "lowrank")
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def class_curvature(logP, sw, order, C, m):
     """``C[i] = sw_i * sum_k omega (e_k - m)(e_k - m)'`` by Algorithm 1 over the classes of
     row i of the log-probabilities ``logP`` (any per-row shift), visited in the order
@@ -267,7 +267,7 @@ class ClassCurvature:
         return lr
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def _class_cd(indptr, indices, data, K, C, diag, g, w, l1, l2, mask, delta, T, max_sweeps, tol):
     """Cyclic coordinate descent on ``g.d + 1/2 d' Sigma d + enet(w + d)`` for the class
     curvature: weight (j, k) = index j * K + k touches the rows of feature column j;

@@ -29,7 +29,7 @@ True
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import kernel
 
 from .bound import enet_coordinate, positive_shift
 
@@ -133,7 +133,7 @@ class LowRankCurvature:
         return delta, sweeps
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def _lowrank_cd(Vt, s, D, diag, g, w, l1, l2, delta, a, max_sweeps, tol):
     """Coordinate descent on ``g.d + 1/2 d'(V'SV + D)d + enet(w + d)``, keeping
     ``a = S V d`` (k numbers) so that a coordinate costs O(k)."""

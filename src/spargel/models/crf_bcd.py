@@ -226,7 +226,7 @@ class BlockIndex:
 
 
 # --------------------------------------------------------------------------- rows (compiled)
-@inner(error_model="numpy", fastmath=FAST)
+@inner(fastmath=FAST)
 def _rows(op, s, a, L, rows, pos, trans, SQ, big):
     """Cached rows of sequence s. ALPHA: make the normalised alpha rows valid up to
     token a (computing the invalid ones, with their log normalisers); BETA: the
@@ -316,7 +316,7 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
     return 1.0
 
 
-@inner(error_model="numpy")
+@inner()
 def _span_part(f, l, alpha, beta, logca):
     """sum(logca[f..l]) + log(alpha[l] . beta[l]): the part of log Z that a change of
     the factors at tokens f..l can move."""
@@ -330,7 +330,7 @@ def _span_part(f, l, alpha, beta, logca):
 
 
 # --------------------------------------------------------------------------- everything else (compiled)
-@kernel(error_model="numpy")
+@kernel()
 def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl, big):
     """The one entry point: operation ``op`` on block ``b`` (or the blocks ``order``).
 

@@ -12,12 +12,12 @@ mini-batches. See :mod:`spargel.models.crf_sgd` for the same scheme on a chain.
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import kernel
 
 from .. import lazy_l1 as Z
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def softmax_residual(Z, y, sw):
     """In place: the rows of the scores Z (n x K) become ``s_i (p_i - e_{y_i})`` (softmax
     minus the one-hot label, times the sample weight; ``sw`` empty: 1); returns the
@@ -53,7 +53,7 @@ def direct(prm, m):
     return int(prm[3]) != Z.NAIVE and max(1, int(prm[6])) == 1 and len(m) == 0
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def sgd_pass(rows, K, d, fit_intercept, order, v, aux, l1w, m, st, prm, g, z, touched, mark):
     """One pass over the samples ``order`` in mini-batches of ``prm[6]`` (see
     :mod:`spargel.lazy_l1` for ``st`` and ``prm``). ``rows = (ptr, idx, val, y, sw,

@@ -14,7 +14,7 @@ neighbour along edge ``e`` sits where the message *into* ``v`` along ``e`` sits.
 """
 
 import numpy as np
-from numba import njit
+from .._jit import kernel
 
 FAST = {"reassoc", "contract", "nsz", "arcp"}
 TINY = 1e-150
@@ -23,7 +23,7 @@ HUGE = 1e150
 SEQUENTIAL, RESIDUAL, PARALLEL = 0, 1, 2
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
+@kernel(fastmath=FAST)
 def _cavities(i, k, nb, a0, a1, adj_in, node_pot, msgs, C, suf):
     """Write the cavities of node ``i`` (``k`` states, node values at ``nb``, slots
     ``a0:a1``) into ``C``."""
@@ -61,7 +61,7 @@ def _cavities(i, k, nb, a0, a1, adj_in, node_pot, msgs, C, suf):
                     suf[x] /= mx
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
+@kernel(fastmath=FAST)
 def _send(i, ns, node_ptr, adj_ptr, adj_nbr, adj_side, adj_in, adj_out, adj_table, node_pot, edge_pot,
           src, dst, C, suf, out, damping, maxprod, resid):
     """Recompute every message out of node ``i``; returns the largest change."""
@@ -127,7 +127,7 @@ def _send(i, ns, node_ptr, adj_ptr, adj_nbr, adj_side, adj_in, adj_out, adj_tabl
     return worst
 
 
-@njit(cache=True, nogil=True)
+@kernel(allocates=True)
 def run_bp(G, node_pot, edge_pot, msgs, schedule, max_iter, tol, damping, maxprod):
     """Loopy BP until the largest message change is below ``tol`` or ``max_iter`` sweeps.
 
@@ -176,7 +176,7 @@ def run_bp(G, node_pot, edge_pot, msgs, schedule, max_iter, tol, damping, maxpro
     return max_iter, worst, updates
 
 
-@njit(cache=True, nogil=True, fastmath=FAST)
+@kernel(allocates=True, fastmath=FAST)
 def beliefs(G, node_pot, edge_pot, msgs, active, node_b, edge_b):
     """Normalised node beliefs (all nodes) and edge beliefs of the ``active`` edges."""
     ns, node_ptr, edges, edge_ptr, msg_ptr = G[0], G[1], G[2], G[3], G[4]
@@ -238,7 +238,7 @@ def beliefs(G, node_pot, edge_pot, msgs, active, node_b, edge_b):
                     edge_b[eo + x * kj + y] = node_b[node_ptr[i] + x] * node_b[node_ptr[j] + y]
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def exp_shifted(theta, ptr, out):
     """``out[block] = exp(theta[block] - max(theta[block]))`` for every block of ``ptr``."""
     for b in range(len(ptr) - 1):

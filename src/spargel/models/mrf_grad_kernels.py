@@ -12,7 +12,7 @@ import numpy as np
 from .._jit import kernel
 
 
-@kernel(error_model="numpy")
+@kernel()
 def subset_gradient(index, n_node, edge_param_ptr, node_ptr, edges, edge_ptr, n_states, node_b, edge_b,
                     have_pair, Nw, node_counts, edge_counts, table, out):
     """``out[k]``: loss gradient of weight ``index[k]``.

@@ -8,10 +8,11 @@ thread, each with its own gradient buffer; the buffers are added at the end.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from .._jit import kernel
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def _chunk(X, sw, lo, hi, G, live, node_theta, edge_theta, g_node, g_edge, logit, resid):
     ns, node_ptr, edge_ptr = G[0], G[1], G[3]
     adj_ptr, adj_nbr, adj_edge, adj_side = G[5], G[6], G[7], G[8]
@@ -72,7 +73,7 @@ def _chunk(X, sw, lo, hi, G, live, node_theta, edge_theta, g_node, g_edge, logit
     return loss
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@kernel(allocates=True, parallel=True)
 def pl_loss_grad(X, sw, G, live, node_theta, edge_theta, g_node, g_edge, resid, n_chunks):
     """Negative pseudo-log-likelihood summed over samples (weights ``sw``); the gradient
     with respect to the node and edge log-potentials is written into ``g_node`` and
@@ -97,7 +98,7 @@ def pl_loss_grad(X, sw, G, live, node_theta, edge_theta, g_node, g_edge, resid, 
     return losses.sum()
 
 
-@njit(cache=True, nogil=True)
+@kernel()
 def pair_counts(X, sw, edges, edge_ptr, n_states, out):
     """Weighted counts of every edge's state pairs (flat ``edge_ptr`` layout)."""
     out[:] = 0.0

@@ -17,12 +17,12 @@ samples out, which makes the draws less correlated; the same seed gives the same
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import kernel
 
 __all__ = ["gibbs_sample"]
 
 
-@njit(cache=True, nogil=True)
+@kernel(allocates=True)
 def _gibbs(G, node_theta, edge_theta, n_samples, burn_in, thin, n_chains, seed, clamp, out):
     ns, node_ptr, edge_ptr = G[0], G[1], G[3]
     adj_ptr, adj_nbr, adj_edge, adj_side = G[5], G[6], G[7], G[8]

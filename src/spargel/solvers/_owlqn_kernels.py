@@ -1,13 +1,13 @@
 """Compiled vector steps of L-BFGS / OWL-QN: one pass over the weights each, no
 temporaries (these vectors have as many entries as the model has weights)."""
 
-from numba import njit
+from .._jit import kernel
 
 # re-association lets LLVM vectorise the dot products; no NaN/inf assumptions
 FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
-@njit(cache=True, fastmath=FAST)
+@kernel(fastmath=FAST)
 def two_loop(pg, S, Y, rho, slots, d, alpha):
     """d = -H pg from the curvature pairs in rows ``slots`` (oldest first) of S, Y."""
     n = len(pg)
@@ -43,7 +43,7 @@ def two_loop(pg, S, Y, rho, slots, d, alpha):
         d[i] = -d[i]
 
 
-@njit(cache=True)
+@kernel()
 def constrain_direction(d, pg):
     """Zero the components of d that do not agree in sign with -pg; returns d . pg."""
     slope = 0.0
@@ -55,7 +55,7 @@ def constrain_direction(d, pg):
     return slope
 
 
-@njit(cache=True, fastmath=FAST)
+@kernel(fastmath=FAST)
 def orthant_step(w, d, step, pg, project, out):
     """out = w + step * d, projected (when ``project``) onto the orthant of w (of -pg
     where w is zero); returns pg . (out - w) for the Armijo test."""
@@ -71,7 +71,7 @@ def orthant_step(w, d, step, pg, project, out):
     return dec
 
 
-@njit(cache=True, fastmath=FAST)
+@kernel(fastmath=FAST)
 def store_pair(w_new, w, g_new, g, S, Y, k):
     """S[k] = w_new - w, Y[k] = g_new - g; returns (s.y, y.y)."""
     sy = 0.0
