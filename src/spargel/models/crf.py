@@ -16,6 +16,7 @@ from .._vec import dot
 from . import chain as C
 from . import crf_kernels as K
 from .protocol import ParameterLayout
+from .ranges import concat_ranges, owners, row_pointers
 from .sizes import Sized
 
 INFERENCE_MODES = ("auto", "dense", "sparse")
@@ -67,6 +68,31 @@ def crf_layout(space, penalty_scale=None):
     return ParameterLayout(space.n_params, ptr, penalty_scale)
 
 
+def token_lists(space, data, drow, binary):
+    """Per token, its dense rows and the weights of its sparse attributes: (dptr, drows,
+    dval, eptr, ek, evals, el). Token t's unigram attributes with a dense row
+    (``drow[a] >= 0``) give ``drows[dptr[t]:dptr[t+1]]`` (values in ``dval``); every
+    other attribute gives its weight indices ``ek[eptr[t]:eptr[t+1]]`` (labels ``el``,
+    values ``evals``); ``dval`` / ``evals`` are empty for binary data."""
+    n_tok = data.n_tokens
+    tok = owners(data.uni_ptr)
+    ids = data.uni_ids
+    rows = drow[ids]
+    dense = rows >= 0
+    dptr = row_pointers(tok[dense], n_tok)
+    drows = np.ascontiguousarray(rows[dense], dtype=np.int32)
+    sparse = ~dense
+    a = ids[sparse]
+    lo, hi = space.u_ptr[a], space.u_ptr[a + 1]
+    eptr = row_pointers(tok[sparse], n_tok, weights=hi - lo)
+    ek = concat_ranges(lo, hi).astype(np.int32 if space.n_unigram < 2 ** 31 else np.int64)
+    el = space.u_lab[ek].astype(np.int32)
+    vals = data.uni_vals.astype(np.float64)
+    dval = np.empty(0) if binary else np.ascontiguousarray(vals[dense])
+    evals = np.empty(0) if binary else np.repeat(vals[sparse], hi - lo)
+    return dptr, drows, dval, eptr, ek, evals, el
+
+
 class CRFView:
     """A feature space and a data set prepared for the kernels: the layout and data
     tuples and the padded view of the unigram features (``aux``). Shared by training and
@@ -90,16 +116,7 @@ class CRFView:
         drow = np.full(len(sizes), -1, dtype=np.int32)
         drow[self.d_attr] = np.arange(len(self.d_attr), dtype=np.int32)
         binary = bool(np.all(data.uni_vals == 1.0))
-        nd, ne = K.token_list_sizes(self.space_t, self.data_t, drow)
-        n_tok = data.n_tokens
-        dptr = np.zeros(n_tok + 1, dtype=np.int64)
-        eptr = np.zeros(n_tok + 1, dtype=np.int64)
-        drows = np.empty(nd, dtype=np.int32)
-        ek = np.empty(ne, dtype=np.int32 if space.n_unigram < 2 ** 31 else np.int64)
-        dval = np.empty(0 if binary else nd)
-        evals = np.empty(0 if binary else ne)
-        el = np.empty(ne, dtype=np.int32)
-        K.fill_token_lists(self.space_t, self.data_t, drow, binary, dptr, drows, dval, eptr, ek, evals, el)
+        dptr, drows, dval, eptr, ek, evals, el = token_lists(space, data, drow, binary)
         self.Wd = np.zeros((len(self.d_attr), self.Lp))
         self.dnz = np.zeros(len(self.d_attr), dtype=np.uint8)
         self.aux = (self.Lp, binary, dptr, drows, dval, eptr, ek, evals, self.Wd, self.dnz, el)

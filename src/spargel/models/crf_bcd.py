@@ -49,6 +49,7 @@ from .._jit import inner, kernel
 from .. import _penalty_kernels as PK
 from . import chain as C
 from . import crf_kernels as K
+from .ranges import concat_ranges, owners
 
 FAST = C.FAST
 # operations of run(); NEXT and PROPOSE are internal steps of a sweep
@@ -72,23 +73,11 @@ ONES_FRACTION = 0.25
 
 
 # --------------------------------------------------------------------------- index (numpy, once)
-def _concat_ranges(starts, ends):
-    """Concatenation of ``arange(starts[i], ends[i])`` over i."""
-    starts = np.asarray(starts, dtype=np.int64)
-    lens = np.asarray(ends, dtype=np.int64) - starts
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    first = np.concatenate([[0], np.cumsum(lens)[:-1]])
-    return np.repeat(starts - first, lens) + np.arange(total, dtype=np.int64)
-
-
 def occurrence_index(data, n_u, n_b):
     """(a_ptr, a_tok, a_val): the occurrences of every attribute, tokens ascending."""
     n_tok = data.n_tokens
     ids = np.concatenate([data.uni_ids.astype(np.int64), n_u + data.big_ids.astype(np.int64)])
-    toks = np.concatenate([np.repeat(np.arange(n_tok, dtype=np.int64), np.diff(data.uni_ptr)),
-                           np.repeat(np.arange(n_tok, dtype=np.int64), np.diff(data.big_ptr))])
+    toks = np.concatenate([owners(data.uni_ptr), owners(data.big_ptr)])
     vals = np.concatenate([data.uni_vals, data.big_vals]).astype(np.float64)
     order = np.argsort(ids, kind="stable")          # keeps tokens ascending within an attribute
     a_ptr = np.zeros(n_u + n_b + 1, np.int64)
@@ -146,7 +135,7 @@ class BlockIndex:
         counts = np.diff(self.a_ptr)
         rep = self.grp_attr[self.grp_ptr[:-1]]
         cnt = counts[rep]
-        occ = _concat_ranges(self.a_ptr[rep], self.a_ptr[rep + 1])
+        occ = concat_ranges(self.a_ptr[rep], self.a_ptr[rep + 1])
         og = np.repeat(np.arange(n_grp, dtype=np.int64), cnt)
         tok = self.a_tok[occ]
         tok_seq = np.repeat(np.arange(n_seq, dtype=np.int64), np.diff(data.seq_ptr))
@@ -174,7 +163,7 @@ class BlockIndex:
         lo = np.concatenate([space.u_ptr[:-1], space.b_base + space.b_ptr[:-1]]).astype(np.int64)
         hi = np.concatenate([space.u_ptr[1:], space.b_base + space.b_ptr[1:]]).astype(np.int64)
         n_t = len(space.t_pair)
-        self.gc_idx = np.concatenate([_concat_ranges(lo[self.grp_attr], hi[self.grp_attr]),
+        self.gc_idx = np.concatenate([concat_ranges(lo[self.grp_attr], hi[self.grp_attr]),
                                       np.arange(space.t_base, space.n_params, dtype=np.int64)])
         size = hi - lo
         cs = np.concatenate([[0], np.cumsum(size[self.grp_attr])]).astype(np.int64)
@@ -188,7 +177,7 @@ class BlockIndex:
         gs, gu = gsize[groups], self.g_nuni[groups]
         if single:
             self.blk_grp = np.repeat(groups, gs)
-            self.blk_c0 = _concat_ranges(np.zeros(len(groups), np.int64), gs)
+            self.blk_c0 = concat_ranges(np.zeros(len(groups), np.int64), gs)
             self.blk_c1 = self.blk_c0 + 1
         else:
             two = bool(split) & (gu > 0) & (gu < gs)
@@ -203,7 +192,7 @@ class BlockIndex:
         self.n_blocks = len(self.blk_grp)
         gb = self.gc_ptr[self.blk_grp]
         self.ptr = np.concatenate([[0], np.cumsum(self.blk_c1 - self.blk_c0)]).astype(np.int64)
-        self.index = self.gc_idx[_concat_ranges(gb + self.blk_c0, gb + self.blk_c1)]
+        self.index = self.gc_idx[concat_ranges(gb + self.blk_c0, gb + self.blk_c1)]
         # buffer sizes
         self.max_coord = max(int((self.blk_c1 - self.blk_c0).max()) if self.n_blocks else 0, 1)
         self.max_occ = max(int(cnt.max()) if n_grp else 0, 1)

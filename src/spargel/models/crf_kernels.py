@@ -16,7 +16,8 @@ Two tuples of flat arrays describe a model:
 
 The unigram features are read through a second, SIMD-friendly view, the ``aux`` tuple
 ``(Lp, binary, dptr, drows, dval, eptr, ek, evals, Wd, dnz, el)`` (built once per data set
-by :func:`fill_token_lists`, refreshed per weight vector by :func:`refresh_weights`):
+in numpy by :func:`spargel.models.crf.token_lists`, refreshed per weight vector by
+:func:`refresh_weights`):
 
 * label vectors are padded to ``Lp`` (|Y| rounded up to ``chain.LANES``) with zeros;
 * attributes that carry many labels ("dense" ones) get a padded row ``Wd[r]`` of weights
@@ -87,52 +88,6 @@ def empirical_counts(space, data, order, sw, emp):
                     if b_pair[k] == pair:
                         emp[b_base + k] += c * big_vals[j]
                         break
-
-
-@kernel()
-def token_list_sizes(space, data, drow):
-    """(number of dense attribute occurrences, number of sparse (occurrence, weight) entries)."""
-    u_ptr = space[1]
-    uni_ids = data[2]
-    nd = 0
-    ne = 0
-    for j in range(len(uni_ids)):
-        a = uni_ids[j]
-        if drow[a] >= 0:
-            nd += 1
-        else:
-            ne += u_ptr[a + 1] - u_ptr[a]
-    return nd, ne
-
-
-@kernel()
-def fill_token_lists(space, data, drow, binary, dptr, drows, dval, eptr, ek, evals, el):
-    """Per token, its dense rows (drows) and the weights of its sparse attributes (ek,
-    their labels in el)."""
-    u_ptr, u_lab = space[1], space[2]
-    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
-    nd = 0
-    ne = 0
-    dptr[0] = 0
-    eptr[0] = 0
-    for t in range(len(uni_ptr) - 1):
-        for j in range(uni_ptr[t], uni_ptr[t + 1]):
-            a = uni_ids[j]
-            r = drow[a]
-            if r >= 0:
-                drows[nd] = r
-                if not binary:
-                    dval[nd] = uni_vals[j]
-                nd += 1
-            else:
-                for k in range(u_ptr[a], u_ptr[a + 1]):
-                    ek[ne] = k
-                    el[ne] = u_lab[k]
-                    if not binary:
-                        evals[ne] = uni_vals[j]
-                    ne += 1
-        dptr[t + 1] = nd
-        eptr[t + 1] = ne
 
 
 @kernel()

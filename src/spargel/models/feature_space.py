@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .ranges import owners
+
 FEATURE_SPACES = ("full", "observed")
 
 
@@ -133,16 +135,16 @@ def _seen_csr(ptr, ids, token_col, n_rows, n_cols):
     """CSR (ptr, sorted columns per row) of the distinct (attribute, column) pairs, where
     a token's attributes meet the token's column (skipped where the column is -1).
     Uses a bitmap when it is small, a sort otherwise; never per-entry Python work."""
+    c = token_col[owners(ptr)]
+    keep = c >= 0
+    rows, c = ids[keep], c[keep]
     if n_rows * n_cols <= 1 << 27:
-        from ._layout_kernels import seen_bitmap
-        seen = seen_bitmap(ptr, ids, token_col, n_rows, n_cols)
+        seen = np.zeros((n_rows, n_cols), dtype=np.bool_)
+        seen[rows, c] = True
         counts = seen.sum(axis=1, dtype=np.int64)
         cols = np.nonzero(seen)[1].astype(np.int32)
     else:
-        tok = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
-        c = token_col[tok]
-        keep = c >= 0
-        key = np.unique(ids[keep].astype(np.int64) * n_cols + c[keep])
+        key = np.unique(rows.astype(np.int64) * n_cols + c)
         counts = np.bincount(key // n_cols, minlength=n_rows)
         cols = (key % n_cols).astype(np.int32)
     out = np.zeros(n_rows + 1, dtype=np.int64)
