@@ -148,7 +148,8 @@ def settle_all(v, aux, l1w, l1, m, st, variant):
     afterwards ``v`` is the weight vector and ``st[1] == 1``. O(model size): once per
     pass, never per sample."""
     if variant != NAIVE:
-        penalise_block(v, aux, l1w, l1, m, st[2], st[3], 0, len(v), variant)
+        # np.int64(0), not 0: a literal argument would compile a second penalise_block
+        penalise_block(v, aux, l1w, l1, m, st[2], st[3], np.int64(0), len(v), variant)
     renormalise(v, aux, m, st, variant)
 
 
