@@ -87,9 +87,11 @@ def token_lists(space, data, drow, binary):
     eptr = row_pointers(tok[sparse], n_tok, weights=hi - lo)
     ek = concat_ranges(lo, hi).astype(np.int32 if space.n_unigram < 2 ** 31 else np.int64)
     el = space.u_lab[ek].astype(np.int32)
-    vals = data.uni_vals.astype(np.float64)
-    dval = np.empty(0) if binary else np.ascontiguousarray(vals[dense])
-    evals = np.empty(0) if binary else np.repeat(vals[sparse], hi - lo)
+    if binary:
+        dval = evals = np.empty(0)
+    else:
+        vals = data.uni_vals.astype(np.float64)
+        dval, evals = vals[dense], np.repeat(vals[sparse], hi - lo)
     return dptr, drows, dval, eptr, ek, evals, el
 
 
