@@ -740,11 +740,10 @@ def forward_backward_log(E, n, trans, corr, la, lb, logc, gamma, tcount, need, P
         else:
             position_scores(trans, corr, t, fv_t)
             for j in range(S):
-                m = 0
-                for k in range(fptr[j], fptr[j + 1]):
-                    cand[m] = la[t - 1, fi[k]] + fv_t[k]
-                    m += 1
-                la[t, j] = _lse(cand, m) + E[t, j]
+                k0 = fptr[j]
+                for k in range(k0, fptr[j + 1]):
+                    cand[k - k0] = la[t - 1, fi[k]] + fv_t[k]
+                la[t, j] = _lse(cand, fptr[j + 1] - k0) + E[t, j]
         c = _lse(la[t], S)
         if not (c > NEG_INF and c < np.inf):
             return c
