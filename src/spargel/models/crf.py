@@ -223,7 +223,7 @@ class BatchChain(Sized):
         fixed = FIXED_CHUNKS if FIXED_CHUNKS * space.n_params * 8 <= CHUNK_BUFFER_BUDGET else 1
         bounds = balanced_chunks(data.seq_ptr, max(self.n_jobs, fixed))
         self._orders = [np.arange(bounds[c], bounds[c + 1], dtype=np.int64) for c in range(len(bounds) - 1)]
-        tok_seq = np.repeat(np.arange(data.n_sequences), np.diff(data.seq_ptr))
+        tok_seq = owners(data.seq_ptr)
         self.partial = np.zeros(data.n_sequences, dtype=np.uint8)      # 1: a label is unknown
         self.partial[tok_seq[data.labels < 0]] = 1
         self._partial = [o[self.partial[o] == 1] for o in self._orders]

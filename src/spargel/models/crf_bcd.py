@@ -49,7 +49,7 @@ from .._jit import inner, kernel
 from .. import _penalty_kernels as PK
 from . import chain as C
 from . import crf_kernels as K
-from .ranges import concat_ranges, owners
+from .ranges import concat_ranges, owners, row_pointers
 
 FAST = C.FAST
 # operations of run(); NEXT and PROPOSE are internal steps of a sweep
@@ -80,8 +80,7 @@ def occurrence_index(data, n_u, n_b):
     toks = np.concatenate([owners(data.uni_ptr), owners(data.big_ptr)])
     vals = np.concatenate([data.uni_vals, data.big_vals]).astype(np.float64)
     order = np.argsort(ids, kind="stable")          # keeps tokens ascending within an attribute
-    a_ptr = np.zeros(n_u + n_b + 1, np.int64)
-    np.cumsum(np.bincount(ids, minlength=n_u + n_b), out=a_ptr[1:])
+    a_ptr = row_pointers(ids, n_u + n_b)
     return a_ptr, np.ascontiguousarray(toks[order]), np.ascontiguousarray(vals[order])
 
 
@@ -122,7 +121,7 @@ class BlockIndex:
         L = space.n_labels
         n_u, n_b = len(space.u_ptr) - 1, len(space.b_ptr) - 1
         self.n_u, self.n_b = n_u, n_b
-        n_tok, n_seq = data.n_tokens, data.n_sequences
+        n_tok = data.n_tokens
         self.a_ptr, self.a_tok, self.a_val = occurrence_index(data, n_u, n_b)
         n_attr = n_u + n_b
         gid = group_attributes(self.a_ptr, self.a_tok, n_tok) if group else np.arange(n_attr, dtype=np.int64)
@@ -138,7 +137,7 @@ class BlockIndex:
         occ = concat_ranges(self.a_ptr[rep], self.a_ptr[rep + 1])
         og = np.repeat(np.arange(n_grp, dtype=np.int64), cnt)
         tok = self.a_tok[occ]
-        tok_seq = np.repeat(np.arange(n_seq, dtype=np.int64), np.diff(data.seq_ptr))
+        tok_seq = owners(data.seq_ptr)
         seq = tok_seq[tok]
         new = np.ones(len(occ), bool)
         new[1:] = (og[1:] != og[:-1]) | (seq[1:] != seq[:-1])

@@ -22,8 +22,8 @@ def concat_ranges(starts, ends):
 
 
 def row_pointers(rows, n_rows, weights=None):
-    """``ptr`` (length ``n_rows + 1``) of entries whose rows are ``rows`` (ascending),
-    each entry counting ``weights[j]`` slots (1 when None)."""
+    """``ptr`` (length ``n_rows + 1``) of entries whose rows are ``rows`` once they are
+    sorted by row, each entry counting ``weights[j]`` slots (1 when None)."""
     ptr = np.zeros(n_rows + 1, dtype=np.int64)
     counts = np.bincount(rows, weights=weights, minlength=n_rows)[:n_rows]
     np.cumsum(counts.astype(np.int64), out=ptr[1:])
