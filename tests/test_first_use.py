@@ -94,3 +94,52 @@ def test_every_kernel_compiles_with_the_package_options():
             if re.match(r"\s*@(numba\.)?(njit|jit)\b", line) and 'inline="always"' not in line:
                 stray.append(f"{path.relative_to(ROOT)}:{no}: {line.strip()}")
     assert not stray, "\n".join(stray)
+
+
+def test_inner_kernels_link_from_memory_and_from_the_disk_cache(tmp_path):
+    """An inner kernel's library is link-only (no machine code of its own, cached as
+    bitcode): an entry kernel that calls it computes the right thing when the inner
+    kernel was compiled in the same process, and in a later process where it comes from
+    the disk cache and only a new caller is compiled."""
+    src = tmp_path / "linked_kernels.py"
+    src.write_text(
+        "import numpy as np\n"
+        "from spargel._jit import inner, kernel\n"
+        "@inner()\n"
+        "def scaled_sum(x, a):\n"
+        "    s = 0.0\n"
+        "    for i in range(len(x)):\n"
+        "        s += a * x[i]\n"
+        "    return s\n"
+        "@inner()\n"
+        "def twice(x, a):\n"
+        "    return 2.0 * scaled_sum(x, a)\n"
+        "@kernel()\n"
+        "def first(x):\n"
+        "    return twice(x, 1.5)\n"
+        "@kernel()\n"
+        "def second(x, out):\n"
+        "    out[0] = scaled_sum(x, -1.0) + twice(x, 0.25)\n")
+    code = ("import sys, numpy as np, linked_kernels as m\n"
+            "from spargel._jit import LinkOnlyLibrary\n"
+            "x = np.arange(5.0)\n"
+            "out = np.zeros(1)\n"
+            "if sys.argv[1] == 'first':\n"
+            "    print('FIRST', m.first(x))\n"
+            "    lib = next(iter(m.twice.overloads.values())).library\n"
+            "    print('LINK_ONLY', isinstance(lib, LinkOnlyLibrary))\n"
+            "else:\n"
+            "    m.second(x, out)\n"
+            "    print('SECOND', out[0], sum(m.twice.stats.cache_hits.values()),\n"
+            "          sum(m.second.stats.cache_misses.values()))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(tmp_path)]),
+               NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run(which):
+        return subprocess.run([sys.executable, "-c", code, which], capture_output=True, text=True, env=env,
+                              check=True).stdout
+
+    out = run("first")
+    assert "FIRST 30.0" in out and "LINK_ONLY True" in out, out
+    out = run("second")                   # twice / scaled_sum from the cache, second compiled
+    assert "SECOND -5.0 1 1" in out, out

@@ -39,13 +39,25 @@ alike, so each further set lengthens every such lookup and compiles those functi
 again. With one error model and no stray ``njit`` options the first fits of OWL-QN,
 SGD-L1 and BCD in one process compile about 7% faster.
 
+An inner kernel's code is never optimised as a module of its own nor turned into
+machine code (:class:`LinkOnlyLibrary`). numba links the LLVM IR of every callee into
+each compiled function that calls it and optimises and generates machine code for the
+whole again there; by default it *also* does both for the callee alone, machine code that
+nothing ever calls when the callee has no wrapper (numba pull request 9566 proposed the
+same and was abandoned). Skipping that work took a tenth off the first fits of all
+solvers (38.5 -> 34.3 s); the entry kernels, still optimised as a whole with their
+callees, run as fast as before (``docs/benchmarks.md``, first use). An inner kernel is
+cached on disk as LLVM bitcode instead of machine code.
+
 A Python call of an inner kernel still works (tests and debugging do it): the first one
 compiles a small entry kernel that calls it (not cached on disk, so a library path that
 did this would pay it in every process; :data:`PYTHON_CALLS` lists the inner kernels
 called so, and a test checks that fitting calls none).
 """
 
+import llvmlite.binding as llvm
 from numba import njit
+from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler import Compiler, DefaultPassBuilder
 from numba.core.registry import CPUDispatcher
 
@@ -57,11 +69,56 @@ PYTHON_CALLS = []
 LEAN_SKIPS = ("with_lifting", "inline_closure_likes", "nopython_rewrites")
 
 
+#: prefix of the global variable that holds a compiled function's environment
+ENV_PREFIX = "_ZN08NumbaEnv"
+
+
+class LinkOnlyLibrary(JITCodeLibrary):
+    """The code library of an inner kernel: its LLVM IR (after numba's per-function
+    optimisation) only ever gets linked into the libraries of its callers, which
+    optimise and compile it with their own code (see the module documentation).
+
+    Finalising it links its own callees' IR in and gives its environment variable a
+    home in the JIT engine (numba writes the environment's address there); no module
+    optimisation, no machine code. It has no function to point to, and is cached as
+    bitcode (a cache load compiles that bitcode, which happens only when a caller is
+    compiled)."""
+
+    def finalize(self):
+        self._raise_if_finalized()
+        envs = [gv.name for gv in self._final_module.global_variables if gv.name.startswith(ENV_PREFIX)]
+        seen = set()
+        for library in self._linking_libraries:
+            if library not in seen:
+                seen.add(library)
+                self._reload_init.update(library._reload_init)
+                self._final_module.link_in(library._get_module_for_linking(), preserve=True)
+        if envs:
+            mod = llvm.parse_assembly("\n".join(f'@"{name}" = common global i8* null' for name in envs))
+            mod.triple = self._final_module.triple
+            mod.data_layout = self._final_module.data_layout
+            self._codegen._engine.add_module(mod)
+            self._codegen._engine.finalize_object()
+        self._finalized = True
+
+    def get_pointer_to_function(self, name):
+        self._ensure_finalized()
+        return 0
+
+    def serialize_using_object_code(self):
+        return self.serialize_using_bitcode()
+
+
 class LeanCompiler(Compiler):
     """numba's nopython pipeline without the passes in :data:`LEAN_SKIPS` (see the module
-    documentation); the default pipeline when a numba version lacks any of them."""
+    documentation); the default pipeline when a numba version lacks any of them. An
+    inner kernel (no CPython wrapper) gets a :class:`LinkOnlyLibrary`."""
 
     def define_pipelines(self):
+        st = self.state
+        if st.library is None and st.flags.no_cpython_wrapper:
+            st.library = LinkOnlyLibrary(st.targetctx.codegen(), st.func_id.func_qualname)
+            st.library.enable_object_caching()
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
         if set(LEAN_SKIPS) <= {p[0].name() for p in pm.passes}:
             pm.passes = [p for p in pm.passes if p[0].name() not in LEAN_SKIPS]
