@@ -321,18 +321,12 @@ def exp_shifted(x, out, n, kbuf):
 @inner(fastmath=EXP_FAST)
 def exp_rows(E, psi, shift, n, S, kbuf):
     """``psi[t, :S] = exp(E[t, :S] - shift[t])`` with ``shift[t] = max E[t, :S]`` for
-    t < n (padding lanes zero); ``kbuf`` is an int64 scratch of length >= S. With room for
-    two rows or more (``len(kbuf) >= 4 * Sp``, see :func:`exp_scratch`) the rows are
-    exponentiated a block at a time as one flat vector: a loop of |Y| iterations per row
-    would not vectorise for few labels."""
+    t < n (padding lanes zero); ``kbuf`` is an int64 scratch of :func:`exp_scratch` (at
+    least two padded rows). The rows are exponentiated as many at a time as ``kbuf``
+    holds, as one flat vector: a loop of |Y| iterations per row would not vectorise for
+    few labels."""
     Sp = psi.shape[1]
     rows = len(kbuf) // (2 * Sp)
-    if rows < 2:
-        for t in range(n):
-            shift[t] = exp_shifted(E[t], psi[t], S, kbuf)
-            for y in range(S, Sp):
-                psi[t, y] = 0.0
-        return
     for t0 in range(0, n, rows):
         t1 = min(n, t0 + rows)
         N = (t1 - t0) * Sp
@@ -357,9 +351,9 @@ def exp_rows(E, psi, shift, n, S, kbuf):
 
 
 def exp_scratch(maxlen, Sp):
-    """The ``kbuf`` of :func:`exp_rows` for sequences of up to ``maxlen`` positions, one
-    block of at most 64 rows."""
-    return np.zeros(max(2 * min(maxlen, 64) * Sp, Sp), np.int64)
+    """The ``kbuf`` of :func:`exp_rows` for sequences of up to ``maxlen`` positions: one
+    block of at most 64 rows (at least one)."""
+    return np.zeros(2 * min(max(maxlen, 1), 64) * Sp, np.int64)
 
 
 # --------------------------------------------------------------------------- steps

@@ -301,7 +301,7 @@ def work_buffers(L, maxlen):
     corr = (np.zeros(maxlen + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
             np.zeros(0), np.zeros(0, np.int64))
     return (np.zeros((maxlen, Lp)), np.zeros((maxlen, Sp)), np.zeros((maxlen, Sp)), np.zeros((maxlen, Sp)),
-            np.zeros((maxlen, Sp)), np.zeros(maxlen), np.zeros(maxlen), np.zeros(Sp), np.zeros(Sp, np.int64),
+            np.zeros((maxlen, Sp)), np.zeros(maxlen), np.zeros(maxlen), np.zeros(Sp), C.exp_scratch(maxlen, Sp),
             np.zeros((maxlen, Lp)), np.zeros(maxlen, np.uint8), np.zeros((1, 1)), corr, np.zeros(Sp), np.zeros(Sp))
 
 

@@ -760,7 +760,7 @@ class CRFBlocks:
         # r, P, T; kbuf; info = [pending trial block, rounding scale, block of the last
         # statistics]
         self.wk = (np.zeros((6, mc)), np.zeros((4, mo, Lp)), np.zeros((2, mo)), np.zeros(ix.max_span),
-                   np.zeros((3, max(L * L, Lp))), np.zeros(Lp, np.int64), np.array([-1.0, 0.0, -1.0]))
+                   np.zeros((3, max(L * L, Lp))), C.exp_scratch(mo, Lp), np.array([-1.0, 0.0, -1.0]))
         self.trans = None
         self.kind = None
         self._none_i = np.zeros(0, np.int64)
