@@ -19,6 +19,15 @@ def _run(cache, verbose):
                           env=env, check=True).stderr
 
 
+def _run_beside(tmp_path, code, *args):
+    """stdout of ``python -c code args`` in a fresh process that imports modules written
+    to tmp_path, with its own numba cache there."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(tmp_path)]),
+               NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
+                          check=True).stdout
+
+
 def test_first_use_is_announced_once(tmp_path):
     first = _run(tmp_path, 1)
     assert first.count("compiling the numeric kernels for first use") == 1
@@ -76,9 +85,7 @@ def test_lean_pipeline_rejects_a_closure_loudly(tmp_path):
             "    closure_kernel.f(np.arange(4.0), 2.0)\n"
             "except numba.core.errors.TypingError as e:\n"
             "    print('REJECTED', 'capture' in str(e))\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(tmp_path)]),
-               NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    out = _run_beside(tmp_path, code)
     assert "REJECTED True" in out, out
 
 
@@ -132,14 +139,7 @@ def test_inner_kernels_link_from_memory_and_from_the_disk_cache(tmp_path):
             "    m.second(x, out)\n"
             "    print('SECOND', out[0], sum(m.twice.stats.cache_hits.values()),\n"
             "          sum(m.second.stats.cache_misses.values()))\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(tmp_path)]),
-               NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-
-    def run(which):
-        return subprocess.run([sys.executable, "-c", code, which], capture_output=True, text=True, env=env,
-                              check=True).stdout
-
-    out = run("first")
+    out = _run_beside(tmp_path, code, "first")
     assert "FIRST 30.0" in out and "LINK_ONLY True" in out, out
-    out = run("second")                   # twice / scaled_sum from the cache, second compiled
+    out = _run_beside(tmp_path, code, "second")     # twice / scaled_sum from the cache, second compiled
     assert "SECOND -5.0 1 1" in out, out
