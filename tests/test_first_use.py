@@ -143,3 +143,24 @@ def test_inner_kernels_link_from_memory_and_from_the_disk_cache(tmp_path):
     assert "FIRST 30.0" in out and "LINK_ONLY True" in out, out
     out = _run_beside(tmp_path, code, "second")     # twice / scaled_sum from the cache, second compiled
     assert "SECOND -5.0 1 1" in out, out
+
+
+def test_kernel_flags_hash_by_names_and_compare_by_values():
+    """Kernels compile with ``_jit.KernelFlags`` (numba's options, cheaper to hash): equal
+    exactly when the same options are set to the same values, equal ones hash alike."""
+    from numba.core.compiler import Flags
+
+    from spargel._jit import KernelFlags
+
+    def flags(**set_):
+        f = Flags()
+        for k, v in set_.items():
+            setattr(f, k, v)
+        return KernelFlags(f)
+
+    a, b = flags(nrt=False, error_model="numpy"), flags(nrt=False, error_model="numpy")
+    assert a == b and hash(a) == hash(b) and a.copy() == a and type(a.copy()) is KernelFlags
+    assert a != flags(nrt=True, error_model="numpy")
+    assert a != flags(nrt=False, error_model="python")
+    assert a != flags(nrt=False)
+    assert {a: 1}.get(b) == 1 and {a: 1}.get(flags(nrt=True, error_model="numpy")) is None

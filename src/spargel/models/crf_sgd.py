@@ -41,6 +41,7 @@ from .._jit import inner, kernel
 from .. import lazy_l1 as Z
 from . import chain as C
 from . import crf_kernels as K
+from .ranges import concat_ranges
 
 FAST = C.FAST
 LOSS, MARK, SETTLE = 0, 1, 2          # what a step does with the blocks it meets
@@ -50,30 +51,31 @@ FELL_BACK, STOPPED = -1.0, -2.0       # buf[4][0] after a step: it used log spac
 
 
 # --------------------------------------------------------------------------- layouts
-@kernel()
-def load_rows(space, row_attrs, v, aux, W, R):
-    """Copy the weights and penalty records of the row attributes (``row_attrs[r]`` owns
-    row r) into W and R; the lanes of labels an attribute does not own get weight 0 and
+def row_lanes(space, row_attrs):
+    """``(k, r, lab)``: during a padded-rows pass weight ``k[i]`` lives in row ``r[i]``,
+    lane ``lab[i]`` (``row_attrs[r]`` owns row r)."""
+    u_ptr, u_lab = space[1], space[2]
+    starts, ends = u_ptr[row_attrs], u_ptr[row_attrs + 1]
+    k = concat_ranges(starts, ends)
+    return k, np.repeat(np.arange(len(row_attrs), dtype=np.int64), ends - starts), u_lab[k]
+
+
+def load_rows(lanes, v, aux, W, R):
+    """Copy the weights and penalty records of the row attributes into W and R (see
+    :func:`row_lanes`); the lanes of labels an attribute does not own get weight 0 and
     record NaN (the mark that settling turns them back to 0: the gradient step adds to
     every lane, and every row is settled before a step reads it)."""
-    u_ptr, u_lab = space[1], space[2]
+    k, r, lab = lanes
     W[:, :] = 0.0
     R[:, :] = np.nan
-    for r in range(len(row_attrs)):
-        at = row_attrs[r]
-        for k in range(u_ptr[at], u_ptr[at + 1]):
-            W[r, u_lab[k]] = v[k]
-            R[r, u_lab[k]] = aux[k]
+    W[r, lab] = v[k]
+    R[r, lab] = aux[k]
 
 
-@kernel()
-def store_rows(space, row_attrs, W, R, v, aux):
-    u_ptr, u_lab = space[1], space[2]
-    for r in range(len(row_attrs)):
-        at = row_attrs[r]
-        for k in range(u_ptr[at], u_ptr[at + 1]):
-            v[k] = W[r, u_lab[k]]
-            aux[k] = R[r, u_lab[k]]
+def store_rows(lanes, W, R, v, aux):
+    k, r, lab = lanes
+    v[k] = W[r, lab]
+    aux[k] = R[r, lab]
 
 
 # --------------------------------------------------------------------------- one sequence
@@ -288,12 +290,12 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
 # --------------------------------------------------------------------------- passes
 def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=None):
     """Everything a pass over the sequences ``order`` of a :class:`~spargel.models.crf.CRFView`
-    needs, allocated here (kernels allocate nothing): ``(wk, row_attrs)``, ``wk`` =
+    needs, allocated here (kernels allocate nothing): ``(wk, lanes)``, ``wk`` =
     ``(umark, W, R, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok,
     flat, big, logsp)``; ``sw`` the per-sequence weights and ``partial`` the 0/1 flags of partially
     labelled sequences (None: all weights 1, all labels known). With ``use_rows`` the
     view's dense attributes (``row_attrs``) get padded rows W (weights) and R (penalty
-    records) loaded from v / aux, and ``tok`` holds the view's token lists over those rows
+    records) loaded from v / aux (``lanes``, see :func:`row_lanes`), and ``tok`` holds the view's token lists over those rows
     with a per-weight mark array (else None, and ``flat`` True: the general pass; see
     :func:`sample_step`). ``big`` is None when the data has no bigram attributes (the
     pass then compiles without their code); ``logsp`` None: the variant without the
@@ -303,7 +305,8 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=Non
     Lp = C.padded(L)
     row_attrs = view.d_attr if use_rows else view.d_attr[:0]
     W, R = np.zeros((len(row_attrs), Lp)), np.zeros((len(row_attrs), Lp))
-    load_rows(space, row_attrs, v, aux, W, R)
+    lanes = row_lanes(space, row_attrs)
+    load_rows(lanes, v, aux, W, R)
     tok = None
     if use_rows:
         # the batch model's token lists, reading the pass's rows (every row in use)
@@ -325,7 +328,7 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=Non
           np.zeros(0) if sw is None else np.ascontiguousarray(sw, dtype=np.float64),
           np.zeros(0, np.uint8) if partial is None else np.ascontiguousarray(partial, dtype=np.uint8), tok,
           None if use_rows else True, True if has_big else None, logsp)
-    return wk, row_attrs
+    return wk, lanes
 
 
 def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None):
@@ -344,10 +347,10 @@ def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None)
     fallback from the start."""
     direct, use_rows = pass_layout(prm, l1w, m)
     resumable = direct and (partial is None or not np.any(partial[order]))
-    wk, row_attrs = work(view, order, v, aux, use_rows, direct, sw, partial, None if resumable else True)
+    wk, lanes = work(view, order, v, aux, use_rows, direct, sw, partial, None if resumable else True)
     status = _resumed_pass(view, trans, order, v, aux, l1w, m, st, prm, wk)
     if use_rows:
-        store_rows(view.space_t, row_attrs, wk[1], wk[2], v, aux)
+        store_rows(lanes, wk[1], wk[2], v, aux)
     return status
 
 
