@@ -352,10 +352,11 @@ class ChainCRF(BatchChain):
 
     def _chunk(self, w, trans, order, want_grad, c, acc, failed, buf, clamp, scratch):
         v = self.view
-        # no bigram attributes: bl None, and the kernel compiles without the corrections
+        # no bigram attributes: bl None, and the kernel compiles without the corrections;
+        # no sample weights, no clamping: without the code for other weights than 1
         return K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, v.bl if v.has_bigrams else None, order,
-                                 want_grad, self._gbufs[c], self._Gdbufs[c], acc, failed, buf, self.sw, clamp,
-                                 scratch)
+                                 want_grad, self._gbufs[c], self._Gdbufs[c], acc, failed, buf,
+                                 self.sw if len(self.sw) else None, True if clamp else None, scratch)
 
     def _chunk_log(self, w, trans, bad, want_grad, c, tcount, buf, lbuf, clamp, tcount1):
         v = self.view

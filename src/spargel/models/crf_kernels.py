@@ -440,14 +440,16 @@ def _add_scaled_acc(acc, part, c):
 def chunk_logz_grad(w, space, data, aux, trans, bl, order, want_grad, g, Gd, acc, failed, buf, sw, clamp,
                     acc1):
     """``sum_s c_s log Z_s`` over the sequences ``order``, ``c_s`` their weight ``sw[s]``
-    (``sw`` empty: 1); with want_grad, adds ``c_s`` times their expected feature counts
+    (``sw`` None: 1); with want_grad, adds ``c_s`` times their expected feature counts
     to ``g`` (sparse unigram and bigram weights), ``Gd`` (dense unigram rows) and the
     transition accumulators ``acc`` (see ``chain.backward``; ``acc1`` is zeroed scratch of
-    the same shapes). With ``clamp`` the partition functions are those of the known
-    labels (label -1: unknown, summed over) and ``c_s`` is negated: the numerator of a
-    partially labelled sequence. ``bl`` None: the model has no bigram attributes (no
-    corrections, and none compiled). A sequence whose scaled recursion underflows is skipped
-    and flagged in ``failed`` (the caller redoes it with :func:`chunk_logz_grad_log`)."""
+    the same shapes). With ``clamp`` True (else None) the partition functions are those
+    of the known labels (label -1: unknown, summed over) and ``c_s`` is negated: the
+    numerator of a partially labelled sequence. ``bl`` None: the model has no bigram
+    attributes (no corrections, and none compiled). With ``sw`` and ``clamp`` None (the
+    common case) the code for other weights than 1 is not compiled either. A sequence
+    whose scaled recursion underflows is skipped and flagged in ``failed`` (the caller
+    redoes it with :func:`chunk_logz_grad_log`)."""
     L = space[0]
     seq_ptr, labels = data[0], data[7]
     E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
@@ -457,11 +459,13 @@ def chunk_logz_grad(w, space, data, aux, trans, bl, order, want_grad, g, Gd, acc
         s = order[r]
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
-        c = sw[s] if len(sw) > 0 else 1.0
-        if clamp:
+        c = 1.0
+        if sw is not None:
+            c = sw[s]
+        if clamp is not None:
             c = -c
         emissions(w, space, aux, lo, hi, E)
-        if clamp:
+        if clamp is not None:
             clamp_labels(E, labels, lo, n, L)
         C.exp_rows(E, psi, shift, n, L, kbuf)
         if bl is not None:   # else cptr and need stay all zero: no corrections anywhere
@@ -472,7 +476,9 @@ def chunk_logz_grad(w, space, data, aux, trans, bl, order, want_grad, g, Gd, acc
             continue
         total += c * logz
         if want_grad:
-            if c == 1.0:
+            if sw is None and clamp is None:
+                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
+            elif c == 1.0:
                 C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
             else:
                 C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc1, need, P, tmp)

@@ -187,11 +187,11 @@ def scatter_flat(space, data, lo, hi, gamma, P, need, coef, g):
 def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, tok, flat, big, logsp, pen, marks,
                 sw, partial):
     """``c_s (-log p(y_s | x_s))`` at the weights ``w = s_i * v`` (after settling the
-    blocks it meets, mode SETTLE), ``c_s`` the sequence's weight (``sw`` empty: 1); with
+    blocks it meets, mode SETTLE), ``c_s`` the sequence's weight (``sw`` None: 1); with
     ``coef != 0``, adds ``coef`` times its gradient to ``g`` (only the sequence's own
     weights are written; ``g`` may be ``v`` itself, the weights are not read again once
     the gradient starts). A partially labelled sequence (``partial[s]``, label -1 where
-    unknown) has the numerator ``log sum_{y consistent} exp(score)``: a second, clamped
+    unknown; ``partial`` None when the pass has none) has the numerator ``log sum_{y consistent} exp(score)``: a second, clamped
     forward-backward instead of the gold score. ``trans`` is the (DENSE) transition
     structure at the current weights. Returns NaN when even log space fails.
 
@@ -211,8 +211,12 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     seq_ptr, labels = data[0], data[7]
     lo, hi = seq_ptr[s], seq_ptr[s + 1]
     n = hi - lo
-    c = sw[s] if len(sw) > 0 else 1.0
-    clamped = len(partial) > 0 and partial[s] != 0
+    c = 1.0
+    if sw is not None:
+        c = sw[s]
+    clamped = False
+    if partial is not None:
+        clamped = partial[s] != 0
     stamp = marks[4]
     if big is not None:
         if n > 1 and data[4][hi] > data[4][lo + 1] and mode != LOSS:
@@ -240,8 +244,9 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     # numerator and its expected counts, with the opposite sign
     for phase in range(2 if clamped else 1):
         sign = 1.0 if phase == 0 else -1.0
-        if phase == 1:
-            K.clamp_labels(E, labels, lo, n, L)
+        if partial is not None:
+            if phase == 1:
+                K.clamp_labels(E, labels, lo, n, L)
         C.exp_rows(E, psi, shift, n, L, kbuf)
         logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         for q in range(len(tcount)):
@@ -293,7 +298,8 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=Non
     needs, allocated here (kernels allocate nothing): ``(wk, lanes)``, ``wk`` =
     ``(umark, W, R, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok,
     flat, big, logsp)``; ``sw`` the per-sequence weights and ``partial`` the 0/1 flags of partially
-    labelled sequences (None: all weights 1, all labels known). With ``use_rows`` the
+    labelled sequences (None, in the tuple too: all weights 1, no partial labels among
+    ``order``; the pass then compiles without their code). With ``use_rows`` the
     view's dense attributes (``row_attrs``) get padded rows W (weights) and R (penalty
     records) loaded from v / aux (``lanes``, see :func:`row_lanes`), and ``tok`` holds the view's token lists over those rows
     with a per-weight mark array (else None, and ``flat`` True: the general pass; see
@@ -325,8 +331,9 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=Non
           np.full(n_b, -1, dtype=np.int64),
           np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
           np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf,
-          np.zeros(0) if sw is None else np.ascontiguousarray(sw, dtype=np.float64),
-          np.zeros(0, np.uint8) if partial is None else np.ascontiguousarray(partial, dtype=np.uint8), tok,
+          None if sw is None or len(sw) == 0 else np.ascontiguousarray(sw, dtype=np.float64),
+          None if partial is None or not np.any(partial[order]) else np.ascontiguousarray(partial, dtype=np.uint8),
+          tok,
           None if use_rows else True, True if has_big else None, logsp)
     return wk, lanes
 
@@ -348,7 +355,7 @@ def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None)
     direct, use_rows = pass_layout(prm, l1w, m)
     resumable = direct and (partial is None or not np.any(partial[order]))
     wk, lanes = work(view, order, v, aux, use_rows, direct, sw, partial, None if resumable else True)
-    status = _resumed_pass(view, trans, order, v, aux, l1w, m, st, prm, wk)
+    status = _resumed_pass(view, trans, order, v, aux, l1w, m, st, prm, wk, None if direct else True)
     if use_rows:
         store_rows(lanes, wk[1], wk[2], v, aux)
     return status
@@ -363,17 +370,17 @@ def summed_loss(view, trans, order, w, sw=None, partial=None):
     prm[3], prm[4], prm[6] = LOSS_ONLY, 1.0, 1.0
     nothing = np.zeros(0)
     # nothing moves (whatever the labels): a stopped sum restarts from its beginning
-    _resumed_pass(view, trans, order, w, nothing, nothing, nothing, st, prm, wk)
+    _resumed_pass(view, trans, order, w, nothing, nothing, nothing, st, prm, wk, None)
     return float(st[4])
 
 
-def _resumed_pass(view, trans, order, v, aux, l1w, m, st, prm, wk):
+def _resumed_pass(view, trans, order, v, aux, l1w, m, st, prm, wk, general):
     """:func:`sgd_pass` from the start; where the variant without the log-space fallback
     stopped, the variant with it resumes. Returns DONE or DIVERGED."""
-    status, step = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm, wk, 0)
+    status, step = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm, wk, 0, general)
     if status == NEEDS_LOG:
         status, _ = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm, wk[:-1] + (True,),
-                             step)
+                             step, general)
     return status
 
 
@@ -396,7 +403,7 @@ def pass_layout(prm, l1w, m):
 
 
 @kernel()
-def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk, first):
+def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk, first, general):
     """One pass of SGD-L1 over the sequences ``order`` (in that order) from
     ``order[first]`` on, mini-batches of ``prm[6]`` sequences (see :mod:`spargel.lazy_l1`
     for ``st`` and ``prm``). Updates v, aux and st in place; returns ``(status, step)``:
@@ -405,7 +412,9 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk, first):
     (``step``: the index in ``order`` where the stopped step starts, to resume from).
     ``trans`` is a DENSE transition structure used as scratch, ``wk`` the scratch of
     :func:`work` (its ``g`` is ``v`` itself for a direct pass; padded rows are written
-    back by the caller, :func:`run_pass`). With variant ``LOSS_ONLY`` nothing moves:
+    back by the caller, :func:`run_pass`). ``general`` is None for a pass of single
+    lazy steps whose gradient goes straight into v (the mini-batch and naive steps are
+    then not compiled), True otherwise. With variant ``LOSS_ONLY`` nothing moves:
     st[4] receives the summed loss at v (one entry point for both uses keeps first-use
     compilation short)."""
     u_ptr, b_ptr, b_base, t_base = space[1], space[3], space[5], space[7]
@@ -460,7 +469,9 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk, first):
         inc = Z.step_done(st, prm, eta, nb, a_new, lazy)
         # the gradient step of the touched weights (unless it was scattered into v); their
         # own penalty of this step reaches them at their next settlement
-        if lazy and not direct:
+        if general is None:
+            pass
+        elif lazy and not direct:
             inv_a = 1.0 / a_new
             for r in range(ntu[0]):
                 at = tu[r]
