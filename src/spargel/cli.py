@@ -379,7 +379,7 @@ def build_parser():
                    help="a smaller data set (for tests)")
     p.add_argument("--all-solvers", action="store_true",
                    help="also train block coordinate descent and SGD-L1 (their kernels compile "
-                        "on first use: about half a minute more)")
+                        "on first use: about 20 seconds more)")
     p.set_defaults(func=cmd_demo)
 
     # -- gmrf (optional, from spargel.gaussian.cli) ----------------------------------------

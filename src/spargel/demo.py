@@ -48,7 +48,7 @@ DEMO_CONFIGS = [
 ]
 
 #: Added by ``spargel demo --all-solvers``: solvers with kernels of their own, which a
-#: first run compiles (about half a minute more on a 2-core machine).
+#: first run compiles (about 20 seconds more on a 2-core machine).
 MORE_CONFIGS = [
     SolverConfig("bcd l1=8 l2=1", {"solver": "bcd", "l1": 8.0, "l2": 1.0, "max_iter": 30}),
     SolverConfig("sgd-l1 l1=8 (30 passes)", {"solver": "sgd-l1", "l1": 8.0, "max_iter": 30}),
@@ -152,7 +152,7 @@ def run_demo(out="spargel-demo.png", n_jobs=2, seed=0, quick=False, configs=None
           "objectives.", file=file)
     if hint:
         print("More solvers: `spargel demo --all-solvers` adds block coordinate descent (bcd) and "
-              "SGD-L1;\ntheir kernels compile on first use (about half a minute).", file=file)
+              "SGD-L1;\ntheir kernels compile on first use (about 20 seconds).", file=file)
 
     if out is not None and results:
         from .plot import MissingMatplotlibError, plot_histories
