@@ -350,19 +350,24 @@ class ChainCRF(BatchChain):
     def _scratch(self, trans):
         return self.view.accumulators(trans)
 
+    def _kernel_args(self, clamp):
+        """(bl, sw, clamp) for the chunk kernels, None where the model has no bigram
+        attributes, no sample weights, no clamping: the kernels then compile without
+        the corrections and without the code for other sequence weights than 1."""
+        v = self.view
+        return v.bl if v.has_bigrams else None, self.sw if len(self.sw) else None, True if clamp else None
+
     def _chunk(self, w, trans, order, want_grad, c, acc, failed, buf, clamp, scratch):
         v = self.view
-        # no bigram attributes: bl None, and the kernel compiles without the corrections;
-        # no sample weights, no clamping: without the code for other weights than 1
-        return K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, v.bl if v.has_bigrams else None, order,
-                                 want_grad, self._gbufs[c], self._Gdbufs[c], acc, failed, buf,
-                                 self.sw if len(self.sw) else None, True if clamp else None, scratch)
+        bl, sw, clamp = self._kernel_args(clamp)
+        return K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, bl, order, want_grad, self._gbufs[c],
+                                 self._Gdbufs[c], acc, failed, buf, sw, clamp, scratch)
 
     def _chunk_log(self, w, trans, bad, want_grad, c, tcount, buf, lbuf, clamp, tcount1):
         v = self.view
-        return K.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, v.bl if v.has_bigrams else None, bad,
-                                     want_grad, self._gbufs[c], self._Gdbufs[c], tcount, buf, lbuf, self.sw, clamp,
-                                     tcount1)
+        bl, sw, clamp = self._kernel_args(clamp)
+        return K.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, bl, bad, want_grad, self._gbufs[c],
+                                     self._Gdbufs[c], tcount, buf, lbuf, sw, clamp, tcount1)
 
     # -- the "sgd" capability ---------------------------------------------------------
     def _sgd_trans(self):

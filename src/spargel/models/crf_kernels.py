@@ -476,9 +476,7 @@ def chunk_logz_grad(w, space, data, aux, trans, bl, order, want_grad, g, Gd, acc
             continue
         total += c * logz
         if want_grad:
-            if sw is None and clamp is None:
-                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
-            elif c == 1.0:
+            if (sw is None and clamp is None) or c == 1.0:
                 C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
             else:
                 C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc1, need, P, tmp)
@@ -492,7 +490,7 @@ def chunk_logz_grad_log(w, space, data, aux, trans, bl, order, want_grad, g, Gd,
                         clamp, tcount1):
     """:func:`chunk_logz_grad` in log space (for the sequences whose scaled recursion
     underflowed); the transition counts go straight to ``tcount`` (by list index;
-    ``tcount1`` is zeroed scratch of the same length)."""
+    ``tcount1`` is zeroed scratch of the same length). ``sw`` and ``clamp`` as there."""
     L = space[0]
     seq_ptr, labels = data[0], data[7]
     nomask = buf[13]
@@ -503,11 +501,13 @@ def chunk_logz_grad_log(w, space, data, aux, trans, bl, order, want_grad, g, Gd,
         s = order[r]
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
         n = hi - lo
-        c = sw[s] if len(sw) > 0 else 1.0
-        if clamp:
+        c = 1.0
+        if sw is not None:
+            c = sw[s]
+        if clamp is not None:
             c = -c
         emissions(w, space, aux, lo, hi, E)
-        if clamp:
+        if clamp is not None:
             clamp_labels(E, labels, lo, n, L)
         if bl is not None:
             corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])

@@ -191,8 +191,9 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     ``coef != 0``, adds ``coef`` times its gradient to ``g`` (only the sequence's own
     weights are written; ``g`` may be ``v`` itself, the weights are not read again once
     the gradient starts). A partially labelled sequence (``partial[s]``, label -1 where
-    unknown; ``partial`` None when the pass has none) has the numerator ``log sum_{y consistent} exp(score)``: a second, clamped
-    forward-backward instead of the gold score. ``trans`` is the (DENSE) transition
+    unknown; ``partial`` None when the pass has none) has the numerator
+    ``log sum_{y consistent} exp(score)``: a second, clamped forward-backward instead of
+    the gold score. ``trans`` is the (DENSE) transition
     structure at the current weights. Returns NaN when even log space fails.
 
     ``tok`` not None: the padded-rows pass, whose emissions and scatter are the batch
@@ -244,9 +245,8 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     # numerator and its expected counts, with the opposite sign
     for phase in range(2 if clamped else 1):
         sign = 1.0 if phase == 0 else -1.0
-        if partial is not None:
-            if phase == 1:
-                K.clamp_labels(E, labels, lo, n, L)
+        if partial is not None and phase == 1:
+            K.clamp_labels(E, labels, lo, n, L)
         C.exp_rows(E, psi, shift, n, L, kbuf)
         logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         for q in range(len(tcount)):
@@ -301,11 +301,11 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=Non
     labelled sequences (None, in the tuple too: all weights 1, no partial labels among
     ``order``; the pass then compiles without their code). With ``use_rows`` the
     view's dense attributes (``row_attrs``) get padded rows W (weights) and R (penalty
-    records) loaded from v / aux (``lanes``, see :func:`row_lanes`), and ``tok`` holds the view's token lists over those rows
-    with a per-weight mark array (else None, and ``flat`` True: the general pass; see
-    :func:`sample_step`). ``big`` is None when the data has no bigram attributes (the
-    pass then compiles without their code); ``logsp`` None: the variant without the
-    log-space fallback (see :func:`run_pass`)."""
+    records) loaded from v / aux (``lanes``, see :func:`row_lanes`), and ``tok`` holds
+    the view's token lists over those rows with a per-weight mark array (else None, and
+    ``flat`` True: the general pass; see :func:`sample_step`). ``big`` is None when the
+    data has no bigram attributes (the pass then compiles without their code); ``logsp``
+    None: the variant without the log-space fallback (see :func:`run_pass`)."""
     space, data = view.space_t, view.data_t
     L = space[0]
     Lp = C.padded(L)
