@@ -18,11 +18,14 @@ Bethe approximation of log Z by loopy BP on the learned graph:
 pixel marginals (loopy BP beliefs of "on") of each learned model, next to the mean of
 the held-out images (``--figure``).
 
+``--seeds`` repeats everything on other random halves and judges the checks on every
+split and on the medians / means over them (one half decides the closer letters).
+
 ``--units`` instead runs Figure 5: one character over the select unit M.
 
     python bench/grafting_ocr.py [--chars a c m s i g] [--l1-per-sample 0.2] [--unit 10]
                                  [--time-limit 1800] [--bp-tol 1e-6] [--bp-max-iter 200]
-                                 [--json OUT] [--figure docs/figures/grafting_ocr.png]
+                                 [--seeds 0 1 2] [--json OUT] [--figure docs/figures/grafting_ocr.png]
     python bench/grafting_ocr.py --chars c --units 1 10 20 30 50
 """
 
@@ -63,6 +66,17 @@ def load_letters(chars):
         field[:, 2:18, 6:14] = small
         images[c] = field.reshape(len(small), 400)
     return images
+
+
+def halves(images, chars, seed, max_images=None):
+    """{char: (learning half, held-out half)}: one random permutation per character,
+    drawn in the order of ``chars`` from one generator seeded with ``seed``."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for c in chars:
+        X = images[c][rng.permutation(len(images[c]))][:max_images]
+        out[c] = X[:len(X) // 2], X[len(X) // 2:]
+    return out
 
 
 def build(X, bp):
@@ -109,6 +123,64 @@ def time_to(run, objective):
     return next((t for t, f in run["trace"] if f <= objective), None)
 
 
+def full_opt(rows, seed):
+    return next((r for r in rows if r["method"] == "full-opt-l1" and r["seed"] == seed), None)
+
+
+def fmt_time(t):
+    return "never" if t is None or not np.isfinite(t) else f"{t:.1f}"
+
+
+def checks(results, seeds):
+    """The issue's checks, per split and on the medians (times) / means (NLL) over the
+    splits; prints a summary table first when there are several splits."""
+    def get(c, m, seed):
+        return next(r for r in results[c] if r["method"] == m and r["seed"] == seed)
+
+    def light_vs(c, seed):
+        light, graft, full = (get(c, m, seed) for m in METHODS)
+        return {"faster": light["time_s"] < min(graft["time_s"], full["time_s"]),
+                "to_full": (time_to(light, full["objective"]) or np.inf) <= full["time_s"],
+                "nll": light["heldout_nll_per_pixel"] <= full["heldout_nll_per_pixel"]}
+
+    if len(seeds) > 1:
+        print(f"\nOver {len(seeds)} random halves (seeds {', '.join(map(str, seeds))}): median time, median time "
+              "to the same split's Full-Opt objective, mean (sd) held-out NLL / pixel, median evaluations")
+        print("\n| char | method | time (s) | to full-opt's objective (s) | held-out NLL / pixel | grad evals |")
+        print("|---|---|---|---|---|---|")
+        for c in results:
+            for m in METHODS:
+                rows = [get(c, m, s) for s in seeds]
+                nll = np.array([r["heldout_nll_per_pixel"] for r in rows])
+                reach = "—" if m == "full-opt-l1" else fmt_time(np.median(
+                    [time_to(r, get(c, "full-opt-l1", r["seed"])["objective"]) or np.inf for r in rows]))
+                print(f"| {c} | {m} | {np.median([r['time_s'] for r in rows]):.1f} | {reach} | "
+                      f"{nll.mean():.4f} ({nll.std(ddof=1):.4f}) | {np.median([r['grad_evals'] for r in rows]):.0f} |")
+    names = {"faster": "light faster than grafting and full-opt",
+             "to_full": "light reaches full-opt's final objective no later than full-opt stops",
+             "nll": "light held-out NLL <= full-opt's"}
+    per = {c: [light_vs(c, s) for s in seeds] for c in results}
+    print()
+    for k, name in names.items():
+        splits = [sum(v[k] for v in per[c]) for c in results]
+        ok = all(n == len(seeds) for n in splits)
+        tally = ", ".join(f"{c} {n}/{len(seeds)}" for c, n in zip(results, splits))
+        print(f"{'PASS' if ok else 'FAIL'}: {name} on every character and split ({tally})")
+    if len(seeds) > 1:
+        def med(c, m, key):
+            return np.median([get(c, m, s)[key] for s in seeds])
+        summary = {
+            "light's median time below grafting's and full-opt's": all(
+                med(c, "grafting-light", "time_s") < min(med(c, "grafting", "time_s"), med(c, "full-opt-l1", "time_s"))
+                for c in results),
+            "light's mean held-out NLL <= full-opt's": all(
+                np.mean([get(c, "grafting-light", s)["heldout_nll_per_pixel"] for s in seeds])
+                <= np.mean([get(c, "full-opt-l1", s)["heldout_nll_per_pixel"] for s in seeds]) for c in results),
+        }
+        for name, ok in summary.items():
+            print(f"{'PASS' if ok else 'FAIL'}: {name}, on every character")
+
+
 def figure(results, images, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -142,7 +214,8 @@ def main():
     ap.add_argument("--max-images", type=int, default=None, help="use at most this many images per character")
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--max-iter", type=int, default=5000)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0],
+                    help="random halves to learn from, one run of every method each (0: the documented split)")
     ap.add_argument("--bp-tol", type=float, default=1e-6, help="loopy BP: largest message change at convergence")
     ap.add_argument("--bp-max-iter", type=int, default=200, help="loopy BP: most sweeps per inference")
     ap.add_argument("--json")
@@ -155,55 +228,38 @@ def main():
     first = images[args.chars[0]][:40]
     for m in args.methods:
         fit(first[:20], first[20:], m, args.l1_per_sample, args.unit, args.time_limit, args.tol, 3, bp)
-    rng = np.random.default_rng(args.seed)
-    results, held = {}, {}
+    results, held = {}, {}                   # {char: rows of every split}, {char: first held-out half}
     units = args.units or [args.unit]
-    for c in (args.chars[:1] if args.units else args.chars):
-        X = images[c][rng.permutation(len(images[c]))]
-        if args.max_images:
-            X = X[:args.max_images]
-        half = len(X) // 2
-        X_train, X_test = X[:half], X[half:]
-        held[c] = X_test
-        print(f"{c}: {len(X_train)} learn / {len(X_test)} held out, l1 = {args.l1_per_sample * half:g}", flush=True)
-        results[c] = []
-        for M in units:
-            for m in args.methods:
-                if m == "full-opt-l1" and M != units[0]:
-                    continue
-                r = fit(X_train, X_test, m, args.l1_per_sample, M, args.time_limit, args.tol, args.max_iter, bp)
-                results[c].append(r)
-                print(json.dumps({k: v for k, v in r.items() if k not in ("image", "trace")}), flush=True)
+    chars = args.chars[:1] if args.units else args.chars
+    for seed in args.seeds:
+        for c, (X_train, X_test) in halves(images, chars, seed, args.max_images).items():
+            held.setdefault(c, X_test)
+            print(f"{c} (seed {seed}): {len(X_train)} learn / {len(X_test)} held out, "
+                  f"l1 = {args.l1_per_sample * len(X_train):g}", flush=True)
+            for M in units:
+                for m in args.methods:
+                    if m == "full-opt-l1" and M != units[0]:
+                        continue
+                    r = fit(X_train, X_test, m, args.l1_per_sample, M, args.time_limit, args.tol, args.max_iter, bp)
+                    r["seed"] = seed
+                    results.setdefault(c, []).append(r)
+                    print(json.dumps({k: v for k, v in r.items() if k not in ("image", "trace")}), flush=True)
 
-    print("\n| char | method | M | time (s) | to full-opt's objective (s) | held-out NLL / pixel | grad evals "
-          "| non-zero edges | selected | stop |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| char | seed | method | M | time (s) | to full-opt's objective (s) | held-out NLL / pixel "
+          "| grad evals | non-zero edges | selected | stop |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for c, rows in results.items():
-        full = next((r for r in rows if r["method"] == "full-opt-l1"), None)
         for r in rows:
-            reach = time_to(r, full["objective"]) if full and r is not full else None
-            reach = "—" if full is None or r is full else "never" if reach is None else f"{reach:.1f}"
-            print(f"| {c} | {r['method']} | {r['M'] or '—'} | {r['time_s']:.1f} | {reach} | "
+            full = full_opt(rows, r["seed"])
+            reach = "—" if full is None or r is full else fmt_time(time_to(r, full["objective"]))
+            print(f"| {c} | {r['seed']} | {r['method']} | {r['M'] or '—'} | {r['time_s']:.1f} | {reach} | "
                   f"{r['heldout_nll_per_pixel']:.4f} | "
                   f"{r['grad_evals']} | {r['nonzero_edges']} | {r['selected']} | {r['stop']} |")
     if not args.units and set(METHODS) <= set(args.methods):
-        def get(c, m):
-            return next(r for r in results[c] if r["method"] == m)
-        checks = {
-            "light faster than grafting and full-opt on every character": all(
-                get(c, "grafting-light")["time_s"] < min(get(c, "grafting")["time_s"], get(c, "full-opt-l1")["time_s"])
-                for c in results),
-            "light reaches full-opt's final objective no later than full-opt stops, on every character": all(
-                (time_to(get(c, "grafting-light"), get(c, "full-opt-l1")["objective"]) or np.inf)
-                <= get(c, "full-opt-l1")["time_s"] for c in results),
-            "light held-out NLL <= full-opt's on every character": all(
-                get(c, "grafting-light")["heldout_nll_per_pixel"] <= get(c, "full-opt-l1")["heldout_nll_per_pixel"]
-                for c in results),
-        }
-        for k, v in checks.items():
-            print(f"{'PASS' if v else 'FAIL'}: {k}")
+        checks(results, args.seeds)
         if args.figure:
-            figure(results, held, args.figure)
+            figure({c: [r for r in rows if r["seed"] == args.seeds[0]] for c, rows in results.items()}, held,
+                   args.figure)
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))
 
