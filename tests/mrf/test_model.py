@@ -92,6 +92,25 @@ def test_bp_gradient_is_bethe_gradient_on_loopy_graph():
     np.testing.assert_allclose(g, _fd(m, w), atol=5e-6 * max(1.0, np.abs(g).max()))
 
 
+def test_bp_on_nonzero_edges_equals_bp_on_every_candidate():
+    """A zero-weight edge sends uniform messages: loopy BP over the non-zero edges gives
+    the loss and gradient of BP over the complete candidate graph (edges at 1e-300 take
+    part in BP without changing a potential)."""
+    X = _data(n=6, k=2)
+    m = PairwiseMRFModel(X, edge_features="ising", inference="loopy-bp", bp={"tol": 1e-12, "max_iter": 1000})
+    w = _weights(m, 6, zero_edges=(1, 2, 5, 9, 12))
+    loss, g = m.loss_grad(w)
+    active = m.last_inference["active_edges"]
+    w_all = w.copy()
+    edges = np.arange(m.n_node_params, m.n_params)
+    w_all[edges[w[edges] == 0]] = 1e-300
+    m._messages = None
+    loss_all, g_all = m.loss_grad(w_all)
+    assert active == m.graph.n_edges - 5 and m.last_inference["active_edges"] == m.graph.n_edges
+    assert loss_all == pytest.approx(loss, rel=1e-12)
+    np.testing.assert_allclose(g_all, g, atol=1e-9)
+
+
 def test_bp_exact_on_tree_candidates():
     X = _data(n=6)
     chain = [[i, i + 1] for i in range(5)]
