@@ -293,6 +293,12 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
 
 
 # --------------------------------------------------------------------------- passes
+def has_partial(partial, order):
+    """Whether a partially labelled sequence is among ``order`` (``partial``: 0/1 flags
+    per sequence, or None)."""
+    return partial is not None and bool(np.any(partial[order]))
+
+
 def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=None):
     """Everything a pass over the sequences ``order`` of a :class:`~spargel.models.crf.CRFView`
     needs, allocated here (kernels allocate nothing): ``(wk, lanes)``, ``wk`` =
@@ -332,7 +338,7 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=Non
           np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
           np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf,
           None if sw is None or len(sw) == 0 else np.ascontiguousarray(sw, dtype=np.float64),
-          None if partial is None or not np.any(partial[order]) else np.ascontiguousarray(partial, dtype=np.uint8),
+          np.ascontiguousarray(partial, dtype=np.uint8) if has_partial(partial, order) else None,
           tok,
           None if use_rows else True, True if has_big else None, logsp)
     return wk, lanes
@@ -353,7 +359,7 @@ def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None)
     partial labels, whose second recursion runs after the first one's scatter) carry the
     fallback from the start."""
     direct, use_rows = pass_layout(prm, l1w, m)
-    resumable = direct and (partial is None or not np.any(partial[order]))
+    resumable = direct and not has_partial(partial, order)
     wk, lanes = work(view, order, v, aux, use_rows, direct, sw, partial, None if resumable else True)
     status = _resumed_pass(view, trans, order, v, aux, l1w, m, st, prm, wk, None if direct else True)
     if use_rows:
