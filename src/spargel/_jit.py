@@ -49,8 +49,9 @@ each compiled function that calls it and optimises and generates machine code fo
 whole again there; by default it *also* does both for the callee alone, machine code that
 nothing ever calls when the callee has no wrapper (numba pull request 9566 proposed the
 same and was abandoned). Skipping that work took a tenth off the first fits of all
-solvers (38.5 -> 34.3 s); the entry kernels, still optimised as a whole with their
-callees, run as fast as before (``docs/benchmarks.md``, first use). An inner kernel is
+solvers (38.5 -> 34.3 s); the entry kernels are still optimised as a whole with their
+callees (as fast as before on CoNLL-2000; the 53-label dense gradient about 5% slower,
+``docs/benchmarks.md``). An inner kernel is
 cached on disk as LLVM bitcode instead of machine code.
 
 A Python call of an inner kernel still works (tests and debugging do it): the first one
