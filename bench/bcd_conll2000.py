@@ -41,9 +41,9 @@ def main():
     from spargel.data.conll import read_conll
     from spargel.data.templates import CRFSUITE_CHUNKING_TEMPLATE
     from spargel.metrics import chunk_f1
-    from spargel.models.crf import ChainCRF, decode
-    from spargel.models.feature_space import FeatureSpace
-    from spargel.penalties import ElasticNet
+    from spargel.chain.crf import ChainCRF, decode
+    from spargel.data.feature_space import FeatureSpace
+    from spargel.core.penalties import ElasticNet
     from spargel.solvers.coordinate_descent import minimize_bcd
 
     d = data_dir("conll2000")

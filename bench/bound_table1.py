@@ -142,13 +142,13 @@ def load_crf(which, n_sent):
 
 # --------------------------------------------------------------------------- models
 def flat_model(X, y, K):
-    from spargel.models.loglinear import FlatLogLinear
+    from spargel.loglinear.model import FlatLogLinear
     return FlatLogLinear(np.ascontiguousarray(X), y, K)
 
 
 def crf_model(X, y):
     from spargel import CRF
-    from spargel.models.factory import make_model
+    from spargel.core.factory import make_model
     est = CRF(solver="lbfgs", l1=0.0, l2=1.0, feature_space="full")
     est._check_params()
     data = est._dataset(X, y, grow=True)
@@ -157,8 +157,8 @@ def crf_model(X, y):
 
 
 def tree_mrf_model():
-    from spargel.models.mrf import PairwiseMRFModel
-    from spargel.models.mrf_graph import chow_liu_edges
+    from spargel.mrf.model import PairwiseMRFModel
+    from spargel.mrf.graph import chow_liu_edges
     X, _, fold = load_ocr()
     X = X[fold < 9].astype(np.int64)
     ns = np.full(X.shape[1], 2)
@@ -167,7 +167,7 @@ def tree_mrf_model():
 
 def cv_l2(X, y, K, grid, folds, seed=0, max_iter=300):
     """The l2 of ``grid`` with the best mean held-out log-loss (stratified-ish folds)."""
-    from spargel.penalties import ElasticNet
+    from spargel.core.penalties import ElasticNet
     from spargel.solvers import get_solver
     rng = np.random.default_rng(seed)
     fold = np.empty(len(y), dtype=int)
@@ -194,7 +194,7 @@ def cv_l2(X, y, K, grid, folds, seed=0, max_iter=300):
 def run(name, model, penalty, budget, max_iter, target):
     """History rows (iteration, objective, elapsed) of solver ``name``, until it comes
     within TARGET of ``target`` or runs out of time."""
-    from spargel.estimators.latent import steepest_descent
+    from spargel.loglinear.latent import steepest_descent
     from spargel.solvers import get_solver
     w0 = np.zeros(model.n_params)
     deadline = time.perf_counter() + budget
@@ -286,7 +286,7 @@ def main():
     ap.add_argument("--out", default=None, help="write the rows as JSON here")
     ap.add_argument("--repeat", type=int, default=3, help="runs per solver whose time to the target is the median")
     args = ap.parse_args()
-    from spargel.penalties import ElasticNet
+    from spargel.core.penalties import ElasticNet
 
     warnings.simplefilter("ignore")
     flat_solvers = ["L-BFGS", "CG", "SD", "bound", "bound+OR"]

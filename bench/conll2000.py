@@ -131,7 +131,7 @@ def worker_crfsuite(args):
 def worker_spargel(args):
     import spargel
     from spargel.metrics import accuracy, chunk_f1
-    from spargel.models.crf import decode
+    from spargel.chain.crf import decode
 
     train, test = load(args, "train"), load(args, "test")
     crf = spargel.CRF(l1=C1, l2=0.0, feature_space="observed", template=template(args), pad=False,
@@ -159,7 +159,7 @@ def worker_spargel(args):
 def worker_objective(args):
     """The objective of both learners' final weights, computed by the same code."""
     import spargel
-    from spargel.models.crf import ChainCRF
+    from spargel.chain.crf import ChainCRF
 
     train = load(args, "train")
     est = spargel.CRF(l1=C1, feature_space="observed", template=template(args), pad=False)

@@ -48,7 +48,7 @@ def measure(path, n_workers, n_shards, evals, memory_limit, template):
     from distributed import Client, LocalCluster
 
     from spargel import CRF
-    from spargel.distributed import sequences
+    from spargel.chain import scaleout as sequences
 
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                            memory_limit=memory_limit)
@@ -77,7 +77,7 @@ def measure(path, n_workers, n_shards, evals, memory_limit, template):
 
 def single_process(path, evals, template):
     from spargel import CRF, read_conll
-    from spargel.models.crf import ChainCRF
+    from spargel.chain.crf import ChainCRF
 
     sents = list(read_conll(path))
     est = CRF(template=template)

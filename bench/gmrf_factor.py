@@ -240,7 +240,7 @@ def cv_case(p, n, k, args):
     from sklearn.covariance import GraphicalLassoCV
     from sklearn.exceptions import ConvergenceWarning
 
-    from spargel.estimators.gaussian import SparseGaussianMRFCV
+    from spargel.gaussian.estimator import SparseGaussianMRFCV
     from spargel.gaussian.path import alpha_grid
 
     X = make_factor_data(p, n, k, seed=args.seed)

@@ -80,8 +80,8 @@ def main():
 
     import spargel
     from spargel.metrics import chunk_f1
-    from spargel.models.factory import make_model
-    from spargel.penalties import ElasticNet
+    from spargel.core.factory import make_model
+    from spargel.core.penalties import ElasticNet
     from spargel.solvers import get_solver
 
     train, test = load("train.txt", True), load("test.txt", True)
@@ -110,9 +110,9 @@ def main():
     test_data = est._dataset(test)                    # with the training vocabularies
     names = est._label_vocab.names
     if args.order == 2:
-        from spargel.models.crf2 import decode
+        from spargel.chain.crf2 import decode
     else:
-        from spargel.models.crf import decode
+        from spargel.chain.crf import decode
     print(f"{len(train)} training sentences, order {args.order}, {model.n_params:,} candidate features, "
           f"l1 = {args.l1:g}", flush=True)
 

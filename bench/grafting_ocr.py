@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import data_dir  # noqa: E402
-from spargel.models.mrf import PairwiseMRFModel  # noqa: E402
-from spargel.penalties import ElasticNet  # noqa: E402
+from spargel.mrf.model import PairwiseMRFModel  # noqa: E402
+from spargel.core.penalties import ElasticNet  # noqa: E402
 from spargel.solvers import get_solver  # noqa: E402
 
 METHODS = {"grafting-light": "grafting-light", "grafting": "grafting", "full-opt-l1": "owlqn"}

@@ -36,9 +36,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from spargel.datasets import dense_sequence_data, make_crf_gibbs_data  # noqa: E402
-from spargel.models.crf import ChainCRF, decode  # noqa: E402
-from spargel.models.feature_space import FeatureSpace  # noqa: E402
-from spargel.penalties import ElasticNet  # noqa: E402
+from spargel.chain.crf import ChainCRF, decode  # noqa: E402
+from spargel.data.feature_space import FeatureSpace  # noqa: E402
+from spargel.core.penalties import ElasticNet  # noqa: E402
 from spargel.solvers import get_solver  # noqa: E402
 
 METHODS = ("grafting-light", "grafting", "gauss-seidel")

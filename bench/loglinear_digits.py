@@ -26,7 +26,7 @@ import numpy as np
 
 
 def objective(model, w, l1, l2):
-    from spargel.penalties import ElasticNet
+    from spargel.core.penalties import ElasticNet
     return model.loss(w) + ElasticNet(l1, l2, model.layout.penalty_scale).value(w)
 
 
@@ -47,7 +47,7 @@ def main(argv=None):
     from sklearn.linear_model import LogisticRegression
 
     from spargel import LogLinearClassifier
-    from spargel.models.loglinear import FlatLogLinear
+    from spargel.loglinear.model import FlatLogLinear
 
     warnings.simplefilter("ignore", ConvergenceWarning)
     threadpoolctl.threadpool_limits(1)

@@ -27,8 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from spargel.models.mrf_bp import loopy_bp  # noqa: E402
-from spargel.models.mrf_graph import Graph, grid_edges  # noqa: E402
+from spargel.mrf.bp import loopy_bp  # noqa: E402
+from spargel.mrf.graph import Graph, grid_edges  # noqa: E402
 
 
 def problem(side, k, scale, seed=0):

@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from grafting_ocr import build, halves, load_letters  # noqa: E402
-from spargel.penalties import ElasticNet  # noqa: E402
+from spargel.core.penalties import ElasticNet  # noqa: E402
 from spargel.solvers import get_solver  # noqa: E402
 
 

@@ -16,7 +16,7 @@ time to fit that point and the whole path:
   at each point (the adaptive lasso: the point's edges refitted, each penalised by
   median strength / its strength);
 * ``spargel-group-bp`` / ``spargel-group-pl``: group lasso (one l2 norm per edge table)
-  -- run only when ``spargel.penalties.GroupLasso`` and the ``fista`` solver exist;
+  -- run only when ``spargel.core.penalties.GroupLasso`` and the ``fista`` solver exist;
 * ``pygms``: pyGMs' neighbourhood selection ``pygms.ising.fit_logregL1`` (l1 logistic
   regression per node, scikit-learn liblinear; the OR rule), over a grid of C.
 
@@ -39,9 +39,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from spargel.models.mrf import PairwiseMRFModel  # noqa: E402
-from spargel.models.mrf_graph import Graph, grid_edges  # noqa: E402
-from spargel.models.mrf_sampling import gibbs_sample  # noqa: E402
+from spargel.mrf.model import PairwiseMRFModel  # noqa: E402
+from spargel.mrf.graph import Graph, grid_edges  # noqa: E402
+from spargel.mrf.sampling import gibbs_sample  # noqa: E402
 
 SPIN = np.array([1.0, -1.0, -1.0, 1.0])
 
@@ -89,8 +89,8 @@ def spargel_path(X, objective, penalty, ratios, adaptive=False):
     second stage of ``PairwiseMRF(adaptive=True)`` (the point's edges refitted with
     per-edge weights median strength / strength, at the same l1); the point's time
     includes both stages."""
-    from spargel.estimators.mrf import mrf_penalty
-    from spargel.models.mrf import adaptive_edge_weights
+    from spargel.mrf.estimator import mrf_penalty
+    from spargel.mrf.model import adaptive_edge_weights
     from spargel.solvers import get_solver
 
     bp = {"schedule": "sequential", "damping": 0.0, "max_iter": 300, "tol": 1e-6}
@@ -158,7 +158,7 @@ def structure(args):
     ratios = np.geomspace(0.6, 0.03, 12).tolist()
     Cs = np.geomspace(0.001, 0.25, 12).tolist()
     try:
-        from spargel.penalties import GroupLasso  # noqa: F401
+        from spargel.core.penalties import GroupLasso  # noqa: F401
         from spargel.solvers import get_solver
         get_solver("fista")
         have_group = True
@@ -200,7 +200,7 @@ def rank(args):
     """Candidate-edge gradient estimates against exact ones on small loopy graphs."""
     from scipy.stats import spearmanr
 
-    from spargel.models.mrf_exact import junction_tree, pair_marginals_by_clamping
+    from spargel.mrf.exact import junction_tree, pair_marginals_by_clamping
 
     rows = []
     for seed in range(args.rank_trials):

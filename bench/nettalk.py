@@ -85,8 +85,8 @@ def fit_row(name, est, train, test, per_iter_from=0):
 def dense_fb_time(train, repeat=3):
     """CPU seconds of one dense forward-backward + gradient over the training set."""
     import spargel
-    from spargel.models.crf import ChainCRF
-    from spargel.models.feature_space import FeatureSpace
+    from spargel.chain.crf import ChainCRF
+    from spargel.data.feature_space import FeatureSpace
 
     est = spargel.CRF(template=TEMPLATE, feature_space="full")
     data = est._dataset(*train, grow=True)

@@ -57,10 +57,10 @@ def templates(part):
 def train_and_score(order, template, pad, train, test, args):
     """Fit like ``CRF.fit`` does (the model is kept for timing); returns a result row."""
     import spargel
-    from spargel.estimators._core import run_solver
+    from spargel.estimation import run_solver
     from spargel.metrics import accuracy, chunk_f1
-    from spargel.models.factory import make_model
-    from spargel.penalties import ElasticNet
+    from spargel.core.factory import make_model
+    from spargel.core.penalties import ElasticNet
 
     est = spargel.CRF(order=order, template=template, pad=pad, l1=args.l1, l2=args.l2, max_iter=args.max_iter,
                       n_jobs=args.threads, feature_space=args.feature_space)

@@ -51,7 +51,7 @@ def main():
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import conll2000 as bench
     import spargel
-    from spargel.models.crf import ChainCRF
+    from spargel.chain.crf import ChainCRF
 
     train = bench.load(args, "train")
     template = bench.template(args)
@@ -64,7 +64,7 @@ def main():
     rng = np.random.default_rng(0)
     weights = {"w0": np.zeros(space.n_params),
                "w10": np.where(rng.random(space.n_params) < 0.1, rng.normal(scale=0.5, size=space.n_params), 0.0)}
-    from spargel.penalties import ElasticNet
+    from spargel.core.penalties import ElasticNet
     from spargel.solvers.owlqn import minimize_owlqn
 
     for n_jobs in (1, 2):

@@ -28,7 +28,7 @@ def build(train_file):
     from spargel.data.dataset import build_dataset
     from spargel.data.templates import crfsuite_chunking_template
     from spargel.data.vocab import Vocabulary
-    from spargel.models.feature_space import FeatureSpace
+    from spargel.data.feature_space import FeatureSpace
 
     tpl = crfsuite_chunking_template()
     sents = list(read_conll(str(train_file)))
@@ -62,7 +62,7 @@ def main(argv=None):
         print(f"skipped: CoNLL-2000 training data not found at {train}")
         return 0
 
-    from spargel.models.crf import ChainCRF
+    from spargel.chain.crf import ChainCRF
 
     t0 = time.perf_counter()
     space, data = build(train)

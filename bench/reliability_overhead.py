@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from spargel import io as sio
+from spargel.core import model_file as sio
 from spargel.data import templates as T
 from spargel.data.conll import read_conll
 

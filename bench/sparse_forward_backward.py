@@ -30,7 +30,7 @@ DENSITIES = (0.01, 0.05, 0.2, 0.5, 1.0)
 
 def make_problem(n_labels=53, n_obs=26, n_seq=6000, seed=0, transitions=False):
     from spargel.data.dataset import SequenceData
-    from spargel.models.feature_space import FeatureSpace
+    from spargel.data.feature_space import FeatureSpace
 
     rng = np.random.default_rng(seed)
     lengths = rng.integers(3, 13, size=n_seq)
@@ -71,7 +71,7 @@ def main():
     ap.add_argument("--markdown", help="also write the tables to this file")
     args = ap.parse_args()
 
-    from spargel.models.crf import ChainCRF, decode
+    from spargel.chain.crf import ChainCRF, decode
 
     texts = []
     all_rows = []

@@ -28,7 +28,7 @@ def chain_features(phi, tau, path):
 
 
 def chain_bound_reference(theta, phi, tau):
-    """The chain bound of :mod:`spargel.models.bound_chain` from its definition, with
+    """The chain bound of :mod:`spargel.chain.bound` from its definition, with
     explicit vectors: per-state prefix bounds (z, mu) by enumerating the prefix paths, one
     curvature shared by all states of a position (prefix part: twice the largest
     ||l||_1-diagonal weight P over the destination states; transition part D P / (P - D)), Algorithm 1

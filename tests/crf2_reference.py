@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 
-from spargel.models.crf2_space import FeatureSpace2
+from spargel.chain.crf2_space import FeatureSpace2
 
 
 def random_space2(data, kind, n_labels, n_uni, n_big, transitions=True):

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 
 from spargel.data.dataset import SequenceData
-from spargel.models.feature_space import FeatureSpace
+from spargel.data.feature_space import FeatureSpace
 
 
 def random_data(rng, n_seq=4, max_len=4, n_uni=6, n_big=3, n_labels=3, p_big=0.5, real_values=True):

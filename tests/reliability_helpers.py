@@ -60,7 +60,7 @@ def npy_bytes(a):
 def with_header(parts, header, *, reseal=True):
     """``parts`` with ``header`` as its header; ``reseal`` recomputes the header's checksum
     (what a forger would do), otherwise the old checksum stays."""
-    from spargel import io as sio
+    from spargel.core import model_file as sio
 
     header = dict(header)
     if reseal:

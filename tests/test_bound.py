@@ -8,11 +8,11 @@ import pytest
 import scipy.sparse as sp
 
 from spargel.errors import CapabilityError
-from spargel.models.bound import DenseCurvature, compute_bound, positive_shift
-from spargel.models.bound_flat import flat_bound
-from spargel.models.bound_lowrank import LowRankCurvature
-from spargel.models.loglinear import FlatLogLinear
-from spargel.penalties import ElasticNet, GroupLasso
+from spargel.core.bound import DenseCurvature, compute_bound, positive_shift
+from spargel.loglinear.bound import flat_bound
+from spargel.loglinear.bound_lowrank import LowRankCurvature
+from spargel.loglinear.model import FlatLogLinear
+from spargel.core.penalties import ElasticNet, GroupLasso
 from spargel.solvers import get_solver
 
 

@@ -1,4 +1,4 @@
-"""The chain bound of the CRF (spargel.models.bound_chain) against brute force on tiny
+"""The chain bound of the CRF (spargel.chain.bound) against brute force on tiny
 chains: the explicit-vector reference of the same recursion, Algorithm 1 over the
 enumerated label paths, the exact log Z at random points, and the majoriser against
 OWL-QN."""
@@ -9,9 +9,9 @@ from bound_reference import chain_bound_reference, chain_features, chain_paths
 from crf_reference import random_data, random_space
 
 from spargel.errors import CapabilityError
-from spargel.models.bound import compute_bound
-from spargel.models.crf import ChainCRF
-from spargel.penalties import ElasticNet
+from spargel.core.bound import compute_bound
+from spargel.chain.crf import ChainCRF
+from spargel.core.penalties import ElasticNet
 from spargel.solvers import get_solver
 
 

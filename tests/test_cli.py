@@ -14,7 +14,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from spargel import cli
+from spargel.cli import app as cli
 from spargel.cli import main
 
 # ---------------------------------------------------------------------------------------
@@ -284,7 +284,7 @@ def test_demo_quick(capsys, tmp_path):
     assert rc == 0, err
     assert "relevant" in out and "owlqn l1=8" in out and "lbfgs" in out
     assert "--all-solvers" in out and "bcd" not in out.split("More solvers")[0]
-    from spargel.demo import DEMO_CONFIGS, SolverConfig, run_demo
+    from spargel.cli.demo import DEMO_CONFIGS, SolverConfig, run_demo
     assert DEMO_CONFIGS
     res = run_demo(out=None, n_jobs=1, quick=True, file=io.StringIO(),
                    configs=[SolverConfig("l1", {"solver": "owlqn", "l1": 8.0}), SolverConfig("lbfgs", {"solver": "lbfgs", "l1": 0, "l2": 1}),
@@ -297,7 +297,7 @@ def test_demo_quick(capsys, tmp_path):
 
 
 def test_demo_all_solvers_adds_the_other_solvers(capsys, monkeypatch):
-    import spargel.demo as demo
+    import spargel.cli.demo as demo
 
     seen = {}
     monkeypatch.setattr(demo, "run_demo", lambda **kw: seen.update(kw))
@@ -461,7 +461,7 @@ def test_model_from_another_program(work, tmp_path, capsys):
 
 
 def test_model_of_another_kind(work, tmp_path, capsys):
-    from spargel.io import save_arrays
+    from spargel.core.model_file import save_arrays
     path = tmp_path / "gauss.model"
     save_arrays(path, "gaussian-mrf", {}, {"precision": np.eye(2)})
     rc, _, err = run(["dump", path], capsys)
@@ -587,9 +587,9 @@ def test_sigint_leaves_a_loadable_model(tmp_path):
 
 
 def test_gmrf_command_is_wired_in_when_available(capsys):
-    from spargel.cli import _gmrf_module
+    from spargel.cli.app import _gmrf_module
     if _gmrf_module() is None:
-        pytest.skip("spargel.gaussian.cli is not available")
+        pytest.skip("spargel.cli.gmrf is not available")
     rc, out, _ = run(["--help"], capsys)
     assert "gmrf" in out
     rc, out, _ = run(["gmrf", "--help"], capsys)

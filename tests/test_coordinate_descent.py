@@ -10,11 +10,11 @@ import pytest
 from spargel import CRF
 from spargel.datasets import make_chain_data
 from spargel.errors import CapabilityError
-from spargel.models import chain as C
-from spargel.models.crf import ChainCRF
-from spargel.models.crf_bcd import BlockIndex
-from spargel.models.feature_space import FeatureSpace
-from spargel.penalties import ElasticNet, GroupLasso
+from spargel.chain import inference as C
+from spargel.chain.crf import ChainCRF
+from spargel.chain.crf_bcd import BlockIndex
+from spargel.data.feature_space import FeatureSpace
+from spargel.core.penalties import ElasticNet, GroupLasso
 from spargel.solvers import get_solver
 from spargel.solvers.coordinate_descent import minimize_bcd, minimize_cd
 from spargel.solvers.owlqn import minimize_owlqn
@@ -105,7 +105,7 @@ def test_curvature_is_the_papers_diagonal_estimate():
     w = np.random.default_rng(0).normal(size=model.n_params)
     ptr, index = model.block_layout()
     model.block_begin(w)
-    from spargel.models.crf import marginals
+    from spargel.chain.crf import marginals
     p = marginals(model.space, data, w)[0][0]
     b = int(np.flatnonzero([index[ptr[k]] == 0 for k in range(len(ptr) - 1)])[0])
     _, h = model.block_grad_hess(b)

@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from spargel.models import chain as C
+from spargel.chain import inference as C
 
 
 def _brute(E, allowed, score):

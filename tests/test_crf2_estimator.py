@@ -13,8 +13,8 @@ from spargel import CRF
 from spargel.cli import main
 from spargel.data.templates import SHA_PEREIRA_TEMPLATE, Template
 from spargel.errors import CapabilityError, DataFormatError
-from spargel.io import ModelFileError
-from spargel.models.crf2_space import BOS_NAME, FeatureSpace2
+from spargel.core.model_file import ModelFileError
+from spargel.chain.crf2_space import BOS_NAME, FeatureSpace2
 
 DATA = Path(__file__).parent / "data"
 
@@ -63,12 +63,12 @@ def test_every_batch_and_stochastic_solver(solver, params):
 def test_capabilities_and_block_solvers():
     """Order 2 offers loss_grad and sgd; the block solvers (when this version has them)
     refuse it with a clear message."""
-    from spargel.models.protocol import capabilities
+    from spargel.core.protocol import capabilities
     from spargel.solvers import available_solvers
     X, y = periodic(n_seq=10)
     crf = CRF(order=2)
     data = crf._dataset(X, y, grow=True)
-    from spargel.models.factory import make_model
+    from spargel.core.factory import make_model
     assert capabilities(make_model("crf2", crf._feature_space(data), data)) == ["loss_grad", "sgd"]
     for solver in set(available_solvers()) & {"bcd", "cd"}:
         with pytest.raises(CapabilityError, match="blocks"):
@@ -179,7 +179,7 @@ def test_warm_start_maps_weights_across_label_numbering():
 
 
 def test_partial_fit_grows_labels_and_keeps_weights():
-    from spargel.estimators.streaming import grow_space
+    from spargel.chain.streaming import grow_space
     X, y = periodic(n_seq=20)
     crf = CRF(order=2, solver="sgd-l1", l1=0.01, random_state=0)
     crf.partial_fit(X[:10], y[:10])
@@ -193,7 +193,7 @@ def test_partial_fit_grows_labels_and_keeps_weights():
     assert new_space.n_labels == 3 and type(new_space) is FeatureSpace2
     _, pos = grow_space(old_space, 3, len(state.uni), len(state.big), crf._dataset(X2, y2), "observed", True,
                         FeatureSpace2)
-    from spargel.models.crf2_space import weight_keys
+    from spargel.chain.crf2_space import weight_keys
     np.testing.assert_array_equal(np.concatenate(weight_keys(old_space, 3)),
                                   np.concatenate(weight_keys(new_space, 3))[pos])
     assert set(crf.predict(X)[0]) <= {"A", "B", "C"}

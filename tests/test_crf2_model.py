@@ -7,10 +7,10 @@ the reduction to a first-order model when the triple weights are zero."""
 import numpy as np
 import pytest
 
-from spargel.models import crf as M1
-from spargel.models import crf2 as M
-from spargel.models.crf2_space import FeatureSpace2
-from spargel.models.feature_space import FeatureSpace
+from spargel.chain import crf as M1
+from spargel.chain import crf2 as M
+from spargel.chain.crf2_space import FeatureSpace2
+from spargel.data.feature_space import FeatureSpace
 
 from crf2_reference import brute_logz2, brute_loss2, brute_marginals2, enumerate_paths2, random_space2
 from crf_reference import random_data
@@ -352,7 +352,7 @@ def test_sgd_step_is_the_batch_gradient(variant, very_negative):
 
 def test_sgd_reaches_the_batch_optimum():
     """SGD-L1 (cumulative penalty) ends near the OWL-QN optimum of the same objective."""
-    from spargel.penalties import ElasticNet
+    from spargel.core.penalties import ElasticNet
     from spargel.solvers import get_solver
     rng = np.random.default_rng(0)
     data = random_data(rng, n_seq=40, max_len=6, n_labels=3)

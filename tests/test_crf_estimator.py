@@ -5,10 +5,10 @@ import pytest
 
 from spargel import CRF
 from spargel.datasets import make_chain_data
-from spargel.io import ModelFileError
-from spargel.models.crf import ChainCRF
-from spargel.models.feature_space import FeatureSpace
-from spargel.penalties import ElasticNet
+from spargel.core.model_file import ModelFileError
+from spargel.chain.crf import ChainCRF
+from spargel.data.feature_space import FeatureSpace
+from spargel.core.penalties import ElasticNet
 from spargel.solvers.owlqn import minimize_owlqn
 
 from crf_reference import random_data
@@ -260,7 +260,7 @@ def test_compaction_with_attributes_that_have_no_weights():
     of the table, compact without error and keep every other row's weights."""
     import numpy as np
 
-    from spargel.models.feature_space import _compact_csr
+    from spargel.data.feature_space import _compact_csr
 
     ptr = np.array([0, 2, 2, 3, 3])
     vals = np.array([5, 6, 7])

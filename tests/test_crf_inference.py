@@ -5,8 +5,8 @@ form (dense, exp(λ)-1 "ones" base with sparse weights), with the log-space fall
 import numpy as np
 import pytest
 
-from spargel.models import chain as C
-from spargel.models import crf as M
+from spargel.chain import inference as C
+from spargel.chain import crf as M
 
 from crf_reference import (brute_logz, brute_loss, brute_marginals, enumerate_paths, random_data,
                            random_space)
@@ -113,7 +113,7 @@ def test_long_sequence_with_large_weights_is_stable():
     uni_ids = rng.integers(6, size=n).astype(np.int32)
     data = SequenceData(np.array([0, n], np.int64), np.arange(n + 1, dtype=np.int64), uni_ids, np.ones(n),
                         np.zeros(n + 1, np.int64), np.zeros(0, np.int32), np.zeros(0), rng.integers(5, size=n).astype(np.int32))
-    from spargel.models.feature_space import FeatureSpace
+    from spargel.data.feature_space import FeatureSpace
     space = FeatureSpace.full(5, 6, 0)
     for scale in (1.0, 50.0, 800.0):
         w = rng.normal(scale=scale, size=space.n_params)

@@ -13,11 +13,11 @@ distributed = pytest.importorskip("distributed", reason="dask.distributed is not
 
 from spargel import CRF, LogLinearClassifier, read_conll                     # noqa: E402
 from spargel.datasets import make_chain_data                                # noqa: E402
-from spargel.distributed import cluster as dcluster                         # noqa: E402
-from spargel.distributed import sequences                                   # noqa: E402
+from spargel.scaleout import cluster as dcluster  # noqa: E402
+from spargel.chain import scaleout as sequences  # noqa: E402
 from spargel.errors import CapabilityError, DataFormatError, SpargelError  # noqa: E402
-from spargel.models.crf import ChainCRF                                      # noqa: E402
-from spargel.models.loglinear import FlatLogLinear                           # noqa: E402
+from spargel.chain.crf import ChainCRF                                      # noqa: E402
+from spargel.loglinear.model import FlatLogLinear                           # noqa: E402
 
 TEMPLATE = "U00:%x[-1,0]\nU01:%x[0,0]\nU02:%x[1,0]\nU03:%x[0,1]\nU04:%x[0,0]/%x[0,1]\nB10:%x[0,1]\nB\n"
 
@@ -118,7 +118,7 @@ def test_sharded_loglinear_loss_grad_equal_single_process(client):
     X = rng.normal(size=(300, 7))
     y = rng.integers(0, 3, size=300)
     clf = LogLinearClassifier(client=client, n_shards=3)
-    from spargel.distributed.flat import sharded_model
+    from spargel.loglinear.scaleout import sharded_model
     model = sharded_model(clf, X, y, 3, None, None)
     ref = FlatLogLinear(X, y, 3)
     w = rng.normal(size=ref.n_params)
@@ -243,7 +243,7 @@ def test_grafting_runs_unchanged_on_shards(client, corpus, solver):
 def test_sharded_bound_equals_the_single_process_bound(client):
     """Loss, gradient and curvature products of the sharded bound against one process
     (a CRF: operator curvature; a small log-linear model: one dense matrix)."""
-    from spargel.distributed.flat import sharded_model
+    from spargel.loglinear.scaleout import sharded_model
     X, y, _ = make_chain_data(n_sequences=40, random_state=4)
     est = CRF()
     data = est._dataset(X, y, grow=True)
@@ -342,7 +342,7 @@ def test_solver_without_its_capability_is_refused_before_reading(client, corpus)
 
 def test_cli_train_with_scheduler_writes_the_same_model(client, corpus, tmp_path):
     from spargel.cli import main
-    from spargel.io import load_arrays
+    from spargel.core.model_file import load_arrays
     tpl = tmp_path / "t.tpl"
     tpl.write_text(TEMPLATE)
     args = ["train", "-q", "--pattern", str(tpl), "--l1", "0.5", "--max-iter", "12", str(corpus)]
@@ -358,7 +358,7 @@ def test_cli_train_with_scheduler_writes_the_same_model(client, corpus, tmp_path
 
 # -- Gaussian MRFs -----------------------------------------------------------------------------
 def test_gaussian_cv_folds_on_the_cluster_give_the_same_choice(client):
-    from spargel.estimators.gaussian import SparseGaussianMRFCV
+    from spargel.gaussian.estimator import SparseGaussianMRFCV
     rng = np.random.default_rng(7)
     X = rng.standard_normal((80, 6))
     X[:, 1] += X[:, 0]
@@ -374,7 +374,7 @@ def test_gaussian_cv_folds_on_the_cluster_give_the_same_choice(client):
 def test_gaussian_screened_components_on_the_cluster_bit_for_bit(client):
     """Three independent blocks of variables: screening splits the problem and each block
     is solved on a worker; the estimate is the single-process one, bit for bit."""
-    from spargel.estimators.gaussian import SparseGaussianMRF
+    from spargel.gaussian.estimator import SparseGaussianMRF
     rng = np.random.default_rng(8)
     blocks = []
     for size in (5, 4, 6):

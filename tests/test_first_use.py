@@ -46,7 +46,7 @@ def test_library_paths_call_no_inner_kernel_from_python():
     code = """
 import warnings; warnings.simplefilter("ignore")
 import spargel
-from spargel import _jit
+from spargel.core import jit as _jit
 from spargel.datasets import make_chain_data
 X, y, _ = make_chain_data(n_sequences=30, random_state=0)
 for order in (1, 2):
@@ -71,7 +71,7 @@ def test_lean_pipeline_rejects_a_closure_loudly(tmp_path):
     typing error, never compile into something else."""
     src = tmp_path / "closure_kernel.py"
     src.write_text(
-        "from spargel._jit import kernel\n"
+        "from spargel.core.jit import kernel\n"
         "@kernel()\n"
         "def f(x, k):\n"
         "    def g(i):\n"
@@ -111,7 +111,7 @@ def test_inner_kernels_link_from_memory_and_from_the_disk_cache(tmp_path):
     src = tmp_path / "linked_kernels.py"
     src.write_text(
         "import numpy as np\n"
-        "from spargel._jit import inner, kernel\n"
+        "from spargel.core.jit import inner, kernel\n"
         "@inner()\n"
         "def scaled_sum(x, a):\n"
         "    s = 0.0\n"
@@ -128,7 +128,7 @@ def test_inner_kernels_link_from_memory_and_from_the_disk_cache(tmp_path):
         "def second(x, out):\n"
         "    out[0] = scaled_sum(x, -1.0) + twice(x, 0.25)\n")
     code = ("import sys, numpy as np, linked_kernels as m\n"
-            "from spargel._jit import LinkOnlyLibrary\n"
+            "from spargel.core.jit import LinkOnlyLibrary\n"
             "x = np.arange(5.0)\n"
             "out = np.zeros(1)\n"
             "if sys.argv[1] == 'first':\n"
@@ -150,7 +150,7 @@ def test_kernel_flags_hash_by_names_and_compare_by_values():
     exactly when the same options are set to the same values, equal ones hash alike."""
     from numba.core.compiler import Flags
 
-    from spargel._jit import KernelFlags
+    from spargel.core.jit import KernelFlags
 
     def flags(**set_):
         f = Flags()

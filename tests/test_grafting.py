@@ -8,11 +8,11 @@ import pytest
 import scipy.sparse as sp
 
 from spargel.errors import CapabilityError
-from spargel.models.crf import ChainCRF
-from spargel.models.loglinear import FlatLogLinear
-from spargel.models.mrf import PairwiseMRFModel
-from spargel.models.protocol import capabilities
-from spargel.penalties import ElasticNet, GroupLasso
+from spargel.chain.crf import ChainCRF
+from spargel.loglinear.model import FlatLogLinear
+from spargel.mrf.model import PairwiseMRFModel
+from spargel.core.protocol import capabilities
+from spargel.core.penalties import ElasticNet, GroupLasso
 from spargel.solvers import get_solver
 from spargel.solvers.grafting import minimize_gauss_seidel, minimize_grafting, minimize_grafting_light
 from spargel.solvers.owlqn import minimize_owlqn

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from spargel import LatentLogLinearClassifier, LogLinearClassifier
-from spargel.models.latent import LatentLogLinear, em_fit
-from spargel.penalties import ElasticNet
+from spargel.loglinear.latent_model import LatentLogLinear, em_fit
+from spargel.core.penalties import ElasticNet
 from spargel.solvers import get_solver
 
 

@@ -6,9 +6,9 @@ that."""
 import numpy as np
 import pytest
 
-from spargel.models.mrf import PairwiseMRFModel
-from spargel.models.protocol import approximate_loss
-from spargel.penalties import ElasticNet
+from spargel.mrf.model import PairwiseMRFModel
+from spargel.core.protocol import approximate_loss
+from spargel.core.penalties import ElasticNet
 from spargel.solvers.owlqn import minimize_owlqn, orthant_line_search
 
 from toy_model import make_least_squares

@@ -8,7 +8,7 @@ import zlib
 import pytest
 
 from spargel.cli import main
-from spargel.plot import MissingMatplotlibError, import_pyplot, load_history, plot_histories
+from spargel.core.plot import MissingMatplotlibError, import_pyplot, load_history, plot_histories
 
 pytest.importorskip("matplotlib")
 

@@ -13,10 +13,10 @@ import pytest
 import scipy.sparse as sp
 
 from spargel.errors import CapabilityError
-from spargel.models.crf import ChainCRF
-from spargel.models.loglinear import FlatLogLinear
-from spargel.models.protocol import capabilities
-from spargel.penalties import ElasticNet
+from spargel.chain.crf import ChainCRF
+from spargel.loglinear.model import FlatLogLinear
+from spargel.core.protocol import capabilities
+from spargel.core.penalties import ElasticNet
 from spargel.solvers import get_solver
 
 from crf_reference import random_data, random_space

@@ -11,9 +11,10 @@ import time
 import numpy as np
 import pytest
 
-from spargel import CRF, files
+from spargel import CRF
+from spargel.core import files
 from spargel.cli import main
-from spargel.files import SameFileError, atomic_write, refuse_same_file
+from spargel.core.files import SameFileError, atomic_write, refuse_same_file
 
 from reliability_helpers import corpus, write_corpus
 
@@ -194,7 +195,7 @@ def test_b13_history_failure_keeps_the_model(work, tmp_path, capsys):
 
 
 def test_b13_iteration_count_after_an_interrupt_inside_an_iteration(work, tmp_path, capsys, monkeypatch):
-    from spargel.models import crf as crf_model
+    from spargel.chain import crf as crf_model
 
     calls = {"n": 0}
     real = crf_model.ChainCRF.loss_grad

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from spargel import CRF
-from spargel import io as sio
+from spargel.core import model_file as sio
 from spargel.cli import main
 from spargel.data import safe_regex
 from spargel.data.templates import Template
 from spargel.errors import DataFormatError, ModelFileError
-from spargel.limits import check_nbest, distinct_paths
+from spargel.core.limits import check_nbest, distinct_paths
 
 from reliability_helpers import corpus, header_of, members, npy_bytes, with_header, write_corpus, write_members
 

@@ -6,9 +6,9 @@ import pytest
 
 from spargel import CRF
 from spargel.datasets import make_chain_data
-from spargel.models.crf import ChainCRF
-from spargel.penalties import ElasticNet
-from spargel import lazy_l1 as K
+from spargel.chain.crf import ChainCRF
+from spargel.core.penalties import ElasticNet
+from spargel.core import lazy_l1 as K
 from spargel.solvers.sgd import minimize_sgd_l1
 
 from crf_reference import random_data, random_space
@@ -156,7 +156,7 @@ def test_log_space_fallback_inside_the_pass_equals_eager(batch, per_weight):
     sequence and is resumed there by the variant that has it; mini-batch passes carry
     it from the start. Either way the run equals the eager reference, whose batch
     gradients have their own fallback."""
-    from spargel.models import crf_sgd
+    from spargel.chain import crf_sgd
     from spargel.solvers.sgd import SGDOptions, _prm
     rng = np.random.default_rng(0)
     data = random_data(rng, n_seq=12, max_len=6, n_uni=30, n_big=2, n_labels=4)

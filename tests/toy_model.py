@@ -6,8 +6,8 @@ nothing CRF-shaped."""
 
 import numpy as np
 
-from spargel import lazy_l1 as Z
-from spargel.models.protocol import ParameterLayout
+from spargel.core import lazy_l1 as Z
+from spargel.core.protocol import ParameterLayout
 
 
 class LeastSquares:
@@ -61,7 +61,7 @@ class LeastSquares:
     def block_discard(self):
         self._trial = None
 
-    # "sgd": one pass of lazily penalised SGD (see spargel.lazy_l1), every weight a block
+    # "sgd": one pass of lazily penalised SGD (see spargel.core.lazy_l1), every weight a block
     def sgd_pass(self, order, v, aux, l1w, m, st, prm):
         variant, B = int(prm[3]), max(1, int(prm[6]))
         lazy = variant != Z.NAIVE

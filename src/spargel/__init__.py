@@ -9,18 +9,18 @@ compiled kernels are only loaded when a model is first used.
 
 from importlib import import_module
 
-from . import _kernel_cache
+from .core import kernel_cache as _kernel_cache
 
 __version__ = "0.1.0"
 _kernel_cache.check()
 
 _LAZY = {
-    "CRF": "spargel.estimators.crf",
-    "LogLinearClassifier": "spargel.estimators.loglinear",
-    "LatentLogLinearClassifier": "spargel.estimators.latent",
-    "SparseGaussianMRF": "spargel.estimators.gaussian",
-    "SparseGaussianMRFCV": "spargel.estimators.gaussian",
-    "PairwiseMRF": "spargel.estimators.mrf",
+    "CRF": "spargel.chain.estimator",
+    "LogLinearClassifier": "spargel.loglinear.estimator",
+    "LatentLogLinearClassifier": "spargel.loglinear.latent",
+    "SparseGaussianMRF": "spargel.gaussian.estimator",
+    "SparseGaussianMRFCV": "spargel.gaussian.estimator",
+    "PairwiseMRF": "spargel.mrf.estimator",
     "SpargelError": "spargel.errors",
     "DataFormatError": "spargel.errors",
     "ModelFileError": "spargel.errors",

@@ -1,4 +1,4 @@
-"""Alias of :mod:`spargel.estimators.path` (the regularisation path sits beside the
+"""Alias of :mod:`spargel.chain.path` (the regularisation path sits beside the
 estimators it drives)."""
 
-from .estimators.path import L1_MAX_GUARD, l1_max, path  # noqa: F401
+from .chain.path import L1_MAX_GUARD, l1_max, path  # noqa: F401

@@ -1,4 +1,4 @@
-"""Alias of :mod:`spargel.estimators.streaming` (``partial_fit`` and
+"""Alias of :mod:`spargel.chain.streaming` (``partial_fit`` and
 :func:`train_streaming` sit beside the estimators they drive)."""
 
-from .estimators.streaming import grow_space, partial_fit, train_streaming  # noqa: F401
+from .chain.streaming import grow_space, partial_fit, train_streaming  # noqa: F401

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from spargel.errors import ConvergenceWarning, DataFormatError, NotFittedError
-from spargel.estimators.gaussian import SparseGaussianMRF, SparseGaussianMRFCV
+from spargel.gaussian.estimator import SparseGaussianMRF, SparseGaussianMRFCV
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 GENE = DATA / "gene_expression_bdgraph" / "geneExpression.csv"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from spargel.cli import main
-from spargel.estimators.gaussian import SparseGaussianMRF, SparseGaussianMRFCV
+from spargel.gaussian.estimator import SparseGaussianMRF, SparseGaussianMRFCV
 
 
 def _data(m=50, n=5, seed=0):
@@ -100,7 +100,7 @@ def test_refuses_to_overwrite_the_input(tmp_path, capsys):
 
 
 def test_atomic_writes(tmp_path, capsys, monkeypatch):
-    from spargel.gaussian import cli
+    from spargel.cli import gmrf as cli
 
     f = _write(tmp_path / "d.csv", _data())
     out_dir = tmp_path / "out"

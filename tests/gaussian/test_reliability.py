@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from spargel.errors import DataFormatError
-from spargel.estimators.gaussian import SparseGaussianMRF, SparseGaussianMRFCV
+from spargel.gaussian.estimator import SparseGaussianMRF, SparseGaussianMRFCV
 from spargel.gaussian.solve import solve_gaussian
 
 

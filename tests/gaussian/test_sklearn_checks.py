@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("sklearn", minversion="1.6")      # tags API
 sklearn_checks = pytest.importorskip("sklearn.utils.estimator_checks")
 
-from spargel.estimators.gaussian import SparseGaussianMRF, SparseGaussianMRFCV  # noqa: E402
+from spargel.gaussian.estimator import SparseGaussianMRF, SparseGaussianMRFCV  # noqa: E402
 
 # small grids keep the CV estimator's checks fast
 _ESTIMATORS = [SparseGaussianMRF(alpha=0.05), SparseGaussianMRFCV(alphas=3, cv=3)]

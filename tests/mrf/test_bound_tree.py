@@ -1,4 +1,4 @@
-"""The junction-tree bound of a pairwise MRF on a forest (spargel.models.bound_tree)
+"""The junction-tree bound of a pairwise MRF on a forest (spargel.mrf.bound)
 against enumeration: exact log Z and marginals at the bound's point, an upper bound at
 random points, a curvature that dominates the exact Hessian, the majoriser against
 OWL-QN, and the refusals."""
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from spargel.errors import CapabilityError
-from spargel.models.mrf import PairwiseMRFModel
-from spargel.models.protocol import capabilities
-from spargel.penalties import ElasticNet
+from spargel.mrf.model import PairwiseMRFModel
+from spargel.core.protocol import capabilities
+from spargel.core.penalties import ElasticNet
 from spargel.solvers import get_solver
 
 
@@ -49,7 +49,7 @@ def enumerated_moments(m, w):
         Phi[rows, g.node_ptr[i] + states[:, i]] = 1.0
     for e, (i, j) in enumerate(g.edges):
         Phi[rows, nn + g.edge_ptr[e] + states[:, i] * g.n_states[j] + states[:, j]] = 1.0
-    from spargel.models.bound_tree import potential_map
+    from spargel.mrf.bound import potential_map
     F = Phi @ potential_map(m)
     a = F @ w
     log_z = a.max() + np.log(np.exp(a - a.max()).sum())
@@ -72,7 +72,7 @@ def test_tree_bound_is_exact_at_its_point(seed, n_trees, features):
     assert B.loss == pytest.approx(loss, rel=1e-12)
     np.testing.assert_allclose(B.grad, grad, atol=1e-10)
     # mu is the mean of the features: the gradient is N mean - counts
-    from spargel.models.bound_tree import potential_map
+    from spargel.mrf.bound import potential_map
     counts = potential_map(m).T @ np.concatenate([m.node_counts, m.edge_counts])
     np.testing.assert_allclose(B.grad, m.total_weight * mean - counts, atol=1e-10)
 
@@ -157,7 +157,7 @@ def test_chow_liu_tree_has_the_most_mutual_information():
     """Against every spanning tree of 5 variables (exhaustive)."""
     from itertools import combinations
 
-    from spargel.models.mrf_graph import Graph, chow_liu_edges
+    from spargel.mrf.graph import Graph, chow_liu_edges
     rng = np.random.default_rng(7)
     X = rng.integers(0, 3, (300, 5))
     X[:, 2] = np.where(rng.random(300) < 0.6, X[:, 0], X[:, 2])
@@ -182,7 +182,7 @@ def test_forest_candidates_take_one_exact_pass(seed):
     """Exact inference on a large forest of candidates (beyond enumeration) runs one
     junction-tree pass over every candidate edge; its loss and gradient equal the
     clamping path's (one run per inactive edge) and the tree bound's exact log Z."""
-    from spargel.models.bound_tree import tree_bound
+    from spargel.mrf.bound import tree_bound
 
     rng = np.random.default_rng(seed)
     n, N = 20, 60

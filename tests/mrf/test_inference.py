@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from spargel.errors import CapabilityError, ConvergenceWarning, DataFormatError
-from spargel.models.mrf_bp import loopy_bp
-from spargel.models.mrf_exact import brute_force, brute_force_pair, junction_tree
-from spargel.models.mrf_graph import Graph, all_pairs, grid_edges, validate_edges
-from spargel.models.mrf_sampling import gibbs_sample
+from spargel.mrf.bp import loopy_bp
+from spargel.mrf.exact import brute_force, brute_force_pair, junction_tree
+from spargel.mrf.graph import Graph, all_pairs, grid_edges, validate_edges
+from spargel.mrf.sampling import gibbs_sample
 
 
 def _random_tree(n, rng):

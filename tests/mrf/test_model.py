@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from spargel.errors import DataFormatError
-from spargel.models.mrf import PairwiseMRFModel, check_discrete_data
-from spargel.models.mrf_exact import brute_force, brute_force_pair
-from spargel.models.protocol import capabilities
+from spargel.mrf.model import PairwiseMRFModel, check_discrete_data
+from spargel.mrf.exact import brute_force, brute_force_pair
+from spargel.core.protocol import capabilities
 
 
 def _data(n=5, N=60, k=3, seed=0):
@@ -150,7 +150,7 @@ def test_protocol_and_layout():
 
 
 def test_owlqn_fits_with_elastic_net():
-    from spargel.penalties import ElasticNet
+    from spargel.core.penalties import ElasticNet
     from spargel.solvers import get_solver
 
     X = _data(n=5, N=400, k=2, seed=3)

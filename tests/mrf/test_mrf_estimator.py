@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from spargel.errors import CapabilityError, DataFormatError, ModelFileError, NotFittedError
-from spargel.estimators.mrf import PairwiseMRF
-from spargel.models.mrf_exact import brute_force
-from spargel.models.mrf_graph import Graph, all_pairs
-from spargel.models.mrf_sampling import gibbs_sample
+from spargel.mrf.estimator import PairwiseMRF
+from spargel.mrf.exact import brute_force
+from spargel.mrf.graph import Graph, all_pairs
+from spargel.mrf.sampling import gibbs_sample
 
 
 def _planted(N=800, seed=0):
@@ -32,7 +32,7 @@ def test_recovers_planted_graph(inference):
 
 
 def test_adaptive_lasso_drops_the_spurious_edge_and_solves_the_weighted_problem():
-    from spargel.models.mrf import PairwiseMRFModel, adaptive_edge_weights
+    from spargel.mrf.model import PairwiseMRFModel, adaptive_edge_weights
     X, _ = _planted()
     plain = PairwiseMRF(l1=16.0, inference="pseudo-likelihood").fit(X)
     assert [1, 3] in plain.edges_.tolist()                # the lasso admits a spurious edge here
@@ -107,7 +107,7 @@ def test_save_load_round_trip(tmp_path):
     assert m2.score(X) == pytest.approx(m.score(X), rel=1e-13)
     assert m2.l1 == 30.0 and m2.inference == "exact"
     # a tampered file is refused
-    from spargel import io
+    from spargel.core import model_file as io
     meta, arrays = io.load_arrays(p, "mrf")
     arrays["edges"] = np.array([[0, 0]], dtype=np.int64)
     io.save_arrays(p, "mrf", meta, arrays)
@@ -130,7 +130,7 @@ def test_params_clone_tags_and_not_fitted():
 def test_group_penalty_needs_group_lasso_or_works():
     X, _ = _planted(N=300)
     try:
-        from spargel.penalties import GroupLasso  # noqa: F401
+        from spargel.core.penalties import GroupLasso  # noqa: F401
     except ImportError:
         with pytest.raises(CapabilityError, match="GroupLasso"):
             PairwiseMRF(l1=30.0, penalty="group", inference="exact").fit(X)
@@ -154,7 +154,7 @@ def test_candidate_edges_fix_the_graph_and_bad_params():
 
 
 def _cli(argv):
-    from spargel.estimators import mrf_cli
+    from spargel.cli import mrf as mrf_cli
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
     mrf_cli.add_parser(sub)
@@ -193,7 +193,7 @@ def test_cli_bad_input(tmp_path, capsys, text, message):
 
 
 def test_main_cli_has_mrf():
-    from spargel.cli import build_parser
+    from spargel.cli.app import build_parser
     parser = build_parser()
     args = parser.parse_args(["mrf", "x.csv", "--l1", "2"])
     assert args.l1 == 2.0

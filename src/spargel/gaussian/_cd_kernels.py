@@ -20,7 +20,7 @@ product and two contiguous axpys of length n.
 """
 
 import numpy as np
-from .._jit import kernel
+from ..core.jit import kernel
 
 
 @kernel(fastmath=True)

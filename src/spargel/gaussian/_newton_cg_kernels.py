@@ -18,7 +18,7 @@ so that every write stays within one row of a scratch matrix.
 """
 
 import numpy as np
-from .._jit import kernel
+from ..core.jit import kernel
 
 
 @kernel()

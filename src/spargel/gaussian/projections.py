@@ -17,7 +17,7 @@ array([2., 0., 0.])
 from __future__ import annotations
 
 import numpy as np
-from .._jit import kernel
+from ..core.jit import kernel
 
 __all__ = ["project_box", "project_l1_ball", "project_l1_ball_sort", "project_blocks"]
 

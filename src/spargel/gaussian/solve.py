@@ -316,7 +316,7 @@ def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common):
 def _map_components(client, parts, kind, solver, max_iter, common):
     """:func:`solve_component` of every ``(Ss, Ls, off, X0)`` as a task on the Dask
     workers (the matrices scattered, not embedded in the task graph); results in order."""
-    from ..distributed import cluster
+    from ..scaleout import cluster
 
     client = cluster.resolve(client)
     cluster.workers(client)                     # a clear error when there are none

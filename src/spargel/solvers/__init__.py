@@ -1,5 +1,5 @@
 """Solvers: how to walk. Each asks the model only through the protocol of
-:mod:`spargel.models.protocol` and refuses a model (or penalty) that lacks what it
+:mod:`spargel.core.protocol` and refuses a model (or penalty) that lacks what it
 needs with a :class:`~spargel.errors.CapabilityError`.
 
 Every solver is a function ``minimize(model, penalty, w0=None, *, max_iter, tol, gtol,

@@ -1,7 +1,7 @@
 """Compiled vector steps of L-BFGS / OWL-QN: one pass over the weights each, no
 temporaries (these vectors have as many entries as the model has weights)."""
 
-from .._jit import kernel
+from ..core.jit import kernel
 
 # re-association lets LLVM vectorise the dot products; no NaN/inf assumptions
 FAST = {"reassoc", "contract", "nsz", "arcp"}

@@ -33,9 +33,9 @@ import math
 
 import numpy as np
 
-from .._vec import norm
+from ..core.vec import norm
 from ..errors import CapabilityError
-from ..models.protocol import ParameterLayout, require
+from ..core.protocol import ParameterLayout, require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 
@@ -140,7 +140,7 @@ def _smooth_step(curv, rhs, l2, eta, max_iter):
     if getattr(curv, "exact_solve", False):
         return curv.solve(rhs, l2), 0
     diag = curv.diagonal()
-    from ..models.bound import positive_shift
+    from ..core.bound import positive_shift
     shift = positive_shift(l2, diag)
     return conjugate_gradient(lambda v: curv.matvec(v) + shift * v, rhs, 1.0 / (diag + shift), eta,
                               max_iter or max(50, min(len(rhs), 500)))

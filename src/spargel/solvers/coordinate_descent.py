@@ -1,10 +1,10 @@
 """Blockwise coordinate descent (``"bcd"``, Algorithm 2 of Sokolovska, Lavergne, Cappé &
 Yvon 2010) and coordinate descent (``"cd"``, Algorithm 1) for any model with the
-"blocks" capability (:mod:`spargel.models.protocol`). The algorithms, the damping rule
+"blocks" capability (:mod:`spargel.core.protocol`). The algorithms, the damping rule
 and the options are described in ``docs/bcd.md``.
 
 Both minimise ``L(w) + R(w)``: ``L`` the model's loss, ``R`` a penalty object
-(:mod:`spargel.penalties`). Per sweep, for every block ``b`` of the model's
+(:mod:`spargel.core.penalties`). Per sweep, for every block ``b`` of the model's
 ``block_layout()``:
 
 1. ``g, h = model.block_grad_hess(b)``: the loss gradient and a diagonal curvature
@@ -21,7 +21,7 @@ Both minimise ``L(w) + R(w)``: ``L`` the model's loss, ``R`` a penalty object
    ... sweeps.
 
 When the model also offers ``block_sweep`` (the CRF: a compiled loop over many blocks)
-and the penalty is an :class:`~spargel.penalties.ElasticNet`, the solver hands it whole
+and the penalty is an :class:`~spargel.core.penalties.ElasticNet`, the solver hands it whole
 chunks of blocks with the same rule (option ``fused``; a test proves both give the
 same iterates). ``"cd"`` is the same machinery with one weight per block
 (``block_layout(single=True)``); it needs a separable penalty.
@@ -69,8 +69,8 @@ import time
 
 import numpy as np
 
-from ..models.protocol import require
-from ..penalties import ElasticNet
+from ..core.protocol import require
+from ..core.penalties import ElasticNet
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 DEFAULTS = {

@@ -22,7 +22,7 @@ a zero weight ``k`` violates them when ``|dL/dw_k| > l1_k``.
     objective decreases), M then counting the model's blocks.
 
 Every solver needs the ``"loss_grad"`` capability. A model may also offer
-``"grafting"`` (:mod:`spargel.models.protocol`): ``loss_grad_subset(w, index)`` -- the
+``"grafting"`` (:mod:`spargel.core.protocol`): ``loss_grad_subset(w, index)`` -- the
 loss and the gradient of the weights ``index`` only -- and ``candidate_grad(index)`` --
 the gradient of other weights at the point of the last ``loss_grad_subset`` call,
 reusing its inference. Then the OWL-QN steps ask only for the working set's gradient
@@ -78,9 +78,9 @@ import math
 
 import numpy as np
 
-from .._vec import norm
+from ..core.vec import norm
 from ..errors import CapabilityError
-from ..models.protocol import approximate_loss, capabilities, require
+from ..core.protocol import approximate_loss, capabilities, require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 from .owlqn import CurvatureMemory, orthant_line_search
 

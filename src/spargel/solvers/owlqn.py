@@ -26,8 +26,8 @@ from collections import deque
 
 import numpy as np
 
-from .._vec import dot, norm
-from ..models.protocol import approximate_loss, require
+from ..core.vec import dot, norm
+from ..core.protocol import approximate_loss, require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 

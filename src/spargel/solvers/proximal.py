@@ -2,7 +2,7 @@
 adaptive restart (O'Donoghue & Candes 2015), written here.
 
 It minimises ``L(w) + R(w)`` for any model with ``loss_grad`` and any penalty with a
-``prox`` -- in particular the non-separable :class:`~spargel.penalties.GroupLasso`,
+``prox`` -- in particular the non-separable :class:`~spargel.core.penalties.GroupLasso`,
 which OWL-QN and SGD-L1 cannot handle. Each iteration takes a proximal step from the
 extrapolated point ``y``::
 
@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from ..models.protocol import require
-from .._vec import dot, norm
+from ..core.protocol import require
+from ..core.vec import dot, norm
 from .base import HistoryRecorder, SolverResult, check_start
 
 

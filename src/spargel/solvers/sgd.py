@@ -2,9 +2,9 @@
 (Tsuruoka, Tsujii & Ananiadou 2009), plus the two baselines of the paper.
 
 Minimises ``sum_i loss_i(w) + l1 * ||w||_1 + l2 / 2 * ||w||^2`` over the N samples of
-any model with the ``"sgd"`` capability (:mod:`spargel.models.protocol`): the model
+any model with the ``"sgd"`` capability (:mod:`spargel.core.protocol`): the model
 runs a compiled pass over a list of samples (``model.sgd_pass``), built from the shared
-bookkeeping of :mod:`spargel.lazy_l1`, and sums per-sample losses
+bookkeeping of :mod:`spargel.core.lazy_l1`, and sums per-sample losses
 (``model.sample_loss``). Each step visits ``batch_size`` samples and takes
 
     w <- (1 - eta * B * l2 / N) * w - eta * sum_{i in batch} grad loss_i(w)
@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import lazy_l1 as K
-from ..models.protocol import require
+from ..core import lazy_l1 as K
+from ..core.protocol import require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 PENALTY_UPDATES = {"naive": K.NAIVE, "clipping": K.CLIPPING, "cumulative": K.CUMULATIVE}

@@ -1,0 +1,519 @@
+"""The first-order linear-chain CRF as a *model* of the protocol
+(:mod:`spargel.core.protocol`): data + parameter layout + the negative
+log-likelihood and its gradient, plus decoding. It knows nothing about penalties or
+solvers.
+
+>>> model = ChainCRF(space, data, n_jobs=2)            # doctest: +SKIP
+>>> loss, grad = model.loss_grad(w)                     # doctest: +SKIP
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..core.vec import dot
+from . import inference as C
+from . import crf_kernels as K
+from ..core.protocol import ParameterLayout
+from ..core.ranges import concat_ranges, owners, row_pointers
+from ..core.sizes import Sized
+from ..core.threads import balanced_chunks, resolve_n_jobs
+
+INFERENCE_MODES = ("auto", "dense", "sparse")
+# the batch gradient is always split into at least this many fixed chunks (summed in a
+# fixed order), so that n_jobs = 1 .. 4 give bit-identical gradients and models ...
+FIXED_CHUNKS = 4
+# ... unless the per-chunk gradient buffers would take more memory than this
+CHUNK_BUFFER_BUDGET = 256 * 2 ** 20
+# unigram attributes that carry at least this fraction of the labels get a padded row
+# (fixed-length SIMD adds); the others keep their short label lists
+DENSE_FRACTION = 0.25
+# memory for the stored position matrices of bigram attributes with many non-zero weights
+MATRIX_BUDGET = 64 * 2 ** 20
+
+
+def data_tuple(data):
+    labels = data.labels if data.labels is not None else np.zeros(data.n_tokens, np.int32)
+    return (data.seq_ptr, data.uni_ptr, data.uni_ids, data.uni_vals,
+            data.big_ptr, data.big_ids, data.big_vals, labels)
+
+
+def crf_layout(space, penalty_scale=None):
+    """Groups: one per unigram attribute, one per bigram attribute, the transitions."""
+    ptr = np.concatenate([space.u_ptr, space.b_base + space.b_ptr[1:], [space.n_params]]).astype(np.int64)
+    return ParameterLayout(space.n_params, ptr, penalty_scale)
+
+
+def token_lists(space, data, drow, binary):
+    """Per token, its dense rows and the weights of its sparse attributes: (dptr, drows,
+    dval, eptr, ek, evals, el). Token t's unigram attributes with a dense row
+    (``drow[a] >= 0``) give ``drows[dptr[t]:dptr[t+1]]`` (values in ``dval``); every
+    other attribute gives its weight indices ``ek[eptr[t]:eptr[t+1]]`` (labels ``el``,
+    values ``evals``); ``dval`` / ``evals`` are empty for binary data."""
+    n_tok = data.n_tokens
+    tok = owners(data.uni_ptr)
+    ids = data.uni_ids
+    rows = drow[ids]
+    dense = rows >= 0
+    dptr = row_pointers(tok[dense], n_tok)
+    drows = np.ascontiguousarray(rows[dense], dtype=np.int32)
+    sparse = ~dense
+    a = ids[sparse]
+    lo, hi = space.u_ptr[a], space.u_ptr[a + 1]
+    eptr = row_pointers(tok[sparse], n_tok, weights=hi - lo)
+    ek = concat_ranges(lo, hi).astype(np.int32 if space.n_unigram < 2 ** 31 else np.int64)
+    el = space.u_lab[ek].astype(np.int32)
+    if binary:
+        dval = evals = np.empty(0)
+    else:
+        vals = data.uni_vals.astype(np.float64)
+        dval, evals = vals[dense], np.repeat(vals[sparse], hi - lo)
+    return dptr, drows, dval, eptr, ek, evals, el
+
+
+class CRFView:
+    """A feature space and a data set prepared for the kernels: the layout and data
+    tuples and the padded view of the unigram features (``aux``). Shared by training and
+    prediction; :meth:`refresh` loads a weight vector into the padded rows and builds
+    the transition structure and bigram lists for it."""
+
+    compacts_bigrams = True     # its kernels read the compacted bigram list (self.bl)
+
+    def __init__(self, space, data, inference="auto"):
+        if inference not in INFERENCE_MODES:
+            raise ValueError(f"inference must be one of {INFERENCE_MODES}, got {inference!r}")
+        self.space, self.data, self.inference = space, data, inference
+        self.space_t = space.as_tuple()
+        self.data_t = data_tuple(data)
+        L = space.n_labels
+        self.L, self.Lp = L, C.padded(L)
+        sizes = np.diff(space.u_ptr)
+        counts = np.bincount(data.uni_ids, minlength=len(sizes))[:len(sizes)]
+        dense = np.flatnonzero(sizes >= max(2, int(np.ceil(DENSE_FRACTION * L))))
+        self.d_attr = dense[np.argsort(-counts[dense], kind="stable")].astype(np.int64)
+        drow = np.full(len(sizes), -1, dtype=np.int32)
+        drow[self.d_attr] = np.arange(len(self.d_attr), dtype=np.int32)
+        binary = bool(np.all(data.uni_vals == 1.0))
+        dptr, drows, dval, eptr, ek, evals, el = token_lists(space, data, drow, binary)
+        self.Wd = np.zeros((len(self.d_attr), self.Lp))
+        self.dnz = np.zeros(len(self.d_attr), dtype=np.uint8)
+        self.aux = (self.Lp, binary, dptr, drows, dval, eptr, ek, evals, self.Wd, self.dnz, el)
+        self.has_bigrams = len(data.big_ids) > 0 and space.n_bigram > 0
+        self.dense = inference == "dense"
+        # the bigram list of the current weights (crf_kernels.compact_bigrams), refreshed
+        # in place like the dense rows (empty for a view whose kernels do not read it)
+        listed = self.has_bigrams and self.compacts_bigrams
+        nb = len(space.b_pair) if listed else 0
+        n_ba = len(space.b_ptr) - 1 if listed else 0
+        self.bl = (np.zeros(n_ba + 1, dtype=np.int64), np.zeros(nb, dtype=self.space_t[4].dtype), 0, np.zeros(nb),
+                   np.zeros(nb, dtype=np.int32), np.zeros(nb, dtype=np.int32), np.zeros(nb),
+                   np.full(n_ba, -1, dtype=np.int64))
+        self.has_transitions = len(space.t_pair) > 0
+        self._matrix_slots(space, data)
+
+    def _matrix_slots(self, space, data):
+        """Stored position matrices (``chain.MAT``) for the bigram attributes that can have
+        many non-zero weights, most frequent first, within MATRIX_BUDGET bytes."""
+        n_ba = len(self.bl[7])
+        self.slot = np.full(n_ba, -1, dtype=np.int64)
+        n = 0
+        if n_ba:
+            L, Lp = self.L, self.Lp
+            sizes = np.diff(space.b_ptr)
+            counts = np.bincount(data.big_ids, minlength=n_ba)[:n_ba]
+            can = np.flatnonzero((sizes * K.MAT_SHARE >= L * Lp) & (counts > 0))
+            can = can[np.argsort(-counts[can], kind="stable")][:MATRIX_BUDGET // (3 * Lp * Lp * 8)]
+            self.slot[can] = np.arange(len(can))
+            n = len(can)
+        Lp = self.Lp if n else 1
+        self.mats, self.matsT = np.zeros((n, Lp, Lp)), np.zeros((n, Lp, Lp))
+        self.mscores = np.zeros((n, self.L ** 2 if n else 1))
+
+    def refresh(self, w):
+        """Load weights w into the padded rows; returns the transition structure."""
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        s = self.space
+        K.refresh_weights(w, self.space_t, self.d_attr, self.Wd, self.dnz)
+        L = self.L
+        t_pair = s.t_pair.astype(np.int64)
+        # With bigram attributes most positions carry corrections, whose cost a ONES base
+        # keeps at O(|Y| + nnz) instead of |Y|^2: take it up to a quarter non-zero. Without
+        # them the backward pass accumulates |Y|^2 transition expectations per position
+        # anyway, and the dense step (a vectorised loop) is faster whatever the sparsity.
+        ones = 0.25 if self.has_bigrams and not self.dense else 0.0
+        trans = C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=None if ones else C.DENSE,
+                                   ones_fraction=ones)
+        if self.has_bigrams:
+            K.compact_bigrams(w, self.space_t, trans, self.dense, self.bl, self.slot, self.mats, self.matsT,
+                              self.mscores)
+            if len(self.mats):
+                trans = C.with_matrices(trans, self.mats, self.matsT, self.mscores)
+        return trans
+
+    def buffers(self, order):
+        """Scratch for the sequences ``order``, large enough for any weights."""
+        maxlen = K.max_length(self.data.seq_ptr, order)
+        n_corr = 0
+        if self.has_bigrams:
+            sizes = np.diff(self.space.b_ptr).astype(np.int64)
+            n_corr = K.correction_capacity(self.space_t, self.data_t, sizes, order)
+        return K.work_buffers(self.L, self.Lp, maxlen, n_corr, self.has_bigrams)
+
+    def log_buffers(self, order):
+        """Scratch of the log-space and decoding kernels for the sequences ``order``."""
+        return K.log_buffers(self.L, self.Lp, K.max_length(self.data.seq_ptr, order))
+
+    kernels = K
+
+    def kernel_args(self, trans):
+        """The leading arguments of this view's prediction kernels (the bigram list is
+        None without bigram attributes: the kernels then compile without corrections)."""
+        return self.space_t, self.data_t, self.aux, trans, self.bl if self.has_bigrams else None
+
+    def accumulators(self, trans):
+        outer = np.zeros((self.Lp, self.Lp)) if self.has_transitions else np.zeros((1, 1))
+        return outer, np.zeros(len(trans[6])), np.zeros(len(trans[11]) if self.has_transitions else 0)
+
+
+class BatchChain(Sized):
+    """What the first- and second-order chain CRFs share: the fixed chunks of sequences,
+    the per-chunk gradient buffers, the free and the clamped (partially labelled) passes,
+    the log-space redo of the sequences whose scaled recursion failed, and the reduction.
+    A subclass gives its view (:meth:`_make_view`), its kernel module (``kernels``: with
+    ``empirical_counts`` and ``finish_gradient``) and how a chunk runs (:meth:`_chunk`,
+    :meth:`_chunk_log`, :meth:`_scratch`)."""
+
+    kernels = K
+
+    def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None, sample_weight=None):
+        if data.labels is None:
+            raise ValueError("training data needs labels")
+        self.sw = np.zeros(0) if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
+        if len(self.sw) and self.sw.shape != (data.n_sequences,):
+            raise ValueError(f"sample_weight has {len(self.sw)} entries, the data {data.n_sequences} sequences")
+        self.view = self._make_view(space, data, inference)
+        self.space, self.data, self.inference = space, data, inference
+        self.n_jobs = resolve_n_jobs(n_jobs)
+        self.layout = crf_layout(space, penalty_scale)
+        self.n_evals = 0
+        fixed = FIXED_CHUNKS if FIXED_CHUNKS * space.n_params * 8 <= CHUNK_BUFFER_BUDGET else 1
+        bounds = balanced_chunks(data.seq_ptr, max(self.n_jobs, fixed))
+        self._orders = [np.arange(bounds[c], bounds[c + 1], dtype=np.int64) for c in range(len(bounds) - 1)]
+        tok_seq = owners(data.seq_ptr)
+        self.partial = np.zeros(data.n_sequences, dtype=np.uint8)      # 1: a label is unknown
+        self.partial[tok_seq[data.labels < 0]] = 1
+        self._partial = [o[self.partial[o] == 1] for o in self._orders]
+        self._emp = np.zeros(self.n_params)
+        self.kernels.empirical_counts(self.view.space_t, self.view.data_t,
+                                      np.flatnonzero(self.partial == 0).astype(np.int64), self.sw, self._emp)
+        n_dense = len(self.view.d_attr)
+        self._gbufs = [np.zeros(self.n_params) for _ in self._orders]
+        self._Gdbufs = [np.zeros((n_dense, self.view.Lp)) for _ in self._orders]
+        self._work = None
+
+    @property
+    def n_params(self):
+        return self.space.n_params
+
+    @property
+    def n_samples(self):
+        return self.data.n_sequences
+
+    # -- loss and gradient ----------------------------------------------------------
+    def _run(self, w, want_grad):
+        v = self.view
+        trans = v.refresh(w)
+        if self._work is None:
+            self._work = [v.buffers(o) for o in self._orders]
+        bufs = self._work
+        n_chunks = len(self._orders)
+        accs = [v.accumulators(trans) for _ in range(n_chunks)]
+        scratch = [self._scratch(trans) for _ in range(n_chunks)]
+        # per chunk: the free pass over all its sequences, the clamped pass over its
+        # partially labelled ones (each flags the sequences that need log space)
+        passes = [(self._orders[c], False) for c in range(n_chunks)]
+        passes += [(self._partial[c], True) for c in range(n_chunks)]
+        failed = [np.zeros(len(o), np.uint8) for o, _ in passes]
+        if want_grad:
+            for c in range(n_chunks):
+                self._gbufs[c].fill(0.0)
+                self._Gdbufs[c].fill(0.0)
+
+        def run(c):
+            total = 0.0
+            for p in (c, c + n_chunks):
+                order, clamp = passes[p]
+                if len(order):
+                    total += self._chunk(w, trans, order, want_grad, c, accs[c], failed[p], bufs[c], clamp,
+                                         scratch[c])
+            return total
+
+        if self.n_jobs == 1 or n_chunks == 1:
+            logz = [run(c) for c in range(n_chunks)]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.n_jobs, n_chunks)) as pool:
+                logz = list(pool.map(run, range(n_chunks)))
+        tcount = np.zeros(len(trans[11]))
+        tcount1 = np.zeros(len(trans[11]))
+        for c in range(n_chunks):
+            for p in (c, c + n_chunks):
+                order, clamp = passes[p]
+                bad = order[failed[p] == 1]
+                if len(bad):
+                    logz[c] += self._chunk_log(w, trans, bad, want_grad, c, tcount, bufs[c], v.log_buffers(bad),
+                                               clamp, tcount1)
+            if want_grad:
+                C.transition_counts(trans, accs[c], tcount)
+        total = sum(logz)
+        if not want_grad:
+            return total, None
+        g = self._gbufs[0]
+        Gd = self._Gdbufs[0]
+        for c in range(1, n_chunks):
+            g += self._gbufs[c]
+            Gd += self._Gdbufs[c]
+        out = g.copy()
+        self.kernels.finish_gradient(v.space_t, v.d_attr, Gd, tcount, self._emp, out)
+        return total, out
+
+    def loss_grad(self, w):
+        """(loss, gradient) at w."""
+        self.n_evals += 1
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        logz, g = self._run(w, True)
+        return float(logz - dot(w, self._emp)), g
+
+    def loss(self, w):
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        logz, _ = self._run(w, False)
+        return float(logz - dot(w, self._emp))
+
+
+class ChainCRF(BatchChain):
+    """Negative log-likelihood ``sum_i -log p(y_i | x_i)`` of a linear-chain CRF.
+
+    The batch gradient runs on ``n_jobs`` threads (compiled kernels release the GIL)
+    over ``max(n_jobs, 4)`` fixed contiguous chunks of sequences, each with its own
+    gradient buffer; the buffers are added in chunk order, so ``n_jobs`` from 1 to 4
+    give bit-identical gradients, hence identical models (more threads use as many
+    chunks, which changes the rounding; so do models whose four buffers would exceed
+    256 MB, which use ``n_jobs`` chunks).
+
+    The empirical feature counts are computed once; the loss is ``sum log Z - w . counts``
+    and the gradient ``expected counts - counts``.
+
+    ``sample_weight`` (one per sequence) multiplies each sequence's term, so integer
+    weights give the model of the duplicated sequences. Label -1 marks a position whose
+    label is unknown: such a sequence's numerator sums over the unknown labels (a
+    forward-backward with the known labels clamped), ``-log sum_{y consistent} p(y|x)``.
+
+    ``inference``: ``"auto"`` / ``"sparse"`` (bigram attributes enter the chain through
+    their non-zero weights only, and transitions through the exp(λ)-1 trick when few are
+    non-zero) or ``"dense"`` (every bigram weight and a dense transition matrix).
+    """
+
+
+    def _make_view(self, space, data, inference):
+        return CRFView(space, data, inference)
+
+    def entry_kernels(self, solver):
+        """The compiled entry points a solver will call first (for the first-use note)."""
+        if solver == "sgd-l1":
+            from . import crf_sgd
+            return [crf_sgd.sgd_pass]
+        return [K.chunk_logz_grad]
+
+    def _scratch(self, trans):
+        return self.view.accumulators(trans)
+
+    def _kernel_args(self, clamp):
+        """(bl, sw, clamp) for the chunk kernels, None where the model has no bigram
+        attributes, no sample weights, no clamping: the kernels then compile without
+        the corrections and without the code for other sequence weights than 1."""
+        v = self.view
+        return v.bl if v.has_bigrams else None, self.sw if len(self.sw) else None, True if clamp else None
+
+    def _chunk(self, w, trans, order, want_grad, c, acc, failed, buf, clamp, scratch):
+        v = self.view
+        bl, sw, clamp = self._kernel_args(clamp)
+        return K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, bl, order, want_grad, self._gbufs[c],
+                                 self._Gdbufs[c], acc, failed, buf, sw, clamp, scratch)
+
+    def _chunk_log(self, w, trans, bad, want_grad, c, tcount, buf, lbuf, clamp, tcount1):
+        v = self.view
+        bl, sw, clamp = self._kernel_args(clamp)
+        return K.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, bl, bad, want_grad, self._gbufs[c],
+                                     self._Gdbufs[c], tcount, buf, lbuf, sw, clamp, tcount1)
+
+    # -- the "sgd" capability ---------------------------------------------------------
+    def _sgd_trans(self):
+        L = self.space.n_labels
+        return C.make_transitions(L, np.zeros(0), np.zeros(0), np.zeros(0), kind=C.DENSE)
+
+    def sgd_pass(self, order, v, aux, l1w, m, st, prm):
+        """One compiled pass of lazily penalised SGD over the sequences ``order``
+        (see :mod:`spargel.chain.crf_sgd`); returns 0, or 1 on divergence."""
+        from . import crf_sgd
+        return crf_sgd.run_pass(self.view, self._sgd_trans(), order, v, aux, l1w, m, st, prm, self.sw, self.partial)
+
+    def sample_loss(self, order, w):
+        """Sum of -log p(y_s | x_s) over the sequences ``order`` at w."""
+        from . import crf_sgd
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        return crf_sgd.summed_loss(self.view, self._sgd_trans(), order, w, self.sw, self.partial)
+
+    # -- the "blocks" capability (block coordinate descent, models/crf_bcd.py) ----------
+    def block_layout(self, group_blocks=True, split_blocks=True, single=False):
+        """The blocks ``(ptr, index)``: block b owns the weights ``index[ptr[b]:ptr[b+1]]``.
+
+        A block is a range of the weights of a *group* of attributes that occur at the
+        same tokens (``group_blocks=False``: one attribute per group): the whole group,
+        or with ``split_blocks`` its unigram part then its bigram part, or with
+        ``single`` one weight. The transitions come first, then the groups by frequency.
+        (Re)builds the state of the block methods below."""
+        from .crf_bcd import CRFBlocks
+        self._blocks = CRFBlocks(self, group_blocks, split_blocks, single)
+        return self._blocks.layout()
+
+    def _block_state(self):
+        state = getattr(self, "_blocks", None)
+        if state is None:
+            raise RuntimeError("call block_layout() before the other block methods")
+        return state
+
+    def block_begin(self, w):
+        """Start (or go on) from weights w; the cached rows survive when w is unchanged."""
+        self._block_state().begin(w)
+
+    def block_grad_hess(self, b):
+        """(loss gradient, diagonal curvature) of block b's weights at the current weights."""
+        return self._block_state().grad_hess(b)
+
+    def block_change(self, b, dw):
+        """The exact loss change of moving block b by dw (kept as a trial; after
+        block_grad_hess(b))."""
+        return self._block_state().change(b, dw)
+
+    def block_commit(self):
+        self._block_state().commit()
+
+    def block_discard(self):
+        self._block_state().discard()
+
+    def block_weights(self):
+        return self._block_state().weights()
+
+    def block_loss(self):
+        """The loss at the current weights, from the cached rows."""
+        return self._block_state().loss()
+
+    def block_rounding(self):
+        """Magnitude of the log-partition terms behind the last block_change."""
+        return self._block_state().rounding()
+
+    def block_sweep(self, order, l1, l2, damping, skip_until, zero_streak, opts, stats):
+        """Elastic-net block steps over the blocks ``order`` in one compiled call (the
+        rule of ``solvers/coordinate_descent.py``; see there for the arguments)."""
+        self._block_state().sweep(order, l1, l2, damping, skip_until, zero_streak, opts, stats)
+
+    # -- the "bound" capability (Jebara & Choromanska; see spargel.chain.bound) --------
+    def bound(self, w, **options):
+        """Quadratic upper bound on the loss around ``w`` (the chain bound: matrix-free
+        curvature, ``Sigma v`` at about the cost of a forward-backward pass)."""
+        from .bound import chain_bound
+        if options.get("curvature", "auto") not in ("auto", "chain"):
+            raise ValueError(f"a CRF's bound has one curvature ('chain'), got {options['curvature']!r}")
+        return chain_bound(self, w)
+
+
+# --------------------------------------------------------------------------- prediction
+# One implementation for every chain model: a view gives its kernel module (``kernels``)
+# and the leading arguments of its prediction kernels (``kernel_args``).
+def _fixed_or_free(fixed, n_tokens):
+    if fixed is None:
+        return np.full(n_tokens, -1, dtype=np.int32)
+    return np.ascontiguousarray(fixed, dtype=np.int32)
+
+
+def decode_view(view, w, fixed=None):
+    """Viterbi label ids (one flat array over all tokens) and the path scores;
+    ``fixed[t] >= 0`` forces the label of token t."""
+    data = view.data
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    trans = view.refresh(w)
+    out = np.empty(data.n_tokens, dtype=np.int32)
+    scores = np.empty(data.n_sequences)
+    order = np.arange(data.n_sequences, dtype=np.int64)
+    view.kernels.decode_all(w, *view.kernel_args(trans), _fixed_or_free(fixed, data.n_tokens), out, scores,
+                            view.buffers(order), view.log_buffers(order))
+    return out, scores
+
+
+def marginals_view(view, w):
+    """Label marginals (n_tokens x L) and log Z per sequence (the view is left loaded
+    with w)."""
+    data = view.data
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    trans = view.refresh(w)
+    out = np.zeros((data.n_tokens, view.space.n_labels))
+    logz = np.empty(data.n_sequences)
+    failed = np.zeros(data.n_sequences, np.uint8)
+    buf = view.buffers(np.arange(data.n_sequences, dtype=np.int64))
+    tcount = np.zeros(len(trans[11]))
+    args = view.kernel_args(trans)
+    view.kernels.marginals_all(w, *args, out, logz, failed, buf, tcount)
+    bad = np.flatnonzero(failed).astype(np.int64)
+    if len(bad):
+        view.kernels.marginals_log(w, *args, bad, out, logz, buf, view.log_buffers(bad), tcount)
+    return out, logz
+
+
+def nbest_view(view, w, k, fixed=None):
+    """Per sequence, a list of (label id array, score) for the k best paths, best first."""
+    data = view.data
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    trans = view.refresh(w)
+    args = view.kernel_args(trans)
+    fixed = _fixed_or_free(fixed, data.n_tokens)
+    order = np.arange(data.n_sequences, dtype=np.int64)
+    buf, lbuf = view.buffers(order), view.log_buffers(order)
+    result = []
+    for s in range(data.n_sequences):
+        n = data.seq_ptr[s + 1] - data.seq_ptr[s]
+        paths = np.zeros((k, n), dtype=np.int32)
+        scores = np.empty(k)
+        found = view.kernels.nbest_one(w, *args, s, fixed, k, paths, scores, buf, lbuf)
+        result.append([(paths[r].copy(), float(scores[r])) for r in range(found)])
+    return result
+
+
+def sequence_loss_view(view, w):
+    """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    _, logz = marginals_view(view, w)
+    data = view.data
+    order = np.arange(data.n_sequences, dtype=np.int64)
+    gold = np.empty(data.n_sequences)
+    view.kernels.gold_scores(w, view.space_t, view.data_t, view.aux, order, gold, view.buffers(order))
+    return logz - gold
+
+
+def decode(space, data, w, fixed=None, inference="auto"):
+    """:func:`decode_view` of the first-order chain."""
+    return decode_view(CRFView(space, data, inference), w, fixed)
+
+
+def marginals(space, data, w):
+    """Point marginals (n_tokens x L) and log Z per sequence."""
+    return marginals_view(CRFView(space, data), w)
+
+
+def nbest(space, data, w, k, fixed=None):
+    """Per sequence, a list of (label id array, score) for the k best paths, best first."""
+    return nbest_view(CRFView(space, data), w, k, fixed)
+
+
+def sequence_loss(space, data, w):
+    """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
+    return sequence_loss_view(CRFView(space, data), w)

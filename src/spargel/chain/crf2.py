@@ -1,0 +1,180 @@
+"""The second-order linear-chain CRF as a *model* of the protocol
+(:mod:`spargel.core.protocol`): a chain over label pairs (layout:
+:mod:`spargel.chain.crf2_space`, kernels: :mod:`spargel.chain.crf2_kernels`), run by
+the one inference core :mod:`spargel.chain.inference`.
+
+Inference costs ``O(S + |triples|)`` per position with ``S = (L + 1) L`` pair states
+when the triple weights go through the ``PAIR_ONES`` structure (the default), and
+``(L + 1) L^2`` with the ``LIST`` of every allowed transition (``inference="dense"``, or
+when a triple weight is below ``-CANCEL_LIMIT``, where ``1 + expm1`` would cancel) --
+never ``S^2``.
+
+>>> model = ChainCRF2(space, data, n_jobs=2)            # doctest: +SKIP
+>>> loss, grad = model.loss_grad(w)                      # doctest: +SKIP
+"""
+
+
+import numpy as np
+
+from . import inference as C
+from . import crf2_kernels as K2
+from . import crf_kernels as K
+from .crf import BatchChain, CRFView, decode_view, marginals_view, nbest_view, sequence_loss_view
+
+
+class CRF2View(CRFView):
+    """:class:`~spargel.chain.crf.CRFView` (the padded unigram view, shared) with the
+    order-2 transition structure and buffers."""
+
+    compacts_bigrams = False    # the order-2 kernels read the space's own bigram layout
+
+    def __init__(self, space, data, inference="auto"):
+        super().__init__(space, data, inference)
+        L = space.n_labels
+        self.S = (L + 1) * L
+        t_pair = space.t_pair.astype(np.int64)
+        src = t_pair // L
+        self._src, self._dst = src, (src % L) * L + t_pair % L
+        self._list_k = None
+
+    def refresh(self, w):
+        """Load weights w into the padded rows; returns the transition structure."""
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        s = self.space
+        K.refresh_weights(w, self.space_t, self.d_attr, self.Wd, self.dnz)
+        x = w[s.t_base:]
+        if self.dense or (len(x) and x.min() < -K.CANCEL_LIMIT):
+            return self._list_structure(x)
+        return C.make_transitions(self.S, self._src, self._dst, x, kind=C.PAIR_ONES, n_labels=self.L,
+                                  all_pairs=False)
+
+    def _list_structure(self, x):
+        """Every allowed transition, listed by destination then source (so that the
+        list index of triple (a, b, c) is the same as under PAIR_ONES)."""
+        L, S = self.L, self.S
+        A = L + 1
+        if self._list_k is None:
+            j = np.repeat(np.arange(L * L, dtype=np.int64), A)
+            a = np.tile(np.arange(A, dtype=np.int64), L * L)
+            self._list_all = (a * L + j // L, j)
+            code = self.space.t_pair.astype(np.int64)
+            src = code // L
+            self._list_k = ((src % L) * L + code % L) * A + src // L
+        score = np.zeros(S * L)
+        score[self._list_k] = x
+        return C.make_transitions(S, self._list_all[0], self._list_all[1], score, kind=C.LIST, all_pairs=False)
+
+    kernels = K2
+
+    def kernel_args(self, trans):
+        """The leading arguments of this view's prediction kernels."""
+        return self.space_t, self.data_t, self.aux, trans
+
+    def buffers(self, order):
+        return K2.work_buffers(self.L, K.max_length(self.data.seq_ptr, order))
+
+    def log_buffers(self, order):
+        return K2.log_buffers(self.L, K.max_length(self.data.seq_ptr, order))
+
+    def accumulators(self, trans):
+        return np.zeros((1, 1)), np.zeros(len(trans[6])), np.zeros(0)
+
+
+class ChainCRF2(BatchChain):
+    """Negative log-likelihood ``sum_i -log p(y_i | x_i)`` of a second-order
+    linear-chain CRF over the layout ``space`` (a
+    :class:`~spargel.chain.crf2_space.FeatureSpace2`) and the data set ``data``.
+
+    The batch gradient runs like the first-order one (:class:`~spargel.chain.crf.ChainCRF`):
+    ``n_jobs`` threads over ``max(n_jobs, 4)`` fixed chunks summed in a fixed order.
+    ``inference``: ``"auto"`` / ``"sparse"`` (triples through ``PAIR_ONES``) or
+    ``"dense"`` (the ``LIST`` of every allowed transition).
+
+    ``sample_weight`` (one per sequence) multiplies each sequence's term. Label -1 marks
+    a position whose label is unknown: such a sequence's numerator sums over the
+    unknown labels (a forward-backward with the known labels clamped),
+    ``-log sum_{y consistent} p(y|x)``.
+    """
+
+    kernels = K2
+
+    def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None, sample_weight=None):
+        if getattr(space, "order", 1) != 2:
+            raise ValueError("ChainCRF2 needs a second-order layout (FeatureSpace2)")
+        super().__init__(space, data, n_jobs, inference, penalty_scale, sample_weight)
+
+    def _make_view(self, space, data, inference):
+        return CRF2View(space, data, inference)
+
+    def entry_kernels(self, solver):
+        """The compiled entry points a solver will call first (for a first-use note)."""
+        if solver == "sgd-l1":
+            from . import crf2_sgd
+            return [crf2_sgd.sgd_pass]
+        return [K2.chunk_logz_grad]
+
+    def _scratch(self, trans):
+        return np.zeros(len(trans[6]))
+
+    def _chunk(self, w, trans, order, want_grad, c, acc, failed, buf, clamp, scratch):
+        v = self.view
+        return K2.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, order, want_grad, self._gbufs[c],
+                                  self._Gdbufs[c], acc, failed, buf, self.sw, clamp, scratch)
+
+    def _chunk_log(self, w, trans, bad, want_grad, c, tcount, buf, lbuf, clamp, tcount1):
+        v = self.view
+        return K2.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, bad, want_grad, self._gbufs[c],
+                                      self._Gdbufs[c], tcount, buf, lbuf, self.sw, clamp, tcount1)
+
+    # -- the "sgd" capability ---------------------------------------------------------
+    def _sgd_structures(self):
+        from . import crf2_sgd
+        if getattr(self, "_structures", None) is None:
+            self._structures = crf2_sgd.structures(self.view.space_t)
+        return self._structures
+
+    def sgd_pass(self, order, v, aux, l1w, m, st, prm):
+        """One compiled pass of lazily penalised SGD over the sequences ``order``
+        (see :mod:`spargel.chain.crf2_sgd`); returns 0, or 1 on divergence."""
+        from . import crf2_sgd
+        st_, dt_ = self.view.space_t, self.view.data_t
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        ones, lst, list_k = self._sgd_structures()
+        wk = crf2_sgd.work(st_, dt_, order, self.n_params, self.sw, self.partial)
+        return crf2_sgd.sgd_pass(st_, dt_, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk)
+
+    def sample_loss(self, order, w):
+        """Sum of -log p(y_s | x_s) over the sequences ``order`` at w."""
+        from . import crf2_sgd
+        st_, dt_ = self.view.space_t, self.view.data_t
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        ones, lst, list_k = self._sgd_structures()
+        wk = crf2_sgd.work(st_, dt_, order, self.n_params, self.sw, self.partial)
+        st = np.zeros(6)
+        prm = np.zeros(8)
+        prm[3], prm[4], prm[6] = crf2_sgd.LOSS_ONLY, 1.0, 1.0
+        crf2_sgd.sgd_pass(st_, dt_, ones, lst, list_k, order, w, np.zeros(0), np.zeros(0), np.zeros(0), st, prm, wk)
+        return float(st[4])
+
+
+# --------------------------------------------------------------------------- prediction
+def decode(space, data, w, fixed=None, inference="auto"):
+    """Viterbi label ids (one flat array over all tokens) and the path scores;
+    ``fixed[t] >= 0`` forces the label of token t."""
+    return decode_view(CRF2View(space, data, inference), w, fixed)
+
+
+def marginals(space, data, w):
+    """Label marginals (n_tokens x L, summed from the pair states) and log Z per sequence."""
+    return marginals_view(CRF2View(space, data), w)
+
+
+def nbest(space, data, w, k, fixed=None):
+    """Per sequence, a list of (label id array, score) for the k best paths, best first."""
+    return nbest_view(CRF2View(space, data), w, k, fixed)
+
+
+def sequence_loss(space, data, w):
+    """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
+    return sequence_loss_view(CRF2View(space, data), w)

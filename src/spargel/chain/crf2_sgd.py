@@ -1,0 +1,282 @@
+"""The second-order CRF's SGD capability: one compiled pass of lazily penalised SGD
+(:mod:`spargel.core.lazy_l1`) over a list of sequences, and the summed loss of a list of
+sequences. Inference is :mod:`spargel.chain.inference` over the pair states of
+:mod:`spargel.chain.crf2_kernels`.
+
+Per step (``batch`` sequences) the pass
+
+1. *settles* (lazy variants) the triple block and, the first time the step meets them,
+   the unigram and pair attribute blocks its sequences use: each is brought up to date
+   with the l1 penalty accrued since it was last touched, before it is read;
+2. loads the triple weights into the transition structure (``PAIR_ONES``, or the exact
+   ``LIST`` of every transition when a triple weight is below ``-CANCEL_LIMIT``);
+3. adds the gradient of the sequences' negative log-likelihood to a buffer that is zero
+   outside the touched blocks;
+4. takes the gradient step on the touched blocks (every weight for ``naive``) and
+   advances the schedule, the l2 shrink factor and the penalty accumulator.
+
+A step costs O(attributes x labels and pairs of its sequences + length x (S + |triples|)),
+never O(model size) -- except for ``naive``, which by definition penalises every
+weight. Weights are read as ``lazy_l1.weight(v, m, a, k)`` (lazily scaled).
+"""
+
+import numpy as np
+from numba import njit
+
+from ..core.jit import inner, kernel
+
+from ..core import lazy_l1 as Z
+from . import inference as C
+from . import crf2_kernels as K2
+from . import crf_kernels as K
+from . import crf_sgd as S1
+from .crf_sgd import LOSS, MARK, SETTLE     # what a step does with the blocks it meets
+
+LOSS_ONLY = -1                        # variant code of a pass that only sums the losses
+
+
+@inner(fastmath=C.FAST)
+def _unigram_rows(v, m, a, space, data, lo, hi, U, pen, marks, mode):
+    """U[t - lo, :L] = unigram scores of tokens lo..hi-1 at the lazily scaled weights;
+    with mode MARK / SETTLE each block met for the first time in this step is recorded
+    (and settled first): the first-order chain's general emission loop."""
+    S1.flat_emissions(v, m, a, space, data, lo, hi, U, pen, marks[0], marks[1], marks[2], marks[6], mode)
+
+
+@inner()
+def _mark_pairs(v, m, space, data, lo, hi, pen, marks, mode):
+    """Record (and settle) the pair attribute blocks of tokens lo..hi-1."""
+    aux, l1w, l1, us, up, variant = pen
+    bmark, tb, ntb, stamp = marks[3], marks[4], marks[5], marks[6]
+    b_ptr, b_base = space[3], space[5]
+    big_ptr, big_ids = data[4], data[5]
+    for j in range(big_ptr[lo], big_ptr[hi]):
+        at = big_ids[j]
+        if bmark[at] != stamp:
+            bmark[at] = stamp
+            tb[ntb[0]] = at
+            ntb[0] += 1
+            if mode == SETTLE:
+                Z.penalise_block(v, aux, l1w, l1, m, us, up, b_base + b_ptr[at], b_base + b_ptr[at + 1], variant)
+
+
+@inner(fastmath=C.FAST)
+def _scatter(space, data, lo, hi, gamma, lm, tcount, coef, gold, g):
+    """g += coef * (expected counts - gold counts if ``gold``) of the sequence's unigram,
+    pair and triple weights (gamma: state marginals, lm: label marginals, tcount:
+    transition counts by list index)."""
+    L, u_ptr, u_lab, b_ptr, b_pair, b_base = space[0], space[1], space[2], space[3], space[4], space[5]
+    t_pair, t_base, t_index = space[6], space[7], space[8]
+    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
+    big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
+    g1 = 1.0 if gold else 0.0
+    prev2, prev = L, L
+    for t in range(lo, hi):
+        y = labels[t]
+        marg, st = lm[t - lo], gamma[t - lo]
+        for j in range(uni_ptr[t], uni_ptr[t + 1]):
+            at = uni_ids[j]
+            cv = coef * uni_vals[j]
+            for k in range(u_ptr[at], u_ptr[at + 1]):
+                lab = u_lab[k]
+                g[k] += cv * (marg[lab] - (g1 if lab == y else 0.0))
+        pair = prev * L + y
+        for j in range(big_ptr[t], big_ptr[t + 1]):
+            at = big_ids[j]
+            cv = coef * big_vals[j]
+            for k in range(b_ptr[at], b_ptr[at + 1]):
+                p = b_pair[k]
+                g[b_base + k] += cv * (st[p] - (g1 if p == pair else 0.0))
+        if gold and t > lo:
+            ti = t_index[(prev2 * L + prev) * L + y]
+            if ti >= 0:
+                g[t_base + ti] -= coef
+        prev2, prev = prev, y
+    for q in range(len(t_pair)):
+        g[t_base + q] += coef * tcount[K2.list_index(t_pair[q], L)]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, pen, marks, fallbacks, sw, partial):
+    """``c_s (-log p(y_s | x_s))`` at the weights ``w = weight(v, m, a, .)`` (after
+    settling the blocks it meets, mode SETTLE), ``c_s`` the sequence's weight (``sw``
+    empty: 1); with ``coef != 0``, adds ``coef`` times its gradient to ``g``. A partially
+    labelled sequence (``partial[s]``, label -1 where unknown) has the numerator ``log
+    sum_{y consistent} exp(score)``: a second, clamped forward-backward instead of the
+    gold score. ``trans`` is the transition structure at the current weights;
+    ``fallbacks[0]`` counts the passes that needed log space. Returns NaN when even log
+    space fails."""
+    U, E, psi, alpha, beta, scale, shift, tmp, kbuf, lm, need, P, corr = buf[:13]
+    la, lb, gam, fv_t, cand, tcount, acc = xbuf
+    L = space[0]
+    S = (L + 1) * L
+    seq_ptr, labels = data[0], data[7]
+    lo, hi = seq_ptr[s], seq_ptr[s + 1]
+    n = hi - lo
+    c = sw[s] if len(sw) > 0 else 1.0
+    clamped = len(partial) > 0 and partial[s] != 0
+    if mode != LOSS:
+        _mark_pairs(v, m, space, data, lo, hi, pen, marks, mode)
+    _unigram_rows(v, m, a, space, data, lo, hi, U, pen, marks, mode)
+    K2.pair_scores(v, m, a, space, data, lo, hi, U, E)
+    total = 0.0 if clamped else -K2.gold_score(v, m, a, space, data, s, E)
+    if not (total > -np.inf and total < np.inf):
+        return np.nan
+    want = coef != 0.0
+    # phase 0: log Z and the expected counts; phase 1 (partial labels): the clamped
+    # numerator and its expected counts, with the opposite sign
+    for phase in range(2 if clamped else 1):
+        sign = 1.0 if phase == 0 else -1.0
+        if phase == 1:
+            K2.constrain(E, labels, lo, n, L)
+        C.exp_rows(E, psi, shift, n, S, kbuf)
+        logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
+        for q in range(len(tcount)):
+            tcount[q] = 0.0
+        if logz != logz:
+            fallbacks[0] += 1.0
+            logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gam, tcount, need, P, fv_t, cand)
+            if not (logz > -np.inf and logz < np.inf):
+                return np.nan
+            gamma = gam
+        else:
+            gamma = alpha
+            if want:
+                glob = acc[1]
+                for q in range(len(glob)):
+                    glob[q] = 0.0
+                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
+                C.transition_counts(trans, acc, tcount)
+        total += sign * logz
+        if want:
+            K2.label_marginals(gamma, n, L, lm)
+            _scatter(space, data, lo, hi, gamma, lm, tcount, sign * c * coef, not clamped, g)
+    return c * total
+
+
+# --------------------------------------------------------------------------- passes
+def work(space, data, order, n_params, sw=None, partial=None):
+    """Everything a pass needs, allocated here (kernels allocate nothing):
+    ``(umark, bmark, tu, tb, ntu, ntb, g, x, buf, xbuf_ones, xbuf_list, sw, partial)``;
+    ``sw`` the per-sequence weights and ``partial`` the 0/1 flags of partially labelled
+    sequences (None: none)."""
+    L = space[0]
+    S = (L + 1) * L
+    maxlen = K.max_length(data[0], order)
+    buf = K2.work_buffers(L, maxlen)
+    lb = K2.log_buffers(L, maxlen)
+    n_t = len(space[6])
+
+    def xbuf(n_glob):
+        return (lb[0], lb[1], lb[2], lb[3], lb[4], np.zeros(S * L),
+                (np.zeros((1, 1)), np.zeros(n_glob), np.zeros(0)))
+
+    n_u, n_b = len(space[1]) - 1, len(space[3]) - 1
+    return (np.full(n_u, -1, dtype=np.int64), np.full(n_b, -1, dtype=np.int64), np.empty(n_u, dtype=np.int64),
+            np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+            np.zeros(n_params), np.zeros(n_t), buf, xbuf(n_t), xbuf(S * L),
+            np.zeros(0) if sw is None else np.ascontiguousarray(sw, dtype=np.float64),
+            np.zeros(0, np.uint8) if partial is None else np.ascontiguousarray(partial, dtype=np.uint8))
+
+
+@kernel()
+def sgd_pass(space, data, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk):
+    """One pass of SGD-L1 over the sequences ``order`` (in that order), mini-batches of
+    ``prm[6]`` sequences (see :mod:`spargel.core.lazy_l1` for ``st`` and ``prm``). Updates v,
+    aux and st in place; returns 0, or 1 when a loss became non-finite (divergence; the
+    pass stops there). ``ones`` is a PAIR_ONES structure over the layout's triples and
+    ``lst`` the LIST of every transition (``list_k``: the list index of each triple),
+    both refreshed in place per step; ``wk`` the scratch of :func:`work`. With variant
+    ``LOSS_ONLY`` nothing moves: st[4] receives the summed loss at v."""
+    u_ptr, b_ptr, b_base, t_base = space[1], space[3], space[5], space[7]
+    l1 = prm[7]
+    variant, B = int(prm[3]), max(1, int(prm[6]))
+    n = len(v)
+    lazy = variant != Z.NAIVE
+    umark, bmark, tu, tb, ntu, ntb, g, x, buf, xbuf_ones, xbuf_list, sw, partial = wk
+    loss_only = variant == LOSS_ONLY
+    if loss_only:
+        B = max(1, len(order))
+        lazy = False
+    mode = np.int64(SETTLE if lazy else MARK)
+    if loss_only:
+        mode = np.int64(LOSS)
+    status = 0
+    for start in range(0, len(order), B):
+        end = min(start + B, len(order))
+        nb = end - start
+        eta, a_new = Z.step_rate(st, prm, nb)
+        a, us, up = st[1], st[2], st[3]
+        if loss_only:
+            a = 1.0
+        ntu[0] = 0
+        ntb[0] = 0
+        marks = (umark, tu, ntu, bmark, tb, ntb, np.int64(start))
+        pen = (aux, l1w, l1, us, up, np.int64(variant))
+        if lazy:
+            Z.penalise_block(v, aux, l1w, l1, m, us, up, t_base, n, variant)
+        lowest = 0.0
+        for q in range(len(x)):
+            x[q] = Z.weight(v, m, a, t_base + q)
+            if x[q] < lowest:
+                lowest = x[q]
+        exact = lowest < -K.CANCEL_LIMIT
+        if exact:
+            C.refresh_list(lst, list_k, x)
+        else:
+            C.refresh_pairs(ones, x)
+        coef = 0.0 if loss_only else 1.0
+        step_loss = 0.0
+        trans = lst if exact else ones
+        xbuf = xbuf_list if exact else xbuf_ones
+        fallbacks = st[5:6]
+        for r in range(start, end):
+            step_loss += sample_step(v, m, a, space, data, order[r], trans, g, coef, mode, buf, xbuf, pen, marks,
+                                     fallbacks, sw, partial)
+        if loss_only:
+            st[4] = step_loss
+            return 0
+        if not (step_loss > -np.inf and step_loss < np.inf):
+            status = 1
+            break
+        st[4] += step_loss
+        inc = Z.step_done(st, prm, eta, nb, a_new, lazy)
+        # the gradient step of the touched weights; their own penalty of this step
+        # reaches them at their next settlement
+        if lazy:
+            inv_a = 1.0 / a_new
+            for r in range(ntu[0]):
+                at = tu[r]
+                Z.step_block(v, g, m, inv_a, eta, u_ptr[at], u_ptr[at + 1])
+            for r in range(ntb[0]):
+                at = tb[r]
+                Z.step_block(v, g, m, inv_a, eta, b_base + b_ptr[at], b_base + b_ptr[at + 1])
+            Z.step_block(v, g, m, inv_a, eta, t_base, n)
+        else:
+            Z.naive_step(v, g, l1w, l1, m, eta, nb, prm[5], prm[4], inc)
+            for r in range(ntu[0]):
+                at = tu[r]
+                g[u_ptr[at]:u_ptr[at + 1]] = 0.0
+            for r in range(ntb[0]):
+                at = tb[r]
+                g[b_base + b_ptr[at]:b_base + b_ptr[at + 1]] = 0.0
+            g[t_base:] = 0.0
+        if st[1] < Z.RENORMALISE_BELOW:
+            Z.renormalise(v, aux, m, st, variant)
+    return status
+
+
+def structures(space_t):
+    """(PAIR_ONES over the layout's triples, LIST of every transition, list index of each
+    triple), all with zero scores: :func:`sgd_pass` loads the weights per step."""
+    L, t_pair = space_t[0], space_t[6].astype(np.int64)
+    A = L + 1
+    S = A * L
+    src = t_pair // L
+    ones = C.make_transitions(S, src, (src % L) * L + t_pair % L, np.zeros(len(t_pair)), kind=C.PAIR_ONES,
+                              n_labels=L, all_pairs=False)
+    j = np.repeat(np.arange(L * L, dtype=np.int64), A)
+    a = np.tile(np.arange(A, dtype=np.int64), L * L)
+    lst = C.make_transitions(S, a * L + j // L, j, np.zeros(S * L), kind=C.LIST, all_pairs=False)
+    list_k = ((src % L) * L + t_pair % L) * A + src // L
+    return ones, lst, list_k

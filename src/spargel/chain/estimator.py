@@ -1,0 +1,541 @@
+"""``spargel.CRF``: a sparse linear-chain CRF with a scikit-learn style API."""
+
+import sys
+
+import numpy as np
+
+from ..data.featuredicts import sequence_attributes
+from ..data.templates import Template
+from ..estimation import LogLinearCore
+
+
+class CRF(LogLinearCore):
+    """Linear-chain conditional random field trained by penalised maximum likelihood.
+
+    Minimises ``sum_i -log p(y_i | x_i) + l1 * ||w||_1 + l2 / 2 * ||w||^2``.
+
+    Parameters
+    ----------
+    solver : {"owlqn", "lbfgs", "bcd", "cd", ...}
+        OWL-QN handles ``l1 > 0`` (and elastic net); L-BFGS the smooth case ``l1 = 0``;
+        "bcd" is blockwise coordinate descent (elastic net, fast on sparse models; "cd"
+        its one-coordinate-at-a-time version for small problems), see ``docs/bcd.md``.
+    l1, l2 : float
+        Penalty weights (CRFsuite: ``l1 = c1``, ``l2 = 2 * c2``; Wapiti: ``l1 = rho1``,
+        ``l2 = rho2``).
+    max_iter : int or None
+        Iteration limit (passes over the data for SGD); None: the solver's default
+        (500 for OWL-QN / L-BFGS, 30 passes for SGD, 200 sweeps for BCD / CD).
+    tol : float
+        Stop when the objective improved by less than a relative ``tol`` over the last
+        ``window`` iterations.
+    gtol : float
+        Stop when ``||pseudo-gradient|| <= gtol * max(1, ||w||)``.
+    window : int
+        Iterations over which ``tol`` is measured.
+    feature_space : {"observed", "full"}
+        ``"observed"``: only (attribute, label) pairs and transitions seen in training
+        (CRFsuite); ``"full"``: every attribute with every label (Wapiti, the papers),
+        which lets the model learn negative evidence at the price of more weights.
+    template : Template, str or None
+        A CRF++/Wapiti pattern file's text (or a :class:`~spargel.data.templates.Template`).
+        With a template, each sequence in ``X`` is a list of tokens, each token a list of
+        column strings. Without one, each token is a feature dict (sklearn-crfsuite
+        style) or a list of attribute strings.
+    pad : bool
+        With a template: emit CRF++ padding markers for positions outside the sequence
+        (True) or drop such features (False, CRFsuite's habit).
+    n_jobs : int or None
+        Threads for the batch gradient (None: 1, -1: all cores).
+    random_state : int or None
+        Seed for randomised solvers (the deterministic solvers ignore it).
+    warm_start : bool
+        Start the next ``fit`` from the current weights (matched by feature name).
+    verbose : int
+        0: silent; 1: one line per iteration on stderr.
+    solver_options : dict or None
+        Extra keyword arguments for the solver (e.g. ``{"memory": 10}`` for OWL-QN's
+        history length); see the solver's documentation.
+    order : {1, 2}
+        Markov order of the labels. 2: a second-order CRF, a chain over label pairs
+        (:mod:`spargel.chain.crf2`): ``B`` observations (and a bare ``B``) weigh the
+        label pair on every token, the first token's pair being ``("__BOS__", y0)``,
+        and a bare ``T`` template line the label triples; without a template, the
+        observations weigh the current label and the model has pair and triple
+        weights. Every solver that works through ``loss_grad`` or ``sgd`` works at
+        order 2 (the blocks of BCD / CD are first-order only so far).
+    client : dask.distributed.Client, address string or None
+        With a client, ``fit`` runs sharded on the cluster's workers (see
+        ``docs/distributed.md``); ``X`` may then also be a list of column files read by
+        the workers or a Dask bag. Needs ``spargel[dask]``.
+    n_shards : int or None
+        With a client: how many shards the data is split into (None: one per worker).
+
+    Examples
+    --------
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}]]
+    >>> y = [["DT", "NN"], ["DT", "NN", "VB"]]
+    >>> crf = CRF(l1=0.01, max_iter=50).fit(X, y)
+    >>> crf.predict([[{"w": "the"}, {"w": "cat"}]])
+    [['DT', 'NN']]
+    """
+
+    _kind = "crf"
+    _estimator_kind = "sequence_labeler"
+
+    def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=None, tol=1e-5, gtol=1e-5, window=10,
+                 feature_space="observed", template=None, pad=True, n_jobs=None, random_state=None,
+                 warm_start=False, verbose=0, solver_options=None, order=1, c1=None, c2=None,
+                 max_iterations=None, all_possible_transitions=None, all_possible_states=None, client=None,
+                 n_shards=None):
+        self.solver = solver
+        self.l1 = l1
+        self.l2 = l2
+        self.max_iter = max_iter
+        self.tol = tol
+        self.gtol = gtol
+        self.window = window
+        self.feature_space = feature_space
+        self.template = template
+        self.pad = pad
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+        self.solver_options = solver_options
+        self.order = order
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.all_possible_transitions = all_possible_transitions
+        self.all_possible_states = all_possible_states
+        self.client = client
+        self.n_shards = n_shards
+
+    # -- sklearn-crfsuite names ----------------------------------------------------------
+    def _effective(self, name):
+        """sklearn-crfsuite's parameter names, when given, win over ours: ``c1`` ->
+        ``l1``, ``c2`` -> ``l2 = 2 * c2`` (CRFsuite's l2 term is ``c2 ||w||^2``),
+        ``max_iterations`` -> ``max_iter``. (``all_possible_transitions`` /
+        ``all_possible_states`` give every label pair a transition weight / every
+        attribute a weight for every label: the "full" space, part by part.)"""
+        if name == "l1" and self.c1 is not None:
+            return self.c1
+        if name == "l2" and self.c2 is not None:
+            return 2.0 * self.c2
+        if name == "max_iter" and self.max_iterations is not None:
+            return self.max_iterations
+        return getattr(self, name)
+
+    def _check_params(self):
+        from ..core.params import check_number
+        for name in ("c1", "c2"):
+            check_number(name, getattr(self, name), allow_none=True)
+        check_number("max_iterations", self.max_iterations, integer=True, allow_none=True)
+        super()._check_params()
+        self._check_order()
+
+    # -- features ----------------------------------------------------------------------
+    def _template(self):
+        tpl = self.template
+        if tpl is None or isinstance(tpl, Template):
+            return tpl
+        cached = getattr(self, "_template_cache", None)
+        if cached is None or cached.text != tpl:
+            cached = Template.parse(tpl, source="<template>")
+            self._template_cache = cached
+        return cached
+
+    def _has_transitions(self):
+        tpl = self._template()
+        if self.order == 2:                  # the label triples
+            return True if tpl is None else tpl.triples
+        return True if tpl is None else tpl.transitions
+
+    def _feature_space(self, data):
+        from ..data.feature_space import FeatureSpace
+        if self.feature_space == "full" or not (self.all_possible_states or self.all_possible_transitions):
+            return super()._feature_space(data)
+        if self.order == 2:
+            raise ValueError("all_possible_states / all_possible_transitions are first-order options; at "
+                             "order=2 use feature_space='full'")
+        return FeatureSpace.observed(data, len(self._label_vocab), len(self._uni_vocab), len(self._big_vocab),
+                                     self._has_transitions(), all_states=bool(self.all_possible_states),
+                                     all_transitions=bool(self.all_possible_transitions))
+
+    def _rows(self, X):
+        if isinstance(X, (str, bytes)) or not hasattr(X, "__iter__"):
+            raise TypeError("X must be a list of sequences")
+        tpl = self._template()
+        for i, seq in enumerate(X):
+            columns = getattr(seq, "columns", seq)
+            if tpl is not None:
+                if len(columns) == 0:
+                    raise ValueError(f"sequence {i} is empty")
+                uni, big = tpl.extract(columns, pad=self.pad, source=getattr(seq, "source", None),
+                                       line=getattr(seq, "line", None))
+                yield uni, (big if tpl.n_bigram else None)
+            else:
+                yield sequence_attributes(columns, i), None
+
+    def _dataset(self, X, y=None, grow=False):
+        if self._template() is not None:
+            return self._with_pair_bias(super()._dataset(X, y, grow), self._big_vocab, grow)
+        # feature dicts / attribute lists: straight to flat arrays (the tagging hot path)
+        from ..data.dataset import SequenceData, label_ids
+        from ..data.featuredicts import encode_sequences
+        from ..data.vocab import Vocabulary
+        from ..estimation import _reorder
+
+        if isinstance(X, (str, bytes)) or not hasattr(X, "__iter__"):
+            raise TypeError("X must be a list of sequences")
+        if grow:
+            self._uni_vocab, self._big_vocab, self._label_vocab = Vocabulary(), Vocabulary(), Vocabulary()
+        seq_ptr, uni_ptr, ids, vals = encode_sequences((getattr(x, "columns", x) for x in X), self._uni_vocab, grow)
+        n = len(uni_ptr) - 1
+        data = SequenceData(seq_ptr, uni_ptr, ids, vals, np.zeros(n + 1, np.int64), np.zeros(0, np.int32),
+                            np.zeros(0))
+        if y is not None:
+            data.labels = label_ids(y, seq_ptr, self._label_vocab, grow)
+        if grow:
+            self._uni_vocab, data.uni_ids = _reorder(self._uni_vocab, data.uni_ids)
+            if len(self._label_vocab) < 2:
+                raise ValueError(f"training data has {len(self._label_vocab)} distinct label(s); need at least 2")
+        return self._with_pair_bias(data, self._big_vocab, grow)
+
+    def _with_pair_bias(self, data, big_vocab, grow):
+        """At order 2, the plain pair weights (a bare ``B``, or no template): those of an
+        attribute ``B`` that fires on every token."""
+        tpl = self._template()
+        if self.order == 2 and (tpl is None or tpl.transitions):
+            from .crf2_space import add_pair_bias
+            data = add_pair_bias(data, big_vocab, grow)
+        return data
+
+    # -- order ---------------------------------------------------------------------------
+    def _check_order(self):
+        if isinstance(self.order, bool) or self.order not in (1, 2):
+            raise ValueError(f"order must be 1 or 2, got {self.order!r}")
+        tpl = self._template()
+        if tpl is None:
+            return
+        if self.order == 1 and tpl.triples:
+            raise ValueError(f"the template has a 'T' line (label triples, {tpl.source}): that needs a "
+                             f"second-order model, order=2")
+        if self.order == 2 and not tpl.triples:
+            raise ValueError(f"order=2 needs the label triples: add a line 'T' to the template ({tpl.source}); "
+                             f"without them the model is a first-order one")
+
+    def _model_kind(self):
+        return "crf2" if self.order == 2 else "crf"
+
+    def _space_class(self):
+        if self.order == 2:
+            from .crf2_space import FeatureSpace2
+            return FeatureSpace2
+        return super()._space_class()
+
+    def _map_code(self, table, code, lab_map, L, old_L):
+        if self.order != 2:
+            return super()._map_code(table, code, lab_map, L, old_L)
+        from .crf2_space import remap_codes
+        kind = {"uni": "label", "big": "pair", "trans": "triple"}[table]
+        return int(remap_codes(kind, [code], lab_map, old_L, L)[0])
+
+    def _inference(self):
+        """The prediction functions of the fitted model's order."""
+        if getattr(self.space_, "order", 1) == 2:
+            from . import crf2
+            return crf2
+        from . import crf
+        return crf
+
+    # -- fitting -----------------------------------------------------------------------
+    def fit(self, X, y=None, X_dev=None, y_dev=None, callback=None, sample_weight=None):
+        """Train on sequences ``X`` with label sequences ``y``.
+
+        A label ``None`` means "unknown at this position": training sums over the
+        labels there (partially labelled sequences; solvers owlqn, lbfgs, fista and
+        sgd-l1). ``sample_weight``: one weight per sequence (integer weights give the
+        model trained on duplicated sequences). ``X_dev``/``y_dev`` are decoded after
+        every iteration and their accuracy (and chunk F1 when the tags form a chunk
+        scheme) is added to ``history_``. ``callback(row)`` is called with each history
+        row (a dict) as soon as it is complete; returning True stops training. Ctrl-C
+        stops after the current iteration and keeps the weights reached
+        (``stop_reason_ == "interrupted"``).
+
+        With ``client`` set, or when ``X`` is a list of column files (labels in their
+        last column; ``y=None``) or a Dask bag, training goes through
+        :mod:`spargel.scaleout` (``docs/distributed.md``)."""
+        from ..scaleout.cluster import is_dask_collection
+        from .scaleout import is_file_list
+        if self.client is not None or is_file_list(X) or is_dask_collection(X):
+            from .scaleout import fit_crf
+            return fit_crf(self, X, y, X_dev, y_dev, callback, sample_weight)
+        self._check_params()
+        if self.warm_start:
+            self._remember_for_warm_start()
+        y = _label_lists(y, "y")
+        if self.order == 2:
+            _refuse_marker_label(y)
+        data = self._dataset(X, y, grow=True)
+        from ..core.params import check_sample_weight
+        self._sample_weight = check_sample_weight(sample_weight, data.n_sequences, "sequence")
+        if self.solver in ("cd", "bcd") and (self._sample_weight is not None or np.any(data.labels < 0)):
+            raise ValueError(f"solver {self.solver!r} does not take sample weights or partially labelled "
+                             f"sequences; use solver='owlqn' (or 'sgd-l1')")
+        dev = None
+        if X_dev is not None:
+            y_dev = _label_lists(y_dev, "y_dev")
+            # dev metrics compare label strings: labels never seen in training are
+            # simply errors, so the dev set needs no label ids
+            dev = (self._dataset(X_dev), y_dev)
+        monitor = _Monitor(self, dev, self.verbose, callback) if (dev is not None or self.verbose or callback) else None
+        self._fit_data(data, monitor)
+        if self.verbose:
+            print(f"stopped after {self.n_iter_} iterations: {self.stop_reason_}; "
+                  f"{self.n_active_features_} active features", file=sys.stderr)
+        return self
+
+    def partial_fit(self, X, y):
+        """One pass of SGD-L1 over the chunk ``(X, y)``, continuing the previous calls:
+        for data that arrives in pieces or does not fit in memory.
+
+        Always trains with the ``"sgd-l1"`` solver (``solver_options`` apply when
+        ``solver="sgd-l1"``). Vocabularies and the parameter layout grow with every
+        chunk; the learning-rate schedule, the cumulative penalty (u, q) and the random
+        generator carry on. Give the total number of training sequences as
+        ``solver_options={"n_samples": N}`` (the objective's per-sample penalty is
+        ``l1 / N``; without it, the number of sequences received so far is used). A
+        fitted or loaded model (``CRF.load``) continues from its weights with a fresh
+        schedule. See :mod:`spargel.streaming`."""
+        from .streaming import partial_fit
+        return partial_fit(self, X, y)
+
+    def _restore(self, meta, path):
+        template = meta.get("template")
+        if template is not None:
+            from ..errors import DataFormatError, ModelFileError
+            try:
+                Template.parse(template, source=f"{path} (stored template)")
+            except DataFormatError as exc:
+                raise ModelFileError(f"{path}: invalid model (stored template: {exc.message}"
+                                     f"{'' if exc.line is None else f' on its line {exc.line}'})") from None
+        self.template = template
+
+    def _meta(self):
+        meta = super()._meta()
+        tpl = self._template()
+        meta["template"] = tpl.text if tpl is not None else None
+        meta["params"].pop("template", None)
+        return meta
+
+    # -- prediction ----------------------------------------------------------------------
+    def _data(self, X, y=None):
+        self._check_fitted()
+        return self._dataset(X, y)
+
+    def _fixed(self, constraints, data):
+        fixed = np.full(data.n_tokens, -1, dtype=np.int32)
+        if constraints is None:
+            return fixed
+        if len(constraints) != data.n_sequences:
+            raise ValueError(f"constraints has {len(constraints)} sequences, X has {data.n_sequences}")
+        for s, seq in enumerate(constraints):
+            lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+            if seq is None:
+                continue
+            if len(seq) != hi - lo:
+                raise ValueError(f"constraints for sequence {s} have {len(seq)} entries, the sequence {hi - lo} tokens")
+            for t, lab in enumerate(seq):
+                if lab is None or lab == "":
+                    continue
+                i = self._label_vocab.id(lab)
+                if i < 0:
+                    raise ValueError(f"sequence {s}, token {t}: unknown label {lab!r} in constraints")
+                fixed[lo + t] = i
+        return fixed
+
+    def predict_single(self, xseq, constraints=None):
+        """The labels of one sequence (sklearn-crfsuite's ``predict_single``)."""
+        return self.predict([xseq], None if constraints is None else [constraints])[0]
+
+    def predict_marginals_single(self, xseq):
+        """Per token of one sequence, a dict label -> probability."""
+        return self.predict_marginals([xseq])[0]
+
+    def predict(self, X, constraints=None):
+        """Most probable label sequence for every sequence (Viterbi). ``constraints``:
+        per sequence, a list with a label (fixed) or None (free) per token."""
+        data = self._data(X)
+        ids, _ = self._inference().decode(self.space_, data, self.weights_, self._fixed(constraints, data))
+        return self._split_labels(ids, data)
+
+    def predict_marginals(self, X):
+        """Per sequence, per token, a dict label -> probability."""
+        data = self._data(X)
+        marg, _ = self._inference().marginals(self.space_, data, self.weights_)
+        names = self.classes_
+        return [[dict(zip(names, row.tolist())) for row in marg[data.seq_ptr[s]:data.seq_ptr[s + 1]]]
+                for s in range(data.n_sequences)]
+
+    def predict_nbest(self, X, k=5, constraints=None):
+        """Per sequence, up to ``k`` (labels, probability) pairs, most probable first."""
+        from ..core.limits import check_nbest
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        data = self._data(X)
+        k = check_nbest(int(k), self.space_.n_labels, np.diff(data.seq_ptr))
+        inference = self._inference()
+        if getattr(self.space_, "order", 1) == 2:          # tables over the pair states
+            check_nbest(k, self.space_.n_states, np.diff(data.seq_ptr))
+        _, logz = inference.marginals(self.space_, data, self.weights_)
+        lists = inference.nbest(self.space_, data, self.weights_, int(k), self._fixed(constraints, data))
+        names = self.classes_
+        return [[([names[i] for i in path], float(np.exp(score - logz[s]))) for path, score in lst]
+                for s, lst in enumerate(lists)]
+
+    def score(self, X, y):
+        """Token accuracy of ``predict(X)`` against ``y`` (labels the model does not know
+        raise; ``None`` labels are not counted)."""
+        y = _label_lists(y, "y")
+        known = np.array([lab is not None for seq in y for lab in seq], dtype=bool)
+        y = [[self.classes_[0] if lab is None else lab for lab in seq] for seq in y]
+        data = self._data(X, y)
+        ids, _ = self._inference().decode(self.space_, data, self.weights_)
+        return float(np.mean((ids == data.labels)[known])) if known.any() else float("nan")
+
+    def path(self, X, y, l1_values=None, n_l1=10, l1_min_ratio=1e-3, X_dev=None, y_dev=None):
+        """Pseudo regularisation path: fits of this estimator's settings for decreasing
+        ``l1`` values with warm starts (default: ``n_l1`` values from the exact
+        ``l1_max`` down); returns one dict row per value (see :func:`spargel.path.path`).
+        This estimator itself is left unchanged."""
+        from .path import path
+        return path(self, X, y, l1_values=l1_values, n_l1=n_l1, l1_min_ratio=l1_min_ratio,
+                    X_dev=X_dev, y_dev=y_dev)
+
+    def _split_labels(self, ids, data):
+        names = self.classes_
+        return [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
+
+    # -- inspection ----------------------------------------------------------------------
+    @property
+    def attributes_(self):
+        """Names of the attributes that kept a non-zero weight (sklearn-crfsuite)."""
+        self._check_fitted()
+        return list(self._uni_vocab)
+
+    @property
+    def training_log_(self):
+        """The per-iteration history rows (``history_``; sklearn-crfsuite's name)."""
+        if not hasattr(self, "history_"):
+            from ..errors import NotFittedError
+            raise NotFittedError("this CRF has no training log yet; call fit() first")
+        return self.history_
+
+    @property
+    def state_features_(self):
+        """{(attribute, label): weight} for the non-zero unigram weights."""
+        self._check_fitted()
+        s, w, names = self.space_, self.weights_, self.classes_
+        out = {}
+        for a, attr in enumerate(self._uni_vocab):
+            for k in range(s.u_ptr[a], s.u_ptr[a + 1]):
+                if w[k] != 0:
+                    out[(attr, names[s.u_lab[k]])] = float(w[k])
+        return out
+
+    @property
+    def bigram_features_(self):
+        """{(attribute, previous label, label): weight} for the non-zero bigram weights
+        (order 2: the pair weights, previous label ``"__BOS__"`` on the first token; the
+        plain pair weights are those of the attribute ``"B"``)."""
+        self._check_fitted()
+        s, w, names = self.space_, self.weights_, list(self.classes_)
+        names_of = _pair_namer(s, names)
+        out = {}
+        for a, attr in enumerate(self._big_vocab):
+            for k in range(s.b_ptr[a], s.b_ptr[a + 1]):
+                v = w[s.b_base + k]
+                if v != 0:
+                    out[(attr, *names_of(s.b_pair[k]))] = float(v)
+        return out
+
+    @property
+    def transition_features_(self):
+        """{(previous label, label): weight} for the non-zero transition weights (order 2:
+        {(label two back, previous label, label): weight} of the label triples)."""
+        self._check_fitted()
+        s, w, names = self.space_, self.weights_, list(self.classes_)
+        if getattr(s, "order", 1) == 2:
+            from .crf2_space import triple_names
+            names_of = lambda p: triple_names(p, names)          # noqa: E731
+        else:
+            names_of = _pair_namer(s, names)
+        return {names_of(p): float(w[s.t_base + k]) for k, p in enumerate(s.t_pair) if w[s.t_base + k] != 0}
+
+
+def _pair_namer(space, names):
+    """code -> (previous label name, label name) for the layout's pair codes."""
+    if getattr(space, "order", 1) == 2:
+        from .crf2_space import pair_names
+        return lambda p: pair_names(p, names)
+    L = len(names)
+    return lambda p: (names[p // L], names[p % L])
+
+
+def _refuse_marker_label(y):
+    from .crf2_space import BOS_NAME
+    for i, labels in enumerate(y):
+        if BOS_NAME in labels:
+            raise ValueError(f"y[{i}]: the label {BOS_NAME!r} is reserved for the begin marker of second-order "
+                             f"models")
+
+
+def _label_lists(y, name):
+    if y is None:
+        raise ValueError(f"{name} is required")
+    out = []
+    for i, seq in enumerate(y):
+        labels = getattr(seq, "labels", seq)
+        if labels is None or isinstance(labels, str):
+            raise TypeError(f"{name}[{i}] must be a list of label strings")
+        out.append(list(labels))
+    return out
+
+
+class _Monitor:
+    """Per-iteration hook: dev metrics into the history row, and a log line."""
+
+    def __init__(self, est, dev, verbose, callback=None):
+        self.est, self.dev, self.verbose, self.callback = est, dev, verbose, callback
+
+    def __call__(self, row, w):
+        if self.dev is not None:
+            from ..metrics import sequence_scores
+            data, y_dev = self.dev
+            # the training layout is still uncompacted here: decode with it
+            space = self._space()
+            if getattr(space, "order", 1) == 2:
+                from .crf2 import decode
+            else:
+                from .crf import decode
+            ids, _ = decode(space, data, w)
+            names = self.est._label_vocab.names
+            pred = [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
+            scores = sequence_scores(y_dev, pred)
+            row["dev_accuracy"] = scores.accuracy
+            if scores.chunk_f1 is not None:
+                row["dev_f1"] = scores.chunk_f1
+        if self.verbose:
+            parts = [f"iter {row['iteration']:4d}", f"obj {row['objective']:.6g}", f"active {row['active']}"]
+            if "dev_accuracy" in row:
+                parts.append(f"dev acc {100 * row['dev_accuracy']:.2f}")
+            if "dev_f1" in row:
+                parts.append(f"dev F1 {100 * row['dev_f1']:.2f}")
+            parts.append(f"{row['elapsed']:.1f}s")
+            print("  ".join(parts), file=sys.stderr, flush=True)
+        return bool(self.callback(row)) if self.callback is not None else False
+
+    def _space(self):
+        return self.est._training_space

@@ -1,0 +1,996 @@
+"""Chain inference, written once: scaled forward-backward with a log-space fallback,
+marginals, transition expectations, Viterbi and n-best over a chain of ``S`` states.
+
+Every chain model (first-order CRF, second-order CRF over label pairs, the per-sample
+step of SGD, the span updates of block coordinate descent) reduces a sequence of ``n``
+positions to
+
+* per-position state scores ``E[t, s]`` (log domain), and
+* a transition structure ``trans`` (the same at every position, built once per weight
+  vector by :func:`make_transitions`), plus optional per-position *corrections*: pairs
+  ``(i, j)`` whose transition score is raised by ``B_t[i, j]`` at position ``t`` (the
+  observation-conditioned bigram weights of a CRF).
+
+The transition factor at position t is ``M_t[i, j] = exp(T[i, j] + B_t[i, j])`` over
+the *allowed* pairs. ``trans`` stores it in one of four forms (``kind``):
+
+``DENSE``
+    every pair allowed; ``expT = exp(T - tshift)`` as a padded ``Sp x Sp`` matrix (and its
+    transpose), so a forward or backward step is ``S`` contiguous row updates;
+``ONES``
+    every pair allowed and few non-zero ``T``: ``M = 1 + sum of corrections``, with the
+    non-zero transitions as a *global* correction list ``expm1(T)`` (Sokolovska et al.
+    2010, §3.2: a step costs ``O(S + nnz)``);
+``LIST``
+    only the listed pairs allowed (e.g. ``(a, b) -> (b, c)`` in a second-order chain),
+    ``M = exp(T - tshift)`` on them: a step costs the number of allowed pairs;
+``PAIR_ONES``
+    second-order chains over label pairs: ``S = A * L`` states ``a * L + b`` (``b`` a label,
+    ``a`` a label or, for ``a >= L``, a begin marker: states that start a chain and are
+    never entered), allowed pairs exactly ``(a, b) -> (b, c)`` with ``b, c < L``, and few
+    non-zero transition weights: ``M[(a, b), (b', c)] = [b = b'] (1 + expm1(T))``: a step
+    costs ``O(S + nnz)``.
+
+A position correction is given as ``(i, j, c, v, k)``: ``c = Mbase[i, j] * expm1(v)`` is
+what it adds to ``M_t[i, j]`` (``Mbase`` the structure's own entry, see
+:func:`base_entry`), ``v`` the raw score it adds to ``log M_t[i, j]`` and ``k`` the
+index of the pair in the structure's list of allowed pairs (see below). Corrections of
+a sequence are flat arrays with a pointer per position (``cptr``).
+
+``1 + expm1(v)`` cancels when ``v`` is strongly negative (``v = -20`` leaves 9 digits,
+``v = -37`` none), so a position with such a score lists its *whole* matrix instead:
+its first entry is the sentinel ``i = -1`` (see :data:`FULL`), the structure's base is
+not used there, and every allowed pair follows with ``c = Mbase[i, j] * exp(v)``.
+
+A position may instead give its whole factor as a stored dense matrix (one entry, ``ci =
+MAT``, ``cj`` the matrix's index in the structure's stack ``trans[15]``, its transpose
+in ``trans[16]``, its raw scores in ``trans[17]`` flat as ``j * S + i``): where most pairs are
+corrected, the vectorised dense step beats one scattered update per correction. Only
+:func:`forward`, :func:`backward`, :func:`pair_matrix` and :func:`viterbi` read such
+positions (the log-space and n-best functions get explicit lists); :func:`backward`
+gathers such a position's transition expectations from its pair marginals (into
+``pos``).
+
+Scaling: each alpha row is normalised (Rabiner); emission rows are shifted by their
+maximum before ``exp`` and ``M`` by ``tshift``, so every number stays in range unless a
+whole row underflows, which :func:`forward` reports as NaN -- the caller then runs
+:func:`forward_backward_log` on that sequence, which cannot underflow.
+
+Viterbi, n-best and the log-space pass read the allowed pairs as a list sorted by
+destination state: ``fptr[j]:fptr[j+1]`` are the entries of the pairs ``(fi[k], j)`` with
+raw score ``fv[k]`` (for DENSE and ONES all ``S^2`` pairs, ``k = j * S + i``).
+
+Rows are padded to ``Sp`` (``S`` rounded up to :data:`LANES`) with zeros, so the dense
+updates vectorise.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..core.jit import inner, kernel
+
+LANES = 4
+NEG_INF = -np.inf
+# largest finite double. Under the 'reassoc' fast-math flag LLVM folds math.isfinite(x)
+# (computed as x - x) to True, so finiteness is tested with ordered comparisons, which
+# NaN fails: 0 < x < FLOAT_MAX.
+FLOAT_MAX = 1.7976931348623157e308
+DENSE, ONES, LIST, PAIR_ONES = 0, 1, 2, 3
+FULL = -1           # ci of the first correction of a position that lists its whole matrix
+MAT = -2            # ci of the only entry of a position whose factor is a stored dense matrix
+# re-association lets LLVM vectorise the row updates; NaN / inf keep their IEEE meaning
+FAST = {"reassoc", "contract", "nsz", "arcp"}
+EXP_FAST = {"contract", "nsz", "arcp"}      # no 'reassoc': x - k ln2 must keep its two steps
+
+
+@kernel()
+def padded(S):
+    """``S`` rounded up to a multiple of :data:`LANES`."""
+    return -(-S // LANES) * LANES
+
+
+# --------------------------------------------------------------------------- structure
+def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, keep_zeros=False,
+                     ones_fraction=None):
+    """The ``trans`` tuple of a chain with ``S`` states.
+
+    ``src``, ``dst``, ``score``: the pairs with a (possibly zero) transition score.
+    ``all_pairs``: every pair ``(i, j)`` is allowed (unlisted ones score 0); otherwise
+    exactly the listed pairs are allowed. ``kind``: None picks ``ONES`` when at most
+    ``ones_fraction`` of the pairs have a non-zero score, else ``DENSE`` (with
+    ``all_pairs``) or ``LIST`` (without); ``PAIR_ONES`` is made only when asked for. The
+    default fraction follows the costs of a step: a DENSE step is ``S * Sp`` vectorised
+    multiply-adds, a ONES step ``S`` adds plus one scattered multiply-add (about three
+    times dearer) per non-zero score, so ONES wins below about ``Sp / (12 S)``, some 8%
+    of the pairs. (Callers know better: a chain whose positions carry corrections anyway
+    favours ONES more, one that needs every pair's expectation at every position less.)
+    ``n_labels``: for ``PAIR_ONES``, the L with ``S = A * L``, ``A >= L`` (then the
+    allowed pairs are exactly ``(a, b) -> (b, c)`` with ``b, c < L``, and ``src``/``dst``
+    list the pairs with a weight, zero ones included: their expected counts are gathered,
+    and :func:`refresh_pairs` loads new scores in place).
+    ``keep_zeros``: under ONES, list every given pair (zero scores included) as a global
+    correction, so that :func:`refresh` can load new scores in place.
+
+    Returns ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr, fi, fv, gk, kbuf, ebuf,
+    mats, matsT, mscores)``: ``tshift`` is a one-element array (so compiled code can refresh a
+    structure in place, see :func:`refresh`), ``gk[q]`` the list index of global
+    correction q, ``kbuf`` / ``ebuf`` scratch for that refresh, ``mats`` / ``matsT`` /
+    ``mscores`` the (empty) stack of position matrices (see :data:`MAT`;
+    :func:`with_matrices`).
+    """
+    trans = _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction)
+    return trans + (np.zeros(S * S, np.int64), np.zeros(S * S), np.zeros((0, 1, 1)), np.zeros((0, 1, 1)),
+                    np.zeros((0, 1)))
+
+
+def with_matrices(trans, mats, matsT, scores):
+    """The structure ``trans`` with the stack of position matrices ``mats`` (k x Sp x Sp,
+    padding zero), their transposes and their raw scores (k x S^2, ``j * S + i``)."""
+    return trans[:15] + (mats, matsT, scores)
+
+
+def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction):
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    score = np.asarray(score, dtype=np.float64)
+    Sp = padded(S)
+    L = int(n_labels)
+    nz = score != 0
+    if all_pairs:
+        if kind is None:
+            frac = padded(S) / (12.0 * S) if ones_fraction is None else ones_fraction
+            kind = ONES if np.count_nonzero(nz) <= frac * S * S else DENSE
+        dense = np.zeros(S * S)
+        np.add.at(dense, src * S + dst, score)
+        fptr = np.arange(S + 1, dtype=np.int64) * S
+        fi = np.tile(np.arange(S, dtype=np.int64), S)
+        fv = dense.reshape(S, S).T.ravel().copy()           # entry k = j * S + i
+        if kind == DENSE:
+            tshift = float(dense.max()) if S else 0.0
+            expT = np.zeros((Sp, Sp))
+            expT[:S, :S] = np.exp(dense.reshape(S, S) - tshift)
+            return (DENSE, S, L, np.array([tshift]), expT, np.ascontiguousarray(expT.T), np.zeros(0, np.int64),
+                    np.zeros(0, np.int64), np.zeros(0), fptr, fi, fv, np.zeros(0, np.int64))
+        if keep_zeros:
+            pairs = np.unique(src * S + dst)
+        else:
+            pairs = np.flatnonzero(dense)
+        gi, gj = pairs // S, pairs % S
+        return (ONES, S, L, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), gi, gj, np.expm1(dense[pairs]), fptr, fi, fv,
+                gj * S + gi)
+    if kind == PAIR_ONES:
+        # allowed: exactly (a, b) -> (b, c); the listed pairs (zero scores included) are
+        # the global corrections, so their expected counts are accumulated
+        if L < 1 or S % L or S // L < L:
+            raise ValueError("PAIR_ONES needs S = A * n_labels states with A >= n_labels")
+        A = S // L
+        if len(src) and (np.any(src % L != dst // L) or src.min() < 0 or src.max() >= S or dst.min() < 0
+                         or dst.max() >= L * L):
+            raise ValueError("PAIR_ONES pairs must have the form (a, b) -> (b, c) with b, c < n_labels")
+        # list order: by destination j = (b, c), then source (a, b): k = j * A + a; the
+        # begin-marker states (a >= L) are never destinations
+        gk = dst * A + src // L
+        if len(np.unique(gk)) != len(gk):
+            raise ValueError("PAIR_ONES pairs are repeated")
+        fd = np.repeat(np.arange(L * L, dtype=np.int64), A)
+        fs = np.tile(np.arange(A, dtype=np.int64), L * L) * L + fd // L
+        fv = np.zeros(L * L * A)
+        fv[gk] = score
+        fptr = np.minimum(np.arange(S + 1, dtype=np.int64), L * L) * A
+        return (PAIR_ONES, S, L, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), src, dst, np.expm1(score), fptr, fs,
+                fv, gk)
+    # LIST: exactly the listed pairs
+    if len(np.unique(src * S + dst)) != len(src):
+        raise ValueError("LIST pairs are repeated")
+    order = np.lexsort((src, dst))
+    src, dst, score = src[order], dst[order], score[order]
+    fptr = np.zeros(S + 1, np.int64)
+    np.cumsum(np.bincount(dst, minlength=S), out=fptr[1:])
+    tshift = float(score.max()) if len(score) else 0.0
+    return (LIST, S, L, np.array([tshift]), np.zeros((1, 1)), np.zeros((1, 1)), src, dst, np.exp(score - tshift), fptr,
+            src.copy(), score.copy(), np.arange(len(src), dtype=np.int64))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def base_entry(trans, i, j, k):
+    """``Mbase``: the structure's factor for the allowed pair ``(i, j)`` with list index
+    k (read from ``expT`` under DENSE; exactly 1 for an unscored pair under ONES)."""
+    if trans[0] == DENSE:
+        return trans[4][i, j]
+    x = trans[11][k] - trans[3][0]
+    return 1.0 if x == 0.0 else math.exp(x)
+
+
+@inner()
+def refresh(trans, T):
+    """Load new transition scores ``T`` (S x S, flat ``i * S + j``) into a DENSE
+    structure, or into a ONES structure made with ``keep_zeros`` (the scores of the
+    unlisted pairs must stay 0), in place."""
+    if trans[0] == ONES:
+        S = trans[1]
+        gi, gj, gc, fv = trans[6], trans[7], trans[8], trans[11]
+        for q in range(len(gi)):
+            x = T[gi[q] * S + gj[q]]
+            gc[q] = math.expm1(x)
+            fv[gj[q] * S + gi[q]] = x
+    else:
+        refresh_dense(trans, T)
+
+
+@inner(fastmath=EXP_FAST)
+def refresh_dense(trans, T):
+    """Load new transition scores ``T`` (S x S, flat) into a DENSE structure in place
+    (its scratch ``trans[13]``, ``trans[14]`` takes the vectorised exponentials)."""
+    S = trans[1]
+    expT, expTT, fv, kbuf, e = trans[4], trans[5], trans[11], trans[13], trans[14]
+    trans[3][0] = exp_shifted(T, e, S * S, kbuf)
+    for i in range(S):
+        for j in range(S):
+            x = e[i * S + j]
+            expT[i, j] = x
+            expTT[j, i] = x
+            fv[j * S + i] = T[i * S + j]
+
+
+@inner()
+def refresh_pairs(trans, x):
+    """Load new scores into a PAIR_ONES structure in place: ``x[q]`` is the score of its
+    q-th listed pair (the order of ``src``/``dst`` given to :func:`make_transitions`)."""
+    gc, fv, gk = trans[8], trans[11], trans[12]
+    for q in range(len(gk)):
+        gc[q] = math.expm1(x[q])
+        fv[gk[q]] = x[q]
+
+
+@inner()
+def refresh_list(trans, k, x):
+    """Load new scores into a LIST structure in place: ``x[q]`` is the score of the pair
+    with list index ``k[q]``; the other pairs keep theirs."""
+    fv, gc = trans[11], trans[8]
+    for q in range(len(k)):
+        fv[k[q]] = x[q]
+    m = fv[0] if len(fv) else 0.0
+    for p in range(1, len(fv)):
+        if fv[p] > m:
+            m = fv[p]
+    trans[3][0] = m
+    for p in range(len(fv)):
+        gc[p] = math.exp(fv[p] - m)
+
+
+# --------------------------------------------------------------------------- emissions
+# exp(x) for x <= 0 as Cody-Waite reduction + degree-13 Taylor polynomial + exponent
+# bits: within ~1 ulp of math.exp, and the loop vectorises (math.exp is a libm call).
+# k = round(x / ln 2) comes from the shifter trick, not a float -> int64 conversion.
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_SHIFTER = 6755399441055744.0            # 1.5 * 2^52: adding it rounds to an integer
+_SHIFTER_BITS = np.int64(0x4338000000000000)
+_C2, _C3, _C4, _C5, _C6, _C7 = 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720, 1 / 5040
+_C8, _C9, _C10, _C11, _C12, _C13 = 1 / 40320, 1 / 362880, 1 / 3628800, 1 / 39916800, 1 / 479001600, 1 / 6227020800
+
+
+@njit(cache=True, nogil=True, fastmath=EXP_FAST, inline="always")
+def exp_nonpos(x, m, out, n, kbuf):
+    """``out[:n] = exp(x[:n] - m)`` for ``x <= m`` (``out`` may be ``x``); differences below
+    -708 give 0, NaN stays NaN. ``kbuf`` is an int64 scratch of length >= n."""
+    kview = kbuf.view(np.float64)
+    for y in range(n):
+        d = x[y] - m
+        v = d if not (d < -708.0) else -708.0
+        j = v * _LOG2E + _SHIFTER          # k = round(v / ln 2) in the low bits of j
+        k = j - _SHIFTER
+        r = (v - k * _LN2_HI) - k * _LN2_LO
+        p = _C13
+        p = p * r + _C12
+        p = p * r + _C11
+        p = p * r + _C10
+        p = p * r + _C9
+        p = p * r + _C8
+        p = p * r + _C7
+        p = p * r + _C6
+        p = p * r + _C5
+        p = p * r + _C4
+        p = p * r + _C3
+        p = p * r + _C2
+        p = p * r + 1.0
+        p = p * r + 1.0
+        out[y] = p if not (d < -708.0) else 0.0
+        kview[y] = j
+    for y in range(n):                     # 2^k from the bits of j (no float -> int conversion,
+        kbuf[y] = (kbuf[y] - _SHIFTER_BITS + 1023) << 52       # which AVX2 lacks)
+    for y in range(n):
+        out[y] *= kview[y]
+
+
+@njit(cache=True, nogil=True, fastmath=EXP_FAST, inline="always")
+def exp_shifted(x, out, n, kbuf):
+    """``out[:n] = exp(x[:n] - m)`` with ``m = max x[:n]``; returns m (see
+    :func:`exp_nonpos`)."""
+    m = x[0]
+    for y in range(1, n):
+        if x[y] > m:
+            m = x[y]
+    exp_nonpos(x, m, out, n, kbuf)
+    return m
+
+
+@inner(fastmath=EXP_FAST)
+def exp_rows(E, psi, shift, n, S, kbuf):
+    """``psi[t, :S] = exp(E[t, :S] - shift[t])`` with ``shift[t] = max E[t, :S]`` for
+    t < n (padding lanes zero); ``kbuf`` is an int64 scratch of :func:`exp_scratch` (at
+    least two padded rows). The rows are exponentiated as many at a time as ``kbuf``
+    holds, as one flat vector: a loop of |Y| iterations per row would not vectorise for
+    few labels."""
+    Sp = psi.shape[1]
+    rows = len(kbuf) // (2 * Sp)
+    for t0 in range(0, n, rows):
+        t1 = min(n, t0 + rows)
+        N = (t1 - t0) * Sp
+        kb = kbuf[:N]
+        fb = kbuf[N:2 * N].view(np.float64)
+        for t in range(t0, t1):
+            m = E[t, 0]
+            for y in range(1, S):
+                if E[t, y] > m:
+                    m = E[t, y]
+            shift[t] = m
+            b = (t - t0) * Sp
+            for y in range(S):
+                fb[b + y] = E[t, y] - m
+            for y in range(S, Sp):
+                fb[b + y] = -1000.0
+        exp_nonpos(fb, 0.0, fb, N, kb)
+        for t in range(t0, t1):
+            b = (t - t0) * Sp
+            for y in range(Sp):
+                psi[t, y] = fb[b + y]
+
+
+def exp_scratch(maxlen, Sp):
+    """The ``kbuf`` of :func:`exp_rows` for sequences of up to ``maxlen`` positions: one
+    block of at most 64 rows (at least one)."""
+    return np.zeros(2 * min(max(maxlen, 1), 64) * Sp, np.int64)
+
+
+# --------------------------------------------------------------------------- steps
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
+def forward_step(prev, cur, trans, ci, cj, cc, q0, q1):
+    """``cur = prev @ M_t`` (unnormalised, psi not applied), with the position
+    corrections ``q0:q1`` of ``(ci, cj, cc)``."""
+    kind, S, L = trans[0], trans[1], trans[2]
+    Sp = len(cur)
+    if q1 > q0 and ci[q0] == FULL:
+        for y in range(Sp):
+            cur[y] = 0.0
+        for q in range(q0 + 1, q1):
+            cur[cj[q]] += prev[ci[q]] * cc[q]
+        return
+    if kind == DENSE:
+        expT = trans[4]
+        for y in range(Sp):
+            cur[y] = 0.0
+        for i in range(S):
+            a = prev[i]
+            if a != 0.0:
+                for y in range(Sp):
+                    cur[y] += a * expT[i, y]
+    elif kind == ONES:
+        s = 0.0
+        for i in range(S):
+            s += prev[i]
+        for y in range(S):
+            cur[y] = s
+        for y in range(S, Sp):
+            cur[y] = 0.0
+    elif kind == PAIR_ONES:
+        # the column sums over the source label, added row by row into cur[:L]
+        # (contiguous: the loop vectorises; a sum down a column is a chain of dependent
+        # additions), then copied to the destinations, the last middle label first so
+        # that cur[:L] is read before it is overwritten
+        for b in range(L):
+            cur[b] = 0.0
+        for a in range(S // L):
+            for b in range(L):
+                cur[b] += prev[a * L + b]
+        for b in range(L - 1, -1, -1):
+            s = cur[b]
+            for c in range(L):
+                cur[b * L + c] = s
+        for y in range(L * L, Sp):
+            cur[y] = 0.0
+    else:
+        for y in range(Sp):
+            cur[y] = 0.0
+    gi, gj, gc = trans[6], trans[7], trans[8]
+    for q in range(len(gi)):
+        e = gc[q]
+        if e != 0.0:             # listed pairs with weight 0 (kept for their counts)
+            cur[gj[q]] += prev[gi[q]] * e
+    for q in range(q0, q1):
+        cur[cj[q]] += prev[ci[q]] * cc[q]
+
+
+@njit(cache=True, nogil=True, fastmath=FAST, inline="always")
+def backward_step(r, out, trans, ci, cj, cc, q0, q1, prev=None, glob=None):
+    """``out = M_t @ r`` with the position corrections ``q0:q1``. With ``glob`` (and
+    ``prev``, the normalised alpha of t - 1), the expected counts of the global
+    corrections are added in the same sweep (see :func:`backward`; not at a FULL
+    position)."""
+    kind, S, L = trans[0], trans[1], trans[2]
+    Sp = len(out)
+    if q1 > q0 and ci[q0] == FULL:
+        for y in range(Sp):
+            out[y] = 0.0
+        for q in range(q0 + 1, q1):
+            out[ci[q]] += cc[q] * r[cj[q]]
+        return
+    if kind == DENSE:
+        expTT = trans[5]
+        for y in range(Sp):
+            out[y] = 0.0
+        for j in range(S):
+            b = r[j]
+            if b != 0.0:
+                for y in range(Sp):
+                    out[y] += b * expTT[j, y]
+    elif kind == ONES:
+        s = 0.0
+        for j in range(S):
+            s += r[j]
+        for y in range(S):
+            out[y] = s
+        for y in range(S, Sp):
+            out[y] = 0.0
+    elif kind == PAIR_ONES:
+        # the row sums over the next label into out[:L], then copied to every source
+        # block (contiguous copies instead of stores L apart)
+        for b in range(L):
+            s = 0.0
+            for c in range(L):
+                s += r[b * L + c]
+            out[b] = s
+        for a in range(1, S // L):
+            for b in range(L):
+                out[a * L + b] = out[b]
+        for y in range(S, Sp):
+            out[y] = 0.0
+    else:
+        for y in range(Sp):
+            out[y] = 0.0
+    gi, gj, gc = trans[6], trans[7], trans[8]
+    base = 1.0 if kind == PAIR_ONES else 0.0      # PAIR_ONES: glob holds whole counts
+    for q in range(len(gi)):
+        e = gc[q]
+        x = r[gj[q]]
+        if glob is not None:
+            glob[q] += prev[gi[q]] * (e + base) * x
+        if e != 0.0:             # listed pairs with weight 0 (kept for their counts)
+            out[gi[q]] += e * x
+    for q in range(q0, q1):
+        out[ci[q]] += cc[q] * r[cj[q]]
+
+
+@inner(fastmath=FAST)
+def pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P):
+    """``P[i * S + j] = prev[i] M_t[i, j] r[j]`` (the pairwise marginals when prev is the
+    normalised alpha of t-1 and ``r = psi_t beta_t / scale_t``; zero for pairs that are
+    not allowed), for every kind of structure."""
+    kind, S, L = trans[0], trans[1], trans[2]
+    gi, gj, gc = trans[6], trans[7], trans[8]
+    if q1 > q0 and ci[q0] == MAT:
+        M = trans[15][cj[q0]]
+        for i in range(S):
+            a = prev[i]
+            for j in range(S):
+                P[i * S + j] = a * M[i, j] * r[j]
+        return
+    if (q1 > q0 and ci[q0] == FULL) or kind == LIST or kind == PAIR_ONES:
+        for p in range(S * S):
+            P[p] = 0.0
+    if q1 > q0 and ci[q0] == FULL:
+        q0 += 1
+    elif kind == DENSE:
+        expT = trans[4]
+        for i in range(S):
+            a = prev[i]
+            for j in range(S):
+                P[i * S + j] = a * expT[i, j] * r[j]
+    else:
+        if kind == ONES:
+            for i in range(S):
+                a = prev[i]
+                for j in range(S):
+                    P[i * S + j] = a * r[j]
+        elif kind == PAIR_ONES:
+            for i in range(S):
+                a = prev[i]
+                b = i % L
+                for c in range(L):
+                    P[i * S + b * L + c] = a * r[b * L + c]
+        for q in range(len(gi)):
+            P[gi[q] * S + gj[q]] += prev[gi[q]] * gc[q] * r[gj[q]]
+    for q in range(q0, q1):
+        P[ci[q] * S + cj[q]] += prev[ci[q]] * cc[q] * r[cj[q]]
+
+
+# --------------------------------------------------------------------------- forward-backward
+@inner(fastmath=FAST)
+def forward(psi, shift, n, trans, corr, alpha, scale, t0):
+    """Scaled forward recursion over positions t0..n-1 (rows before t0 already valid):
+    alpha rows sum to 1, ``scale[t]`` their normaliser. Returns the sum over t0..n-1 of
+    ``shift[t] + log scale[t]`` (+ ``tshift`` for t >= 1), which over 0..n-1 is log Z;
+    NaN when a row underflowed or overflowed (then use :func:`forward_backward_log`).
+    The common step -- DENSE structure, no corrections at the position -- is written
+    out here (a tight loop that vectorises; through :func:`forward_step` it is twice as
+    slow), and so is a position with a stored matrix (:data:`MAT`); every other step
+    goes through :func:`forward_step`."""
+    kind, S, tshift = trans[0], trans[1], trans[3][0]
+    expT = trans[4]
+    cptr, ci, cj, cc = corr[0], corr[1], corr[2], corr[3]
+    Sp = alpha.shape[1]
+    logz = 0.0
+    prod = 1.0
+    for t in range(t0, n):
+        cur = alpha[t]
+        if t == 0:
+            for y in range(Sp):
+                cur[y] = psi[0, y]
+        else:
+            q0 = cptr[t]
+            mat = cptr[t + 1] > q0 and ci[q0] == MAT
+            if (kind == DENSE and cptr[t + 1] == q0) or mat:
+                M = trans[15][cj[q0]] if mat else expT
+                prev = alpha[t - 1]
+                for y in range(Sp):
+                    cur[y] = 0.0
+                i = 0
+                while i + 3 < S:         # four rows per sweep: a quarter of the stores
+                    a0, a1, a2, a3 = prev[i], prev[i + 1], prev[i + 2], prev[i + 3]
+                    for y in range(Sp):
+                        cur[y] += a0 * M[i, y] + a1 * M[i + 1, y] + a2 * M[i + 2, y] + a3 * M[i + 3, y]
+                    i += 4
+                while i < S:
+                    a = prev[i]
+                    for y in range(Sp):
+                        cur[y] += a * M[i, y]
+                    i += 1
+            else:
+                forward_step(alpha[t - 1], cur, trans, ci, cj, cc, cptr[t], cptr[t + 1])
+            for y in range(Sp):
+                cur[y] *= psi[t, y]
+            logz += tshift
+        c = 0.0
+        for y in range(Sp):
+            c += cur[y]
+        if not (c > 0.0 and c < FLOAT_MAX):
+            return np.nan
+        inv = 1.0 / c
+        for y in range(Sp):
+            cur[y] *= inv
+        scale[t] = c
+        logz += shift[t]
+        if c > 1e-100 and c < 1e100:      # one logarithm per sequence, not per position
+            prod *= c
+            if not (prod > 1e-200 and prod < 1e200):
+                logz += math.log(prod)
+                prod = 1.0
+        else:
+            logz += math.log(c)
+    return logz + math.log(prod)
+
+
+@inner(fastmath=FAST)
+def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
+    """Scaled backward recursion and expectations, after :func:`forward` over 0..n-1.
+
+    Fills ``beta`` and the point marginals ``gamma`` (which may be ``alpha`` itself: row t
+    of alpha is not read again once gamma[t] is written). ``acc = (outer, glob, pos)``
+    accumulates the transition expectations (see :func:`transition_counts`):
+    ``outer[i, y] += alpha[t-1, i] r_t[y]`` (DENSE and ONES, unless ``outer`` is 1 x 1),
+    ``glob[q]`` the part of global correction q (for PAIR_ONES and LIST its whole
+    expected count), ``pos[k]`` the part of the position corrections of the pair with
+    list index k (``pos`` empty: not gathered, for a model without transition
+    weights). The pairwise marginals of every position t >= 1 with ``need[t] != 0``
+    are written to ``P[t]`` (S x S, any kind of structure; the gradient of
+    observation-conditioned bigram weights needs them); ``P`` None: no pair marginals
+    (a model without bigram attributes), and :func:`pair_matrix` is not even compiled.
+    ``tmp`` is a scratch row."""
+    kind, S = trans[0], trans[1]
+    cptr, ci, cj, cc, ck = corr[0], corr[1], corr[2], corr[3], corr[5]
+    outer, glob, pos = acc[0], acc[1], acc[2]
+    Sp = alpha.shape[1]
+    want_outer = outer.shape[0] > 1
+    for y in range(Sp):
+        beta[n - 1, y] = 1.0 if y < S else 0.0
+    for t in range(n - 1, 0, -1):
+        inv = 1.0 / scale[t]
+        r = tmp
+        for y in range(Sp):
+            r[y] = psi[t, y] * beta[t, y] * inv
+        prev = alpha[t - 1]
+        q0, q1 = cptr[t], cptr[t + 1]
+        mat = q1 > q0 and ci[q0] == MAT
+        if (kind == DENSE and q0 == q1) or mat:
+            # the common step written out (see forward): beta[t-1, i] as a dot product
+            # of row i of M with r, in one sweep with the outer-product accumulation
+            M = trans[15][cj[q0]] if mat else trans[4]
+            out = beta[t - 1]
+            if want_outer and not mat:
+                for i in range(S):
+                    a = prev[i]
+                    s = 0.0
+                    for y in range(Sp):
+                        ry = r[y]
+                        s += M[i, y] * ry
+                        outer[i, y] += a * ry
+                    out[i] = s
+            else:
+                for i in range(S):
+                    s = 0.0
+                    for y in range(Sp):
+                        s += M[i, y] * r[y]
+                    out[i] = s
+            for i in range(S, Sp):
+                out[i] = 0.0
+            if P is not None:            # (a model without pair marginals: not compiled)
+                if need[t] != 0 or (mat and len(pos) > 0):
+                    pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P[t])
+                    if mat and len(pos) > 0:
+                        # a stored matrix's position: its whole pair marginals are its counts
+                        Pt = P[t]
+                        for i in range(S):
+                            for j in range(S):
+                                pos[j * S + i] += Pt[i * S + j]
+            for y in range(Sp):
+                gamma[t, y] = alpha[t, y] * beta[t, y]
+            continue
+        # the step, with the global corrections' expected counts in the same sweep
+        backward_step(r, beta[t - 1], trans, ci, cj, cc, q0, q1, prev, glob)
+        if q1 > q0 and ci[q0] == FULL:
+            q0 += 1
+        elif want_outer and (kind == DENSE or kind == ONES):
+            for i in range(S):
+                a = prev[i]
+                if a != 0.0:
+                    for y in range(Sp):
+                        outer[i, y] += a * r[y]
+        if len(pos) > 0:
+            for q in range(q0, q1):
+                pos[ck[q]] += prev[ci[q]] * cc[q] * r[cj[q]]
+        if P is not None:
+            if need[t] != 0:
+                pair_matrix(prev, r, trans, ci, cj, cc, cptr[t], q1, P[t])
+        for y in range(Sp):
+            gamma[t, y] = alpha[t, y] * beta[t, y]
+    for y in range(Sp):
+        gamma[0, y] = alpha[0, y] * beta[0, y]
+
+
+@kernel()
+def transition_counts(trans, acc, out):
+    """Add the expected transition counts gathered by :func:`backward` to ``out``,
+    indexed by list index (``k = j * S + i`` for DENSE and ONES). Exact for every allowed
+    pair under DENSE / ONES (with ``outer``), for the listed pairs under LIST and for the
+    global pairs (those with a weight) under PAIR_ONES."""
+    kind, S = trans[0], trans[1]
+    outer, glob, pos = acc[0], acc[1], acc[2]
+    if (kind == DENSE or kind == ONES) and outer.shape[0] > 1:
+        expT = trans[4]
+        for i in range(S):
+            for j in range(S):
+                out[j * S + i] += outer[i, j] * (expT[i, j] if kind == DENSE else 1.0)
+    for k in range(len(pos)):
+        out[k] += pos[k]
+    gk = trans[12]
+    for q in range(len(glob)):
+        out[gk[q]] += glob[q]
+
+
+@inner()
+def _lse(x, n):
+    m = NEG_INF
+    for i in range(n):
+        if x[i] > m:
+            m = x[i]
+    if m == NEG_INF:
+        return m
+    s = 0.0
+    for i in range(n):
+        s += math.exp(x[i] - m)
+    return m + math.log(s)
+
+
+@inner()
+def position_scores(trans, corr, t, fv_t):
+    """Raw log scores of the allowed pairs at position t (list order) into fv_t."""
+    fv = trans[11]
+    cptr, cv, ck = corr[0], corr[4], corr[5]
+    for k in range(len(fv)):
+        fv_t[k] = fv[k]
+    for q in range(cptr[t], cptr[t + 1]):
+        fv_t[ck[q]] += cv[q]
+
+
+@inner()
+def forward_backward_log(E, n, trans, corr, la, lb, logc, gamma, tcount, need, P, fv_t, cand):
+    """Log-space forward-backward (cannot underflow): returns log Z, fills ``gamma``
+    (point marginals), adds the expected transition counts to ``tcount`` (by list
+    index, like :func:`transition_counts`) and writes the pairwise marginals of the
+    positions with ``need[t] != 0`` to ``P[t]`` (``i * S + j``). Each forward row is
+    shifted by its log normaliser ``logc[t]`` (the log-domain twin of scaling, so the
+    numbers stay small on long sequences and keep their precision); ``cand`` is a
+    scratch of length >= max(2 S, largest in-degree). Slower than the scaled
+    recursion: run only where that one underflowed."""
+    S = trans[1]
+    fptr, fi = trans[9], trans[10]
+    for t in range(n):
+        if t == 0:
+            for y in range(S):
+                la[0, y] = E[0, y]
+        else:
+            position_scores(trans, corr, t, fv_t)
+            for j in range(S):
+                k0 = fptr[j]
+                for k in range(k0, fptr[j + 1]):
+                    cand[k - k0] = la[t - 1, fi[k]] + fv_t[k]
+                la[t, j] = _lse(cand, fptr[j + 1] - k0) + E[t, j]
+        c = _lse(la[t], S)
+        if not (c > NEG_INF and c < np.inf):
+            return c
+        logc[t] = c
+        for y in range(S):
+            la[t, y] -= c
+    logz = 0.0
+    for t in range(n):
+        logz += logc[t]
+    for y in range(S):
+        lb[n - 1, y] = 0.0
+    for t in range(n - 1, 0, -1):
+        position_scores(trans, corr, t, fv_t)
+        # lb[t-1, i] = log sum_j exp(fv(i, j) + E[t, j] + lb[t, j]) - logc[t]: maximum, then sum
+        for i in range(S):
+            cand[i] = NEG_INF
+            cand[S + i] = 0.0
+        for j in range(S):
+            base = E[t, j] + lb[t, j]
+            for k in range(fptr[j], fptr[j + 1]):
+                v = fv_t[k] + base
+                if v > cand[fi[k]]:
+                    cand[fi[k]] = v
+        for j in range(S):
+            base = E[t, j] + lb[t, j]
+            for k in range(fptr[j], fptr[j + 1]):
+                i = fi[k]
+                if cand[i] != NEG_INF:
+                    cand[S + i] += math.exp(fv_t[k] + base - cand[i])
+        for i in range(S):
+            lb[t - 1, i] = cand[i] + math.log(cand[S + i]) - logc[t] if cand[i] != NEG_INF else NEG_INF
+        pairs = need[t] != 0
+        for j in range(S):
+            base = E[t, j] + lb[t, j] - logc[t]
+            for k in range(fptr[j], fptr[j + 1]):
+                i = fi[k]
+                p = math.exp(la[t - 1, i] + fv_t[k] + base)
+                tcount[k] += p
+                if P is not None:
+                    if pairs:
+                        P[t, i * S + j] = p
+    for t in range(n):
+        for y in range(S):
+            gamma[t, y] = math.exp(la[t, y] + lb[t, y])
+    return logz
+
+
+# --------------------------------------------------------------------------- decoding
+@njit(cache=True, nogil=True, inline="always")
+def _better(v, i, best, arg):
+    """Whether candidate (score v, source i) beats (best, arg): higher, or equal with a
+    lower source (ties go to the lowest state)."""
+    return v > best or (v == best and (arg < 0 or i < arg))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pair_ones_max_step(prev, cur, arg, trans):
+    """One Viterbi step under ``PAIR_ONES`` (no position corrections) in ``O(S +
+    triples)``: destination ``(b, c)`` takes the best source ``(a, b)`` of its middle
+    label b unless that source's triple has a score (then its whole column, A sources),
+    and the scored triples are then looked at one by one. ``arg[L * L:]`` serves as
+    scratch (those begin-marker states are never destinations)."""
+    S, L = trans[1], trans[2]
+    A = S // L
+    LL = L * L
+    gi, gj, gk, fv = trans[6], trans[7], trans[12], trans[11]
+    for b in range(L):                  # best source of each middle label, lowest on ties
+        m = b
+        for a in range(1, A):
+            if prev[a * L + b] > prev[m]:
+                m = a * L + b
+        arg[LL + b] = m
+    for b in range(L):
+        m = arg[LL + b]
+        for c in range(L):
+            j = b * L + c
+            if fv[j * A + m // L] == 0.0:
+                cur[j], arg[j] = prev[m], m
+            else:
+                best = NEG_INF
+                bi = -1
+                for a in range(A):
+                    i = a * L + b
+                    v = prev[i] + fv[j * A + a]
+                    if _better(v, i, best, bi):
+                        best, bi = v, i
+                cur[j], arg[j] = best, bi
+    for q in range(len(gi)):            # scored triples: a positive score may win
+        x = fv[gk[q]]
+        if x != 0.0:
+            i, j = gi[q], gj[q]
+            v = prev[i] + x
+            if _better(v, i, cur[j], arg[j]):
+                cur[j], arg[j] = v, i
+    for j in range(LL, S):
+        cur[j], arg[j] = NEG_INF, 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _column_best(prev, scores, j, S):
+    """(best score, source) of destination j over every source i: ``prev[i] +
+    scores[j * S + i]`` (source -1 when all are -inf)."""
+    best = NEG_INF
+    arg = -1
+    for i in range(S):
+        v = prev[i] + scores[j * S + i]
+        if _better(v, i, best, arg):
+            best = v
+            arg = i
+    return best, arg
+
+
+@inner()
+def viterbi(E, n, trans, corr, delta, back, fv_t, out):
+    """Best state sequence for scores E (constrained states already at -inf) into out;
+    returns its score (-inf when no path is allowed). Ties go to the lowest state.
+
+    Under ``ONES`` a step costs ``O(S + corrections)``, not ``S^2``: a pair whose score is
+    zero contributes ``delta[i]``, so the best such source of every destination is the
+    overall best state ``m`` unless the pair ``(m, j)`` has a score, and only the scored
+    pairs (global and position corrections) and those columns are looked at one by one
+    (at positions with fewer corrections than a quarter of the pairs; the others take
+    the plain step). Under ``DENSE`` and ``ONES`` ``fv_t`` holds the structure's scores
+    between steps: a step adds its position's corrections and takes them off again, so
+    no step copies all ``S^2`` scores, and a position with a stored matrix (:data:`MAT`)
+    reads its raw scores directly."""
+    kind, S = trans[0], trans[1]
+    fptr, fi, fv = trans[9], trans[10], trans[11]
+    gi, gj, gk = trans[6], trans[7], trans[12]
+    cptr, ci, cj, cv, ck = corr[0], corr[1], corr[2], corr[4], corr[5]
+    sparse = kind == ONES
+    allp = kind == DENSE or kind == ONES            # every pair allowed, k = j * S + i
+    if allp:
+        for k in range(S * S):
+            fv_t[k] = fv[k]
+    for y in range(S):
+        delta[0, y] = E[0, y]
+    for t in range(1, n):
+        q0, q1 = cptr[t], cptr[t + 1]
+        prev, cur, arg = delta[t - 1], delta[t], back[t]
+        mat = q1 > q0 and ci[q0] == MAT
+        full = q1 > q0 and ci[q0] == FULL
+        if mat or (allp and not full):
+            # every source of every destination, on scores kept in place (k = j * S + i)
+            if not mat:
+                for q in range(q0, q1):
+                    fv_t[ck[q]] += cv[q]
+            scores = trans[17][cj[q0]] if mat else fv_t
+            if sparse and not mat and 4 * (q1 - q0) < S * S:
+                m = 0
+                for i in range(1, S):
+                    if prev[i] > prev[m]:
+                        m = i
+                for j in range(S):
+                    if scores[j * S + m] == 0.0:
+                        cur[j], arg[j] = prev[m], m
+                    else:
+                        cur[j], arg[j] = _column_best(prev, scores, j, S)
+                for q in range(len(gi)):
+                    i, j = gi[q], gj[q]
+                    v = prev[i] + scores[gk[q]]
+                    if _better(v, i, cur[j], arg[j]):
+                        cur[j], arg[j] = v, i
+                for q in range(q0, q1):
+                    i, j = ci[q], cj[q]
+                    v = prev[i] + scores[ck[q]]
+                    if _better(v, i, cur[j], arg[j]):
+                        cur[j], arg[j] = v, i
+            else:
+                for j in range(S):
+                    cur[j], arg[j] = _column_best(prev, scores, j, S)
+            if not mat:
+                for q in range(q0, q1):
+                    fv_t[ck[q]] = fv[ck[q]]
+        elif kind == PAIR_ONES and q0 == q1:
+            _pair_ones_max_step(prev, cur, arg, trans)
+        else:
+            # the listed pairs (LIST, PAIR_ONES; a FULL position), in list order
+            position_scores(trans, corr, t, fv_t)
+            for j in range(S):
+                best = NEG_INF
+                a = -1
+                for k in range(fptr[j], fptr[j + 1]):
+                    i = fi[k]
+                    v = prev[i] + fv_t[k]
+                    if _better(v, i, best, a):
+                        best = v
+                        a = i
+                cur[j], arg[j] = best, a
+            if allp:
+                for q in range(q0, q1):
+                    fv_t[ck[q]] = fv[ck[q]]
+        for j in range(S):
+            cur[j] += E[t, j]
+            arg[j] = max(arg[j], 0)
+    y = 0
+    for s in range(1, S):
+        if delta[n - 1, s] > delta[n - 1, y]:
+            y = s
+    score = delta[n - 1, y]
+    for t in range(n - 1, -1, -1):
+        out[t] = y
+        y = back[t, y]
+    return score
+
+
+@inner(allocates=True)
+def nbest(E, n, trans, corr, K, fv_t, paths, scores):
+    """The K best state sequences (list Viterbi): ``paths`` (K, n), ``scores`` (K,);
+    rows past the number of distinct paths get score -inf. Returns that number."""
+    S = trans[1]
+    fptr, fi = trans[9], trans[10]
+    delta = np.full((n, S, K), NEG_INF)
+    back_state = np.zeros((n, S, K), dtype=np.int32)
+    back_rank = np.zeros((n, S, K), dtype=np.int32)
+    for y in range(S):
+        delta[0, y, 0] = E[0, y]
+    maxin = 1
+    for j in range(S):
+        maxin = max(maxin, fptr[j + 1] - fptr[j])
+    cand = np.empty(maxin * K)
+    csrc = np.empty(maxin * K, dtype=np.int64)
+    crank = np.empty(maxin * K, dtype=np.int64)
+    for t in range(1, n):
+        position_scores(trans, corr, t, fv_t)
+        for j in range(S):
+            m = 0
+            for k in range(fptr[j], fptr[j + 1]):
+                i = fi[k]
+                for r in range(K):
+                    cand[m] = delta[t - 1, i, r] + fv_t[k]
+                    csrc[m] = i
+                    crank[m] = r
+                    m += 1
+            order = np.argsort(-cand[:m], kind="mergesort")
+            for r in range(min(K, m)):
+                c = order[r]
+                delta[t, j, r] = cand[c] + E[t, j]
+                back_state[t, j, r] = csrc[c]
+                back_rank[t, j, r] = crank[c]
+    final = delta[n - 1].ravel()
+    order = np.argsort(-final, kind="mergesort")
+    found = 0
+    for r in range(K):
+        if r >= len(order) or final[order[r]] == NEG_INF:
+            scores[r] = NEG_INF
+            continue
+        c = order[r]
+        scores[r] = final[c]
+        y = c // K
+        rank = c % K
+        for t in range(n - 1, -1, -1):
+            paths[r, t] = y
+            y, rank = back_state[t, y, rank], back_rank[t, y, rank]
+        found += 1
+    return found

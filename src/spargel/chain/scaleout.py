@@ -1,0 +1,339 @@
+"""Fitting :class:`spargel.CRF` on a Dask cluster (``CRF(client=...)``).
+
+Three kinds of input, all ending in the same shard models:
+
+* in-memory sequences: encoded on the client as usual (the client holds them already),
+  cut into ``n_shards`` contiguous runs of sequences, each shipped once as flat arrays
+  inside the task that builds its shard (so a lost shard can be rebuilt);
+* a list of column files (or one file): cut into byte ranges that the workers read
+  themselves (:mod:`~spargel.chain.conll_ranges`); vocabularies and the feature
+  space are a map-reduce over the parts (:mod:`~spargel.chain.shards`);
+* a Dask bag of :class:`~spargel.data.conll.Sentence` objects or ``(sequence, labels)``
+  pairs: one part per partition, then as for files.
+
+The solver runs on the client against a :class:`~spargel.core.sharded.ShardedModel`.
+"""
+
+import os
+import warnings
+
+import numpy as np
+
+from ..scaleout import cluster
+from . import shards as S
+
+#: estimator parameters that stay on the client
+CLIENT_ONLY = ("client", "n_shards")
+
+
+def is_file_list(X):
+    """True for a path or a non-empty list of paths."""
+    if isinstance(X, (str, os.PathLike)):
+        return True
+    return isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(x, (str, os.PathLike)) for x in X)
+
+
+def file_list(X):
+    return [os.fspath(X)] if isinstance(X, (str, os.PathLike)) else [os.fspath(x) for x in X]
+
+
+def worker_params(est):
+    """The estimator's parameters as the workers need them (no client)."""
+    return {k: v for k, v in est.get_params().items() if k not in CLIENT_ONLY}
+
+
+def read_files(paths, encoding="utf-8", unknown_label=None):
+    """Read column files in this process: (sentences, label lists)."""
+    from ..data.conll import read_conll
+    sents = [s for p in paths for s in read_conll(p, encoding=encoding)]
+    if unknown_label is not None:
+        for s in sents:
+            s.labels = [None if lab == unknown_label else lab for lab in s.labels]
+    return sents, [s.labels for s in sents]
+
+
+def _file_size(path):
+    """Worker side: the size of a file the worker can read, or a clear error."""
+    try:
+        with open(path, "rb"):
+            return os.path.getsize(path)
+    except OSError as exc:
+        from ..errors import DataFormatError
+        from ..core.sharded import _worker_name
+        raise DataFormatError(path, None, f"cannot be read on the Dask worker {_worker_name()} "
+                                          f"({exc.strerror or exc}); the workers need the training files "
+                                          f"at the same path (a shared file system)") from None
+
+
+def _split_files(sizes, n_shards):
+    """(file index, start, end) ranges: about n_shards in all, in proportion to size."""
+    total = sum(sizes) or 1
+    out = []
+    for i, size in enumerate(sizes):
+        k = max(1, round(n_shards * size / total))
+        from .conll_ranges import split_ranges
+        out.extend((i, a, b) for a, b in split_ranges(size, k))
+    return out
+
+
+def _n_sequences(stats):
+    return stats.n_sequences
+
+
+def _same(x):
+    return x
+
+
+class _RemoteVocab:
+    """Stands for a vocabulary that stays on the cluster: ``subset(keep)`` fetches the
+    names of the attributes ``keep`` only (what the fitted model keeps)."""
+
+    def __init__(self, client, vocab_f, kind):
+        self.client, self.vocab_f, self.kind = client, vocab_f, kind
+
+    def subset(self, keep):
+        from ..data.vocab import Vocabulary
+        names = self.client.submit(S.subset_names, self.vocab_f, self.kind, np.asarray(keep), pure=False).result()
+        return Vocabulary(names)
+
+
+def fit_crf(est, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None, encoding="utf-8",
+            unknown_label=None):
+    """``CRF.fit`` with a client, a file list or a Dask bag (see the module doc)."""
+    from .estimator import _label_lists
+
+    client = cluster.resolve(est.client)
+    files = is_file_list(X)
+    if client is None:
+        # no cluster: read the files / compute the collection here and fit as usual
+        if files:
+            if y is not None:
+                raise ValueError("with a list of files, the labels come from the files' last column: give y=None")
+            X, y = read_files(file_list(X), encoding, unknown_label)
+        else:
+            X = X.compute()
+            if y is None:
+                y = [getattr(s, "labels", None) if hasattr(s, "labels") else s[1] for s in X]
+                X = [s if hasattr(s, "columns") else s[0] for s in X]
+        return type(est).fit(est, X, y, X_dev=X_dev, y_dev=y_dev, callback=callback, sample_weight=sample_weight)
+
+    est._check_params()
+    if getattr(est, "order", 1) != 1:
+        from ..errors import CapabilityError
+        raise CapabilityError("sharded training on Dask supports first-order CRFs only (order=1), "
+                              f"got order={est.order}")
+    _refuse_unsupported_solver(est)
+    if est.warm_start and (files or cluster.is_dask_collection(X)):
+        raise ValueError("warm_start needs in-memory sequences (the vocabularies stay on the cluster)")
+    if est.warm_start:
+        est._remember_for_warm_start()
+    built = build(est, X, y, client, sample_weight, encoding, unknown_label)
+    dev = None
+    if X_dev is not None:
+        y_dev = _label_lists(y_dev, "y_dev")
+        if built.vocab is None:
+            dev = (est._dataset(X_dev), y_dev)
+        else:
+            dev = (client.submit(S.encode_dev, worker_params(est), built.vocab, X_dev, pure=False).result(), y_dev)
+    w = _solve(est, built, dev, callback)
+    if built.vocab is not None:
+        est._uni_vocab = _RemoteVocab(client, built.vocab, "uni")
+        est._big_vocab = _RemoteVocab(client, built.vocab, "big")
+    est._set_fitted(built.space, w)
+    return est
+
+
+class Built:
+    """A sharded CRF ready for a solver: ``model`` (a ShardedModel), ``space`` (its
+    feature space), ``vocab`` (the future of the global vocabularies when they stay on
+    the cluster, else None), ``w0`` (warm start), ``keep`` (futures a lost shard is
+    rebuilt from: hold them as long as the model)."""
+
+    def __init__(self, model, space, vocab, w0, keep):
+        self.model, self.space, self.vocab, self.w0, self.keep = model, space, vocab, w0, keep
+
+
+def build(est, X, y=None, client=None, sample_weight=None, encoding="utf-8", unknown_label=None):
+    """The sharded model of ``est`` (a CRF) for training data ``X`` (in-memory sequences
+    with labels ``y``, column files, or a Dask bag) on ``client`` (default: ``est.client``).
+    Sets the estimator's label vocabulary (and its other vocabularies for in-memory
+    data), as ``fit`` does before solving."""
+    from ..core.params import check_sample_weight
+    from .estimator import _label_lists
+    from .crf import crf_layout
+    from ..core.factory import make_model
+
+    client = cluster.resolve(client if client is not None else est.client)
+    if client is None:
+        raise ValueError("a sharded model needs a Dask client")
+    threads = cluster.workers(client)
+    n_shards = est.n_shards or len(threads)
+    if is_file_list(X) or cluster.is_dask_collection(X):
+        if y is not None:
+            raise ValueError("with files or a Dask bag the labels come with the data: give y=None")
+        if sample_weight is not None:
+            raise ValueError("sample_weight needs in-memory sequences; with files or a Dask bag, give none")
+        if is_file_list(X):
+            built = _build_from_files(est, client, threads, file_list(X), n_shards, encoding, unknown_label)
+        else:
+            built = _build_from_bag(est, client, threads, X, n_shards)
+    else:
+        built = _build_in_memory(est, client, threads, X, _label_lists(y, "y"), n_shards, sample_weight,
+                                 lambda sw, n: check_sample_weight(sw, n, "sequence"))
+    space, models, n_samples, vocab_f, w0, keep = built
+    model = make_model("sharded", client, models, crf_layout(space), n_samples)
+    return Built(model, space, vocab_f, w0, keep)
+
+
+def _refuse_unsupported_solver(est):
+    """Run the solver's own capability check against a stand-in with the capabilities of
+    a sharded model, before any data is read (a clear CapabilityError, early)."""
+    from ..core.protocol import ParameterLayout
+    from ..core.penalties import ElasticNet
+    from ..solvers import get_solver
+
+    class Reached(Exception):
+        pass
+
+    class Probe:
+        n_params, n_samples = 1, 1
+        layout = ParameterLayout.ungrouped(1)
+
+        def loss_grad(self, w):
+            raise Reached
+
+        def bound(self, w, **options):
+            raise Reached
+
+        loss = loss_grad
+
+    try:
+        get_solver(est.solver)(Probe(), ElasticNet(0.0, 0.0), None, max_iter=1, tol=est.tol, gtol=est.gtol,
+                               window=est.window, monitor=None, **dict(est.solver_options or {}))
+    except Reached:
+        pass
+    except Exception as exc:
+        from ..errors import CapabilityError
+        if isinstance(exc, CapabilityError):
+            raise CapabilityError(f"{exc} (with a Dask client the model is sharded: solvers that need only the "
+                                  f"loss and gradient, such as 'owlqn' and 'lbfgs', run on it)") from None
+
+
+def _build_in_memory(est, client, threads, X, y, n_shards, sample_weight, check_weights):
+    from ..estimation import warn_large_values
+    from ..core.threads import balanced_chunks
+
+    data = est._dataset(X, y, grow=True)
+    sw = check_weights(sample_weight, data.n_sequences)
+    warn_large_values(est, data.uni_vals)
+    warn_large_values(est, data.big_vals)
+    space = est._feature_space(data)
+    w0 = est._warm_start_weights(space) if est.warm_start else None
+    bounds = balanced_chunks(data.seq_ptr, n_shards)
+    where, n_jobs = cluster.placement(threads, len(bounds) - 1)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Ll]arge")       # the data travel with their tasks
+        space_f = client.submit(_same, space, pure=False)
+        models = [client.submit(S.crf_shard, S.slice_sequences(data, lo, hi), space_f, n_jobs[k],
+                                None if sw is None else sw[lo:hi], workers=[where[k]], allow_other_workers=True,
+                                pure=False)
+                  for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+    return space, models, data.n_sequences, None, w0, (space_f,)
+
+
+def _build_from_files(est, client, threads, paths, n_shards, encoding, unknown_label):
+    paths = [os.path.abspath(p) for p in paths]
+    sizes = client.gather([client.submit(_file_size, p, pure=False) for p in paths])
+    ranges = _split_files(sizes, n_shards)
+    where, _ = cluster.placement(threads, len(ranges))
+    params = worker_params(est)
+    parts = [client.submit(S.read_encode, params, paths[i], a, b, encoding, unknown_label, workers=[where[k]],
+                           allow_other_workers=True, pure=False) for k, (i, a, b) in enumerate(ranges)]
+    return _build_from_parts(est, client, threads, parts, " + ".join(paths))
+
+
+def _build_from_bag(est, client, threads, bag, n_shards):
+    import dask
+
+    if not hasattr(bag, "map_partitions") or hasattr(bag, "columns") or hasattr(bag, "chunks"):
+        raise TypeError("CRF.fit takes a Dask bag of Sentence objects or (sequence, labels) pairs; "
+                        f"got {type(bag).__name__}")
+    if n_shards and bag.npartitions != n_shards:
+        bag = bag.repartition(npartitions=n_shards)
+    params = worker_params(est)
+    parts = client.compute([dask.delayed(S.encode_partition)(params, d) for d in bag.to_delayed()])
+    return _build_from_parts(est, client, threads, parts, "the Dask bag")
+
+
+def _build_from_parts(est, client, threads, parts, source):
+    """Map-reduce from encoded parts to shard models (see :mod:`.shards`)."""
+    from ..data.vocab import Vocabulary
+    from ..errors import DataFormatError
+    from ..estimation import warn_large_values
+    from ..data.feature_space import FeatureSpace
+    from ..core.sharded import tree_future
+
+    stats = [client.submit(S.part_stats, p, pure=False) for p in parts]
+    counts = client.gather([client.submit(_n_sequences, s, pure=False) for s in stats])
+    keep = [k for k, c in enumerate(counts) if c > 0]
+    if not keep:
+        raise DataFormatError(source, None, "no sequences (the input has no token lines)")
+    parts = [parts[k] for k in keep]
+    stats = [stats[k] for k in keep]
+    merged = tree_future(client, stats, S.merge_stats)
+    info = client.submit(S.summary, merged, pure=False).result()
+    cols = info["columns"]
+    for n_cols, (path, line) in cols[1:]:
+        if n_cols != cols[0][0]:
+            raise DataFormatError(path, line, f"{n_cols + 1} columns, but {cols[0][1][0]}:{cols[0][1][1]} has "
+                                              f"{cols[0][0] + 1}")
+    labels = info["labels"]
+    if len(labels) < 2:
+        raise ValueError(f"training data has {len(labels)} distinct label(s); need at least 2")
+    warn_large_values(est, np.array([info["max_abs"]]))
+    est._label_vocab = Vocabulary(labels)
+    vocab_f = client.submit(S.finish_vocab, merged, pure=False)
+    # each shard stays where its part was read: its remapped data and its model are
+    # built there (left to itself the scheduler may put several shard models on the
+    # worker that holds the feature space, which then holds their memory and does their
+    # work while the others idle)
+    held = client.who_has(parts)
+    where = [next(iter(held.get(p.key, ())), None) for p in parts]
+    homes = [None if a is None else [a] for a in where]
+    maps = [client.submit(S.id_maps, vocab_f, s, pure=False) for s in stats]
+    datas = [client.submit(S.remap, p, m, workers=h, allow_other_workers=True, pure=False)
+             for p, m, h in zip(parts, maps, homes)]
+    L, n_u, n_b = len(labels), info["n_uni"], info["n_big"]
+    trans = est._has_transitions()
+    if est.feature_space == "full":
+        space_f = client.submit(FeatureSpace.full, L, n_u, n_b, trans, pure=False)
+    else:
+        flags = (bool(getattr(est, "all_possible_states", False)), bool(getattr(est, "all_possible_transitions", False)))
+        space_f = tree_future(client, [client.submit(S.observed_space, d, L, n_u, n_b, trans, *flags, pure=False)
+                                       for d in datas], S.union_spaces)
+    n_jobs = cluster.thread_shares(threads, where)
+    models = [client.submit(S.crf_shard, d, space_f, n_jobs[k], workers=homes[k], allow_other_workers=True,
+                            pure=False) for k, d in enumerate(datas)]
+    space = space_f.result()
+    # keep the small pieces a lost shard is rebuilt from (maps, space, vocabularies) on
+    # two workers; the parts themselves are re-read from their source when needed
+    if len(threads) > 1:
+        client.replicate([vocab_f, space_f] + maps, n=2)
+    return space, models, info["n_sequences"], vocab_f, None, (maps, space_f)
+
+
+def _solve(est, built, dev, callback):
+    from ..estimation import run_solver
+    from .estimator import _Monitor
+    from ..core.penalties import ElasticNet
+
+    model = built.model
+    monitor = _Monitor(est, dev, est.verbose, callback) if (dev is not None or est.verbose or callback) else None
+    est._training_space = built.space
+    try:
+        penalty = ElasticNet(est._effective("l1"), est._effective("l2"), model.layout.penalty_scale)
+        result = run_solver(est, model, penalty, built.w0, monitor)
+    finally:
+        del est._training_space
+    est.timings_ = model.timings
+    return result.w

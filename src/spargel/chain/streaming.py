@@ -1,0 +1,206 @@
+"""Learning from data that arrives in pieces: ``CRF.partial_fit`` and
+:func:`train_streaming` (the engine of ``spargel train --stream``).
+
+Each :meth:`spargel.CRF.partial_fit` call runs one SGD-L1 pass over its chunk and
+continues everything the previous calls left: the learning-rate schedule (its sample
+counter), the cumulative penalty (u and every q_i), the random generator and the
+weights. The vocabularies grow with every chunk: new attributes and labels are appended
+and the flat parameter layout is extended (in the ``"observed"`` space also with the new
+(attribute, label) pairs), the state of the known weights being carried over by name.
+
+What fixes the objective is ``N``, the number of sequences the loss sums over (the
+per-sample penalty is ``l1 / N``): give it as ``solver_options={"n_samples": N}``.
+Without it, ``partial_fit`` uses the number of sequences it has received so far, which
+is right for a single pass over a stream of new data but under-penalises when the same
+data is passed again. :func:`train_streaming` counts the file first and passes it.
+
+Warm start: a fitted or loaded model (``CRF.load``) continues from its weights; its
+schedule restarts at sample 0 with ``u = q = 0`` (a model file keeps no SGD state), so
+a small ``eta0`` is advisable for fine-tuning.
+"""
+
+import time
+
+import numpy as np
+
+from ..data.dataset import build_dataset
+from ..data.vocab import Vocabulary
+from ..core.factory import make_model
+from ..data.feature_space import FEATURE_SPACES, FeatureSpace
+from ..core.penalties import ElasticNet
+from ..solvers.sgd import SGDState, parse_options, sgd_partial_pass
+
+
+class _StreamState:
+    """The uncompacted training state kept between partial_fit calls."""
+
+    def __init__(self, uni, big, labels, space, sgd_state):
+        self.uni, self.big, self.labels = uni, big, labels
+        self.space = space
+        self.sgd = sgd_state
+        self.history = []
+        self.fitted = None
+        self.n_seen = 0
+        self.t0 = time.perf_counter()
+
+
+def _start(est, opts):
+    variant = opts.penalty_update
+    if hasattr(est, "weights_"):
+        # continue from a fitted or loaded model (its layout is the compacted one)
+        uni, big, labels = (Vocabulary(v.names) for v in (est._uni_vocab, est._big_vocab, est._label_vocab))
+        space = est.space_
+        w = np.array(est.weights_, dtype=np.float64)
+    else:
+        uni, big, labels = Vocabulary(), Vocabulary(), Vocabulary()
+        space, w = None, np.zeros(0)
+    return _StreamState(uni, big, labels, space, SGDState.fresh(w, variant, opts.random_state))
+
+
+def _keys(space, L):
+    """Sorted keys of the weights of a layout in a label space of size L (>= its own):
+    unigram ``attr * L + label``, bigram ``attr * L^2 + pair``, transitions ``pair``
+    (order 2: see :func:`spargel.chain.crf2_space.weight_keys`)."""
+    if getattr(space, "order", 1) == 2:
+        from .crf2_space import weight_keys
+        return weight_keys(space, L)
+    L0 = space.n_labels
+    u_attr = np.repeat(np.arange(len(space.u_ptr) - 1, dtype=np.int64), np.diff(space.u_ptr))
+    b_attr = np.repeat(np.arange(len(space.b_ptr) - 1, dtype=np.int64), np.diff(space.b_ptr))
+    b_pair = space.b_pair.astype(np.int64)
+    t_pair = space.t_pair.astype(np.int64)
+    b_new = (b_pair // L0) * L + b_pair % L0
+    t_new = (t_pair // L0) * L + t_pair % L0
+    return u_attr * L + space.u_lab, b_attr * (L * L) + b_new, t_new
+
+
+def _space_from_keys(L, n_u, n_b, uk, bk, tk, space_class=FeatureSpace):
+    P = (L + 1) * L if getattr(space_class, "order", 1) == 2 else L * L      # pair codes
+    u_ptr = np.zeros(n_u + 1, dtype=np.int64)
+    np.cumsum(np.bincount(uk // L, minlength=n_u), out=u_ptr[1:])
+    b_ptr = np.zeros(n_b + 1, dtype=np.int64)
+    np.cumsum(np.bincount(bk // P, minlength=n_b), out=b_ptr[1:])
+    return space_class(L, u_ptr, (uk % L).astype(np.int32), b_ptr, (bk % P).astype(np.int32), tk.astype(np.int32))
+
+
+def grow_space(old, L, n_u, n_b, chunk, kind, transitions, space_class=FeatureSpace):
+    """The layout after a chunk: ``old`` (or None) extended to L labels and n_u / n_b
+    attributes plus what the chunk needs. Returns (space, positions of the old weights)."""
+    if kind == "full":
+        new = space_class.full(L, n_u, n_b, transitions)
+    else:
+        new = space_class.observed(chunk, L, n_u, n_b, transitions)
+    uk, bk, tk = _keys(new, L)
+    if old is None:
+        return new, np.zeros(0, dtype=np.int64)
+    ok, obk, otk = _keys(old, L)
+    uk, bk, tk = np.union1d(uk, ok), np.union1d(bk, obk), np.union1d(tk, otk)
+    space = _space_from_keys(L, n_u, n_b, uk, bk, tk, space_class)
+    pos = np.concatenate([np.searchsorted(uk, ok), space.b_base + np.searchsorted(bk, obk),
+                          space.t_base + np.searchsorted(tk, otk)]).astype(np.int64)
+    return space, pos
+
+
+def partial_fit(est, X, y):
+    """One SGD-L1 pass of ``est`` (a :class:`spargel.CRF`) over the chunk ``(X, y)``,
+    continuing the previous calls (see the module documentation)."""
+    from .estimator import _label_lists, _refuse_marker_label
+
+    if est.feature_space not in FEATURE_SPACES:
+        raise ValueError(f"feature_space must be one of {FEATURE_SPACES}, got {est.feature_space!r}")
+    est._check_order()
+    options = dict(est.solver_options or {}) if est.solver == "sgd-l1" else {}
+    options.setdefault("random_state", est.random_state)
+    n_samples = options.pop("n_samples", None)
+    opts = parse_options(options)
+    y = _label_lists(y, "y")
+    if est.order == 2:
+        _refuse_marker_label(y)
+    state = getattr(est, "_stream_state", None)
+    if state is None or state.fitted is not getattr(est, "weights_", None):
+        state = _start(est, opts)
+    if state.space is not None and type(state.space) is not est._space_class():
+        raise ValueError(f"partial_fit: the model has order {getattr(state.space, 'order', 1)}, the estimator "
+                         f"order={est.order!r}; the order cannot change between calls")
+    data = build_dataset(est._rows(X), state.uni, state.big, state.labels, y, grow=True)
+    data = est._with_pair_bias(data, state.big, True)
+    L = len(state.labels)
+    space, pos = grow_space(state.space, L, len(state.uni), len(state.big), data, est.feature_space,
+                            est._has_transitions(), est._space_class())
+    state.sgd.grow(space.n_params, pos)
+    state.space = space
+    est._uni_vocab = state.uni
+    model = make_model(est._model_kind(), space, data)
+    penalty = ElasticNet(est._effective("l1"), est._effective("l2"), model.layout.penalty_scale)
+    state.n_seen += data.n_sequences
+    N = int(n_samples) if n_samples is not None else state.n_seen
+    row = sgd_partial_pass(model, penalty, state.sgd, N, **options)
+    row["elapsed"] = time.perf_counter() - state.t0
+    state.history.append(row)
+    est._uni_vocab, est._big_vocab = state.uni, state.big
+    est._label_vocab = Vocabulary(state.labels.names)
+    est._set_fitted(space, state.sgd.v.copy())
+    est.history_ = list(state.history)
+    est.n_iter_ = state.sgd.passes
+    est.stop_reason_ = "max_iter"
+    est.objective_ = float("nan")
+    state.fitted = est.weights_
+    est._stream_state = state
+    if est.verbose:
+        import sys
+        print(f"chunk {row['iteration']:4d}  {row['chunk_sequences']} sequences  online loss "
+              f"{row['online_loss']:.6g}  active {row['active']}  eta {row['eta']:.3g}", file=sys.stderr)
+    return est
+
+
+def chunks(sentences, size):
+    """Consecutive lists of ``size`` items (the last one shorter) from an iterable."""
+    chunk = []
+    for s in sentences:
+        chunk.append(s)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, encoding="utf-8", callback=None,
+                    **crf_params):
+    """Train a CRF with SGD-L1 on a CoNLL column file read in chunks of
+    ``chunk_sentences`` sequences (the file is never held in memory).
+
+    The file is read ``passes + 1`` times: once to count its sequences (N of the
+    objective, passed as ``solver_options["n_samples"]``), then once per pass, each chunk
+    going through :meth:`spargel.CRF.partial_fit` (samples are shuffled within a chunk).
+    ``model``: a :class:`spargel.CRF` to continue (e.g. ``CRF.load(path)``: warm start
+    from its weights); otherwise a new ``CRF(template=template, solver="sgd-l1",
+    **crf_params)``. ``encoding``: the file's text encoding. ``callback(model, pass_no,
+    chunk_no, n_sequences)`` is called after every chunk; returning True stops.
+    Returns the model.
+    """
+    from ..data.conll import read_conll
+    from .estimator import CRF
+
+    if int(chunk_sentences) < 1:
+        raise ValueError("chunk_sentences must be >= 1")
+    if model is None:
+        model = CRF(template=template, solver="sgd-l1", **crf_params)
+    else:
+        if crf_params:
+            model.set_params(**crf_params)
+        if template is not None:
+            model.template = template
+    n = sum(1 for _ in read_conll(path, encoding=encoding))
+    options = dict(model.solver_options or {}) if model.solver == "sgd-l1" else {}
+    options.setdefault("n_samples", n)
+    model.solver = "sgd-l1"
+    model.solver_options = options
+    done = 0
+    for p in range(1, int(passes) + 1):
+        for chunk in chunks(read_conll(path, encoding=encoding), int(chunk_sentences)):
+            model.partial_fit(chunk, [s.labels for s in chunk])
+            done += 1
+            if callback is not None and callback(model, p, done, len(chunk)):
+                return model
+    return model

@@ -1,0 +1,259 @@
+"""Writing output files safely: one implementation for the library and the command line.
+
+* :func:`atomic_write` writes a file completely or not at all: the bytes go to a
+  temporary file in the target's own folder, which is flushed, ``fsync``-ed and renamed
+  over the target (then the folder is ``fsync``-ed), so a full disk, an exception, Ctrl-C
+  or ``kill -9`` in the middle leaves the previous file as it was. The new file gets the
+  permissions of the file it replaces, or the umask's for a new file (never the 0600 of
+  a bare temporary file).
+* A symbolic link is written *through*: ``current.model -> v1.model`` keeps the link and
+  updates ``v1.model``. A target that exists but is not a regular file (``/dev/null``, a
+  FIFO, a folder) is refused: renaming over it would replace the device or pipe by a
+  regular file.
+* Temporary files are named ``.NAME.spargel-PID.tmp`` beside ``NAME``, so one left by a
+  killed process is easy to recognise; the next write of ``NAME`` removes those whose
+  process is gone (:func:`remove_stale_temporaries`).
+* :func:`refuse_same_file` stops a command whose output is one of its inputs (``train
+  data.txt data.txt`` would otherwise destroy the training data).
+* Errors from the operating system name the file they concern (``OSError.filename``).
+
+>>> import os, tempfile
+>>> folder = tempfile.mkdtemp()
+>>> path = os.path.join(folder, "notes.txt")
+>>> with atomic_write(path, "w") as fh:
+...     _ = fh.write("complete or absent\\n")
+>>> open(path).read()
+'complete or absent\\n'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import stat
+import sys
+import tempfile
+import time
+
+from ..errors import SpargelError
+
+__all__ = ["SameFileError", "atomic_write", "check_output_path", "refuse_same_file",
+           "remove_stale_temporaries", "temporary_name_pattern"]
+
+#: environment variable read by the tests only: seconds to pause inside a save, after the
+#: data is written and before the rename (to deliver a signal or ``kill -9`` there)
+TEST_PAUSE_VARIABLE = "SPARGEL_TEST_PAUSE_IN_SAVE"
+
+
+class SameFileError(SpargelError, ValueError):
+    """An output path names one of the inputs of the same command."""
+
+
+def _name(path) -> str:
+    return os.fsdecode(path)
+
+
+def check_output_path(path) -> str:
+    """The path to actually write for ``path``: symbolic links resolved to their final
+    target. Raises ``OSError`` (naming ``path``) when the target exists but is not a
+    regular file, or when its folder does not exist.
+
+    >>> check_output_path("/dev/null")
+    Traceback (most recent call last):
+    ...
+    OSError: [Errno 22] not a regular file (a character device); refusing to replace it: '/dev/null'
+    """
+    name = _name(path)
+    target = os.path.realpath(name)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, name) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        message = f"not a regular file ({_kind(st.st_mode)}); refusing to replace it"
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, message, name)
+        raise OSError(errno.EINVAL, message, name)
+    folder = os.path.dirname(target) or "."
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, f"the folder {folder} does not exist", name)
+    return target
+
+
+def _kind(mode) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def temporary_name_pattern(target) -> re.Pattern:
+    """The regular expression that the temporary files of ``target`` match (group 1 is
+    the id of the process that made it)."""
+    base = os.path.basename(target)
+    return re.compile(r"\." + re.escape(base) + r"\.spargel-(\d+)(?:-[A-Za-z0-9_]+)?\.tmp\Z")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError, OSError):
+        return True  # someone else's process, or cannot tell: leave its file alone
+    return True
+
+
+def remove_stale_temporaries(target) -> list[str]:
+    """Delete the temporary files of ``target`` left by processes that no longer exist
+    (``kill -9`` during a save); returns the removed paths."""
+    target = os.path.realpath(_name(target))
+    folder = os.path.dirname(target) or "."
+    pattern = temporary_name_pattern(target)
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for entry in names:
+        m = pattern.match(entry)
+        if m is None or _alive(int(m.group(1))):
+            continue
+        path = os.path.join(folder, entry)
+        try:
+            os.unlink(path)
+            removed.append(path)
+        except OSError:
+            pass
+    return removed
+
+
+def _umask() -> int:
+    try:  # Linux: read it without changing it (no race with other threads)
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_folder(folder):
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot sync a folder; the rename is done all the same
+    finally:
+        os.close(fd)
+
+
+def _test_pause():
+    value = os.environ.get(TEST_PAUSE_VARIABLE)
+    if value:
+        print(f"spargel: test pause in save ({value} s)", file=sys.stderr, flush=True)
+        time.sleep(float(value))
+
+
+@contextlib.contextmanager
+def atomic_write(path, mode="wb", *, encoding="utf-8", newline=None, errors="strict"):
+    """Open ``path`` for writing so that it is replaced only when the ``with`` block ends
+    without an exception; yields the file object (``mode``: ``"wb"`` or ``"w"``).
+
+    See the module documentation for symbolic links, non-regular targets, permissions
+    and temporary files. An ``OSError`` raised while writing, syncing or renaming names
+    ``path``; the temporary file is always removed.
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
+    name = _name(path)
+    target = check_output_path(name)
+    folder = os.path.dirname(target) or "."
+    remove_stale_temporaries(target)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.spargel-{os.getpid()}-",
+                                   suffix=".tmp")
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, name) from None
+    try:
+        try:
+            old = os.stat(target)
+            perms = stat.S_IMODE(old.st_mode)
+        except FileNotFoundError:
+            perms = 0o666 & ~_umask()
+        try:
+            if mode == "wb":
+                fh = os.fdopen(fd, "wb")
+            else:
+                fh = os.fdopen(fd, "w", encoding=encoding, newline=newline, errors=errors)
+        except BaseException:
+            os.close(fd)
+            raise
+        with fh:
+            yield fh
+            fh.flush()
+            os.fchmod(fh.fileno(), perms)
+            os.fsync(fh.fileno())
+        _test_pause()
+        os.replace(tmp, target)
+        tmp = None
+        _fsync_folder(folder)
+    except OSError as exc:
+        if exc.filename is None or exc.filename == tmp:
+            raise type(exc)(exc.errno, exc.strerror, name) from None
+        raise
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _same(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def refuse_same_file(outputs, inputs, *, stdin="-"):
+    """Raise :class:`SameFileError` when an output is one of the inputs (or two outputs
+    are one file). ``outputs`` and ``inputs`` map a description (an option name such as
+    ``"--history"``) to a path; ``None`` and ``"-"`` (standard streams) are skipped.
+    Paths are compared as files: links and different spellings of one path are caught.
+
+    >>> refuse_same_file({"MODEL": "a.txt"}, {"TRAIN": "./a.txt"})
+    Traceback (most recent call last):
+    ...
+    spargel.core.files.SameFileError: a.txt: MODEL is also TRAIN; writing it would destroy the input (give another output file)
+    """
+    outs = [(k, _name(v)) for k, v in outputs.items() if v is not None and _name(v) != stdin]
+    ins = [(k, _name(v)) for k, v in inputs.items() if v is not None and _name(v) != stdin]
+    for i, (what, out) in enumerate(outs):
+        for other, src in ins:
+            if _same(out, src):
+                raise SameFileError(f"{out}: {what} is also {other}; writing it would destroy the "
+                                    f"input (give another output file)")
+        for other, out2 in outs[:i]:
+            if _same(out, out2):
+                raise SameFileError(f"{out}: {what} and {other} are the same file; give two files")

@@ -1,0 +1,163 @@
+"""Parameter layout of a linear-chain CRF: which weights exist and where they live.
+
+Weights form one flat float64 vector ``[unigram | bigram | transitions]``:
+
+* unigram attribute ``a`` owns a contiguous block ``u_ptr[a]:u_ptr[a+1]``, one weight per
+  label in ``u_lab`` (all |Y| labels in the ``"full"`` space; only the labels seen with
+  ``a`` in training in the ``"observed"`` space);
+* bigram attribute ``a`` owns ``b_base + (b_ptr[a]:b_ptr[a+1])``, one weight per label
+  pair ``prev * |Y| + cur`` in ``b_pair``;
+* the global transition block holds one weight per pair in ``t_pair`` (all pairs, or the
+  pairs seen in training; none when the model has no transitions).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.ranges import owners
+
+FEATURE_SPACES = ("full", "observed")
+
+
+@dataclass
+class FeatureSpace:
+    n_labels: int
+    u_ptr: np.ndarray
+    u_lab: np.ndarray
+    b_ptr: np.ndarray
+    b_pair: np.ndarray
+    t_pair: np.ndarray
+
+    @property
+    def n_unigram(self):
+        return len(self.u_lab)
+
+    @property
+    def n_bigram(self):
+        return len(self.b_pair)
+
+    @property
+    def b_base(self):
+        return len(self.u_lab)
+
+    @property
+    def t_base(self):
+        return len(self.u_lab) + len(self.b_pair)
+
+    @property
+    def n_params(self):
+        return self.t_base + len(self.t_pair)
+
+    def as_tuple(self):
+        """The ``space`` tuple the compiled kernels take."""
+        L = self.n_labels
+        t_index = np.full(L * L, -1, dtype=np.int64)
+        t_index[self.t_pair] = np.arange(len(self.t_pair))
+        return (L, self.u_ptr, self.u_lab, self.b_ptr, self.b_pair, np.int64(self.b_base),
+                self.t_pair, np.int64(self.t_base), t_index)
+
+    # -- construction ---------------------------------------------------------------
+    @classmethod
+    def full(cls, n_labels, n_uni_attrs, n_big_attrs, transitions=True):
+        """Every attribute with every label (pair), as Wapiti and the papers."""
+        L = n_labels
+        return cls(
+            L,
+            np.arange(n_uni_attrs + 1, dtype=np.int64) * L,
+            np.tile(np.arange(L, dtype=np.int32), n_uni_attrs),
+            np.arange(n_big_attrs + 1, dtype=np.int64) * (L * L),
+            np.tile(np.arange(L * L, dtype=np.int32), n_big_attrs),
+            np.arange(L * L, dtype=np.int32) if transitions else np.zeros(0, np.int32),
+        )
+
+    @classmethod
+    def observed(cls, data, n_labels, n_uni_attrs, n_big_attrs, transitions=True, all_states=False,
+                 all_transitions=False):
+        """Only the (attribute, label) and (attribute, label pair) combinations and the
+        transitions seen in the labelled ``data``, as CRFsuite; ``all_states`` gives every
+        unigram attribute every label, ``all_transitions`` every label pair a transition
+        weight (CRFsuite's ``feature.possible_states`` / ``possible_transitions``)."""
+        L = n_labels
+        y = data.labels.astype(np.int64)
+        first = np.zeros(data.n_tokens, dtype=bool)
+        first[data.seq_ptr[:-1]] = True
+        pair = np.full(data.n_tokens, -1, dtype=np.int64)      # -1: no previous label
+        pair[1:] = y[:-1] * L + y[1:]
+        pair[first] = -1
+        pair[1:][(y[:-1] < 0) | (y[1:] < 0)] = -1                # a label unknown (partial labels)
+        if all_states:
+            u_ptr = np.arange(n_uni_attrs + 1, dtype=np.int64) * L
+            u_lab = np.tile(np.arange(L, dtype=np.int32), n_uni_attrs)
+        else:
+            u_ptr, u_lab = _seen_csr(data.uni_ptr, data.uni_ids, y, n_uni_attrs, L)
+        b_ptr, b_pair = _seen_csr(data.big_ptr, data.big_ids, pair, n_big_attrs, L * L)
+        if not transitions:
+            t_pair = np.zeros(0, np.int32)
+        elif all_transitions:
+            t_pair = np.arange(L * L, dtype=np.int32)
+        else:
+            t_pair = np.unique(pair[pair >= 0]).astype(np.int32)
+        return cls(L, u_ptr, u_lab, b_ptr, b_pair, t_pair)
+
+    def compact(self, w):
+        """Drop zero weights: returns (new space, new weights, kept unigram attribute ids,
+        kept bigram attribute ids). Attributes left with no weight disappear."""
+        u_keep_w = w[: self.b_base] != 0
+        b_keep_w = w[self.b_base: self.t_base] != 0
+        t_keep_w = w[self.t_base:] != 0
+        u_ptr, u_lab, u_attrs = _compact_csr(self.u_ptr, self.u_lab, u_keep_w)
+        b_ptr, b_pair, b_attrs = _compact_csr(self.b_ptr, self.b_pair, b_keep_w)
+        space = FeatureSpace(self.n_labels, u_ptr, u_lab, b_ptr, b_pair, self.t_pair[t_keep_w])
+        new_w = np.concatenate([w[: self.b_base][u_keep_w], w[self.b_base: self.t_base][b_keep_w],
+                                w[self.t_base:][t_keep_w]])
+        return space, new_w, u_attrs, b_attrs
+
+    def validate(self, n_uni_attrs, n_big_attrs):
+        """Raise ``ValueError`` when the arrays do not describe a consistent layout."""
+        L = self.n_labels
+        if not isinstance(L, (int, np.integer)) or L < 1:
+            raise ValueError("number of labels must be a positive integer")
+        for name, ptr, vals, n_attr, upper in (("unigram", self.u_ptr, self.u_lab, n_uni_attrs, L),
+                                               ("bigram", self.b_ptr, self.b_pair, n_big_attrs, L * L)):
+            if ptr.ndim != 1 or len(ptr) != n_attr + 1 or ptr[0] != 0 or ptr[-1] != len(vals):
+                raise ValueError(f"{name} block offsets do not match the attribute list")
+            if np.any(np.diff(ptr) < 0):
+                raise ValueError(f"{name} block offsets are not increasing")
+            if len(vals) and (vals.min() < 0 or vals.max() >= upper):
+                raise ValueError(f"{name} label ids out of range")
+        if len(self.t_pair) and (self.t_pair.min() < 0 or self.t_pair.max() >= L * L
+                                 or len(np.unique(self.t_pair)) != len(self.t_pair)):
+            raise ValueError("transition pairs out of range or repeated")
+
+
+def _seen_csr(ptr, ids, token_col, n_rows, n_cols):
+    """CSR (ptr, sorted columns per row) of the distinct (attribute, column) pairs, where
+    a token's attributes meet the token's column (skipped where the column is -1).
+    Uses a bitmap when it is small, a sort otherwise; never per-entry Python work."""
+    c = token_col[owners(ptr)]
+    keep = c >= 0
+    rows, c = ids[keep], c[keep]
+    if n_rows * n_cols <= 1 << 27:
+        seen = np.zeros((n_rows, n_cols), dtype=np.bool_)
+        seen[rows, c] = True
+        counts = seen.sum(axis=1, dtype=np.int64)
+        cols = np.nonzero(seen)[1].astype(np.int32)
+    else:
+        key = np.unique(rows.astype(np.int64) * n_cols + c)
+        counts = np.bincount(key // n_cols, minlength=n_rows)
+        cols = (key % n_cols).astype(np.int32)
+    out = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out, cols
+
+
+def _compact_csr(ptr, vals, keep):
+    # kept entries per row, from prefix sums (rows may be empty, also at the end)
+    csum = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(keep, out=csum[1:])
+    counts = csum[ptr[1:]] - csum[ptr[:-1]]
+    attrs = np.flatnonzero(counts > 0)
+    new_ptr = np.zeros(len(attrs) + 1, dtype=np.int64)
+    np.cumsum(counts[attrs], out=new_ptr[1:])
+    return new_ptr, vals[keep].copy(), attrs

@@ -1,0 +1,293 @@
+"""What the CRF and the flat log-linear classifier share: vocabularies, fitting a
+model x penalty x solver, compaction, warm starts and model files."""
+
+import warnings
+
+import numpy as np
+
+from .core import model_file as io
+from .data.dataset import build_dataset
+from .data.vocab import Vocabulary
+from .errors import ConvergenceWarning
+from .data.feature_space import FEATURE_SPACES, FeatureSpace
+from .core.penalties import ElasticNet
+from .core.params import ParamsMixin, check_number
+
+
+def run_solver(est, model, penalty, w0=None, monitor=None):
+    """Minimise ``model + penalty`` with the estimator's solver and stopping settings;
+    records ``history_``, ``n_iter_``, ``stop_reason_`` and ``objective_`` on ``est`` and
+    warns (:class:`~spargel.errors.ConvergenceWarning`) when the solver stopped on its
+    iteration limit. Returns the solver's result."""
+    from .core.first_use import announce
+    from .solvers import default_max_iter, get_solver
+
+    minimize = get_solver(est.solver)
+    entry = getattr(model, "entry_kernels", None)
+    if entry is not None:
+        announce(entry(est.solver), quiet=not est.verbose)
+    options = dict(est.solver_options or {})
+    if est.solver in ("sgd-l1", "cd", "bcd") and "random_state" not in options:
+        options["random_state"] = est.random_state
+    max_it = est._effective("max_iter")
+    max_iter = default_max_iter(est.solver) if max_it is None else int(max_it)
+    result = minimize(model, penalty, w0, max_iter=max_iter, tol=est.tol, gtol=est.gtol, window=est.window,
+                      monitor=monitor, **options)
+    est.history_ = result.history
+    est.n_iter_ = result.n_iter
+    est.stop_reason_ = result.stop_reason
+    est.objective_ = result.objective
+    if result.stop_reason == "max_iter" and max_iter > 0 and est.solver != "sgd-l1":
+        warnings.warn(f"{type(est).__name__}: solver {est.solver!r} stopped after max_iter={max_iter} iterations "
+                      f"before meeting tol={est.tol:g} / gtol={est.gtol:g}; increase max_iter or loosen tol",
+                      ConvergenceWarning, stacklevel=3)
+    elif result.stop_reason == "linesearch" and result.n_iter < EARLY_LINESEARCH:
+        warnings.warn(f"{type(est).__name__}: solver {est.solver!r} found no decrease of the objective after "
+                      f"{result.n_iter} iteration(s): the model is probably useless. The problem is badly scaled: "
+                      f"check the size of the attribute values (scale them to about [-1, 1])",
+                      ConvergenceWarning, stacklevel=3)
+    return result
+
+
+# a failed line search this early means a badly scaled problem, not convergence
+EARLY_LINESEARCH = 5
+# attribute values beyond this make the objective badly conditioned for every solver
+LARGE_VALUE = 1e6
+
+
+def warn_large_values(est, values):
+    """Warn when attribute values are so large that the solvers will struggle."""
+    big = float(np.max(np.abs(values))) if len(values) else 0.0
+    if big > LARGE_VALUE:
+        warnings.warn(f"{type(est).__name__}: attribute values as large as {big:.3g}: the objective is badly "
+                      f"conditioned (weights of such attributes must be tiny, the others not); scale the values to "
+                      f"about [-1, 1]", UserWarning, stacklevel=4)
+
+
+def check_common_params(est):
+    """The parameter checks every penalised estimator shares (clear errors, before any
+    work)."""
+    from .solvers import get_solver
+    get_solver(est.solver)                      # raises a clear error for unknown names
+    check_number("l1", est.l1, allow_array=True)
+    check_number("l2", est.l2, allow_array=True)
+    check_number("tol", est.tol)
+    check_number("gtol", est.gtol)
+    check_number("window", est.window, low=1, integer=True)
+    check_number("max_iter", est.max_iter, integer=True, allow_none=True)
+    check_number("n_shards", getattr(est, "n_shards", None), low=1, integer=True, allow_none=True)
+    if est.solver == "lbfgs" and np.any(np.asarray(est._effective("l1")) > 0):
+        raise ValueError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
+    if est.solver_options is not None and not isinstance(est.solver_options, dict):
+        raise TypeError(f"solver_options must be a dict or None, got {est.solver_options!r}")
+    from .core.threads import resolve_n_jobs
+    resolve_n_jobs(est.n_jobs)
+
+
+def frequency_order(ids, n):
+    """Permutation putting frequent attribute ids first (better cache locality)."""
+    counts = np.bincount(ids, minlength=n)
+    return np.argsort(-counts, kind="stable")
+
+
+def _reorder(vocab, ids):
+    order = frequency_order(ids, len(vocab))
+    inverse = np.empty(len(order), dtype=np.int32)
+    inverse[order] = np.arange(len(order), dtype=np.int32)
+    return vocab.permute(order), inverse[ids] if len(ids) else ids
+
+
+class LogLinearCore(ParamsMixin):
+    """Base of the estimators; subclasses turn their X into (uni, big) feature rows."""
+
+    _kind = None
+
+    # -- hooks -----------------------------------------------------------------------
+    def _effective(self, name):
+        """The value of parameter ``name`` that training uses (subclasses map aliases)."""
+        return getattr(self, name)
+
+    def _rows(self, X):
+        """Yield (uni, big) per sequence."""
+        raise NotImplementedError
+
+    def _has_transitions(self):
+        return True
+
+    def _unpenalised(self, uni_vocab):
+        """Unigram attribute ids whose weights are not penalised (e.g. a bias)."""
+        return ()
+
+    def _model_kind(self):
+        """The :func:`~spargel.core.factory.make_model` kind this estimator trains."""
+        return "crf"
+
+    def _space_class(self):
+        """The parameter layout class (:class:`FeatureSpace` or a subclass)."""
+        return FeatureSpace
+
+    def _map_code(self, table, code, lab_map, L, old_L):
+        """A weight's label code after the labels were renumbered (``lab_map[old id]``
+        is the new id, -1 when gone): ``table`` is ``"uni"`` (a label), ``"big"`` or
+        ``"trans"`` (a label pair)."""
+        return _map_code(code, lab_map, L, old_L, table != "uni")
+
+    # -- data --------------------------------------------------------------------------
+    def _dataset(self, X, y=None, grow=False):
+        if grow:
+            self._uni_vocab, self._big_vocab, self._label_vocab = Vocabulary(), Vocabulary(), Vocabulary()
+        data = build_dataset(self._rows(X), self._uni_vocab, self._big_vocab,
+                             self._label_vocab, y, grow=grow)
+        if grow:
+            self._uni_vocab, data.uni_ids = _reorder(self._uni_vocab, data.uni_ids)
+            self._big_vocab, data.big_ids = _reorder(self._big_vocab, data.big_ids)
+            if len(self._label_vocab) < 2:
+                raise ValueError(f"training data has {len(self._label_vocab)} distinct label(s); need at least 2")
+        return data
+
+    def _check_params(self):
+        if self.feature_space not in FEATURE_SPACES:
+            raise ValueError(f"feature_space must be one of {FEATURE_SPACES}, got {self.feature_space!r}")
+        check_common_params(self)
+
+    # -- fitting -----------------------------------------------------------------------
+    def _feature_space(self, data):
+        """The parameter layout for the training ``data`` built by ``_dataset(grow=True)``."""
+        L = len(self._label_vocab)
+        n_u, n_b = len(self._uni_vocab), len(self._big_vocab)
+        trans = self._has_transitions()
+        cls = self._space_class()
+        if self.feature_space == "full":
+            return cls.full(L, n_u, n_b, trans)
+        return cls.observed(data, L, n_u, n_b, trans)
+
+    def _fit_data(self, data, monitor=None):
+        from .core.factory import make_model
+
+        warn_large_values(self, data.uni_vals)
+        warn_large_values(self, data.big_vals)
+        space = self._feature_space(data)
+        w0 = self._warm_start_weights(space) if getattr(self, "warm_start", False) else None
+        model = make_model(self._model_kind(), space, data, n_jobs=self.n_jobs,
+                           sample_weight=getattr(self, "_sample_weight", None))
+        self._training_space = space
+        try:
+            penalty = ElasticNet(self._effective("l1"), self._effective("l2"), model.layout.penalty_scale)
+            result = run_solver(self, model, penalty, w0, monitor)
+        finally:
+            del self._training_space
+        self._set_fitted(space, result.w)
+        return self
+
+    def _set_fitted(self, space, w):
+        """Keep only the non-zero weights (and the attributes that own them)."""
+        space_c, w_c, u_keep, b_keep = space.compact(w)
+        self._uni_vocab = self._uni_vocab.subset(u_keep)
+        self._big_vocab = self._big_vocab.subset(b_keep)
+        self.space_ = space_c
+        self.weights_ = w_c
+        self.classes_ = self._label_vocab.names
+        self.n_active_features_ = int(np.count_nonzero(w_c))
+
+    def _warm_start_weights(self, space):
+        """Weights of the previous fit mapped by name onto the new layout (0 elsewhere)."""
+        if not hasattr(self, "_prev") or self._prev.get("space_class") is not type(space):
+            return None
+        old = self._prev
+        w = np.zeros(space.n_params)
+        lab = self._label_vocab
+        L = space.n_labels
+        old_lab = old["labels"]
+        lab_map = np.array([lab.id(name) for name in old_lab], dtype=np.int64)
+        for kind, vocab, ptr, ids, base in (("uni", self._uni_vocab, space.u_ptr, space.u_lab, 0),
+                                            ("big", self._big_vocab, space.b_ptr, space.b_pair, space.b_base)):
+            table = old[kind]
+            for a, name in enumerate(vocab):
+                entries = table.get(name)
+                if not entries:
+                    continue
+                lo, hi = ptr[a], ptr[a + 1]
+                where = {int(v): k for k, v in enumerate(ids[lo:hi])}
+                for code, value in entries:
+                    new_code = self._map_code(kind, code, lab_map, L, len(old_lab))
+                    k = where.get(new_code)
+                    if k is not None:
+                        w[base + lo + k] = value
+        for code, value in old["trans"]:
+            new_code = self._map_code("trans", code, lab_map, L, len(old_lab))
+            pos = np.flatnonzero(space.t_pair == new_code)
+            if len(pos):
+                w[space.t_base + pos[0]] = value
+        return w
+
+    def _remember_for_warm_start(self):
+        if not hasattr(self, "weights_"):
+            return
+        s, w = self.space_, self.weights_
+        uni = {}
+        for a, name in enumerate(self._uni_vocab):
+            uni[name] = [(int(s.u_lab[k]), w[k]) for k in range(s.u_ptr[a], s.u_ptr[a + 1])]
+        big = {}
+        for a, name in enumerate(self._big_vocab):
+            big[name] = [(int(s.b_pair[k]), w[s.b_base + k]) for k in range(s.b_ptr[a], s.b_ptr[a + 1])]
+        trans = [(int(p), w[s.t_base + k]) for k, p in enumerate(s.t_pair)]
+        self._prev = {"labels": self._label_vocab.names, "uni": uni, "big": big, "trans": trans,
+                      "space_class": type(s)}
+
+    # -- model files -------------------------------------------------------------------
+    def _meta(self):
+        return {"params": {k: v for k, v in self.get_params().items() if _jsonable(v)},
+                "n_labels": int(self.space_.n_labels)}
+
+    def save(self, path):
+        """Write the fitted model to ``path`` (safe format, no pickle; zero weights dropped)."""
+        self._check_fitted()
+        s = self.space_
+        arrays = {"coef": self.weights_, "u_ptr": s.u_ptr, "u_lab": s.u_lab, "b_ptr": s.b_ptr,
+                  "b_pair": s.b_pair, "t_pair": s.t_pair}
+        for name, vocab in (("uni", self._uni_vocab), ("big", self._big_vocab), ("labels", self._label_vocab)):
+            arrays[f"{name}_text"], arrays[f"{name}_offsets"] = vocab.to_arrays()
+        io.save_arrays(path, self._kind, self._meta(), arrays)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save`; raises ``ModelFileError`` on any problem."""
+        meta, a = io.load_arrays(path, cls._kind)
+        try:
+            est = cls(**{k: v for k, v in meta["params"].items() if k in cls._param_names()})
+            vocabs = [Vocabulary.from_arrays(a[f"{n}_text"], a[f"{n}_offsets"]) for n in ("uni", "big", "labels")]
+            est._uni_vocab, est._big_vocab, est._label_vocab = vocabs
+            space = est._space_class()(int(meta["n_labels"]), a["u_ptr"], a["u_lab"], a["b_ptr"], a["b_pair"],
+                                       a["t_pair"])
+            space.validate(len(vocabs[0]), len(vocabs[1]))
+            io.require(space.n_labels == len(vocabs[2]), path, "label count does not match the label list")
+            coef = a["coef"]
+            io.require(coef.dtype == np.float64 and coef.shape == (space.n_params,), path, "weights have the wrong shape")
+            io.require(bool(np.all(np.isfinite(coef))), path, "weights are not finite")
+            est._restore(meta, path)
+        except io.ModelFileError:
+            raise
+        except (ValueError, TypeError, KeyError) as exc:
+            raise io.ModelFileError(f"{path}: invalid model ({exc})") from None
+        est.space_, est.weights_ = space, coef
+        est.classes_ = est._classes_from_names(vocabs[2].names, meta, path)
+        est.n_active_features_ = int(np.count_nonzero(coef))
+        return est
+
+    def _restore(self, meta, path):
+        """Subclasses rebuild what they need from the header's meta."""
+
+    def _classes_from_names(self, names, meta, path):
+        """``classes_`` from the stored label names (subclasses may restore a dtype)."""
+        return names
+
+
+def _map_code(code, lab_map, L, old_L, is_pair):
+    if not is_pair:
+        return int(lab_map[code])
+    p, c = lab_map[code // old_L], lab_map[code % old_L]
+    return -1 if p < 0 or c < 0 else int(p * L + c)
+
+
+def _jsonable(v):
+    return v is None or isinstance(v, (bool, int, float, str))

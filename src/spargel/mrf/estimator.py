@@ -1,0 +1,507 @@
+"""Pairwise Markov random fields over discrete variables: parameter and structure learning.
+
+:class:`PairwiseMRF` fits ``sum_n -log p(x^n) + penalty(edge weights)`` (or the negative
+pseudo-log-likelihood) where every pair of variables (or every pair in
+``candidate_edges``) is a candidate edge whose ``k_i x k_j`` table of weights is one
+group. With ``penalty="l1"`` each weight is penalised (``l1 * |w|``, OWL-QN); with
+``penalty="group"`` each edge's table as a whole (``l1 * ||w_edge||_2``, group lasso) so
+edges enter or leave the graph together. Node biases are not penalised. Inference runs
+on the active edges only (see :mod:`spargel.mrf.model`).
+
+>>> import numpy as np
+>>> from spargel.mrf.estimator import PairwiseMRF
+>>> rng = np.random.default_rng(0)
+>>> X = rng.integers(0, 2, (500, 4))
+>>> X[:, 1] = np.where(rng.random(500) < 0.9, X[:, 0], 1 - X[:, 0])   # 0 -- 1
+>>> X[:, 3] = np.where(rng.random(500) < 0.8, X[:, 2], 1 - X[:, 2])   # 2 -- 3
+>>> m = PairwiseMRF(l1=20.0, inference="exact").fit(X)
+>>> m.edges_.tolist()
+[[0, 1], [2, 3]]
+>>> bool(m.score(X) > 4 * np.log(0.5)), m.score_method_     # beats independent coins
+(True, 'exact')
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from ..errors import CapabilityError, ConvergenceWarning, ModelFileError, NotFittedError
+from ..core.params import ParamsMixin
+
+__all__ = ["PairwiseMRF", "mrf_penalty"]
+
+INFERENCES = ("loopy-bp", "exact", "pseudo-likelihood")
+PENALTIES = ("l1", "group")
+
+
+def mrf_penalty(model, kind, l1, l2=0.0, edge_weights=None):
+    """The penalty of a :class:`~spargel.mrf.model.PairwiseMRFModel`: ``kind`` 'l1'
+    (elastic net on the penalised weights) or 'group' (group lasso, one group per edge);
+    ``edge_weights`` (one per candidate edge) scale each edge's penalty (the adaptive
+    second stage)."""
+    scale = model.layout.penalty_scale
+    scale = np.ones(model.n_params) if scale is None else scale
+    group_weights = None
+    if edge_weights is not None:
+        ptr = model.edge_param_ptr
+        scale = scale.copy()
+        scale[ptr[0]:ptr[-1]] *= np.repeat(edge_weights, np.diff(ptr))
+        group_weights = np.ones(model.layout.n_groups)
+        n = model.graph.n_nodes
+        group_weights[n:n + len(edge_weights)] = edge_weights
+    if kind == "l1":
+        from ..core.penalties import ElasticNet
+        return ElasticNet(l1=l1 * scale, l2=l2 * scale)
+    try:
+        from ..core.penalties import GroupLasso
+    except ImportError:
+        raise CapabilityError("penalty='group' needs spargel.core.penalties.GroupLasso (group lasso with a "
+                              "proximal solver such as 'fista'), which this version of spargel "
+                              "does not have; use penalty='l1'") from None
+    return GroupLasso(l1, model.layout, l2=l2, group_weights=group_weights)
+
+
+class PairwiseMRF(ParamsMixin):
+    """Sparse pairwise MRF over discrete variables (structure and parameters).
+
+    Parameters
+    ----------
+    l1 : float
+        Penalty weight on the edge weights (the objective is a sum over samples, as
+        everywhere in spargel, so ``l1`` grows with the number of samples).
+    l2 : float
+        Ridge weight ``l2/2 ||w_edges||^2`` added to the objective.
+    penalty : 'l1' or 'group'
+        ``l1`` on every edge weight, or group lasso (``l1 * ||table||_2`` per edge).
+    inference : 'loopy-bp', 'exact' or 'pseudo-likelihood'
+        How the likelihood is evaluated during training: loopy BP (Bethe), the junction
+        tree (exact; small treewidth of the *active* graph) or Besag's pseudo-likelihood
+        (no inference).
+    solver : str
+        A solver of :mod:`spargel.solvers` (``owlqn`` for ``l1``; ``fista`` for the
+        group penalty, ``grafting-light`` when available).
+    candidate_edges : None or (E, 2) int array
+        Pairs that may become edges (default: every pair). With a fixed graph and
+        ``l1=0`` this is plain parameter learning.
+    edge_features : 'full' or 'ising'
+        A full state-by-state table per edge, or one weight per edge (spins for binary
+        pairs, Potts agreement otherwise).
+    n_states : None, int or sequence
+        States per variable (default: ``max + 1`` of each column of X).
+    tie_features : bool
+        Conditional model only (``fit(X, node_features=F)``): one (k, d) table of
+        feature weights shared by every variable (a grid CRF) instead of one per variable.
+    candidate_estimate : None, 'independent' or 'clamp'
+        How gradients of inactive edges are estimated (see :mod:`spargel.mrf.model`).
+    adaptive : bool
+        Two-stage fit, the adaptive lasso (Zou 2006): after the fit at ``l1``, refit on its
+        edges only with each edge's penalty scaled by ``median strength / its strength``
+        (:func:`~spargel.mrf.model.adaptive_edge_weights`), warm-started. Weak edges,
+        among them most spurious ones, are penalised harder than strong ones; the
+        structure is usually recovered at a wider range of ``l1`` (``docs/mrf.md``).
+        The first stage's edges are kept in :attr:`screening_edges_`.
+    bp_schedule, bp_damping, bp_max_iter, bp_tol : loopy BP options.
+    max_iter, tol : solver iteration limit and relative-objective tolerance.
+    n_jobs : threads for the pseudo-likelihood gradient (numba threads).
+    random_state : seed of :meth:`sample` (and of anything random).
+    verbose : print one line per iteration on stderr.
+
+    Attributes
+    ----------
+    edges_ : (E, 2) int array, the learned edges ``i < j``.
+    edge_weights_ : list of (k_i, k_j) arrays, each edge's log-potential table.
+    node_weights_ : list of (k_i,) arrays, the node log-potentials.
+    edge_strength_ : (E,) the Frobenius norm of each double-centred edge table (the part
+        of the table that couples the two variables).
+    feature_weights_ : conditional model only: a list of (k_i, d) arrays (one (k, d)
+        array when ``tie_features``), so that ``theta_i(a) = node_weights_[i][a] +
+        feature_weights_[i][a] . features[i]``.
+    screening_edges_ : ``adaptive`` only: the edges of the first stage.
+    n_states_, n_features_in_, weights_ (flat), history_ (one dict per iteration),
+    n_iter_, stop_reason_, converged_, inference_ (the last training inference report),
+    bp_failures_ (training gradient evaluations whose BP did not converge).
+    """
+
+    _estimator_kind = "density"
+
+    def __init__(self, l1=1.0, *, l2=0.0, penalty="l1", inference="loopy-bp", solver="owlqn",
+                 candidate_edges=None, edge_features="full", n_states=None, tie_features=False,
+                 candidate_estimate=None, adaptive=False,
+                 bp_schedule="sequential", bp_damping=0.0, bp_max_iter=200, bp_tol=1e-6,
+                 max_iter=None, tol=1e-6, n_jobs=1, random_state=None, verbose=False):
+        self.l1 = l1
+        self.l2 = l2
+        self.penalty = penalty
+        self.inference = inference
+        self.solver = solver
+        self.candidate_edges = candidate_edges
+        self.edge_features = edge_features
+        self.n_states = n_states
+        self.tie_features = tie_features
+        self.candidate_estimate = candidate_estimate
+        self.adaptive = adaptive
+        self.bp_schedule = bp_schedule
+        self.bp_damping = bp_damping
+        self.bp_max_iter = bp_max_iter
+        self.bp_tol = bp_tol
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- training -------------------------------------------------------------------------
+    def _bp_options(self):
+        return {"schedule": self.bp_schedule, "damping": float(self.bp_damping),
+                "max_iter": int(self.bp_max_iter), "tol": float(self.bp_tol)}
+
+    def _check_params(self):
+        if self.inference not in INFERENCES:
+            raise ValueError(f"inference must be one of {', '.join(INFERENCES)}, got {self.inference!r}")
+        if self.penalty not in PENALTIES:
+            raise ValueError(f"penalty must be 'l1' or 'group', got {self.penalty!r}")
+        for name in ("l1", "l2"):
+            v = getattr(self, name)
+            if not (np.isscalar(v) and np.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+
+    def _penalty(self, model, edge_weights=None):
+        return mrf_penalty(model, self.penalty, self.l1, self.l2, edge_weights)
+
+    def fit(self, X, y=None, sample_weight=None, node_features=None):
+        """Learn the structure and weights from ``X`` (n_samples, n_variables) of states.
+
+        ``node_features``: optional (n_samples, n_variables, d) or (n_samples, d) inputs
+        that shift every sample's node potentials (the conditional model, a CRF on a
+        general graph); then inference runs once per sample.
+        """
+        from .model import PairwiseMRFModel, check_discrete_data
+        from ..solvers import default_max_iter, get_solver
+
+        self._check_params()
+        Xc, ns = check_discrete_data(X, self.n_states)
+        seen = [np.bincount(Xc[:, i], minlength=ns[i]) for i in range(Xc.shape[1])]
+        unseen = [(i, int(np.flatnonzero(c == 0)[0])) for i, c in enumerate(seen) if np.any(c == 0)]
+        if unseen:
+            i, a = unseen[0]
+            warnings.warn(f"state {a} of variable {i} never occurs in X (and {len(unseen) - 1} more); "
+                          f"its unpenalised bias has no finite optimum -- recode the states to "
+                          f"0..k-1 of those observed", ConvergenceWarning, stacklevel=2)
+        pl = self.inference == "pseudo-likelihood"
+
+        def make_model(candidates):
+            return PairwiseMRFModel(
+                Xc, ns, candidates, edge_features=self.edge_features, objective="pseudo" if pl else "likelihood",
+                inference="exact" if self.inference == "exact" else "loopy-bp", sample_weight=sample_weight,
+                candidate_estimate=self.candidate_estimate, bp=self._bp_options(), node_features=node_features,
+                tie_features=self.tie_features, validated=True)
+
+        solver_name = self.solver
+        if self.penalty == "group" and solver_name == "owlqn":
+            solver_name = "fista"
+        minimize = get_solver(solver_name)
+        max_iter = self.max_iter if self.max_iter is not None else default_max_iter(solver_name)
+        import numba
+        threads = numba.get_num_threads()
+        if self.n_jobs and self.n_jobs > 0:
+            numba.set_num_threads(min(int(self.n_jobs), numba.config.NUMBA_NUM_THREADS))
+        t0 = time.perf_counter()
+        try:
+            model = make_model(self.candidate_edges)
+            res = minimize(model, self._penalty(model), model.initial_weights(), max_iter=int(max_iter),
+                           tol=float(self.tol), gtol=1e-8, window=5, monitor=_Monitor(model, self.verbose))
+            if self.adaptive:
+                from .model import adaptive_edge_weights
+                active = model.active_edges(res.w)
+                self.screening_edges_ = model.graph.edges[active].copy()
+                if len(active):
+                    strength = model.edge_strength(res.w)[active]
+                    w1 = model.subset_weights(res.w, active)
+                    model = make_model(self.screening_edges_)
+                    res = minimize(model, self._penalty(model, adaptive_edge_weights(strength)), w1,
+                                   max_iter=int(max_iter), tol=float(self.tol), gtol=1e-8, window=5,
+                                   monitor=_Monitor(model, self.verbose))
+        finally:
+            numba.set_num_threads(threads)
+        self.fit_time_ = time.perf_counter() - t0
+        self.history_ = res.history
+        self.n_iter_ = int(res.n_iter)
+        self.stop_reason_ = res.stop_reason
+        self.converged_ = res.stop_reason in ("tol", "gtol", "linesearch")
+        self.objective_ = float(res.objective)
+        self.inference_ = dict(model.last_inference)
+        self.bp_failures_ = int(model.bp_failures)
+        self.n_samples_ = Xc.shape[0]
+        if res.stop_reason == "max_iter":
+            warnings.warn(f"PairwiseMRF: the solver stopped after max_iter={max_iter} iterations before "
+                          f"reaching tol", ConvergenceWarning, stacklevel=2)
+        if model.bp_failures:
+            warnings.warn(f"PairwiseMRF: loopy BP did not converge in {model.bp_failures} of "
+                          f"{model.n_inference_calls} gradient evaluations (bp_max_iter={self.bp_max_iter}); "
+                          f"try bp_damping=0.5 or bp_schedule='residual'", ConvergenceWarning, stacklevel=2)
+        self._set_weights(ns, model.graph.edges, model, res.w)
+        return self
+
+    def _set_weights(self, ns, candidates, model, w):
+        node_theta, edge_theta = model.potentials(w)
+        active = model.active_edges(w)
+        g = model.graph
+        self.n_states_ = ns
+        self.n_features_in_ = len(ns)
+        self.weights_ = np.asarray(w, dtype=np.float64).copy()
+        self.edges_ = candidates[active].copy()
+        self._node_theta = node_theta.copy()
+        self._edge_theta = np.concatenate([edge_theta[g.edge_ptr[e]:g.edge_ptr[e + 1]] for e in active]) \
+            if len(active) else np.zeros(0)
+        self._features = None if model.F is None else np.asarray(w[model.feat_ptr[0]:], dtype=np.float64).copy()
+        self._n_input_features = 0 if model.F is None else int(model.F.shape[2])
+        self._build()
+
+    def _build(self):
+        from .model import coupling_strength
+        from .graph import Graph
+
+        self._graph = Graph(self.n_states_, self.edges_, validated=True)
+        g = self._graph
+        self.node_weights_ = [self._node_theta[g.node_ptr[i]:g.node_ptr[i + 1]].copy() for i in range(g.n_nodes)]
+        self.edge_weights_ = [self._edge_theta[g.edge_ptr[e]:g.edge_ptr[e + 1]].reshape(
+            self.n_states_[i], self.n_states_[j]).copy() for e, (i, j) in enumerate(g.edges)]
+        self.edge_strength_ = np.array([coupling_strength(t) for t in self.edge_weights_])
+        self._exact = None
+        if getattr(self, "_features", None) is not None:
+            d, ns = self._n_input_features, self.n_states_
+            if self.tie_features:
+                self.feature_weights_ = self._features.reshape(int(ns[0]), d).copy()
+            else:
+                offs = np.concatenate([[0], np.cumsum(ns * d)])
+                self.feature_weights_ = [self._features[offs[i]:offs[i + 1]].reshape(ns[i], d).copy()
+                                         for i in range(len(ns))]
+
+    def _row_thetas(self, node_features, n_rows):
+        """Per-row node log-potentials (n_rows, K) of the conditional model, or None."""
+        from .model import check_node_features, node_theta_rows
+        conditional = getattr(self, "_features", None) is not None
+        if node_features is None:
+            if conditional:
+                raise ValueError("this model was fitted with node_features; give node_features for these rows")
+            return None
+        if not conditional:
+            raise ValueError("this model was fitted without node_features")
+        F = check_node_features(node_features, n_rows, self.n_features_in_)
+        if F.shape[2] != self._n_input_features:
+            raise ValueError(f"node_features have {F.shape[2]} features, the model {self._n_input_features}")
+        return node_theta_rows(self._node_theta, self.feature_weights_, F, self._graph.node_ptr, self.tie_features)
+
+    # -- inference on the fitted model ----------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "edges_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit() first")
+
+    def _exact_ok(self):
+        if self._exact is None:
+            from .exact import junction_tree
+            try:
+                junction_tree(self._graph, self._node_theta, self._edge_theta, max_table=2_000_000)
+                self._exact = True
+            except CapabilityError:
+                self._exact = False
+        return self._exact
+
+    def _marginals(self, evidence, node_theta=None):
+        node_theta = self._node_theta if node_theta is None else node_theta
+        if self._exact_ok():
+            from .exact import junction_tree
+            return junction_tree(self._graph, node_theta, self._edge_theta, evidence=evidence)
+        from .bp import loopy_bp
+        nt = node_theta.copy()
+        for i, a in (evidence or {}).items():
+            lo, hi = self._graph.node_ptr[i], self._graph.node_ptr[i + 1]
+            keep = nt[lo + a]
+            nt[lo:hi] = -1e300
+            nt[lo + a] = keep
+        return loopy_bp(self._graph, nt, self._edge_theta, **self._bp_options())
+
+    def log_partition(self, node_theta=None):
+        """(log Z, 'exact' or 'bethe') of the fitted model (of one row's node
+        log-potentials ``node_theta`` in the conditional model)."""
+        self._check_fitted()
+        r = self._marginals(None, node_theta)
+        return float(r.log_z), ("exact" if self._exact_ok() else "bethe")
+
+    def score_samples(self, X, node_features=None):
+        """Log-likelihood of each row of X (exact where the junction tree fits, Bethe
+        otherwise; :attr:`score_method_` says which). The conditional model needs the
+        rows' ``node_features``."""
+        from .model import check_discrete_data
+        self._check_fitted()
+        Xc, _ = check_discrete_data(X, self.n_states_, min_samples=1)
+        rows = self._row_thetas(node_features, len(Xc))
+        g = self._graph
+        s = np.zeros(len(Xc))
+        for e, (i, j) in enumerate(g.edges):
+            s += self._edge_theta[g.edge_ptr[e] + Xc[:, i] * self.n_states_[j] + Xc[:, j]]
+        if rows is None:
+            log_z, method = self.log_partition()
+            for i in range(g.n_nodes):
+                s += self._node_theta[g.node_ptr[i] + Xc[:, i]]
+            s -= log_z
+        else:
+            for r in range(len(Xc)):
+                log_z, method = self.log_partition(rows[r])
+                s[r] += rows[r, g.node_ptr[:-1] + Xc[r]].sum() - log_z
+        self.score_method_ = method
+        return s
+
+    def score(self, X, y=None, node_features=None):
+        """Mean log-likelihood per sample (exact or Bethe: see :attr:`score_method_`)."""
+        return float(np.mean(self.score_samples(X, node_features)))
+
+    def _partial(self, X_partial):
+        from .model import check_discrete_data
+        self._check_fitted()
+        return check_discrete_data(X_partial, self.n_states_, allow_missing=True, min_samples=1,
+                                   source="X_partial")[0]
+
+    def predict_marginals(self, X_partial, node_features=None):
+        """Marginals of every variable given the observed ones (``-1`` = unobserved).
+
+        Returns an (n_rows, n_variables, max_states) array; ``[r, i, a]`` is
+        ``p(x_i = a | observed of row r)`` (observed variables get their one-hot state;
+        entries past a variable's own number of states are 0). Exact where the
+        junction tree fits, loopy BP otherwise.
+        """
+        Xp = self._partial(X_partial)
+        rows = self._row_thetas(node_features, len(Xp))
+        g = self._graph
+        kmax = int(self.n_states_.max())
+        out = np.zeros((len(Xp), g.n_nodes, kmax))
+        for r, row in enumerate(Xp):
+            ev = {int(i): int(row[i]) for i in np.flatnonzero(row >= 0)}
+            b = self._marginals(ev, None if rows is None else rows[r]).node_beliefs
+            for i in range(g.n_nodes):
+                out[r, i, :self.n_states_[i]] = b[g.node_ptr[i]:g.node_ptr[i + 1]]
+        return out
+
+    def predict(self, X_partial, node_features=None):
+        """Fill the unobserved (``-1``) entries with the most probable joint completion
+        (max-product BP: exact on a tree or forest, approximate on a loopy graph)."""
+        from .bp import loopy_bp
+        Xp = self._partial(X_partial)
+        rows = self._row_thetas(node_features, len(Xp))
+        g = self._graph
+        out = Xp.copy()
+        for r, row in enumerate(Xp):
+            nt = (self._node_theta if rows is None else rows[r]).copy()
+            for i in np.flatnonzero(row >= 0):
+                lo, hi = g.node_ptr[i], g.node_ptr[i + 1]
+                keep = nt[lo + row[i]]
+                nt[lo:hi] = -1e300
+                nt[lo + row[i]] = keep
+            res = loopy_bp(g, nt, self._edge_theta, max_product=True, warn=False, **self._bp_options())
+            out[r] = res.map_state(g)
+        return out
+
+    def sample(self, n_samples=1, *, burn_in=200, thin=5, random_state=None, node_features=None):
+        """Draw samples (n_samples, n_variables) from the fitted model by Gibbs sampling
+        (conditional model: one sample per row of ``node_features``)."""
+        from .sampling import gibbs_sample
+        self._check_fitted()
+        rs = self.random_state if random_state is None else random_state
+        seed = 0 if rs is None else (int(rs) if isinstance(rs, (int, np.integer))
+                                     else int(np.random.default_rng(rs).integers(2**31)))
+        if getattr(self, "_features", None) is None:
+            self._row_thetas(node_features, n_samples)          # refuses stray features
+            return gibbs_sample(self._graph, self._node_theta, self._edge_theta, n_samples, burn_in=burn_in,
+                                thin=thin, seed=seed)
+        rows = self._row_thetas(node_features, len(np.asarray(node_features)))
+        return np.concatenate([gibbs_sample(self._graph, rows[r], self._edge_theta, 1, burn_in=burn_in, thin=1,
+                                            n_chains=1, seed=seed + r) for r in range(len(rows))])
+
+    def plot(self, ax=None, labels=None, positions=None, **kwargs):
+        """Draw the learned graph (needs matplotlib): variables on a circle (or at
+        ``positions``, an (n, 2) array), edge width by :attr:`edge_strength_`. Returns
+        the matplotlib axes."""
+        from .plot import plot_mrf_graph
+        self._check_fitted()
+        return plot_mrf_graph(self.n_features_in_, self.edges_, self.edge_strength_, ax=ax, labels=labels,
+                              positions=positions, **kwargs)
+
+    # -- model files ----------------------------------------------------------------------
+    def save(self, path):
+        """Write the fitted model to ``path`` (safe format, no pickle)."""
+        from ..core import model_file as io
+        self._check_fitted()
+        meta = {"params": {k: v for k, v in self.get_params().items()
+                           if isinstance(v, (int, float, str, bool, type(None)))}}
+        arrays = {"n_states": self.n_states_.astype(np.int64), "edges": self.edges_.astype(np.int64),
+                  "node_theta": self._node_theta, "edge_theta": self._edge_theta}
+        if getattr(self, "_features", None) is not None:
+            arrays["feature_weights"] = self._features
+            meta["n_input_features"] = self._n_input_features
+        io.save_arrays(path, "mrf", meta, arrays)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save` (validated before use)."""
+        from ..core import model_file as io
+        from .graph import Graph, validate_edges
+        meta, arrays = io.load_arrays(path, "mrf")
+        for name in ("n_states", "edges", "node_theta", "edge_theta"):
+            io.require(name in arrays, path, f"array {name!r} missing")
+        ns, edges = arrays["n_states"], arrays["edges"]
+        io.require(ns.dtype.kind == "i" and ns.ndim == 1 and len(ns) >= 1 and np.all(ns >= 2), path,
+                   "n_states must be integers >= 2")
+        io.require(edges.dtype.kind == "i" and edges.ndim == 2 and edges.shape[1] == 2, path,
+                   "edges must be an (E, 2) integer array")
+        try:
+            edges = validate_edges(edges, len(ns), source=str(path))
+        except ValueError as exc:
+            raise ModelFileError(f"{path}: invalid model ({exc})") from None
+        g = Graph(ns, edges, validated=True)
+        for name, size in (("node_theta", g.n_node_values), ("edge_theta", g.n_edge_values)):
+            a = arrays[name]
+            io.require(a.dtype == np.float64 and a.shape == (size,) and np.all(np.isfinite(a)), path,
+                       f"{name} must be {size} finite float64 values")
+        params = meta.get("params", {}) if isinstance(meta, dict) else {}
+        est = cls(**{k: v for k, v in params.items() if k in cls._param_names()})
+        est._features, est._n_input_features = None, 0
+        if "feature_weights" in arrays:
+            d = meta.get("n_input_features")
+            fw = arrays["feature_weights"]
+            size = (int(ns[0]) if est.tie_features else int(ns.sum())) * (d if isinstance(d, int) else 0)
+            io.require(isinstance(d, int) and d >= 1 and fw.dtype == np.float64 and fw.shape == (size,)
+                       and np.all(np.isfinite(fw)) and (not est.tie_features or np.all(ns == ns[0])), path,
+                       "feature_weights do not match n_states and n_input_features")
+            est._features, est._n_input_features = fw.copy(), d
+        est.n_states_ = ns.astype(np.int64)
+        est.n_features_in_ = len(ns)
+        est.edges_ = edges
+        est._node_theta = arrays["node_theta"].copy()
+        est._edge_theta = arrays["edge_theta"].copy()
+        est._build()
+        return est
+
+
+class _Monitor:
+    """Adds the inference report to each history row; prints it when verbose."""
+
+    def __init__(self, model, verbose):
+        self.model, self.verbose = model, verbose
+
+    def __call__(self, row, w):
+        info = self.model.last_inference
+        row["active_edges"] = int(len(self.model.active_edges(w)))
+        if "sweeps" in info:
+            row["bp_sweeps"] = int(info["sweeps"])
+            row["bp_converged"] = bool(info["converged"])
+        if self.verbose:
+            parts = [f"iter {row['iteration']:4d}", f"objective {row['objective']:.6g}",
+                     f"edges {row['active_edges']}", f"evals {row['n_evals']}", f"{row['elapsed']:.2f}s"]
+            if "bp_sweeps" in row:
+                parts.append(f"bp {row['bp_sweeps']} sweeps" + ("" if row["bp_converged"] else " (not converged)"))
+            print("  ".join(parts), file=sys.stderr, flush=True)
+        return False
