@@ -89,7 +89,7 @@ def test_refuses_to_overwrite_the_input(tmp_path, capsys):
     before = f.read_bytes()
     for opt in ("--out-edges", "--out-precision", "--history"):
         rc, out, err = _run([f, "--alpha", 0.1, opt, f], capsys)
-        assert rc == 2 and "is the input file" in err and len(err.strip().splitlines()) == 1
+        assert rc == 2 and "is also the input file" in err and len(err.strip().splitlines()) == 1
     rc, out, err = _run([f, "--alpha", 0.1, "--out-edges", tmp_path / "x.csv",
                          "--out-precision", tmp_path / "x.csv"], capsys)
     assert rc == 2 and "same file" in err
@@ -100,26 +100,27 @@ def test_refuses_to_overwrite_the_input(tmp_path, capsys):
 
 
 def test_atomic_writes(tmp_path, capsys, monkeypatch):
-    from spargel.cli import gmrf as cli
+    import os
+
+    import spargel.core.files as files
 
     f = _write(tmp_path / "d.csv", _data())
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     target = out_dir / "K.csv"
     target.write_text("old content\n")
+    real_fsync = os.fsync
 
-    def failing(K, names):
-        def write(fh):
-            fh.write("1,2,3\n")          # a partial matrix ...
+    def full_disk(fd):                       # the precision matrix is written, then the disk is full
+        if os.fstat(fd).st_size > 100:
             raise OSError(28, "No space left on device")
-        return write
+        return real_fsync(fd)
 
-    monkeypatch.setattr(cli, "_precision_writer", failing)
-    rc, out, err = _run([f, "--alpha", 0.1, "--out-edges", out_dir / "e.csv",
-                         "--out-precision", target], capsys)
+    monkeypatch.setattr(files.os, "fsync", full_disk)
+    rc, out, err = _run([f, "--alpha", 0.1, "--out-edges", "-", "--out-precision", target], capsys)
     assert rc == 1 and "No space left on device" in err
     assert target.read_text() == "old content\n"          # untouched
-    assert sorted(p.name for p in out_dir.iterdir()) == ["K.csv", "e.csv"]  # no temp file
+    assert sorted(p.name for p in out_dir.iterdir()) == ["K.csv"]  # no temp file
 
 
 def test_interrupt_exits_130(tmp_path, capsys, monkeypatch):
@@ -162,7 +163,7 @@ def test_errors_and_exit_status(tmp_path, capsys, content, argv, status, msg):
 
 def test_missing_file_and_extreme_scale(tmp_path, capsys):
     rc, out, err = _run([tmp_path / "none.csv", "--alpha", 1], capsys)
-    assert rc == 1 and "cannot read" in err
+    assert rc == 1 and "none.csv: no such file" in err
     f = _write(tmp_path / "tiny.csv", _data() * 1e-160, names=False, labels=False)
     rc, out, err = _run([f, "--alpha", 0.1, "--out-edges", tmp_path / "e.csv"], capsys)
     assert rc == 1 and "tiny.csv: column 0 has standard deviation" in err

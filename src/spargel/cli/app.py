@@ -8,15 +8,15 @@ Sub-commands (``spargel COMMAND --help`` documents each one)::
     spargel dump MODEL                          list the non-zero weights
     spargel plot HISTORY.jsonl ...              draw training histories
     spargel demo                                a synthetic end-to-end example
-    spargel gmrf ...                            sparse Gaussian MRFs (when installed)
+    spargel gmrf DATA.csv --alpha X             sparse Gaussian MRFs (inverse covariance)
     spargel mrf DATA.csv --l1 X                 discrete pairwise MRF structure learning
 
 Conventions: an input of ``-`` (or none) is standard input, an output of ``-``
 (or none) standard output. Every error is one line ``spargel: error: ...`` on
-standard error, never a traceback (set ``SPARGEL_DEBUG=1`` to see one). Exit
-status: 0 success, 1 a runtime problem (bad or missing file, foreign model,
-...), 2 wrong usage (unknown option, bad value), 130 training interrupted by
-Ctrl-C (the model reached so far is still written).
+standard error, never a traceback (set ``SPARGEL_DEBUG=1`` to see one). Every
+command reads, writes and exits through :mod:`spargel.cli.common`: one table of exit
+statuses (:data:`~spargel.cli.common.EXIT_STATUSES`, printed by ``spargel --help``),
+one reader of inputs and one writer of outputs.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import time
 
-PROG = "spargel"
+from .common import (PROG, CommandError, UsageError, check_outputs, describe, error, exit_status,
+                     exit_status_help, read_text, write_output)
 
 #: Stored as the first line of the template of a model trained by ``spargel train``,
 #: so that ``spargel label`` knows how many observation columns the input has.
@@ -58,14 +58,6 @@ def _solver_help():
             text = getattr(entry, "description", "") or ""
         lines.append(f"{name}{' (default)' if name == 'owlqn' else ''}: {text}")
     return "; ".join(lines)
-
-
-class UsageError(Exception):
-    """Wrong use of the command line (exit status 2)."""
-
-
-class CommandError(Exception):
-    """A runtime problem that has a one-line explanation (exit status 1)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -221,10 +213,10 @@ def build_parser():
 
     parser = _Parser(
         prog=PROG, formatter_class=_Formatter,
-        description="Sparse learning of log-linear models: l1 / elastic-net CRFs for "
-                    "sequence labelling, with Wapiti / CRFsuite / CRF++ style commands.",
-        epilog="Run 'spargel COMMAND --help' for the options of a command.\n"
-               "Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.")
+        description="Sparse learning of log-linear and graphical models: l1 / elastic-net CRFs for "
+                    "sequence labelling (train, label, eval, dump) with Wapiti / CRFsuite / CRF++ style "
+                    "commands, pairwise MRF structure learning (mrf) and sparse Gaussian MRFs (gmrf).",
+        epilog="Run 'spargel COMMAND --help' for the options of a command.\n\n" + exit_status_help())
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -382,37 +374,11 @@ def build_parser():
                         "on first use: about 20 seconds more)")
     p.set_defaults(func=cmd_demo)
 
-    # -- gmrf (optional, from spargel.cli.gmrf) ----------------------------------------
-    gmrf = _gmrf_module()
-    if gmrf is not None:
-        try:
-            gp = gmrf.add_parser(sub)
-            gp.set_defaults(func=_run_gmrf)
-        except Exception:  # a broken optional command must not break the others
-            pass
-    # -- mrf (spargel.cli.mrf) ---------------------------------------------------
-    from . import mrf as mrf_cli
-    mrf_cli.add_parser(sub).set_defaults(func=_run_mrf)
+    # -- mrf and gmrf ----------------------------------------------------------------------
+    from . import gmrf, mrf
+    mrf.add_parser(sub)
+    gmrf.add_parser(sub)
     return parser
-
-
-def _run_mrf(args):
-    from . import mrf as mrf_cli
-    return int(mrf_cli.run(args) or 0)
-
-
-def _gmrf_module():
-    try:
-        from . import gmrf
-    except (ImportError, SyntaxError):
-        return None
-    if not (hasattr(gmrf, "add_parser") and hasattr(gmrf, "run")):
-        return None
-    return gmrf
-
-
-def _run_gmrf(args):
-    return int(_gmrf_module().run(args) or 0)
 
 
 # argument types: a bad value is a usage error (exit 2) --------------------------------
@@ -470,9 +436,6 @@ def main(argv=None):
         except SystemExit as exc:  # --help / --version
             return exc.code if isinstance(exc.code, int) else 0
         return int(args.func(args) or 0)
-    except UsageError as exc:
-        _error(str(exc))
-        return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
@@ -483,13 +446,9 @@ def main(argv=None):
     except Exception as exc:
         if debug:
             raise
-        from ..core.files import SameFileError
-
-        _error(_describe(exc))
+        error(describe(exc))
         _silence_stdout(only_if_broken=True)
-        if isinstance(exc, SameFileError):
-            return 2
-        return 1
+        return exit_status(exc)
 
 
 def _silence_stdout(only_if_broken=False):
@@ -508,128 +467,27 @@ def _silence_stdout(only_if_broken=False):
         pass
 
 
-def _error(message):
-    message = " ".join(str(message).split())  # always one line
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-
-
-def _describe(exc):
-    """One line for an exception, without a traceback."""
-    from ..data.errors import DataFormatError
-    from ..core.model_file import ModelFileError
-
-    if isinstance(exc, (CommandError, DataFormatError, ModelFileError)):
-        return str(exc)
-    if isinstance(exc, FileNotFoundError):
-        return f"{exc.filename}: no such file"
-    if isinstance(exc, IsADirectoryError):
-        return f"{exc.filename}: is a directory"
-    if isinstance(exc, PermissionError):
-        return f"{exc.filename}: permission denied"
-    if isinstance(exc, OSError):
-        name = f"{exc.filename}: " if exc.filename else ""
-        return f"{name}{exc.strerror or exc}"
-    if isinstance(exc, ValueError):
-        return str(exc)
-    if isinstance(exc, ImportError):
-        return str(exc)
-    if isinstance(exc, MemoryError):
-        return "out of memory"
-    return f"{type(exc).__name__}: {exc}"
-
-
 # ---------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------
-
-def _read_text(path, encoding="utf-8"):
-    """The whole text of a file or of stdin ('-'), and the name to use in messages."""
-    if path in (None, "-"):
-        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
-        name = "<stdin>"
-    else:
-        if os.path.isdir(path):
-            raise CommandError(f"{path}: is a directory, not a data file")
-        with open(path, "rb") as fh:
-            data = fh.read()
-        name = path
-    if isinstance(data, bytes):
-        if b"\x00" in data[:4096] and "16" not in encoding and "32" not in encoding:
-            raise CommandError(f"{name}: a binary file, not a CoNLL-style column file")
-        try:
-            data = data.decode(encoding)
-        except UnicodeDecodeError as exc:
-            line = data.count(b"\n", 0, exc.start) + 1
-            hint = " (give its encoding with --encoding, e.g. latin-1)" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else ""
-            raise CommandError(f"{name}:{line}: not {encoding} text (byte {exc.start + 1}){hint}") from None
-        except LookupError:
-            raise UsageError(f"unknown --encoding {encoding!r}") from None
-    if data.startswith("\ufeff"):
-        data = data[1:]
-    return data, name
-
 
 def _read_sentences(path, has_labels=True, separator=None, encoding="utf-8"):
     """Sentences of a column file (or stdin); returns (sentences, name, text)."""
     from ..data.conll import read_conll
 
-    text, name = _read_text(path, encoding)
+    text, name = read_text(path, encoding)
     stream = io.StringIO(text)
     stream.name = name
     return list(read_conll(stream, has_labels=has_labels, separator=separator)), name, text
 
 
-def _write_output(path, text, encoding="utf-8"):
-    """Write ``text`` to ``path`` atomically, or to stdout for '-' / None; errors name
-    the file (``<stdout>`` for standard output)."""
-    from ..core.files import atomic_write
-
-    try:
-        data = text.encode(encoding)
-    except UnicodeEncodeError as exc:
-        raise CommandError(f"{path if path not in (None, '-') else '<stdout>'}: "
-                           f"{text[exc.start:exc.end]!r} cannot be written in {encoding}") from None
-    if path in (None, "-"):
-        try:
-            if hasattr(sys.stdout, "buffer"):
-                sys.stdout.flush()
-                sys.stdout.buffer.write(data)
-                sys.stdout.buffer.flush()
-            else:
-                sys.stdout.write(text)
-                sys.stdout.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, "<stdout>") from None
-        return
-    with atomic_write(path, "wb") as fh:
-        fh.write(data)
-
-
 def _check_writable(path):
-    """Fail early (before a long training) when ``path`` cannot be written: its folder is
-    missing or read-only, or it is (a link to) something else than a regular file."""
-    from ..core.files import check_output_path
-
-    if os.path.isdir(path):
-        raise CommandError(f"{path}: is a directory; give a file name")
-    try:
-        target = check_output_path(path)
-    except OSError as exc:
-        raise CommandError(f"{path}: {exc.strerror}") from None
-    folder = os.path.dirname(target) or "."
-    if not os.access(folder, os.W_OK):
-        raise CommandError(f"{path}: the folder {folder} is not writable")
+    """Fail early (before a long training) when ``path`` cannot be written."""
+    check_outputs({"the output": path}, {})
 
 
 def _refuse_same(outputs, inputs):
-    from ..core.files import SameFileError, refuse_same_file
-
-    try:
-        refuse_same_file(outputs, inputs)
-    except SameFileError as exc:
-        raise UsageError(str(exc)) from None
+    check_outputs(outputs, inputs)
 
 
 def default_template(n_columns, order=1):
@@ -850,6 +708,9 @@ def cmd_train(args):
     text = _template_text(args, n_cols, name, sents[0].line)
     known = {lab for s in sents for lab in s.labels if lab is not None}
     if len(known) < 2:
+        if not known:
+            raise CommandError(f"{name}: every label is the unknown mark {args.unknown_label!r}; training "
+                               f"needs labelled tokens with at least 2 distinct labels")
         raise CommandError(f"{name}: the last column holds only one distinct label "
                            f"({next(iter(known))!r}); training needs at least 2 -- is this a "
                            f"column file with the label last?")
@@ -1065,7 +926,7 @@ def cmd_label(args):
     if args.output not in (None, "-"):
         _check_writable(args.output)
     model = _load_crf(args.model)
-    text, name = _read_text(args.input, args.encoding)
+    text, name = read_text(args.input, args.encoding)
     tabbed = any("\t" in line for line in text.split("\n", 50)[:50])
     separator = "\t" if (args.force and tabbed) else None
     from ..data.conll import read_conll
@@ -1146,7 +1007,7 @@ def cmd_label(args):
                         fields.append("_")
             out.append(out_sep.join(fields) + "\n")
         out.append("\n")
-    _write_output(args.output, "".join(out), args.encoding)
+    write_output(args.output, "".join(out), args.encoding)
     return 0
 
 
@@ -1186,7 +1047,7 @@ def cmd_eval(args):
         print(f"{PROG} eval: note: the tags are not chunks in the {args.scheme} scheme; scores per tag",
               file=sys.stderr)
     text = json.dumps(report.as_dict(), indent=None, sort_keys=False) if args.json else report.as_text()
-    _write_output("-", text + "\n")
+    write_output("-", text + "\n")
     return 0
 
 
@@ -1227,7 +1088,7 @@ def cmd_dump(args):
         rows.sort(key=lambda r: (r[0], r[1], r[2]))
     if args.top is not None:
         rows = rows[:args.top]
-    _write_output("-", "".join(f"{attr}\t{prev}\t{lab}\t{w:.6g}\n" for attr, prev, lab, w in rows))
+    write_output("-", "".join(f"{attr}\t{prev}\t{lab}\t{w:.6g}\n" for attr, prev, lab, w in rows))
     return 0
 
 

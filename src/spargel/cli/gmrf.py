@@ -1,10 +1,13 @@
 """``spargel gmrf``: learn a sparse Gaussian MRF from a CSV file.
 
-Input: a CSV of samples (rows) by variables (columns). A first row with any
-non-numeric field is taken as the variable names; a first column whose
-entries are not numbers is taken as row labels and dropped. With
-``--covariance`` the CSV is a symmetric positive semidefinite covariance
-matrix instead.
+Input: a CSV of samples (rows) by variables (columns), or ``-`` for standard
+input. A first row with a field that is not a number is taken as the variable
+names (``--header`` / ``--no-header`` decide it explicitly); a first column
+whose entries below the first row are not numbers is taken as row labels and
+dropped -- a first row that is such a label followed by numbers is a sample,
+never a header. With ``--covariance`` the CSV is a symmetric positive
+semidefinite covariance matrix instead. Read by the command line's one table
+reader (:func:`spargel.cli.common.read_table`).
 
 Output, where asked and nowhere else:
 
@@ -17,112 +20,60 @@ Output, where asked and nowhere else:
   picture (``--plot``); a one-line summary on stderr (unless ``--quiet``),
   per-iteration lines on stderr with ``--verbose``.
 
-Files are written atomically (a temporary file in the same folder, flushed
-to disk, then renamed; nothing is left behind on failure), and an output
-path equal to the input path (or to another output) is refused.
+Files are written by the command line's one writer
+(:func:`spargel.cli.common.write_output`): atomically, through links, devices
+and pipes, keeping an existing file's permissions; an output path equal to an
+input (or to another output) is refused.
 
-Exit status, as every ``spargel`` command: 0 success (a solver that stopped
-before ``--tol`` only prints a warning), 1 bad input or a runtime error, 2
-wrong usage, 130 interrupted. Errors are one line on stderr, never a
-traceback.
+Exit status: the table of every ``spargel`` command (``spargel --help``).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
 import math
-import os
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
-__all__ = ["add_parser", "run", "main", "read_csv_matrix"]
+from .common import (CommandError, UsageError, check_number, check_outputs, csv_text, exit_status_help,
+                     json_lines, read_table, read_text, warn, write_output)
+
+__all__ = ["add_parser", "run", "read_csv_matrix"]
+
+#: the largest --n-alphas (a grid of fits; each fit costs seconds)
+MAX_ALPHAS = 10_000
 
 
-class CLIError(Exception):
-    """A problem with a one-line explanation; ``status`` 1 (input or
-    runtime) or 2 (usage)."""
-
-    def __init__(self, message, status=1):
-        super().__init__(message)
-        self.status = status
-
-
-def _is_number(s):
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
-
-
-def read_csv_matrix(path):
-    """Read a numeric CSV; returns (values (m, n) float array, names or None).
-
-    Raises :class:`~spargel.errors.DataFormatError` naming the file and line
-    for anything malformed.
-    """
+def read_csv_matrix(path, header=None):
+    """Read a numeric CSV (``-``: standard input); returns (values (m, n) float array,
+    names or None). Raises :class:`~spargel.errors.DataFormatError` naming the file and
+    line for anything malformed."""
     import numpy as np
 
     from ..errors import DataFormatError
 
-    p = Path(path)
-    try:
-        fh = open(p, newline="", encoding="utf-8")
-    except OSError as exc:
-        raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from None
-    with fh:
-        try:
-            rows = [(k + 1, r) for k, r in enumerate(csv.reader(fh)) if r and any(c.strip() for c in r)]
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise DataFormatError(path, None, f"not a readable CSV file ({exc})") from None
-    if not rows:
-        raise DataFormatError(path, None, "the file is empty")
-    names = None
-    first = [c.strip() for c in rows[0][1]]
-    header_line = rows[0][0]
-    if not all(_is_number(c) for c in first):
-        names = first
-        rows = rows[1:]
-    if not rows:
-        raise DataFormatError(path, None, "no data rows after the header")
-    label_col = not _is_number(rows[0][1][0].strip())
-    data = []
-    width = None
-    for line, r in rows:
-        r = [c.strip() for c in r]
-        if label_col:
-            r = r[1:]
-        if width is None:
-            width = len(r)
-        elif len(r) != width:
-            raise DataFormatError(path, line, f"expected {width} values, found {len(r)}")
-        vals = []
-        for col, c in enumerate(r):
+    table = read_table(path, header=header, numeric=True)
+    offset = 1 if table.row_names is not None else 0
+    data = np.empty((len(table.rows), table.width))
+    for k, (row, line) in enumerate(zip(table.rows, table.lines)):
+        for col, c in enumerate(row):
             try:
                 v = float(c)
             except ValueError:
-                raise DataFormatError(path, line, f"non-numeric value {c!r} in column "
-                                      f"{col + 1 + int(label_col)}") from None
+                raise DataFormatError(table.source, line, f"non-numeric value {c!r} in column "
+                                      f"{col + 1 + offset}") from None
             if not math.isfinite(v):
-                raise DataFormatError(path, line, f"non-finite value {c!r} in column "
-                                      f"{col + 1 + int(label_col)}")
-            vals.append(v)
-        data.append(vals)
-    if width == 0:
-        raise DataFormatError(path, None, "no numeric columns")
-    if names is not None:
-        if label_col and len(names) == width + 1:
-            names = names[1:]
-        if len(names) != width:
-            raise DataFormatError(path, header_line, f"header has {len(names)} names but rows "
-                                  f"have {width} values")
-    return np.asarray(data, dtype=np.float64), names
+                raise DataFormatError(table.source, line, f"non-finite value {c!r} in column {col + 1 + offset}")
+            data[k, col] = v
+    if table.width == 0:
+        raise DataFormatError(table.source, None, "no numeric columns")
+    names = table.names
+    if names is not None and len(names) != table.width:
+        raise DataFormatError(table.source, table.header_line, f"header has {len(names)} names but rows "
+                              f"have {table.width} values")
+    return data, names
 
 
 def add_parser(subparsers):
@@ -144,11 +95,13 @@ def add_parser(subparsers):
             "  spargel gmrf expr.csv --alpha 0.05 --blocks groups.csv --plot graph.png\n"
             "cross-validation folds are contiguous blocks of rows (as scikit-learn's KFold\n"
             "and SparseGaussianMRFCV by default); --seed N shuffles them.\n"
-            "exit status: 0 ok (a solver stopping before --tol prints a warning),\n"
-            "1 bad input or runtime error, 2 usage error, 130 interrupted"),
+            + exit_status_help()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", metavar="DATA.csv", help="samples x variables CSV (or a covariance "
-                   "matrix with --covariance)")
+                   "matrix with --covariance); '-': standard input")
+    p.add_argument("--header", dest="header", action="store_true", default=None,
+                   help="the first row is the variable names (default: decided from the file)")
+    p.add_argument("--no-header", dest="header", action="store_false", help="the first row is a sample")
     p.add_argument("--alpha", type=float, default=None,
                    help="l1 weight on every off-diagonal entry (required unless --cv)")
     p.add_argument("--cv", type=int, default=None, metavar="K",
@@ -192,148 +145,58 @@ def add_parser(subparsers):
 
 # -- outputs -----------------------------------------------------------------------------
 
-def _same_path(a, b):
-    try:
-        if os.path.exists(a) and os.path.exists(b):
-            return os.path.samefile(a, b)
-    except OSError:
-        pass
-    return os.path.realpath(a) == os.path.realpath(b)
+def _precision_text(K, names):
+    return csv_text(([names] if names is not None else []) + [[repr(float(v)) for v in row] for row in K])
 
 
-def _check_outputs(args):
-    """Usage errors for outputs that would overwrite the input or each other."""
-    outs = [(opt, path) for opt, path in (("--out-edges", args.out_edges),
-                                          ("--out-precision", args.out_precision),
-                                          ("--history", args.history), ("--plot", args.plot))
-            if path is not None and path != "-"]
-    for opt, path in outs:
-        if _same_path(path, args.data):
-            raise CLIError(f"{opt} {path} is the input file; refusing to overwrite it", 2)
-        if args.blocks is not None and _same_path(path, args.blocks):
-            raise CLIError(f"{opt} {path} is the --blocks file; refusing to overwrite it", 2)
-    for k, (opt, path) in enumerate(outs):
-        for opt2, path2 in outs[k + 1:]:
-            if _same_path(path, path2):
-                raise CLIError(f"{opt} and {opt2} name the same file {path}", 2)
-    stdout = [opt for opt, path in (("--out-edges", args.out_edges),
-                                    ("--out-precision", args.out_precision),
-                                    ("--history", args.history)) if path == "-"]
-    if len(stdout) > 1:
-        raise CLIError(f"only one output can go to stdout, got {' and '.join(stdout)}", 2)
-    for opt, path in outs:
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise CLIError(f"{opt} {path}: the folder {folder} does not exist")
-        if os.path.isdir(path):
-            raise CLIError(f"{opt} {path} is a folder")
-
-
-def _write_atomically(path, write, binary=False):
-    """``write(fh)`` into a temporary file beside ``path``, flushed to disk,
-    then renamed over ``path``; the temporary file is removed on failure."""
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".spargel-", suffix=".tmp")
-    except OSError as exc:
-        raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with (os.fdopen(fd, "wb") if binary else
-              os.fdopen(fd, "w", newline="", encoding="utf-8")) as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from None
-        raise
-
-
-def _emit(path, write):
-    if path == "-":
-        buf = io.StringIO()
-        write(buf)
-        sys.stdout.write(buf.getvalue())
-        sys.stdout.flush()
-    else:
-        _write_atomically(path, write)
-
-
-def _precision_writer(K, names):
-    def write(fh):
-        w = csv.writer(fh, lineterminator="\n")
-        if names is not None:
-            w.writerow(names)
-        for row in K:
-            w.writerow([repr(float(v)) for v in row])
-    return write
-
-
-def _edges_writer(model, names):
-    def write(fh):
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(["i", "j", "weight"] + (["name_i", "name_j"] if names is not None else []))
-        for (i, j), wt in zip(model.edges_, model.edge_weights_):
-            extra = [names[i], names[j]] if names is not None else []
-            w.writerow([int(i), int(j), repr(float(wt))] + extra)
-    return write
-
-
-def _history_writer(history):
-    def clean(v):
-        if hasattr(v, "dtype"):
-            v = v.item()
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
-        return v
-
-    def write(fh):
-        for row in history:
-            fh.write(json.dumps({k: clean(v) for k, v in row.items()}) + "\n")
-    return write
+def _edges_text(model, names):
+    rows = [["i", "j", "weight"] + (["name_i", "name_j"] if names is not None else [])]
+    for (i, j), wt in zip(model.edges_, model.edge_weights_):
+        rows.append([int(i), int(j), repr(float(wt))] + ([names[i], names[j]] if names is not None else []))
+    return csv_text(rows)
 
 
 # -- the command -------------------------------------------------------------------------
 
 def _check_usage(args):
     if args.alpha is None and args.cv is None:
-        raise CLIError("give --alpha X or --cv K", 2)
+        raise UsageError("give --alpha X or --cv K")
     if args.alpha is not None and args.cv is not None:
-        raise CLIError("give either --alpha or --cv, not both", 2)
-    if args.alpha is not None and not (math.isfinite(args.alpha) and args.alpha >= 0):
-        raise CLIError(f"--alpha must be a finite number >= 0, got {args.alpha}", 2)
-    if args.cv is not None and args.cv < 2:
-        raise CLIError(f"--cv must be >= 2 folds, got {args.cv}", 2)
-    if args.cv is not None and args.covariance:
-        raise CLIError("--cv needs samples, not --covariance", 2)
-    if args.n_alphas < 1:
-        raise CLIError(f"--n-alphas must be >= 1, got {args.n_alphas}", 2)
-    if not (math.isfinite(args.tol) and args.tol >= 0):
-        raise CLIError(f"--tol must be a finite number >= 0, got {args.tol}", 2)
-    if args.max_iter is not None and args.max_iter < 1:
-        raise CLIError(f"--max-iter must be >= 1, got {args.max_iter}", 2)
+        raise UsageError("give either --alpha or --cv, not both")
+    if args.alpha is not None:
+        check_number("--alpha", args.alpha, low=0)
+    if args.cv is not None:
+        check_number("--cv", args.cv, low=2, integer=True)
+        if args.covariance:
+            raise UsageError("--cv needs samples, not --covariance")
+    check_number("--n-alphas", args.n_alphas, low=1, high=MAX_ALPHAS, integer=True)
+    if args.seed is not None:
+        check_number("--seed", args.seed, low=0, high=2 ** 32 - 1, integer=True)
+    check_number("--tol", args.tol, low=0)
+    if args.max_iter is not None:
+        check_number("--max-iter", args.max_iter, low=1, integer=True)
+    if args.n_samples is not None:
+        check_number("--n-samples", args.n_samples, low=1, integer=True)
     if args.standardize and args.covariance:
-        raise CLIError("--standardize works on samples, not with --covariance", 2)
-    _check_outputs(args)
+        raise UsageError("--standardize works on samples, not with --covariance")
+    to_stdout = [opt for opt, path in (("--out-edges", args.out_edges), ("--out-precision", args.out_precision),
+                                       ("--history", args.history)) if path == "-"]
+    if len(to_stdout) > 1:
+        raise UsageError(f"only one output can go to stdout, got {' and '.join(to_stdout)}")
+    if args.data == "-" and args.blocks == "-":
+        raise UsageError("DATA.csv and --blocks cannot both be standard input")
+    check_outputs({"--out-edges": args.out_edges, "--out-precision": args.out_precision,
+                   "--history": args.history, "--plot": args.plot},
+                  {"the input file": args.data, "the --blocks file": args.blocks})
 
 
 def _read_blocks(path, n, names):
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise CLIError(f"{path}: not a text file ({exc})") from None
+    text, name = read_text(path, what="a list of group labels")
     labels = [t.strip() for line in text.splitlines() for t in line.split(",") if t.strip()]
     if names is not None and len(labels) == n + 1 and labels[0] in ("group", "label", "block"):
         labels = labels[1:]
     if len(labels) != n:
-        raise CLIError(f"{path}: expected {n} group labels, found {len(labels)}")
+        raise CommandError(f"{name}: expected {n} group labels, found {len(labels)}")
     return labels
 
 
@@ -344,7 +207,7 @@ def _run(args):
     from ..gaussian.estimator import SparseGaussianMRF, SparseGaussianMRFCV
 
     _check_usage(args)
-    data, names = read_csv_matrix(args.data)
+    data, names = read_csv_matrix(args.data, args.header)
     n = data.shape[1]
     blocks = None if args.blocks is None else _read_blocks(args.blocks, n, names)
     if args.standardize:
@@ -374,27 +237,29 @@ def _run(args):
                 alpha = args.alpha
         except DataFormatError as exc:
             if exc.source in ("X", "S") and exc.line is None:   # name the file instead
-                raise DataFormatError(args.data, None, exc.message) from None
+                raise DataFormatError("<stdin>" if args.data == "-" else args.data, None, exc.message) from None
             raise
     elapsed = time.perf_counter() - t0
     for w in caught:
         if issubclass(w.category, ConvergenceWarning) and not args.quiet:
-            print(f"spargel gmrf: warning: {w.message}", file=sys.stderr)
-    _emit(args.out_edges, _edges_writer(model, names))
+            warn("gmrf", w.message)
+    write_output(args.out_edges, _edges_text(model, names))
     written = [args.out_edges if args.out_edges != "-" else "stdout (edges)"]
     if args.out_precision is not None:
-        _emit(args.out_precision, _precision_writer(model.precision_, names))
+        write_output(args.out_precision, _precision_text(model.precision_, names))
         written.append(args.out_precision if args.out_precision != "-" else "stdout (precision)")
     if args.history:
-        _emit(args.history, _history_writer(model.history_))
+        write_output(args.history, json_lines(model.history_))
         written.append(args.history)
     if args.plot:
+        import io
+
         from ..gaussian.plot import plot_graph
 
         ax = plot_graph(model.precision_, labels=names)
-        suffix = Path(args.plot).suffix.lstrip(".") or "png"
-        _write_atomically(args.plot, lambda fb: ax.figure.savefig(
-            fb, dpi=150, bbox_inches="tight", format=suffix), binary=True)
+        buf = io.BytesIO()
+        ax.figure.savefig(buf, dpi=150, bbox_inches="tight", format=Path(args.plot).suffix.lstrip(".") or "png")
+        write_output(args.plot, buf.getvalue())
         written.append(args.plot)
     if not args.quiet:
         print(f"gmrf: {n} variables, alpha={alpha:.6g}, {len(model.edges_)} edges, "
@@ -405,35 +270,6 @@ def _run(args):
 
 
 def run(args):
-    """Execute ``spargel gmrf`` with parsed arguments; returns the exit status."""
-    from ..errors import SpargelError
-
-    try:
-        return _run(args)
-    except CLIError as exc:
-        status, message = exc.status, str(exc)
-    except KeyboardInterrupt:
-        print("spargel gmrf: interrupted", file=sys.stderr)
-        return 130
-    except (SpargelError, ValueError, ImportError, OSError, MemoryError) as exc:
-        status, message = 1, str(exc) or type(exc).__name__
-    except Exception as exc:  # last resort: one line, no traceback
-        if os.environ.get("SPARGEL_DEBUG"):
-            raise
-        status, message = 1, f"{type(exc).__name__}: {exc}"
-    message = " ".join(message.split())
-    print(f"spargel gmrf: error: {message}", file=sys.stderr)
-    return status
-
-
-def main(argv=None):
-    """Stand-alone entry (``python -m spargel.cli.gmrf gmrf ...``)."""
-    parser = argparse.ArgumentParser(prog="spargel")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_parser(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    """Execute ``spargel gmrf`` with parsed arguments; returns the exit status (errors
+    are raised and turned into one line and a status by :func:`spargel.cli.app.main`)."""
+    return _run(args)

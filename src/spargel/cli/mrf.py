@@ -1,102 +1,81 @@
 """``spargel mrf``: learn the structure of a discrete pairwise MRF from a CSV file.
 
-Input: a CSV of samples (rows) by discrete variables (columns), with an optional header
-row of names (by default the first row is a header when it has a non-numeric field and
-none of its fields recurs in its column below; ``--header`` / ``--no-header`` decide it
-explicitly). Each column's distinct values are
-recoded to states ``0..k-1`` in sorted order (numbers numerically); the mapping is
-written next to the edges. Missing values (empty, ``?``, ``NA``, ``nan``) are an error
-naming the file and line.
+Input: a CSV of samples (rows) by discrete variables (columns), or ``-`` for standard
+input, with an optional header row of names: the first row is a header when it plainly
+is one (a name over a column of numbers) and a sample when it plainly is one (a value
+that recurs in its column, or numbers over numbers); a file where it could be either is
+an error that asks for ``--header`` or ``--no-header``, so no sample is dropped
+silently. Each column's distinct values are recoded to states ``0..k-1`` in sorted
+order; a column of numbers is sorted and recoded numerically (``1`` and ``1.0`` are one
+state). The mapping is written next to the model. Missing values (empty, ``?``, ``NA``,
+``nan``) are an error naming the file and line.
 
 Output: the edge list as CSV ``i,j,strength[,name_i,name_j]`` (``--out-edges``,
 default ``<DATA>.mrf-edges.csv``, ``-`` for stdout), the model file (``--model``,
-default ``<DATA>.mrf``), a one-line summary on stderr, optionally the history as JSON
-lines (``--history``) and a picture of the graph (``--plot``).
+default ``<DATA>.mrf``, or ``<DATA file>.mrf`` when that would be the input itself) and
+its state names (``MODEL.states.json``), a one-line summary on stderr, optionally the
+history as JSON lines (``--history``) and a picture of the graph (``--plot``). Every
+output goes through the command line's one writer (atomic; an output that is an input
+or another output is refused).
 
-Exit status: 0 success, 1 the solver stopped before ``--tol`` (the model is still
-written) or a runtime problem, 2 bad input or usage.
+Exit status: the table of every ``spargel`` command (``spargel --help``); a solver that
+stopped before ``--tol`` prints a warning and exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
+import io
 import json
-import math
+import os
 import sys
 import time
 from pathlib import Path
+
+from .common import (UsageError, check_number, check_outputs, csv_text, exit_status_help, input_name,
+                     is_number, json_lines, read_table, warn, write_output)
 
 __all__ = ["add_parser", "run", "read_states_csv"]
 
 MISSING = {"", "?", "na", "nan", "null", "none"}
 
 
-class CLIError(Exception):
-    """Bad input; printed as one line."""
-
-
-def _num(s):
-    try:
-        return float(s)
-    except ValueError:
-        return None
-
-
 def read_states_csv(path, header=None):
-    """Read a CSV of discrete values; returns (X int64 (N, n), names or None, levels)
-    where ``levels[j]`` lists column ``j``'s original values in state order."""
+    """Read a CSV of discrete values (``-``: standard input); returns (X int64 (N, n),
+    names or None, levels) where ``levels[j]`` lists column ``j``'s original values in
+    state order."""
     import numpy as np
 
-    try:
-        fh = open(path, newline="", encoding="utf-8")
-    except OSError as exc:
-        raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from None
-    with fh:
-        try:
-            rows = [(k + 1, [c.strip() for c in r]) for k, r in enumerate(csv.reader(fh))
-                    if r and any(c.strip() for c in r)]
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise CLIError(f"{path}: not a readable CSV file ({exc})") from None
-    if not rows:
-        raise CLIError(f"{path}: the file is empty")
-    if header is None:              # names: a non-number, and no name recurs in its column
-        first = rows[0][1]
-        seen = [set() for _ in first]
-        for _, r in rows[1:]:
-            for c, v in enumerate(r[:len(first)]):
-                seen[c].add(v)
-        header = any(_num(c) is None for c in first) and not any(v in s for v, s in zip(first, seen))
-    names = rows[0][1] if header else None
-    body = rows[1:] if header else rows
-    if not body:
-        raise CLIError(f"{path}: no data rows")
-    width = len(body[0][1])
-    if names is not None and len(names) != width:
-        raise CLIError(f"{path}:{rows[0][0]}: header has {len(names)} names but rows have {width} values")
-    for line, r in body:
-        if len(r) != width:
-            raise CLIError(f"{path}:{line}: expected {width} values, found {len(r)}")
-        for c, v in enumerate(r):
+    from ..errors import DataFormatError
+
+    table = read_table(path, header=header, numeric=False, row_labels=False)
+    name, names, body = table.source, table.names, table.rows
+    for row, line in zip(body, table.lines):
+        for c, v in enumerate(row):
             if v.lower() in MISSING:
-                raise CLIError(f"{path}:{line}: column {c + 1}: missing value {v!r} (drop or impute the row)")
+                raise DataFormatError(name, line, f"column {c + 1}: missing value {v!r} (drop or impute the row)")
     if len(body) < 2:
-        raise CLIError(f"{path}: need at least 2 samples, found {len(body)}")
-    X = np.empty((len(body), width), dtype=np.int64)
+        raise DataFormatError(name, None, f"need at least 2 samples, found {len(body)}")
+    X = np.empty((len(body), table.width), dtype=np.int64)
     levels = []
-    for c in range(width):
-        col = [r[c] for _, r in body]
-        distinct = set(col)
-        if all(_num(v) is not None for v in distinct):
-            order = sorted(distinct, key=lambda v: (_num(v), v))
+    for c in range(table.width):
+        col = [r[c] for r in body]
+        if all(is_number(v) for v in col):       # numbers: one state per value, in numeric order
+            keys = [float(v) for v in col]
+            first = {}
+            for k, v in zip(keys, col):
+                first.setdefault(k, v)
+            order = sorted(first)
+            labels = [first[k] for k in order]
         else:
-            order = sorted(distinct)
+            keys = col
+            order = labels = sorted(set(col))
         if len(order) < 2:
             label = names[c] if names else f"column {c + 1}"
-            raise CLIError(f"{path}: {label} is constant ({order[0]!r} in every row); drop it")
+            raise DataFormatError(name, None, f"{label} is constant ({labels[0]!r} in every row); drop it")
         code = {v: k for k, v in enumerate(order)}
-        X[:, c] = [code[v] for v in col]
-        levels.append(order)
+        X[:, c] = [code[v] for v in keys]
+        levels.append(labels)
     return X, names, levels
 
 
@@ -111,9 +90,9 @@ def add_parser(subparsers):
                 "  spargel mrf votes.csv --l1 20\n"
                 "  spargel mrf votes.csv --l1 20 --inference pseudo-likelihood --out-edges -\n"
                 "  spargel mrf pixels.csv --l1 50 --group --plot graph.png\n"
-                "exit status: 0 success, 1 solver stopped before --tol, 2 bad input"),
+                + exit_status_help()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("data", metavar="DATA.csv", help="samples x variables CSV of discrete values")
+    p.add_argument("data", metavar="DATA.csv", help="samples x variables CSV of discrete values ('-': standard input)")
     p.add_argument("--l1", type=float, required=True, help="penalty weight on the edge weights")
     p.add_argument("--l2", type=float, default=0.0, help="ridge weight on the edge weights (default 0)")
     p.add_argument("--group", action="store_true", help="group lasso: one l2 norm per edge table")
@@ -140,13 +119,16 @@ def add_parser(subparsers):
     return p
 
 
-def _open_out(path):
-    if path == "-":
-        return sys.stdout, False
-    try:
-        return open(path, "w", newline="", encoding="utf-8"), True
-    except OSError as exc:
-        raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from None
+def default_outputs(data):
+    """The default edge list and model paths for the input ``data``: ``<stem>.mrf-edges.csv``
+    and ``<stem>.mrf`` beside it (``<data>.mrf`` when ``<stem>.mrf`` is the input itself)."""
+    if data == "-":
+        return "mrf-edges.csv", "stdin.mrf"
+    stem = str(Path(data).with_suffix(""))
+    model = stem + ".mrf"
+    if os.path.abspath(model) == os.path.abspath(data):
+        model = data + ".mrf"
+    return stem + ".mrf-edges.csv", model
 
 
 def _run(args):
@@ -154,10 +136,22 @@ def _run(args):
 
     from ..mrf.estimator import PairwiseMRF
 
-    if not (math.isfinite(args.l1) and args.l1 >= 0):
-        raise CLIError(f"--l1 must be a finite number >= 0, got {args.l1}")
-    if args.max_iter is not None and args.max_iter < 1:
-        raise CLIError(f"--max-iter must be >= 1, got {args.max_iter}")
+    check_number("--l1", args.l1, low=0)
+    check_number("--l2", args.l2, low=0)
+    check_number("--tol", args.tol, low=0)
+    if args.max_iter is not None:
+        check_number("--max-iter", args.max_iter, low=1, integer=True)
+    check_number("--bp-damping", args.bp_damping, low=0, high=1)
+    default_edges, default_model = default_outputs(args.data)
+    out_e = args.out_edges or default_edges
+    out_m = args.model or default_model
+    outputs = {"--out-edges": out_e, "--model": out_m, "the model's state names": out_m + ".states.json",
+               "--history": args.history, "--plot": args.plot}
+    if sum(v == "-" for v in outputs.values()) > 1:
+        raise UsageError("only one output can go to stdout")
+    if out_m == "-":
+        raise UsageError("--model must be a file, not standard output")
+    check_outputs(outputs, {"the input file": args.data})
     X, names, levels = read_states_csv(args.data, args.header)
     model = PairwiseMRF(l1=args.l1, l2=args.l2, penalty="group" if args.group else "l1",
                         inference=args.inference, solver=args.solver, adaptive=args.adaptive,
@@ -169,61 +163,37 @@ def _run(args):
         warnings.simplefilter("always")
         model.fit(X)
     for w in caught:
-        print(f"spargel mrf: warning: {w.message}", file=sys.stderr)
+        warn("mrf", w.message)
     elapsed = time.perf_counter() - t0
-    stem = str(Path(args.data).with_suffix(""))
-    out_e = args.out_edges or stem + ".mrf-edges.csv"
-    out_m = args.model or stem + ".mrf"
-    fh, close = _open_out(out_e)
-    try:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(["i", "j", "strength"] + (["name_i", "name_j"] if names else []))
-        for (i, j), s in zip(model.edges_, model.edge_strength_):
-            w.writerow([int(i), int(j), f"{float(s):.6g}"] + ([names[i], names[j]] if names else []))
-    finally:
-        if close:
-            fh.close()
-    try:
-        model.save(out_m)
-        Path(out_m + ".states.json").write_text(json.dumps(
-            {"names": names, "states": levels}, indent=1) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise CLIError(f"cannot write {out_m}: {exc.strerror or exc}") from None
-    if args.history:
-        fh, close = _open_out(args.history)
-        try:
-            for row in model.history_:
-                fh.write(json.dumps({k: (float(v) if hasattr(v, "dtype") else v) for k, v in row.items()}) + "\n")
-        finally:
-            if close:
-                fh.close()
+    # every output is made before the first is written
+    rows = [["i", "j", "strength"] + (["name_i", "name_j"] if names else [])]
+    for (i, j), s in zip(model.edges_, model.edge_strength_):
+        rows.append([int(i), int(j), f"{float(s):.6g}"] + ([names[i], names[j]] if names else []))
+    edges = csv_text(rows)
+    states = json.dumps({"names": names, "states": levels}, indent=1) + "\n"
+    history = json_lines(model.history_) if args.history else None
+    picture = None
     if args.plot:
         ax = model.plot(labels=names)
-        try:
-            ax.figure.savefig(args.plot, dpi=150, bbox_inches="tight")
-        except (OSError, ValueError) as exc:
-            raise CLIError(f"cannot write {args.plot}: {exc}") from None
+        buf = io.BytesIO()
+        ax.figure.savefig(buf, dpi=150, bbox_inches="tight", format=Path(args.plot).suffix.lstrip(".") or "png")
+        picture = buf.getvalue()
+    model.save(out_m)
+    write_output(out_m + ".states.json", states)
+    write_output(out_e, edges)
+    if history is not None:
+        write_output(args.history, history)
+    if picture is not None:
+        write_output(args.plot, picture)
     if not args.quiet:
         print(f"mrf: {X.shape[1]} variables, {X.shape[0]} samples, l1={args.l1:g} "
               f"({'group' if args.group else 'l1'}, {args.inference}), {len(model.edges_)} edges, "
               f"objective={model.objective_:.10g}, {model.n_iter_} iterations ({model.stop_reason_}), "
-              f"{elapsed:.2f}s; wrote {out_e} and {out_m}", file=sys.stderr)
-    return 0 if model.converged_ else 1
+              f"{elapsed:.2f}s; wrote {out_e} and {out_m} ({input_name(args.data)})", file=sys.stderr)
+    return 0
 
 
 def run(args):
-    """Execute ``spargel mrf``; returns the exit status (errors are one line)."""
-    try:
-        return _run(args)
-    except (CLIError, ValueError) as exc:
-        print(f"spargel mrf: error: {exc}", file=sys.stderr)
-        return 2
-    except ImportError as exc:
-        print(f"spargel mrf: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("spargel mrf: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # last resort: one line, no traceback
-        print(f"spargel mrf: error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+    """Execute ``spargel mrf``; returns the exit status (errors are raised and turned into
+    one line and a status by :func:`spargel.cli.app.main`)."""
+    return _run(args)

@@ -7,12 +7,15 @@
   permissions of the file it replaces, or the umask's for a new file (never the 0600 of
   a bare temporary file).
 * A symbolic link is written *through*: ``current.model -> v1.model`` keeps the link and
-  updates ``v1.model``. A target that exists but is not a regular file (``/dev/null``, a
-  FIFO, a folder) is refused: renaming over it would replace the device or pipe by a
-  regular file.
-* Temporary files are named ``.NAME.spargel-PID.tmp`` beside ``NAME``, so one left by a
-  killed process is easy to recognise; the next write of ``NAME`` removes those whose
-  process is gone (:func:`remove_stale_temporaries`).
+  updates ``v1.model``. So are character devices and named pipes (``/dev/null``,
+  ``/dev/stdout``, a FIFO another process reads): they are opened and written, never
+  replaced by a regular file; a pipe that no process reads is an error, not a wait.
+  Folders, block devices and sockets are refused.
+* Temporary files are named ``.NAME.spargel-PID-XXXX.tmp`` beside ``NAME``, and their
+  writer holds a lock on each (``flock``) while it writes; the next write of ``NAME``
+  removes only those whose lock is free (their writer is gone, also when it ran in
+  another PID namespace or container: the lock, not the process id, decides;
+  :func:`remove_stale_temporaries`).
 * :func:`refuse_same_file` stops a command whose output is one of its inputs (``train
   data.txt data.txt`` would otherwise destroy the training data).
 * Errors from the operating system name the file they concern (``OSError.filename``).
@@ -60,10 +63,10 @@ def check_output_path(path) -> str:
     target. Raises ``OSError`` (naming ``path``) when the target exists but is not a
     regular file, or when its folder does not exist.
 
-    >>> check_output_path("/dev/null")
+    >>> check_output_path("/")
     Traceback (most recent call last):
     ...
-    OSError: [Errno 22] not a regular file (a character device); refusing to replace it: '/dev/null'
+    IsADirectoryError: [Errno 21] not a regular file (a folder); refusing to write it: '/'
     """
     name = _name(path)
     target = os.path.realpath(name)
@@ -73,8 +76,8 @@ def check_output_path(path) -> str:
         st = None
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, name) from None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        message = f"not a regular file ({_kind(st.st_mode)}); refusing to replace it"
+    if st is not None and not (stat.S_ISREG(st.st_mode) or _written_through(st.st_mode)):
+        message = f"not a regular file ({_kind(st.st_mode)}); refusing to write it"
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, message, name)
         raise OSError(errno.EINVAL, message, name)
@@ -82,6 +85,12 @@ def check_output_path(path) -> str:
     if not os.path.isdir(folder):
         raise FileNotFoundError(errno.ENOENT, f"the folder {folder} does not exist", name)
     return target
+
+
+def _written_through(mode) -> bool:
+    """Targets opened and written in place rather than replaced: character devices and
+    named pipes."""
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
 def _kind(mode) -> str:
@@ -105,21 +114,43 @@ def temporary_name_pattern(target) -> re.Pattern:
     return re.compile(r"\." + re.escape(base) + r"\.spargel-(\d+)(?:-[A-Za-z0-9_]+)?\.tmp\Z")
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
+#: a temporary file younger than this is removed by another writer only when its process
+#: id names no process here (its writer may not have locked it yet)
+STALE_AFTER_SECONDS = 60.0
+
+
+def _lock(fd) -> bool:
+    """Take the writer's lock on an open temporary file without waiting; False when
+    another process holds it (or locks are not supported here)."""
+    try:
+        import fcntl
+    except ImportError:       # no flock: nobody's temporaries are ever removed
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
+    except OSError:
+        return False
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists in this PID namespace (or cannot be told)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except (PermissionError, OverflowError, ValueError, OSError):
-        return True  # someone else's process, or cannot tell: leave its file alone
+        return True
     return True
 
 
 def remove_stale_temporaries(target) -> list[str]:
-    """Delete the temporary files of ``target`` left by processes that no longer exist
-    (``kill -9`` during a save); returns the removed paths."""
+    """Delete the temporary files of ``target`` whose writer is gone (``kill -9`` during
+    a save): those whose lock is free, and that are older than
+    :data:`STALE_AFTER_SECONDS` or whose process id names no process here. (The lock
+    decides: a writer in another PID namespace holds it while it writes; the age only
+    covers the instant between creating a temporary and locking it.) Returns the removed
+    paths."""
     target = os.path.realpath(_name(target))
     folder = os.path.dirname(target) or "."
     pattern = temporary_name_pattern(target)
@@ -128,16 +159,27 @@ def remove_stale_temporaries(target) -> list[str]:
         names = os.listdir(folder)
     except OSError:
         return removed
+    now = time.time()
     for entry in names:
         m = pattern.match(entry)
-        if m is None or _alive(int(m.group(1))):
+        if m is None:
             continue
         path = os.path.join(folder, entry)
         try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            young = now - st.st_mtime < STALE_AFTER_SECONDS
+            if not stat.S_ISREG(st.st_mode) or (young and _pid_alive(int(m.group(1)))) or not _lock(fd):
+                continue
             os.unlink(path)
             removed.append(path)
         except OSError:
             pass
+        finally:
+            os.close(fd)
     return removed
 
 
@@ -187,6 +229,14 @@ def atomic_write(path, mode="wb", *, encoding="utf-8", newline=None, errors="str
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
     name = _name(path)
     target = check_output_path(name)
+    try:
+        through = _written_through(os.stat(target).st_mode)
+    except OSError:
+        through = False
+    if through:
+        with _open_through(target, name, mode, encoding, newline, errors) as fh:
+            yield fh
+        return
     folder = os.path.dirname(target) or "."
     remove_stale_temporaries(target)
     try:
@@ -194,6 +244,7 @@ def atomic_write(path, mode="wb", *, encoding="utf-8", newline=None, errors="str
                                    suffix=".tmp")
     except OSError as exc:
         raise type(exc)(exc.errno, exc.strerror, name) from None
+    _lock(fd)        # held until the file is closed: the writer is alive while it is held
     try:
         try:
             old = os.stat(target)
@@ -227,6 +278,32 @@ def atomic_write(path, mode="wb", *, encoding="utf-8", newline=None, errors="str
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+@contextlib.contextmanager
+def _open_through(target, name, mode, encoding, newline, errors):
+    """Open a character device or a named pipe for writing in place. A pipe that no
+    process reads is an error (opening it would wait for a reader forever)."""
+    try:
+        fd = os.open(target, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "a named pipe that no process reads", name) from None
+        raise type(exc)(exc.errno, exc.strerror, name) from None
+    try:
+        os.set_blocking(fd, True)
+        fh = os.fdopen(fd, "wb") if mode == "wb" else os.fdopen(fd, "w", encoding=encoding, newline=newline,
+                                                                 errors=errors)
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        with fh:
+            yield fh
+    except OSError as exc:
+        if exc.filename is None:
+            raise type(exc)(exc.errno, exc.strerror, name) from None
+        raise
 
 
 def _same(a, b) -> bool:
