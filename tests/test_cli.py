@@ -382,10 +382,13 @@ def test_eval_column_choice_and_scheme(tmp_path, capsys):
     rc, out, _ = run(["eval", "--gold", "2", "--pred", "3", "--json", f], capsys)
     assert json.loads(out)["correct"] == 0
     f.write_text("a S-NP S-NP\n\n")
-    # S- is not an iob2 prefix: the tags are scored per tag, with a note (not an error)
+    # S- is not an iob2 prefix: a strict reading refuses it, naming the line; per-tag
+    # scores are asked for explicitly
     rc, out, err = run(["eval", "--scheme", "iob2", "--json", f], capsys)
-    assert rc == 0 and "not chunks in the iob2 scheme" in err
-    assert json.loads(out)["kind"] == "tags" and json.loads(out)["accuracy"] == 1.0
+    assert_one_line_error(rc, err, 1)
+    assert "cols.txt:1:" in err and "'S'" in err
+    rc, out, err = run(["eval", "--per-tag", "--json", f], capsys)
+    assert rc == 0 and json.loads(out)["kind"] == "tags" and json.loads(out)["accuracy"] == 1.0
     rc, _, err = run(["eval", "--gold", "7", f], capsys)
     assert_one_line_error(rc, err, 2)
 
