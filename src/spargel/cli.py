@@ -243,6 +243,11 @@ def build_parser():
     p.add_argument("-p", "--pattern", metavar="FILE",
                    help="feature template (CRF++ / Wapiti pattern file); default: the current, "
                         "previous and next token of every observation column, plus transitions")
+    p.add_argument("--pattern-format", choices=("auto", "crfpp", "wapiti"), default="auto",
+                   help="language of --pattern: crfpp (CRF++ templates; %%t/%%m take Python "
+                        "regexes), wapiti (Wapiti pattern files: its regexes, padding, @ offsets, "
+                        "# comments); auto: a '# format: wapiti' line says wapiti, else crfpp "
+                        "unless only Wapiti's language reads the file")
     p.add_argument("-a", "--solver", default="owlqn",
                    help=f"how to minimise the objective -- {_solver_help()}. lbfgs needs --l1 0")
     p.add_argument("--l1", "--rho1", type=_nonneg_float, default=1.0, metavar="X",
@@ -792,7 +797,15 @@ def _template_text(args, n_cols, source, line):
 
     order = getattr(args, "order", 1)
     if args.pattern:
-        template = Template.from_file(args.pattern, encoding=args.encoding)
+        import warnings
+
+        fmt = getattr(args, "pattern_format", "auto")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            template = Template.from_file(args.pattern, encoding=args.encoding,
+                                          format=None if fmt == "auto" else fmt)
+        for w in caught:
+            print(f"{PROG}: note: {w.message}", file=sys.stderr)
         template.check_columns(n_cols, source, line)
         if order == 2 and not template.triples:
             raise CommandError(f"{args.pattern}: --order 2 needs the label triples: add a line 'T' to the "
