@@ -647,3 +647,47 @@ def test_train_with_unknown_labels_and_a_weight_column(tmp_path, capsys):
     rc, _, err = run(["train", "--quiet", "--weight-column", "2", f, model], capsys)
     assert_one_line_error(rc, err, 1)
     assert "different values" in err
+
+
+# ---------------------------------------------------------------------------------------
+# Wapiti's and CRF++'s short options
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, expected", [
+    (["-1", "0.5", "-2", "0.01", "-t", "-1", "-e", "0.001", "-w", "5", "-i", "3"],
+     {"solver": "owlqn", "l1": 0.5, "l2": 0.01, "threads": -1, "tol": 0.001, "window": 5, "max_iter": 3}),
+    (["-a", "l-bfgs", "-1", "0", "-2", "1"], {"solver": "lbfgs", "l1": 0.0, "l2": 1.0}),
+    (["-a", "l-bfgs"], {"solver": "owlqn", "l1": 1.0}),
+    (["-a", "CRF-L1", "-c", "4"], {"solver": "owlqn", "l1": 0.25, "l2": 0.0}),
+    (["-a", "CRF-L2"], {"solver": "lbfgs", "l1": 0.0, "l2": 1.0}),
+    (["-c", "2"], {"solver": "lbfgs", "l1": 0.0, "l2": 0.5}),
+])
+def test_wapiti_and_crfpp_train_options(argv, expected, monkeypatch, capsys):
+    from spargel.solvers import SOLVERS
+
+    seen = {}
+
+    def fake_train(args):
+        cli._tool_habits(args, SOLVERS)
+        seen.update({k: getattr(args, k) for k in expected})
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_train", fake_train)
+    rc, _, err = run(["train", *argv, "train.txt", "model"], capsys)
+    assert rc == 0, err
+    assert seen == expected
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["-a", "rprop"], ["rprop", "no spargel equivalent"]),
+    (["-a", "MIRA"], ["MIRA", "no spargel equivalent"]),
+    (["-c"], ["--compact"]),
+    (["-m", "50"], ["--max-iter", "--init"]),
+    (["-f", "3"], ["frequency"]),
+    (["-p", "4"], ["-t N"]),
+])
+def test_tool_options_without_equivalent_are_refused_by_name(argv, words, tmp_path, capsys):
+    rc, _, err = run(["train", *argv, str(tmp_path / "t.txt"), str(tmp_path / "m")], capsys)
+    assert_one_line_error(rc, err, 2)
+    for w in words:
+        assert w in err

@@ -130,6 +130,11 @@ equivalents in other tools:
   --feature-space      full (Wapiti)          observed (CRFsuite default) full
   (Wapiti's rho1/rho2 equal l1/l2; CRFsuite's c2 multiplies |w|^2 without the 1/2,
   so l2 = 2*c2.)
+  spargel train also takes their short options where it has their meaning:
+  Wapiti's -1 X, -2 X, -e X, -w N, -i N, -t N, -p FILE and -a l-bfgs / sgd-l1 /
+  bcd; CRF++'s -a CRF-L2 / CRF-L1 with -c C (the penalty 1/C; -c C alone is
+  CRF-L2). Wapiti's -c (--compact), -a rprop, -m MODEL and CRF++'s -f N, -m N,
+  -p N, -a MIRA are refused with spargel's equivalent, if any.
 
 Ctrl-C stops after the current iteration (or --stream chunk) and writes the
 model reached so far (exit status 130); press it twice to stop at once (the last
@@ -248,6 +253,14 @@ def build_parser():
                         "regexes), wapiti (Wapiti pattern files: its regexes, padding, @ offsets, "
                         "# comments); auto: a '# format: wapiti' line says wapiti, else crfpp "
                         "unless only Wapiti's language reads the file")
+    p.add_argument("-c", "--cost", dest="crfpp_cost", nargs="?", const="", default=None, metavar="C",
+                   help="CRF++'s -c C: the penalty is 1/C (--l2 1/C, or --l1 1/C with -a CRF-L1); "
+                        "without C (Wapiti's --compact) it is refused")
+    p.add_argument("-f", "--freq", dest="crfpp_freq", default=None, metavar="N",
+                   help="CRF++'s feature frequency cutoff: refused (spargel has none; --l1 removes "
+                        "the features the data does not support)")
+    p.add_argument("-m", dest="train_m", default=None, metavar="N|MODEL",
+                   help="refused: CRF++'s -m N is --max-iter N, Wapiti's -m MODEL is --init MODEL")
     p.add_argument("-a", "--solver", default="owlqn",
                    help=f"how to minimise the objective -- {_solver_help()}. lbfgs needs --l1 0")
     p.add_argument("--l1", "--rho1", type=_nonneg_float, default=1.0, metavar="X",
@@ -263,12 +276,12 @@ def build_parser():
                         "and --threads are not used)")
     p.add_argument("--init", metavar="MODEL", default=None,
                    help="with --stream: continue from the weights of this saved model (warm start)")
-    p.add_argument("--tol", type=_nonneg_float, default=1e-5, metavar="X",
+    p.add_argument("-e", "--tol", "--stopeps", type=_nonneg_float, default=1e-5, metavar="X",
                    help="stop when the objective improves by less than a relative X over "
                         "--window iterations (0 disables)")
     p.add_argument("--gtol", type=_nonneg_float, default=1e-5, metavar="X",
                    help="stop when |pseudo-gradient| <= X * max(1, |w|) (0 disables)")
-    p.add_argument("--window", "--period", type=_pos_int, default=10, metavar="N",
+    p.add_argument("-w", "--window", "--period", "--stopwin", type=_pos_int, default=10, metavar="N",
                    help="iterations over which --tol is measured")
     p.add_argument("-t", "--threads", "--nthread", dest="threads", type=int, default=1, metavar="N",
                    help="threads for the gradient (-1: all cores)")
@@ -494,6 +507,7 @@ def main(argv=None):
     debug = bool(os.environ.get("SPARGEL_DEBUG"))
     try:
         parser = build_parser()
+        argv = _wapiti_digit_options(parser, argv)
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help / --version
@@ -519,6 +533,38 @@ def main(argv=None):
         if isinstance(exc, SameFileError):
             return 2
         return 1
+
+
+def _is_number(tokens):
+    try:
+        float(tokens[0])
+        return True
+    except (IndexError, ValueError):
+        return False
+
+
+def _wapiti_digit_options(parser, argv):
+    """``spargel train -1 X -2 Y`` (Wapiti's --rho1 / --rho2): argparse cannot have options
+    named like negative numbers (``-t -1`` must stay a value), so ``-1`` / ``-2`` in an
+    option's place become ``--l1`` / ``--l2`` before parsing; a ``-c`` not followed by a
+    number is Wapiti's flag, not CRF++'s ``-c C``."""
+    if not argv or argv[0] != "train" or not ({"-1", "-2", "-c"} & set(argv)):
+        return argv
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    takes_value = {opt for a in sub.choices["train"]._actions if a.nargs != 0
+                   for opt in a.option_strings}
+    out, prev = [argv[0]], None
+    for i, tok in enumerate(argv[1:], start=1):
+        if tok == "--":
+            out.extend(argv[i:])
+            break
+        if tok in ("-1", "-2") and prev not in takes_value:
+            tok = "--l1" if tok == "-1" else "--l2"
+        elif tok == "-c" and prev not in takes_value and not _is_number(argv[i + 1:i + 2]):
+            tok = "--cost="  # Wapiti's flag -c (--compact), not CRF++'s -c C: refused later
+        out.append(tok)
+        prev = tok
+    return out
 
 
 def _silence_stdout(only_if_broken=False):
@@ -844,6 +890,58 @@ def _take_weight_column(sents, col, name):
     return weights
 
 
+# Wapiti's and CRF++'s names for the solvers: spargel solver, or None to refuse
+_TOOL_SOLVERS = {"l-bfgs": "owlqn", "sgd-l1": "sgd-l1", "bcd": "bcd", "rprop": None, "rprop+": None,
+                 "rprop-": None, "crf": "lbfgs", "crf-l2": "lbfgs", "crf-l1": "owlqn", "mira": None}
+
+
+def _tool_habits(args, solvers):
+    """Wapiti's and CRF++'s train options where spargel has their meaning (-a names, CRF++'s
+    -c C); a clear refusal naming spargel's equivalent for the others."""
+    if args.train_m is not None:
+        raise UsageError(f"train: -m {args.train_m}: CRF++'s -m N is --max-iter N; Wapiti's "
+                         "-m MODEL (start from a model) is --init MODEL (with --stream)")
+    if args.crfpp_freq is not None:
+        raise UsageError("train: -f (CRF++'s feature frequency cutoff) has no spargel equivalent; "
+                         "--l1 removes the features the data does not support")
+    name = args.solver.lower()
+    if args.solver not in solvers and name in _TOOL_SOLVERS:
+        if _TOOL_SOLVERS[name] is None:
+            raise UsageError(f"train: -a {args.solver} has no spargel equivalent; spargel's solvers: "
+                             f"{', '.join(solvers)} (Wapiti's l-bfgs is owlqn, CRF++'s CRF-L2 lbfgs)")
+        if name == "l-bfgs":  # Wapiti: OWL-QN when rho1 > 0, else plain L-BFGS
+            args.solver = "owlqn" if args.l1 > 0 else "lbfgs"
+        elif name.startswith("crf"):  # CRF++: its objective, its default C = 1
+            args.solver = _TOOL_SOLVERS[name]
+            cost = 1.0 if args.crfpp_cost in (None, "") else None
+            if cost is None:
+                try:
+                    cost = float(args.crfpp_cost)
+                except ValueError:
+                    raise UsageError(f"train: -c {args.crfpp_cost!r} is not a number (CRF++'s -c C)") from None
+            if not cost > 0:
+                raise UsageError("train: -c C needs C > 0")
+            args.l1, args.l2 = (1.0 / cost, 0.0) if name == "crf-l1" else (0.0, 1.0 / cost)
+            args.crfpp_cost = None
+        else:
+            args.solver = _TOOL_SOLVERS[name]
+    if args.crfpp_cost == "":
+        raise UsageError("train: -c without a value is Wapiti's --compact, which spargel has no "
+                         "option for; CRF++'s -c C is the inverse penalty (-a CRF-L2 -c C: --l2 1/C)")
+    if args.crfpp_cost is not None:  # CRF++'s default algorithm is CRF-L2
+        try:
+            cost = float(args.crfpp_cost)
+        except ValueError:
+            raise UsageError(f"train: -c {args.crfpp_cost!r} is not a number (CRF++'s -c C; "
+                             "Wapiti's -c, --compact, has no spargel option)") from None
+        if not cost > 0:
+            raise UsageError("train: -c C needs C > 0")
+        args.solver, args.l1, args.l2 = "lbfgs", 0.0, 1.0 / cost
+    if args.pattern and args.pattern.isdigit() and not os.path.exists(args.pattern):
+        raise UsageError(f"train: -p {args.pattern}: -p is the pattern file (Wapiti's -p); CRF++'s "
+                         f"-p N (threads) is -t N")
+
+
 def cmd_train(args):
     """``spargel train``: fit a CRF on a column file and write the model."""
     import warnings
@@ -853,6 +951,7 @@ def cmd_train(args):
 
     # the command prints the stop reason itself ("stopped after N iterations: max_iter")
     warnings.simplefilter("ignore", ConvergenceWarning)
+    _tool_habits(args, SOLVERS)
     if args.solver not in SOLVERS:
         raise UsageError(f"train: unknown solver {args.solver!r}; choose one of {', '.join(SOLVERS)}")
     if args.solver == "lbfgs" and args.l1 > 0:
