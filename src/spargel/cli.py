@@ -22,6 +22,7 @@ Ctrl-C (the model reached so far is still written).
 from __future__ import annotations
 
 import argparse
+import codecs
 import io
 import json
 import math
@@ -1303,6 +1304,10 @@ def cmd_eval(args):
                          "--per-tag and --scheme")
     if args.per_tag and args.scheme != "conlleval":
         raise UsageError("eval: --per-tag scores tags, not chunks; it goes without --scheme")
+    try:
+        codecs.lookup(args.encoding)
+    except LookupError:
+        raise UsageError(f"unknown --encoding {args.encoding!r}") from None
     if args.file in (None, "-"):
         data, name = (sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer")
                       else sys.stdin.read().encode(args.encoding)), "<stdin>"
