@@ -90,7 +90,8 @@ EDGE_CASES = {
 
 # files that also run with these extra option sets
 EXTRA_OPTIONS = {
-    "bare_tags": [["-r", "-o", "NN"]],
+    "bare_tags": [["-r", "-o", "NN"], ["-r", "-o", "-LRB-"]],
+    "hyphenated_types": [["-r", "-o", "---"], ["-d", "-"]],
     "untyped": [["-r", "-o", "O"]],
     "double_space": [["-d", " +"]],
     "spaces": [["-d", "\\s+"]],

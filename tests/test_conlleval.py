@@ -46,6 +46,10 @@ CASES = {
         b'processed 2 tokens with 1 phrases; found: 2 phrases; correct: 0.\naccuracy:  50.00%; precision:   0.00%; recall:   0.00%; FB1:   0.00\n               NP: precision:   0.00%; recall:   0.00%; FB1:   0.00  2\n'),
     'latex': (['-l'], b'a B-NP B-NP\nb I-NP O\nc B-VP B-VP\n',
         b'        & Precision &  Recall  & F$_{\\beta=1} \\\\\\hline\nNP      &    0.00\\% &   0.00\\% &   0.00 \\\\\nVP      &  100.00\\% & 100.00\\% & 100.00 \\\\\\hline\nOverall &   50.00\\% &  50.00\\% &  50.00 \\\\\\hline\n'),
+    'outside_dash': (['-r', '-o', '-'], b'a B-NP B-NP\nb - NP\n',
+        b'processed 2 tokens with 1 phrases; found: 2 phrases; correct: 1.\naccuracy:  50.00%; precision:  50.00%; recall: 100.00%; FB1:  66.67\n             B-NP: precision: 100.00%; recall: 100.00%; FB1: 100.00  1\n               NP: precision:   0.00%; recall:   0.00%; FB1:   0.00  1\n'),
+    'delimiter_dash': (['-d', '-'], b'a-B-NP-B-NP\n',
+        b'processed 1 tokens with 1 phrases; found: 0 phrases; correct: 0.\naccuracy:   0.00%; precision:   0.00%; recall:   0.00%; FB1:   0.00\n                 : precision:   0.00%; recall:   0.00%; FB1:   0.00  0\n'),
     'empty': ([], b'',
         b'processed 0 tokens with 0 phrases; found: 0 phrases; correct: 0.\n'),
 }

@@ -549,6 +549,16 @@ def _wapiti_digit_options(parser, argv):
     named like negative numbers (``-t -1`` must stay a value), so ``-1`` / ``-2`` in an
     option's place become ``--l1`` / ``--l2`` before parsing; a ``-c`` not followed by a
     number is Wapiti's flag, not CRF++'s ``-c C``."""
+    if argv and argv[0] == "eval":  # conlleval's -d / -o take any value, '-' included
+        out = [argv[0]]
+        it = iter(argv[1:])
+        for tok in it:
+            if tok in ("-d", "-o", "--delimiter", "--outside"):
+                value = next(it, None)
+                if value is not None:
+                    tok = f"{'--delimiter' if tok in ('-d', '--delimiter') else '--outside'}={value}"
+            out.append(tok)
+        return out
     if not argv or argv[0] != "train" or not ({"-1", "-2", "-c"} & set(argv)):
         return argv
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
