@@ -663,12 +663,13 @@ def test_train_with_unknown_labels_and_a_weight_column(tmp_path, capsys):
     (["-c", "2"], {"solver": "lbfgs", "l1": 0.0, "l2": 0.5}),
 ])
 def test_wapiti_and_crfpp_train_options(argv, expected, monkeypatch, capsys):
+    from spargel._tool_options import tool_habits
     from spargel.solvers import SOLVERS
 
     seen = {}
 
     def fake_train(args):
-        cli._tool_habits(args, SOLVERS)
+        tool_habits(args, SOLVERS)
         seen.update({k: getattr(args, k) for k in expected})
         return 0
 

@@ -361,7 +361,7 @@ def build_parser():
                    help="field delimiter, a regular expression (conlleval -d); default one space "
                         "(a file whose first line is tab-separated without spaces: a tab)")
     p.add_argument("-o", "--outside", default="O", metavar="TAG",
-                   help="with -r: the outside tag (conlleval -o; default O)")
+                   help="with -r: the outside tag (conlleval -o)")
     p.add_argument("-r", "--raw", action="store_true",
                    help="tags without B-/I- prefixes: every tag but the outside tag is a "
                         "one-token chunk (conlleval -r)")
@@ -508,7 +508,9 @@ def main(argv=None):
     debug = bool(os.environ.get("SPARGEL_DEBUG"))
     try:
         parser = build_parser()
-        argv = _wapiti_digit_options(parser, argv)
+        from ._tool_options import rewrite_argv
+
+        argv = rewrite_argv(parser, argv)
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help / --version
@@ -534,48 +536,6 @@ def main(argv=None):
         if isinstance(exc, SameFileError):
             return 2
         return 1
-
-
-def _is_number(tokens):
-    try:
-        float(tokens[0])
-        return True
-    except (IndexError, ValueError):
-        return False
-
-
-def _wapiti_digit_options(parser, argv):
-    """``spargel train -1 X -2 Y`` (Wapiti's --rho1 / --rho2): argparse cannot have options
-    named like negative numbers (``-t -1`` must stay a value), so ``-1`` / ``-2`` in an
-    option's place become ``--l1`` / ``--l2`` before parsing; a ``-c`` not followed by a
-    number is Wapiti's flag, not CRF++'s ``-c C``."""
-    if argv and argv[0] == "eval":  # conlleval's -d / -o take any value, '-' included
-        out = [argv[0]]
-        it = iter(argv[1:])
-        for tok in it:
-            if tok in ("-d", "-o", "--delimiter", "--outside"):
-                value = next(it, None)
-                if value is not None:
-                    tok = f"{'--delimiter' if tok in ('-d', '--delimiter') else '--outside'}={value}"
-            out.append(tok)
-        return out
-    if not argv or argv[0] != "train" or not ({"-1", "-2", "-c"} & set(argv)):
-        return argv
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    takes_value = {opt for a in sub.choices["train"]._actions if a.nargs != 0
-                   for opt in a.option_strings}
-    out, prev = [argv[0]], None
-    for i, tok in enumerate(argv[1:], start=1):
-        if tok == "--":
-            out.extend(argv[i:])
-            break
-        if tok in ("-1", "-2") and prev not in takes_value:
-            tok = "--l1" if tok == "-1" else "--l2"
-        elif tok == "-c" and prev not in takes_value and not _is_number(argv[i + 1:i + 2]):
-            tok = "--cost="  # Wapiti's flag -c (--compact), not CRF++'s -c C: refused later
-        out.append(tok)
-        prev = tok
-    return out
 
 
 def _silence_stdout(only_if_broken=False):
@@ -901,58 +861,6 @@ def _take_weight_column(sents, col, name):
     return weights
 
 
-# Wapiti's and CRF++'s names for the solvers: spargel solver, or None to refuse
-_TOOL_SOLVERS = {"l-bfgs": "owlqn", "sgd-l1": "sgd-l1", "bcd": "bcd", "rprop": None, "rprop+": None,
-                 "rprop-": None, "crf": "lbfgs", "crf-l2": "lbfgs", "crf-l1": "owlqn", "mira": None}
-
-
-def _tool_habits(args, solvers):
-    """Wapiti's and CRF++'s train options where spargel has their meaning (-a names, CRF++'s
-    -c C); a clear refusal naming spargel's equivalent for the others."""
-    if args.train_m is not None:
-        raise UsageError(f"train: -m {args.train_m}: CRF++'s -m N is --max-iter N; Wapiti's "
-                         "-m MODEL (start from a model) is --init MODEL (with --stream)")
-    if args.crfpp_freq is not None:
-        raise UsageError("train: -f (CRF++'s feature frequency cutoff) has no spargel equivalent; "
-                         "--l1 removes the features the data does not support")
-    name = args.solver.lower()
-    if args.solver not in solvers and name in _TOOL_SOLVERS:
-        if _TOOL_SOLVERS[name] is None:
-            raise UsageError(f"train: -a {args.solver} has no spargel equivalent; spargel's solvers: "
-                             f"{', '.join(solvers)} (Wapiti's l-bfgs is owlqn, CRF++'s CRF-L2 lbfgs)")
-        if name == "l-bfgs":  # Wapiti: OWL-QN when rho1 > 0, else plain L-BFGS
-            args.solver = "owlqn" if args.l1 > 0 else "lbfgs"
-        elif name.startswith("crf"):  # CRF++: its objective, its default C = 1
-            args.solver = _TOOL_SOLVERS[name]
-            cost = 1.0 if args.crfpp_cost in (None, "") else None
-            if cost is None:
-                try:
-                    cost = float(args.crfpp_cost)
-                except ValueError:
-                    raise UsageError(f"train: -c {args.crfpp_cost!r} is not a number (CRF++'s -c C)") from None
-            if not cost > 0:
-                raise UsageError("train: -c C needs C > 0")
-            args.l1, args.l2 = (1.0 / cost, 0.0) if name == "crf-l1" else (0.0, 1.0 / cost)
-            args.crfpp_cost = None
-        else:
-            args.solver = _TOOL_SOLVERS[name]
-    if args.crfpp_cost == "":
-        raise UsageError("train: -c without a value is Wapiti's --compact, which spargel has no "
-                         "option for; CRF++'s -c C is the inverse penalty (-a CRF-L2 -c C: --l2 1/C)")
-    if args.crfpp_cost is not None:  # CRF++'s default algorithm is CRF-L2
-        try:
-            cost = float(args.crfpp_cost)
-        except ValueError:
-            raise UsageError(f"train: -c {args.crfpp_cost!r} is not a number (CRF++'s -c C; "
-                             "Wapiti's -c, --compact, has no spargel option)") from None
-        if not cost > 0:
-            raise UsageError("train: -c C needs C > 0")
-        args.solver, args.l1, args.l2 = "lbfgs", 0.0, 1.0 / cost
-    if args.pattern and args.pattern.isdigit() and not os.path.exists(args.pattern):
-        raise UsageError(f"train: -p {args.pattern}: -p is the pattern file (Wapiti's -p); CRF++'s "
-                         f"-p N (threads) is -t N")
-
-
 def cmd_train(args):
     """``spargel train``: fit a CRF on a column file and write the model."""
     import warnings
@@ -962,7 +870,12 @@ def cmd_train(args):
 
     # the command prints the stop reason itself ("stopped after N iterations: max_iter")
     warnings.simplefilter("ignore", ConvergenceWarning)
-    _tool_habits(args, SOLVERS)
+    from ._tool_options import ToolOptionError, tool_habits
+
+    try:
+        tool_habits(args, SOLVERS)
+    except ToolOptionError as exc:
+        raise UsageError(f"train: {exc}") from None
     if args.solver not in SOLVERS:
         raise UsageError(f"train: unknown solver {args.solver!r}; choose one of {', '.join(SOLVERS)}")
     if args.solver == "lbfgs" and args.l1 > 0:
@@ -1304,7 +1217,7 @@ def cmd_label(args):
 def cmd_eval(args):
     """``spargel eval``: conlleval's report by default (see spargel.conlleval); a strict
     reading of a scheme with --scheme, per-tag scores with --per-tag."""
-    from .conlleval import conlleval, read_tokens
+    from .conlleval import evaluate
     from .errors import DataFormatError
 
     if args.file not in (None, "-") and os.path.isdir(args.file):
@@ -1334,62 +1247,14 @@ def cmd_eval(args):
             raise UsageError("eval: --pred 1 leaves no column before it for the gold tags; give --gold")
         gold = pred - 1
     try:
-        tokens = list(read_tokens(data, name, delimiter=args.delimiter, raw=args.raw,
-                                  outside=args.outside.encode(args.encoding).decode("latin-1"),
-                                  gold=gold, pred=pred))
+        text = evaluate(data, name, scheme=args.scheme, per_tag=args.per_tag,
+                        delimiter=args.delimiter, raw=args.raw, outside=args.outside, gold=gold,
+                        pred=pred, latex=args.latex, as_json=args.json, encoding=args.encoding)
     except DataFormatError as exc:
         raise CommandError(str(exc)) from None
     except ValueError as exc:
         raise UsageError(f"eval: {exc}") from None
-
-    if args.scheme == "conlleval" and not args.per_tag:
-        result = conlleval(tokens)
-        if args.json:
-            text = json.dumps(result.as_dict(args.encoding)) + "\n"
-        else:
-            text = result.as_latex() if args.latex else result.as_text()
-        _write_output("-", text, "latin-1")  # the input's bytes, as conlleval prints them
-        return 0
-
-    from .metrics import chunk_scores, tag_scores
-
-    sentences, current = [], []
-    for _, first, g, p in tokens:
-        if first == "-X-":
-            if current:
-                sentences.append(current)
-            current = []
-        else:
-            current.append((g, p))
-    if current:
-        sentences.append(current)
-    gold_tags = [[g for g, _ in s] for s in sentences]
-    pred_tags = [[p for _, p in s] for s in sentences]
-    if not args.per_tag:  # name the line of the first tag the scheme refuses
-        from .metrics import chunks
-
-        seen = set()
-        for lineno, first, g, p in tokens:
-            for tag in (g, p):
-                if first != "-X-" and tag not in seen:
-                    seen.add(tag)
-                    try:
-                        chunks([tag], args.scheme)
-                    except ValueError as exc:
-                        raise CommandError(f"{name}:{lineno}: {exc} (--scheme conlleval reads "
-                                           "any tag)") from None
-    try:
-        report = (tag_scores(gold_tags, pred_tags) if args.per_tag
-                  else chunk_scores(gold_tags, pred_tags, scheme=args.scheme))
-    except ValueError as exc:
-        raise CommandError(f"{name}: {exc}".encode("latin-1").decode(args.encoding, "replace")) from None
-    if args.json:
-        d = report.as_dict()
-        key = "per_tag" if args.per_tag else "per_type"
-        d[key] = {t.encode("latin-1").decode(args.encoding, "replace"): v for t, v in d[key].items()}
-        _write_output("-", json.dumps(d) + "\n")
-    else:
-        _write_output("-", report.as_text() + "\n", "latin-1")
+    _write_output("-", text, "latin-1")  # the input's bytes, as conlleval prints them
     return 0
 
 

@@ -35,12 +35,13 @@ does, so type names of any encoding print back unchanged and pad by bytes.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
 from .errors import DataFormatError
 
-__all__ = ["ConllevalResult", "conlleval", "perl_split", "read_tokens"]
+__all__ = ["ConllevalResult", "conlleval", "evaluate", "perl_split", "read_tokens"]
 
 BOUNDARY = "-X-"
 
@@ -310,3 +311,70 @@ def conlleval(tokens) -> ConllevalResult:
         res.correct_chunk += 1
         cc[last_correct_type] = cc.get(last_correct_type, 0) + 1
     return res
+
+
+def evaluate(data: bytes, name: str = "<stdin>", *, scheme: str = "conlleval",
+             per_tag: bool = False, delimiter: str | None = None, raw: bool = False,
+             outside: str = "O", gold: int | None = None, pred: int | None = None,
+             latex: bool = False, as_json: bool = False, encoding: str = "utf-8") -> str:
+    """The text ``spargel eval`` prints for the bytes of a file, as a Latin-1 string (one
+    character per byte: encode it with Latin-1 to get the bytes to write).
+
+    ``scheme="conlleval"``: conlleval's report (or LaTeX rows, or JSON); another scheme
+    (``iob1``, ``iob2``, ``iobes``, ``bilou``, ``auto``) reads the same tokens' chunks
+    strictly with :func:`spargel.metrics.chunk_scores`; ``per_tag`` scores each tag with
+    :func:`spargel.metrics.tag_scores`. ``gold`` / ``pred`` are 0-based columns (negative
+    from the end). Raises :class:`~spargel.errors.DataFormatError` (file and line) on a
+    file conlleval refuses or a tag the strict scheme lacks, ValueError on bad options.
+
+    >>> print(evaluate(b"a B-NP B-NP\\nb I-NP O\\n"), end="")
+    processed 2 tokens with 1 phrases; found: 1 phrases; correct: 0.
+    accuracy:  50.00%; precision:   0.00%; recall:   0.00%; FB1:   0.00
+                   NP: precision:   0.00%; recall:   0.00%; FB1:   0.00  1
+    """
+    tokens = list(read_tokens(data, name, delimiter=delimiter, raw=raw,
+                              outside=outside.encode(encoding).decode("latin-1"),
+                              gold=gold, pred=pred))
+    if scheme == "conlleval" and not per_tag:
+        result = conlleval(tokens)
+        if as_json:
+            return json.dumps(result.as_dict(encoding)) + "\n"
+        return result.as_latex() if latex else result.as_text()
+
+    from .metrics import chunk_scores, chunks, tag_scores
+
+    def decoded(t):
+        return t.encode("latin-1").decode(encoding, "replace")
+
+    sentences, current = [], []
+    for _, first, g, p in tokens:
+        if first == BOUNDARY:
+            if current:
+                sentences.append(current)
+            current = []
+        else:
+            current.append((g, p))
+    if current:
+        sentences.append(current)
+    gold_tags = [[g for g, _ in s] for s in sentences]
+    pred_tags = [[p for _, p in s] for s in sentences]
+    if not per_tag:  # name the line of the first tag the scheme refuses
+        seen = set()
+        for lineno, first, g, p in tokens:
+            for tag in (g, p):
+                if first != BOUNDARY and tag not in seen:
+                    seen.add(tag)
+                    try:
+                        chunks([tag], scheme)
+                    except ValueError as exc:
+                        raise DataFormatError(name, lineno, decoded(f"{exc} (the default reading, "
+                                                                    "conlleval's, takes any tag)"))
+        report = chunk_scores(gold_tags, pred_tags, scheme=scheme)
+    else:
+        report = tag_scores(gold_tags, pred_tags)
+    if as_json:
+        d = report.as_dict()
+        key = "per_tag" if per_tag else "per_type"
+        d[key] = {decoded(t): v for t, v in d[key].items()}
+        return json.dumps(d) + "\n"
+    return report.as_text() + "\n"
