@@ -198,3 +198,16 @@ def test_encoding_of_crfpp_japanese_ne_data(tmp_path):
     f.write_bytes("\u3000 記号 O\n東京 名詞 B-LOCATION\n".encode("euc-jp"))
     (s,) = read_conll(f, encoding="euc-jp")
     assert s.columns == [["\u3000", "記号"], ["東京", "名詞"]] and s.labels == ["O", "B-LOCATION"]
+
+
+def test_byte_ranges_agree_with_read_conll_on_unicode_spaces(tmp_path):
+    # the distributed reader cuts files at sequence boundaries: the same rule as read_conll
+    from spargel.distributed.conll_ranges import read_range, split_ranges
+
+    text = "".join(f"\u3000 k{i} B\na\u00a0b c I\n\n\u3000\u3000 k O\n\n" for i in range(30))
+    f = write(tmp_path, text)
+    whole = [s.columns for s in read_conll(f)]
+    size = f.stat().st_size
+    for n in (2, 3, 7):
+        parts = [s.columns for a, b in split_ranges(size, n) for s in read_range(f, a, b)]
+        assert parts == whole
