@@ -7,7 +7,9 @@ which ships ``dat/`` and ``src/pattern.c``):
    ``dat/nppattern.txt``, ``dat/pattern.txt``) ``wapiti train -i 1`` writes a model whose
    observation list holds every string its patterns produce on the training data; the
    set spargel's ``Template(format="wapiti")`` produces on the same data must be equal;
-2. regexes: a small C driver of ``src/pattern.c``'s matcher (written here, compiled with
+2. random pattern files (every command, offsets far outside the sequences, @ offsets,
+   random regexes, comments) on part of ``dat/chtrain.txt``: the same comparison;
+3. regexes: a small C driver of ``src/pattern.c``'s matcher (written here, compiled with
    ``cc``) and :class:`spargel.data.wapiti_regex.WapitiRegex` must return the same start
    and length on random regexes and strings.
 
@@ -102,6 +104,59 @@ def compare_observations(wapiti, tmp):
     return total_diff
 
 
+def _random_regex(rng):
+    atoms = ["a", "e", "A", ".", "-", "$", "^", "\\.", "\\-"] + [f"\\{c}" for c in "dDaAwWlLuUpPsS"]
+    while True:
+        r = "^" if rng.random() < 0.3 else ""
+        for _ in range(rng.randint(0, 4)):
+            r += rng.choice(atoms) + rng.choice(["", "", "*", "?"])
+        if rng.random() < 0.3:
+            r += "$"
+        try:
+            WapitiRegex(r)
+            return r
+        except WapitiRegexError:
+            pass
+
+
+def compare_random_patterns(wapiti, tmp, n_files, seed=36):
+    """Random pattern files (every command, relative and @ offsets far outside the
+    sequences, random regexes, comments) on the first 300 sentences of chtrain.txt."""
+    rng = random.Random(seed)
+    lines = (wapiti / "dat" / "chtrain.txt").read_text().split("\n")
+    cut = [i for i, line in enumerate(lines) if not line.strip()][299]
+    data = tmp / "small.txt"
+    data.write_text("\n".join(lines[:cut + 1]) + "\n")
+    total = 0
+    for k in range(n_files):
+        rows = []
+        for j in range(12):
+            parts = []
+            for _ in range(rng.randint(1, 3)):
+                letter = rng.choice("xXtTmM")
+                off = (f"@{rng.randint(-3, 3)}" if rng.random() < 0.25 else str(rng.randint(-7, 7)))
+                col = rng.randint(0, 1)
+                arg = f',"{_random_regex(rng)}"' if letter in "tTmM" else ""
+                parts.append(f"%{letter}[{off},{col}{arg}]")
+            kind = rng.choice("uU*bB")
+            comment = "  # note" if rng.random() < 0.3 else ""
+            rows.append(f"{kind}:p{j}=" + "/".join(parts) + comment)
+        pat = tmp / f"random{k}.txt"
+        pat.write_text("# random patterns\n" + "\n".join(rows) + "\n")
+        model = tmp / f"random{k}.model"
+        subprocess.run([str(wapiti / "wapiti"), "train", "-i", "1", "-p", str(pat), str(data), str(model)],
+                       check=True, capture_output=True)
+        theirs = set(model_strings(model)[-1])
+        mine = spargel_strings(Template.from_file(pat, format="wapiti"), data)
+        diff = len(theirs ^ mine)
+        total += diff
+        if diff:
+            print(f"  random pattern file {k}: {diff} differences, e.g. "
+                  f"{sorted(theirs - mine)[:2]} / {sorted(mine - theirs)[:2]}")
+    print(f"random pattern files: {n_files} files of 12 patterns, observation differences {total}")
+    return total
+
+
 def compare_regexes(wapiti, tmp, n_cases, seed=36):
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
@@ -145,6 +200,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wapiti", required=True, help="a built Wapiti source folder")
     ap.add_argument("--cases", type=int, default=30000, help="random regex cases")
+    ap.add_argument("--pattern-files", type=int, default=20, help="random pattern files")
     args = ap.parse_args()
     wapiti = Path(args.wapiti)
     if not (wapiti / "wapiti").is_file() or not (wapiti / "dat").is_dir():
@@ -152,7 +208,8 @@ def main():
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        diff = compare_observations(wapiti, tmp) + compare_regexes(wapiti, tmp, args.cases)
+        diff = (compare_observations(wapiti, tmp) + compare_random_patterns(wapiti, tmp, args.pattern_files)
+                + compare_regexes(wapiti, tmp, args.cases))
     print(f"total differences: {diff}")
     return 1 if diff else 0
 
