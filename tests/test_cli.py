@@ -692,3 +692,23 @@ def test_tool_options_without_equivalent_are_refused_by_name(argv, words, tmp_pa
     assert_one_line_error(rc, err, 2)
     for w in words:
         assert w in err
+
+
+def test_train_with_a_wapiti_pattern_file(work, tmp_path, capsys):
+    # a file only Wapiti reads is read as Wapiti's (with a note); the model stores the
+    # language, so dump shows Wapiti's observations (_x-1 padding, lower-cased kind)
+    pat = tmp_path / "pat.txt"
+    pat.write_text('U:w=%x[-1,0]  # previous word\n*:caps=%t[0,0,"^\\l\\l\\l$"]\nb\n')
+    model = tmp_path / "w.model"
+    rc, _, err = run(["train", "-q", "-a", "l-bfgs", "-1", "0", "-2", "0.1", "-i", "5", "-p", pat,
+                      work["train"], model], capsys)
+    assert rc == 0 and "read as a Wapiti pattern file" in err
+    rc, out, _ = run(["dump", model], capsys)
+    attrs = {line.split("\t")[0] for line in out.splitlines()}
+    assert "u:w=_x-1" in attrs and attrs >= {"*:caps=true", "*:caps=false"}
+    rc, out, _ = run(["label", "-m", model, work["test"]], capsys)
+    assert rc == 0 and out.strip()
+    # --pattern-format crfpp refuses the same file (Wapiti's \l is no Python regex)
+    rc, _, err = run(["train", "-q", "--pattern-format", "crfpp", "-p", pat, work["train"], model], capsys)
+    assert_one_line_error(rc, err, 1)
+    assert "pat.txt:2" in err
