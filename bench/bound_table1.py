@@ -5,7 +5,7 @@ problem.
 Solvers, all from the same start (zero weights) on the same model object, BLAS on one
 thread, one gradient thread: L-BFGS (spargel, memory 10), nonlinear conjugate gradient
 (scipy's Polak-Ribiere CG), steepest descent (Armijo backtracking), the bound majoriser
-(paper's Algorithm 2: the exact / matrix-free curvature of spargel.models.bound_*),
+(paper's Algorithm 2: the exact / matrix-free curvature of spargel.loglinear.bound and spargel.chain.bound),
 Algorithm 4's low-rank bound (where the paper used it: rank k), and the bound with
 adaptive over-relaxation (not in the paper).
 

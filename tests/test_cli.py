@@ -382,10 +382,13 @@ def test_eval_column_choice_and_scheme(tmp_path, capsys):
     rc, out, _ = run(["eval", "--gold", "2", "--pred", "3", "--json", f], capsys)
     assert json.loads(out)["correct"] == 0
     f.write_text("a S-NP S-NP\n\n")
-    # S- is not an iob2 prefix: the tags are scored per tag, with a note (not an error)
+    # S- is not an iob2 prefix: a strict reading refuses it, naming the line; per-tag
+    # scores are asked for explicitly
     rc, out, err = run(["eval", "--scheme", "iob2", "--json", f], capsys)
-    assert rc == 0 and "not chunks in the iob2 scheme" in err
-    assert json.loads(out)["kind"] == "tags" and json.loads(out)["accuracy"] == 1.0
+    assert_one_line_error(rc, err, 1)
+    assert "cols.txt:1:" in err and "'S'" in err
+    rc, out, err = run(["eval", "--per-tag", "--json", f], capsys)
+    assert rc == 0 and json.loads(out)["kind"] == "tags" and json.loads(out)["accuracy"] == 1.0
     rc, _, err = run(["eval", "--gold", "7", f], capsys)
     assert_one_line_error(rc, err, 2)
 
@@ -641,3 +644,68 @@ def test_train_with_unknown_labels_and_a_weight_column(tmp_path, capsys):
     rc, _, err = run(["train", "--quiet", "--weight-column", "2", f, model], capsys)
     assert_one_line_error(rc, err, 1)
     assert "different values" in err
+
+
+# ---------------------------------------------------------------------------------------
+# Wapiti's and CRF++'s short options
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, expected", [
+    (["-1", "0.5", "-2", "0.01", "-t", "-1", "-e", "0.001", "-w", "5", "-i", "3"],
+     {"solver": "owlqn", "l1": 0.5, "l2": 0.01, "threads": -1, "tol": 0.001, "window": 5, "max_iter": 3}),
+    (["-a", "l-bfgs", "-1", "0", "-2", "1"], {"solver": "lbfgs", "l1": 0.0, "l2": 1.0}),
+    (["-a", "l-bfgs"], {"solver": "owlqn", "l1": 1.0}),
+    (["-a", "CRF-L1", "-c", "4"], {"solver": "owlqn", "l1": 0.25, "l2": 0.0}),
+    (["-a", "CRF-L2"], {"solver": "lbfgs", "l1": 0.0, "l2": 1.0}),
+    (["-c", "2"], {"solver": "lbfgs", "l1": 0.0, "l2": 0.5}),
+])
+def test_wapiti_and_crfpp_train_options(argv, expected, monkeypatch, capsys):
+    from spargel.cli.tool_options import tool_habits
+    from spargel.solvers import SOLVERS
+
+    seen = {}
+
+    def fake_train(args):
+        tool_habits(args, SOLVERS)
+        seen.update({k: getattr(args, k) for k in expected})
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_train", fake_train)
+    rc, _, err = run(["train", *argv, "train.txt", "model"], capsys)
+    assert rc == 0, err
+    assert seen == expected
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["-a", "rprop"], ["rprop", "no spargel equivalent"]),
+    (["-a", "MIRA"], ["MIRA", "no spargel equivalent"]),
+    (["-c"], ["--compact"]),
+    (["-m", "50"], ["--max-iter", "--init"]),
+    (["-f", "3"], ["frequency"]),
+    (["-p", "4"], ["-t N"]),
+])
+def test_tool_options_without_equivalent_are_refused_by_name(argv, words, tmp_path, capsys):
+    rc, _, err = run(["train", *argv, str(tmp_path / "t.txt"), str(tmp_path / "m")], capsys)
+    assert_one_line_error(rc, err, 2)
+    for w in words:
+        assert w in err
+
+
+def test_train_with_a_wapiti_pattern_file(work, tmp_path, capsys):
+    # a file only Wapiti reads is read as Wapiti's (with a note); the model stores the
+    # language, so dump shows Wapiti's observations (_x-1 padding, lower-cased kind)
+    pat = tmp_path / "pat.txt"
+    pat.write_text('U:w=%x[-1,0]  # previous word\n*:caps=%t[0,0,"^\\l\\l\\l$"]\nb\n')
+    model = tmp_path / "w.model"
+    rc, _, err = run(["train", "-q", "-a", "l-bfgs", "-1", "0", "-2", "0.1", "-i", "5", "-p", pat,
+                      work["train"], model], capsys)
+    assert rc == 0 and "read as a Wapiti pattern file" in err
+    rc, out, _ = run(["dump", model], capsys)
+    attrs = {line.split("\t")[0] for line in out.splitlines()}
+    assert "u:w=_x-1" in attrs and attrs >= {"*:caps=true", "*:caps=false"}
+    rc, out, _ = run(["label", "-m", model, work["test"]], capsys)
+    assert rc == 0 and out.strip()
+    # --pattern-format crfpp refuses the same file (Wapiti's \l is no Python regex)
+    rc, _, err = run(["train", "-q", "--pattern-format", "crfpp", "-p", pat, work["train"], model], capsys)
+    assert_one_line_error(rc, err, 1)
+    assert "pat.txt:2" in err

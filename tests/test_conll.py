@@ -181,3 +181,33 @@ def test_write_conll_length_mismatch():
 def test_sentence_repr():
     s = Sentence([["a"]], ["B"], 3, "f.txt")
     assert "f.txt:3" in repr(s)
+
+
+def test_columns_split_on_ascii_space_and_tab_only(tmp_path):
+    # CRF++ and Wapiti split on ' ' and '\t': an ideographic space (CRF++'s seg example),
+    # a no-break space or any other space character is part of the token
+    text = "\u3000\tk\tB\na\u00a0b  c\tI\n \t\nx\u2003y c O\r\n"
+    sents = list(read_conll(io.StringIO(text)))
+    assert [s.columns for s in sents] == [[["\u3000", "k"], ["a\u00a0b", "c"]], [["x\u2003y", "c"]]]
+    assert [s.labels for s in sents] == [["B", "I"], ["O"]]
+
+
+def test_encoding_of_crfpp_japanese_ne_data(tmp_path):
+    # CRF++'s JapaneseNE example is EUC-JP, with U+3000 inside tokens
+    f = tmp_path / "ne.txt"
+    f.write_bytes("\u3000 記号 O\n東京 名詞 B-LOCATION\n".encode("euc-jp"))
+    (s,) = read_conll(f, encoding="euc-jp")
+    assert s.columns == [["\u3000", "記号"], ["東京", "名詞"]] and s.labels == ["O", "B-LOCATION"]
+
+
+def test_byte_ranges_agree_with_read_conll_on_unicode_spaces(tmp_path):
+    # the distributed reader cuts files at sequence boundaries: the same rule as read_conll
+    from spargel.chain.conll_ranges import read_range, split_ranges
+
+    text = "".join(f"\u3000 k{i} B\na\u00a0b c I\n\n\u3000\u3000 k O\n\n" for i in range(30))
+    f = write(tmp_path, text)
+    whole = [s.columns for s in read_conll(f)]
+    size = f.stat().st_size
+    for n in (2, 3, 7):
+        parts = [s.columns for a, b in split_ranges(size, n) for s in read_range(f, a, b)]
+        assert parts == whole

@@ -257,3 +257,100 @@ def test_pickle_and_copy_rebuild_from_text():
     for clone in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t)):
         assert clone == t and clone.source == "x.tpl"
         assert clone.extract(SENT) == t.extract(SENT)
+
+
+# ---------------------------------------------------------------------------------------
+# Wapiti's pattern language
+# ---------------------------------------------------------------------------------------
+
+from spargel.data.wapiti_regex import WapitiRegex, WapitiRegexError  # noqa: E402
+from spargel.errors import SpargelWarning  # noqa: E402
+
+
+@pytest.mark.parametrize("regex, s, expected", [
+    # classes of the C locale, on bytes; upper case: the complement
+    (r"\d", b"a1", (1, 1)), (r"\D", b"12", None), (r"\a", b"1x", (1, 1)), (r"\A", b"x1", (1, 1)),
+    (r"\w", b"-_x", (2, 1)), (r"\W", b"ab-", (2, 1)), (r"\l", b"Ab", (1, 1)), (r"\L", b"ab", None),
+    (r"\u", b"aB", (1, 1)), (r"\U", b"AB", None), (r"\p", b"ab_", (2, 1)), (r"\P", b".,", None),
+    (r"\s", b"a\tb", (1, 1)), (r"\S", b" \t", None),
+    (r"\a", "é".encode(), None), (r"\A", "é".encode(), (0, 1)),   # bytes >= 128: no class
+    # escapes, '.', '^' and '$' only at the ends
+    (r"\.", b"ab.", (2, 1)), (r"\*", b"a*", (1, 1)), (".", b"", None), (".", "é".encode(), (0, 1)),
+    ("a^", b"a^", (0, 2)), ("$a", b"$a", (0, 2)), ("^a", b"ba", None), ("a$", b"aba", (2, 1)),
+    ("$", b"abc", (3, 0)), ("", b"abc", (0, 0)),
+    # '*': as few as possible; '?': the character first
+    (r"\d*", b"123", (0, 0)), (r"\d\d*", b"x123", (1, 1)), (r"^\d*$", b"123", (0, 3)),
+    ("^.?.?", b"abc", (0, 2)), (".?.?$", b"Hello", (3, 2)),
+    # Wapiti's length after a failed optional character counts the failed attempt too
+    ("^x?xy", b"xy", (0, 3)),
+])
+def test_wapiti_regex_semantics(regex, s, expected):
+    assert WapitiRegex(regex).match(s) == expected
+
+
+@pytest.mark.parametrize("regex", ["*a", "a**", "?", "^*", "ab\\"])
+def test_wapiti_regex_refuses_what_wapiti_cannot_match(regex):
+    with pytest.raises(WapitiRegexError):
+        WapitiRegex(regex)
+
+
+def test_wapiti_regex_time_is_bounded():
+    # exponential for a backtracking matcher; (items + 1) x (length + 1) steps here
+    r = WapitiRegex("a*" * 20 + "b")
+    assert r.match(b"a" * 3000) is None
+    assert WapitiRegex("^" + "a?" * 30 + "a" * 30 + "$").test(b"a" * 30)
+
+
+WAPITI_PATTERNS = """\
+# comment
+U:a=%x[-1,0]   # trailing comment
+u:b=%x[-6,0]/%x[5,0]/%x[-3,0]
+*:c=%t[-1,0,"^_x"]/%T[0,0,"^h"]/%t[0,0,"^H"]
+U:d=%X[0,0]/%x[@1,0]/%x[@-1,0]/%x[@0,0]/%x[@2,1]
+U:e=%m[0,0,"\\d*"]/%m[0,0,"\\d\\d*"]/%M[0,0,"^.?.?"]
+U:f=%m[0,0,"^x?xy"]/z
+B:h=%x[0,1]
+b
+"""
+
+
+def test_wapiti_observations():
+    # what Wapiti 1.5 writes into its model for this pattern file and sequence
+    t = Template.parse(WAPITI_PATTERNS, format="wapiti")
+    uni, bi = t.extract([["Hello", "A"], ["xy", "c"], ["ÉTÉ9", "E"]])
+    assert uni[0] == ["u:a=_x-1", "u:b=_x-#/_x+3/_x-3", "*:c=true/false/true",
+                      "u:d=hello/Hello/ÉTÉ9/_x-1/c", "u:e=//he", "u:f=/z"]
+    assert uni[1] == ["u:a=Hello", "u:b=_x-#/_x+4/_x-2", "*:c=false/false/false",
+                      "u:d=xy/Hello/ÉTÉ9/_x-1/c", "u:e=//xy", "u:f=xy"]
+    assert uni[2][3:5] == ["u:d=ÉtÉ9/Hello/ÉTÉ9/_x-1/c", "u:e=/9/É"]
+    assert bi[1] == ["*:c=false/false/false", "b:h=c"]
+    assert t.transitions and t.format == "wapiti"
+    # the same lines as a CRF++ template mean something else
+    crf = Template.parse('U:c=%T[0,0,"^h"]/%x[@1,0]/%x[-1,0]  #c')
+    assert crf.extract([["Hello"], ["x"]])[0][0] == ["U:c=true/x/_B-1"]
+
+
+def test_wapiti_comment_cuts_inside_quotes():
+    with pytest.raises(DataFormatError, match="closing quote"):
+        Template.parse('U:g=%t[0,0,"a#b"]', format="wapiti")
+
+
+def test_pattern_format_selection(tmp_path):
+    wapiti_only = 'U:caps=%t[0,0,"\\u"]\n'
+    # a '# format:' line, the argument, or a file only Wapiti reads
+    marked = Template.parse("# format: wapiti\n" + "U:a=%x[-1,0]\n")
+    assert marked.format == "wapiti" and marked.extract([["a"]])[0] == [["u:a=_x-1"]]
+    assert Template.parse("U:a=%x[-1,0]\n").format == "crfpp"
+    with pytest.warns(SpargelWarning, match="Wapiti"):
+        auto = Template.parse(wapiti_only)
+    assert auto.format == "wapiti" and auto.extract([["Ab"]])[0] == [["u:caps=true"]]
+    # a template read as Wapiti's keeps saying so in its text (what a model file stores)
+    assert Template.parse(auto.text).format == "wapiti"
+    assert Template.parse("U:a=%x[0,0]", format="wapiti").text.startswith("# format: wapiti\n")
+    import pickle
+    assert pickle.loads(pickle.dumps(auto)).format == "wapiti"
+    # a bad Python regex without Wapiti's classes stays an error
+    with pytest.raises(DataFormatError, match="bad regular expression"):
+        Template.parse('U:x=%t[0,0,"a("]')
+    with pytest.raises(ValueError):
+        Template.parse("U:a=%x[0,0]", format="yaml")

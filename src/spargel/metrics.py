@@ -6,6 +6,11 @@ counts as correct only when its type, first token and last token all match a
 gold chunk; precision, recall and F1 are computed over chunks, and the token
 accuracy over all tokens (``O`` included).
 
+``spargel eval`` reproduces ``conlleval.pl`` itself -- its reading of a file (``-X-``
+boundaries, ``-DOCSTART-`` tokens, untyped and bare tags) and its report byte for
+byte -- with :mod:`spargel.conlleval`; the functions here score tag sequences in Python
+with the rules below (``spargel eval --scheme ...`` uses them for a strict reading).
+
 Reading tags
 ------------
 A tag ``P-TYPE`` is split at its *first* hyphen into a prefix ``P`` and a

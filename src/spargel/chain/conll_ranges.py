@@ -36,9 +36,12 @@ def split_ranges(size, n):
 
 def _is_separator(raw, encoding, separator):
     text = raw.decode(encoding, errors="replace")
-    if not text.strip():
+    if not text.strip(" \t\r\n"):  # as read_conll: ASCII blanks only
         return True
-    fields = text.split() if separator is None else text.rstrip("\r\n").split(separator)
+    if separator is None:
+        fields = [f for f in text.rstrip("\r\n").replace("\t", " ").split(" ") if f]
+    else:
+        fields = text.rstrip("\r\n").split(separator)
     return fields[0] == DOCSTART
 
 

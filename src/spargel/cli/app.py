@@ -4,7 +4,7 @@ Sub-commands (``spargel COMMAND --help`` documents each one)::
 
     spargel train [options] TRAIN MODEL        learn a CRF from a column file
     spargel label --model MODEL [INPUT [OUTPUT]]  append predicted labels
-    spargel eval [FILE]                         conlleval-style chunk scores
+    spargel eval [FILE]                         conlleval's chunk scores report
     spargel dump MODEL                          list the non-zero weights
     spargel plot HISTORY.jsonl ...              draw training histories
     spargel demo                                a synthetic end-to-end example
@@ -22,6 +22,7 @@ one reader of inputs and one writer of outputs.
 from __future__ import annotations
 
 import argparse
+import codecs
 import io
 import json
 import math
@@ -122,6 +123,11 @@ equivalents in other tools:
   --feature-space      full (Wapiti)          observed (CRFsuite default) full
   (Wapiti's rho1/rho2 equal l1/l2; CRFsuite's c2 multiplies |w|^2 without the 1/2,
   so l2 = 2*c2.)
+  spargel train also takes their short options where it has their meaning:
+  Wapiti's -1 X, -2 X, -e X, -w N, -i N, -t N, -p FILE and -a l-bfgs / sgd-l1 /
+  bcd; CRF++'s -a CRF-L2 / CRF-L1 with -c C (the penalty 1/C; -c C alone is
+  CRF-L2). Wapiti's -c (--compact), -a rprop, -m MODEL and CRF++'s -f N, -m N,
+  -p N, -a MIRA are refused with spargel's equivalent, if any.
 
 Ctrl-C stops after the current iteration (or --stream chunk) and writes the
 model reached so far (exit status 130); press it twice to stop at once (the last
@@ -166,26 +172,31 @@ examples:
 
 _EVAL_EPILOG = """\
 input:
-  A column file whose last two columns are the gold and the predicted tags (as
+  A column file whose last two fields are the gold and the predicted tags (as
   written by 'spargel label'), or use --gold/--pred to pick columns (1-based,
   negative counts from the end; --gold defaults to the column just before
   --pred, so after 'label --nbest K' use '--pred -K').
 
-tag sets:
-  When the tags form a chunk scheme (O, and P-TYPE tags with the prefixes of
-  --scheme: B, I, E, S, L, U for auto), chunks are read as conlleval does: a
-  chunk starts at B-, at S-, at I-/E- after O, after a chunk end or on a type
-  change, and ends before O, before a new chunk, or after E-/S-; tags without a
-  hyphen other than O are one-token chunks (conlleval -r). Any other tag set
-  (POS tags such as -LRB- or -NONE-, phonemes, ...) is scored per tag.
+conlleval (default):
+  The file is read and scored exactly as conlleval.pl (2004-01-26) does, and its
+  report printed byte for byte: fields split on single spaces (-d: a regular
+  expression; a file conlleval refuses because its first line is tab-separated
+  is split on tabs), empty lines and lines starting with -X- are sentence
+  boundaries, -DOCSTART- lines are tokens, a tag is cut at its first hyphen,
+  chunks by conlleval's B/I/E/O table (IOBES: E-X B-X is one chunk to it).
+  -r, -o, -l as in conlleval.
+
+other readings:
+  --scheme iob1/iob2/iobes/bilou/auto: the same file reading, chunks read
+  strictly in that scheme (S-/U- one-token chunks, E-X B-X two chunks); tags
+  with another prefix are refused. --per-tag: token accuracy and precision /
+  recall / F1 per tag, for tag sets that are not chunks (POS tags, phonemes).
 
 output:
-  Chunks: conlleval's report (token accuracy, overall precision / recall / FB1,
-  then one line per chunk type ending with the number of predicted chunks).
-  Plain tags: token accuracy, the macro-averaged F1, then precision / recall /
-  F1 per tag ending with the number of tokens predicted with it. Text reports
-  show percentages; --json prints one JSON object whose scores are fractions
-  in [0, 1] (as every score spargel stores, e.g. the history's dev_f1).
+  conlleval's report (token accuracy, overall precision / recall / FB1, then one
+  line per chunk type ending with the number of predicted chunks), or its LaTeX
+  rows with -l. --json prints one JSON object whose scores are fractions in
+  [0, 1] (as every score spargel stores, e.g. the history's dev_f1).
 """
 
 _DUMP_EPILOG = """\
@@ -230,6 +241,19 @@ def build_parser():
     p.add_argument("-p", "--pattern", metavar="FILE",
                    help="feature template (CRF++ / Wapiti pattern file); default: the current, "
                         "previous and next token of every observation column, plus transitions")
+    p.add_argument("--pattern-format", choices=("auto", "crfpp", "wapiti"), default="auto",
+                   help="language of --pattern: crfpp (CRF++ templates; %%t/%%m take Python "
+                        "regexes), wapiti (Wapiti pattern files: its regexes, padding, @ offsets, "
+                        "# comments); auto: a '# format: wapiti' line says wapiti, else crfpp "
+                        "unless only Wapiti's language reads the file")
+    p.add_argument("-c", "--cost", dest="crfpp_cost", nargs="?", const="", default=None, metavar="C",
+                   help="CRF++'s -c C: the penalty is 1/C (--l2 1/C, or --l1 1/C with -a CRF-L1); "
+                        "without C (Wapiti's --compact) it is refused")
+    p.add_argument("-f", "--freq", dest="crfpp_freq", default=None, metavar="N",
+                   help="CRF++'s feature frequency cutoff: refused (spargel has none; --l1 removes "
+                        "the features the data does not support)")
+    p.add_argument("-m", dest="train_m", default=None, metavar="N|MODEL",
+                   help="refused: CRF++'s -m N is --max-iter N, Wapiti's -m MODEL is --init MODEL")
     p.add_argument("-a", "--solver", default="owlqn",
                    help=f"how to minimise the objective -- {_solver_help()}. lbfgs needs --l1 0")
     p.add_argument("--l1", "--rho1", type=_nonneg_float, default=1.0, metavar="X",
@@ -245,12 +269,12 @@ def build_parser():
                         "and --threads are not used)")
     p.add_argument("--init", metavar="MODEL", default=None,
                    help="with --stream: continue from the weights of this saved model (warm start)")
-    p.add_argument("--tol", type=_nonneg_float, default=1e-5, metavar="X",
+    p.add_argument("-e", "--tol", "--stopeps", type=_nonneg_float, default=1e-5, metavar="X",
                    help="stop when the objective improves by less than a relative X over "
                         "--window iterations (0 disables)")
     p.add_argument("--gtol", type=_nonneg_float, default=1e-5, metavar="X",
                    help="stop when |pseudo-gradient| <= X * max(1, |w|) (0 disables)")
-    p.add_argument("--window", "--period", type=_pos_int, default=10, metavar="N",
+    p.add_argument("-w", "--window", "--period", "--stopwin", type=_pos_int, default=10, metavar="N",
                    help="iterations over which --tol is measured")
     p.add_argument("-t", "--threads", "--nthread", dest="threads", type=int, default=1, metavar="N",
                    help="threads for the gradient (-1: all cores)")
@@ -311,21 +335,40 @@ def build_parser():
     p.set_defaults(func=cmd_label)
 
     # -- eval ----------------------------------------------------------------------------
-    p = sub.add_parser("eval", help="conlleval-style chunk precision / recall / F1",
-                       description="Score predicted tags against gold tags like conlleval: token "
-                                   "accuracy and chunk precision, recall and F1 per type and "
-                                   "overall.", epilog=_EVAL_EPILOG, formatter_class=_Formatter)
+    p = sub.add_parser("eval", help="conlleval's chunk precision / recall / F1 report",
+                       description="Score predicted tags against gold tags: by default exactly as "
+                                   "conlleval.pl (2004-01-26) does, report included.",
+                       epilog=_EVAL_EPILOG, formatter_class=_Formatter)
     p.add_argument("file", metavar="FILE", nargs="?", default="-",
                    help="column file with gold and predicted tags (default or '-': stdin)")
-    p.add_argument("--scheme", choices=("auto", "iob1", "iob2", "iobes", "bilou"), default="auto",
-                   help="tagging scheme; auto accepts B, I, E, S (and L, U) prefixes")
+    p.add_argument("--scheme", choices=("conlleval", "auto", "iob1", "iob2", "iobes", "bilou"),
+                   default="conlleval",
+                   help="how chunks are read: conlleval (default): as conlleval.pl; iob1 / iob2 / "
+                        "iobes / bilou / auto: a strict reading of that scheme (S-/U- single "
+                        "chunks, E-X B-X two chunks), refusing other prefixes")
+    p.add_argument("--per-tag", action="store_true",
+                   help="score every tag on its own (POS tags and other tag sets that are not "
+                        "chunks): token accuracy and precision / recall / F1 per tag")
+    p.add_argument("-d", "--delimiter", default=None, metavar="REGEX",
+                   help="field delimiter, a regular expression (conlleval -d); default one space "
+                        "(a file whose first line is tab-separated without spaces: a tab)")
+    p.add_argument("-o", "--outside", default="O", metavar="TAG",
+                   help="with -r: the outside tag (conlleval -o)")
+    p.add_argument("-r", "--raw", action="store_true",
+                   help="tags without B-/I- prefixes: every tag but the outside tag is a "
+                        "one-token chunk (conlleval -r)")
+    p.add_argument("-l", "--latex", action="store_true",
+                   help="print the scores as rows of a LaTeX table (conlleval -l)")
     p.add_argument("--gold", type=_column, default=None, metavar="COL",
                    help="column of the gold tags (1-based; negative from the end); default: the "
                         "column just before --pred")
-    p.add_argument("--pred", type=_column, default=-1, metavar="COL",
-                   help="column of the predicted tags (1-based; negative from the end)")
+    p.add_argument("--pred", type=_column, default=None, metavar="COL",
+                   help="column of the predicted tags (1-based; negative from the end); default: "
+                        "the last")
     p.add_argument("--json", action="store_true", help="print the scores as one JSON object")
-    p.add_argument("--encoding", default="utf-8", metavar="NAME", help="text encoding of FILE")
+    p.add_argument("--encoding", default="utf-8", metavar="NAME",
+                   help="text encoding of FILE, for the tag names of --json (text reports "
+                        "print the tags' bytes as they are)")
     p.set_defaults(func=cmd_eval)
 
     # -- dump ----------------------------------------------------------------------------
@@ -431,6 +474,9 @@ def main(argv=None):
     debug = bool(os.environ.get("SPARGEL_DEBUG"))
     try:
         parser = build_parser()
+        from .tool_options import rewrite_argv
+
+        argv = rewrite_argv(parser, argv)
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help / --version
@@ -626,7 +672,15 @@ def _template_text(args, n_cols, source, line):
 
     order = getattr(args, "order", 1)
     if args.pattern:
-        template = Template.from_file(args.pattern, encoding=args.encoding)
+        import warnings
+
+        fmt = getattr(args, "pattern_format", "auto")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            template = Template.from_file(args.pattern, encoding=args.encoding,
+                                          format=None if fmt == "auto" else fmt)
+        for w in caught:
+            print(f"{PROG}: note: {w.message}", file=sys.stderr)
         template.check_columns(n_cols, source, line)
         if order == 2 and not template.triples:
             raise CommandError(f"{args.pattern}: --order 2 needs the label triples: add a line 'T' to the "
@@ -674,6 +728,12 @@ def cmd_train(args):
 
     # the command prints the stop reason itself ("stopped after N iterations: max_iter")
     warnings.simplefilter("ignore", ConvergenceWarning)
+    from .tool_options import ToolOptionError, tool_habits
+
+    try:
+        tool_habits(args, SOLVERS)
+    except ToolOptionError as exc:
+        raise UsageError(f"train: {exc}") from None
     if args.solver not in SOLVERS:
         raise UsageError(f"train: unknown solver {args.solver!r}; choose one of {', '.join(SOLVERS)}")
     if args.solver == "lbfgs" and args.l1 > 0:
@@ -1016,38 +1076,46 @@ def cmd_label(args):
 # ---------------------------------------------------------------------------------------
 
 def cmd_eval(args):
-    """``spargel eval``: token accuracy, and conlleval's chunk report when the tags are
-    chunks, per-tag scores otherwise."""
-    from ..metrics import sequence_scores
+    """``spargel eval``: conlleval's report by default (see spargel.conlleval); a strict
+    reading of a scheme with --scheme, per-tag scores with --per-tag."""
+    from ..conlleval import evaluate
+    from ..errors import DataFormatError
 
-    sents, name, _ = _read_sentences(args.file, has_labels=False, encoding=args.encoding)
-    width = len(sents[0].columns[0])
-    if width < 2:
-        raise CommandError(f"{name}:{sents[0].line}: one column per token; eval needs a gold and a "
-                           "predicted tag column")
-    gold_col = args.gold
-    if gold_col is None:  # the column just before the predicted one
-        if args.pred == 1:
-            raise UsageError("eval: --pred 1 leaves no column before it for the gold tags; give --gold")
-        gold_col = args.pred - 1
-    idx = []
-    for opt, col in (("--gold", gold_col), ("--pred", args.pred)):
-        i = col - 1 if col > 0 else width + col
-        if not 0 <= i < width:
-            raise UsageError(f"eval: {opt} {col} is outside the {width} columns of {name}")
-        idx.append(i)
-    gi, pi = idx
-    gold = [[row[gi] for row in s.columns] for s in sents]
-    pred = [[row[pi] for row in s.columns] for s in sents]
+    if args.file not in (None, "-") and os.path.isdir(args.file):
+        raise CommandError(f"{args.file}: is a directory, not a data file")
+    if args.latex and (args.json or args.per_tag or args.scheme != "conlleval"):
+        raise UsageError("eval: --latex prints conlleval's table; it goes without --json, "
+                         "--per-tag and --scheme")
+    if args.per_tag and args.scheme != "conlleval":
+        raise UsageError("eval: --per-tag scores tags, not chunks; it goes without --scheme")
     try:
-        report = sequence_scores(gold, pred, scheme=args.scheme)
+        codecs.lookup(args.encoding)
+    except LookupError:
+        raise UsageError(f"unknown --encoding {args.encoding!r}") from None
+    if args.file in (None, "-"):
+        data, name = (sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer")
+                      else sys.stdin.read().encode(args.encoding)), "<stdin>"
+    else:
+        with open(args.file, "rb") as fh:
+            data = fh.read()
+        name = args.file
+    pred = None if args.pred is None else (args.pred - 1 if args.pred > 0 else args.pred)
+    gold = None
+    if args.gold is not None:
+        gold = args.gold - 1 if args.gold > 0 else args.gold
+    elif pred is not None:  # the column just before the predicted one
+        if pred == 0:
+            raise UsageError("eval: --pred 1 leaves no column before it for the gold tags; give --gold")
+        gold = pred - 1
+    try:
+        text = evaluate(data, name, scheme=args.scheme, per_tag=args.per_tag,
+                        delimiter=args.delimiter, raw=args.raw, outside=args.outside, gold=gold,
+                        pred=pred, latex=args.latex, as_json=args.json, encoding=args.encoding)
+    except DataFormatError as exc:
+        raise CommandError(str(exc)) from None
     except ValueError as exc:
-        raise CommandError(f"{name}: {exc}") from None
-    if report.kind == "tags" and args.scheme != "auto":
-        print(f"{PROG} eval: note: the tags are not chunks in the {args.scheme} scheme; scores per tag",
-              file=sys.stderr)
-    text = json.dumps(report.as_dict(), indent=None, sort_keys=False) if args.json else report.as_text()
-    write_output("-", text + "\n")
+        raise UsageError(f"eval: {exc}") from None
+    write_output("-", text, "latin-1")  # the input's bytes, as conlleval prints them
     return 0
 
 

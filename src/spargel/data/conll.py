@@ -1,7 +1,9 @@
 """Reading and writing CoNLL-style column files.
 
 A column file has one token per line, its fields (columns) separated by
-whitespace or by tabs, and a blank line between two sequences (sentences)::
+ASCII spaces or tabs (as CRF++ and Wapiti read them: an ideographic space U+3000 or
+any other space character is part of a field), and a blank line between two
+sequences (sentences)::
 
     Confidence NN B-NP
     in IN B-PP
@@ -31,6 +33,7 @@ from .errors import DataFormatError
 __all__ = ["Sentence", "read_conll", "write_conll"]
 
 DOCSTART = "-DOCSTART-"
+_BLANKS = " \t\r\n"  # a line of these only is blank
 
 
 class Sentence:
@@ -179,7 +182,7 @@ def read_conll(
         When true (the default) the last column of every token line is its
         label and every line needs at least one observation column before it.
     separator : str or None
-        ``None`` splits on any run of whitespace; ``"\\t"`` splits on single
+        ``None`` splits on any run of ASCII spaces and tabs; ``"\\t"`` splits on single
         tabs only, so that fields may contain spaces (any other string is used
         the same way).
     encoding : str
@@ -220,11 +223,15 @@ def read_conll(
     n_sequences = 0
 
     for lineno, text in _lines(source, name, encoding):
-        if not text.strip():
+        if not text.strip(_BLANKS):
             fields = None
         else:
             if separator is None:
-                fields = text.split()
+                # as CRF++ and Wapiti: ASCII spaces and tabs only (U+3000 and other
+                # spaces belong to the token)
+                fields = text.rstrip("\r\n").replace("\t", " ").split(" ")
+                if "" in fields:
+                    fields = [f for f in fields if f]
             else:
                 fields = text.rstrip("\r\n").split(separator)
             if fields[0] == DOCSTART:

@@ -95,8 +95,10 @@ from collections.abc import Sequence
 
 from .errors import DataFormatError
 from .safe_regex import UnsafeRegex, compile_regex
+from .wapiti_regex import WapitiRegex, WapitiRegexError, parse_wapiti_line, split_wapiti_pattern
 
 __all__ = [
+    "FORMATS",
     "CRFSUITE_CHUNKING_TEMPLATE",
     "SHA_PEREIRA_TEMPLATE",
     "Template",
@@ -111,6 +113,11 @@ MAX_OFFSET = 1000
 MAX_COLUMN = 10000
 _KINDS = {"U": "U", "u": "U", "B": "B", "b": "B", "*": "*", "T": "T", "t": "T"}
 _MEMO_LIMIT = 1 << 20  # regex results remembered per command before starting afresh
+#: the pattern languages: "crfpp" (CRF++'s templates, with spargel's Python-regex %t / %m)
+#: and "wapiti" (Wapiti 1.5's pattern files, its own regexes, padding and offsets)
+FORMATS = ("crfpp", "wapiti")
+_WAPITI_ONLY = re.compile(r"%[tmTM]\[[^\n]*\\[lLuUpP]")  # a Wapiti class in a regex
+_FORMAT_MARK = re.compile(r"#\s*format\s*:\s*(crfpp|crf\+\+|wapiti)\s*\Z", re.IGNORECASE)
 
 
 class _Memo(dict):
@@ -158,6 +165,46 @@ class _Command:
         def first_match(s, search=search, fold=self.fold):
             found = search(s.lower() if fold else s)
             return found.group(0) if found else ""
+
+        return first_match
+
+
+def _ascii_lower(s: str) -> str:
+    """C's tolower over the bytes of ``s``: only A-Z change."""
+    return s.lower() if s.isascii() else s.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = {c: c + 32 for c in range(65, 91)}
+
+
+class _WapitiCommand(_Command):
+    """A command of a Wapiti pattern file: Wapiti's regexes on a token's UTF-8 bytes,
+    upper-case commands lower-case their result (ASCII only, as C's tolower)."""
+
+    __slots__ = ()
+
+    def __init__(self, op, caps, row, col, absolute, regex):
+        super().__init__(op, caps, row, col, absolute, regex)
+        self.key = ("wapiti", op, caps, regex.pattern if regex is not None else None)
+
+    def cell_function(self):
+        op, rx, caps = self.op, self.regex, self.fold
+        if op == "x":
+            return _ascii_lower if caps else None
+        if op == "t":
+            return lambda s: "true" if rx.test(s.encode("utf-8", "surrogateescape")) else "false"
+
+        def first_match(s, match=rx.match, caps=caps):
+            b = s.encode("utf-8", "surrogateescape")
+            found = match(b)
+            if found is None:
+                return ""
+            start, length = found
+            out = b[start:start + length]
+            if start + length > len(b):  # Wapiti copies the string's end: the observation stops
+                out += b"\0"
+            out = out.decode("utf-8", "surrogateescape")
+            return _ascii_lower(out) if caps else out
 
         return first_match
 
@@ -360,9 +407,11 @@ class Template:
     ['*02:true']
     """
 
-    def __init__(self, patterns, transitions, text="", source="<string>", triples=False):
+    def __init__(self, patterns, transitions, text="", source="<string>", triples=False,
+                 format="crfpp"):
         self.text = text
         self.source = source
+        self.format = format
         self.transitions = bool(transitions)
         self.triples = bool(triples)
         self._patterns = list(patterns)
@@ -373,8 +422,12 @@ class Template:
         )
         width = max((max(-p.rel_min, p.rel_max) for p in self._patterns), default=0)
         self._pad = width
-        self._before = [f"_B-{k}" for k in range(width, 0, -1)]
-        self._after = [f"_B+{k}" for k in range(1, width + 1)]
+        if format == "wapiti":
+            self._before = [f"_x-{k if k <= 4 else '#'}" for k in range(width, 0, -1)]
+            self._after = [f"_x+{k if k <= 4 else '#'}" for k in range(1, width + 1)]
+        else:
+            self._before = [f"_B-{k}" for k in range(width, 0, -1)]
+            self._after = [f"_B+{k}" for k in range(1, width + 1)]
         # one value function per distinct command kind, shared by all patterns
         self._functions = {}
         for p in self._patterns:
@@ -387,15 +440,54 @@ class Template:
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def parse(cls, text: str, source: str = "<string>") -> "Template":
+    def parse(cls, text: str, source: str = "<string>", format: str | None = None) -> "Template":
         """Compile the patterns in ``text``.
+
+        ``format`` is the pattern language, ``"crfpp"`` or ``"wapiti"`` (see
+        :data:`FORMATS`); None reads a comment line ``# format: wapiti`` (or ``crfpp``)
+        before the first pattern, and otherwise takes ``"crfpp"`` -- unless the text
+        fails to parse so but parses as a Wapiti pattern file and uses one of Wapiti's
+        classes ``\\l \\L \\u \\U \\p \\P`` (which Python's regexes do not have): then it is
+        read as Wapiti's, with a :class:`~spargel.errors.SpargelWarning`. A template read as Wapiti's
+        keeps a ``# format: wapiti`` line first in its ``text``, so that a model file
+        stores which language it is.
 
         Raises :class:`DataFormatError` naming ``source`` and the line on a
         malformed pattern, or when the text has no pattern at all.
 
         >>> Template.parse("U00:%x[0,0]").extract([["a"], ["b"]])[0]
         [['U00:a'], ['U00:b']]
+        >>> Template.parse("U00:%X[-1,0]", format="wapiti").extract([["A"], ["B"]])[0]
+        [['u00:_x-1'], ['u00:a']]
         """
+        if format is None:
+            format = _marked_format(text)
+            if format is None:
+                try:
+                    return cls._parse(text, source, "crfpp")
+                except DataFormatError as exc:
+                    if not _WAPITI_ONLY.search(text):
+                        raise
+                    try:
+                        tpl = cls._parse(text, source, "wapiti")
+                    except DataFormatError:
+                        raise exc from None
+                    import warnings
+
+                    from ..errors import SpargelWarning
+
+                    warnings.warn(f"{source}: read as a Wapiti pattern file ({exc.message}); "
+                                  "say so with a '# format: wapiti' line or --pattern-format wapiti",
+                                  SpargelWarning, stacklevel=2)
+                    return tpl
+        if format not in FORMATS:
+            raise ValueError(f"unknown pattern format {format!r}; expected one of {FORMATS}")
+        return cls._parse(text, source, format)
+
+    @classmethod
+    def _parse(cls, text: str, source: str, format: str) -> "Template":
+        if format == "wapiti":
+            return cls._parse_wapiti(text, source)
         parser = _Parser(source)
         patterns = []
         transitions = triples = False
@@ -420,8 +512,46 @@ class Template:
         return cls(patterns, transitions, text, source, triples)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike, encoding: str = "utf-8") -> "Template":
-        """Read and compile a template file.
+    def _parse_wapiti(cls, text: str, source: str) -> "Template":
+        """Wapiti's reading: see :mod:`spargel.data.wapiti_regex`."""
+        patterns = []
+        transitions = False
+        for lineno, raw in enumerate(text.splitlines(), start=1):
+            line = parse_wapiti_line(raw)
+            if line is None:
+                continue
+            try:
+                literals, specs = split_wapiti_pattern(line)
+                commands = []
+                for op, caps, absolute, offset, column, regex_text in specs:
+                    if abs(offset) > MAX_OFFSET:
+                        raise WapitiRegexError(f"offset {offset} is out of range (at most "
+                                               f"{MAX_OFFSET} tokens away)")
+                    if column > MAX_COLUMN:
+                        raise WapitiRegexError(f"column {column} is out of range (at most {MAX_COLUMN})")
+                    regex = WapitiRegex(regex_text) if regex_text is not None else None
+                    commands.append(_WapitiCommand(op, caps, offset, column, absolute, regex))
+            except WapitiRegexError as exc:
+                raise DataFormatError(source, lineno, f"{exc}: {line!r}") from None
+            kind = {"u": "U", "b": "B", "*": "*"}[line[0]]
+            if not commands and line in ("b", "*"):
+                transitions = True  # label-pair weights: Wapiti's bigram observation 'b' / '*'
+                if kind == "*":
+                    patterns.append(_Pattern("U", "", "*", lineno, ["*"], []))
+                continue
+            head = literals[0]
+            name = head[1:head.index(":")] if ":" in head else head[1:]
+            patterns.append(_Pattern(kind, name, line, lineno, literals, commands))
+        if not patterns and not transitions:
+            raise DataFormatError(source, None, "the template has no patterns")
+        if _marked_format(text) is None:
+            text = "# format: wapiti\n" + text
+        return cls(patterns, transitions, text, source, False, format="wapiti")
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, encoding: str = "utf-8",
+                  format: str | None = None) -> "Template":
+        """Read and compile a template file (``format``: as in :meth:`parse`).
 
         >>> import tempfile, os
         >>> with tempfile.TemporaryDirectory() as d:
@@ -441,7 +571,7 @@ class Template:
             raise DataFormatError(name, line, f"invalid {encoding} text: {exc.reason}") from None
         if text.startswith("\ufeff"):
             text = text[1:]
-        return cls.parse(text, source=name)
+        return cls.parse(text, source=name, format=format)
 
     # ------------------------------------------------------------- describe
     def __len__(self) -> int:
@@ -469,7 +599,7 @@ class Template:
 
     def __reduce__(self):
         # compiled pieces hold closures: rebuild from the text instead (pickle, copy)
-        return (type(self).parse, (self.text, self.source))
+        return (type(self).parse, (self.text, self.source, self.format))
 
     def __eq__(self, other):
         if not isinstance(other, Template):
@@ -572,6 +702,8 @@ class Template:
             cell_values = column if fn is None else list(map(fn, column))
             cache[ckey] = cell_values
         row = command.row
+        if self.format == "wapiti":
+            return self._wapiti_values(command, cell_values, T, cache, key, ckey)
         if command.absolute:
             pos = row if row >= 0 else T + row
             value = cell_values[pos] if 0 <= pos < T else _marker(pos, T)
@@ -588,6 +720,29 @@ class Template:
         cache[key] = values
         return values
 
+    def _wapiti_values(self, command, cell_values, T, cache, key, ckey):
+        """Wapiti: padding tokens ``_x-1`` ... ``_x-4``, ``_x-#`` (and ``_x+..``) go
+        through the command like any token; ``@k`` is token k (1-based), ``@-k`` the k-th
+        from the end, ``@0`` the padding before the first."""
+        fn = self._functions[command.key]
+
+        def outside(pos):
+            k = -pos if pos < 0 else pos - T + 1  # distance from the sequence
+            marker = f"_x{'-' if pos < 0 else '+'}{k if k <= 4 else '#'}"
+            return marker if fn is None else fn(marker)
+
+        row = command.row
+        if command.absolute:
+            pos = T + row if row < 0 else row - 1
+            values = [cell_values[pos] if 0 <= pos < T else outside(pos)] * T
+        elif row == 0:
+            values = cell_values
+        else:
+            values = [cell_values[t + row] if 0 <= t + row < T else outside(t + row)
+                      for t in range(T)]
+        cache[key] = values
+        return values
+
     def _expand(self, patterns, cols, T, pad, cache):
         if not patterns:
             return [[] for _ in range(T)]
@@ -597,12 +752,15 @@ class Template:
                 outputs.append([p.literals[0]] * T)
             else:
                 args = [self._values(c, cols, T, cache) for c in p.commands]
-                outputs.append(list(map(p.fmt.format, *args)))
+                out = list(map(p.fmt.format, *args))
+                if self.format == "wapiti" and any(c.op == "m" for c in p.commands):
+                    out = [o.split("\0", 1)[0] for o in out]  # a C string ends at its NUL
+                outputs.append(out)
         per_token = list(map(list, zip(*outputs)))
         if pad:
             return per_token
         # drop the features that needed a position outside the sequence
-        bounds = [_valid_range(p, T) for p in patterns]
+        bounds = [_valid_range(p, T, self.format) for p in patterns]
         lo = max(b[0] for b in bounds)
         hi = min(b[1] for b in bounds)
         if lo == 0 and hi == T:
@@ -613,15 +771,33 @@ class Template:
         return per_token
 
 
+def _marked_format(text: str) -> str | None:
+    """The format a ``# format: ...`` comment line before the first pattern names."""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if not line.startswith("#"):
+            return None
+        m = _FORMAT_MARK.match(line)
+        if m:
+            fmt = m.group(1).lower()
+            return "crfpp" if fmt == "crf++" else fmt
+    return None
+
+
 def _marker(pos: int, T: int) -> str:
     """The padding marker of an out-of-sequence position."""
     return f"_B{pos}" if pos < 0 else f"_B+{pos - T + 1}"
 
 
-def _valid_range(p: _Pattern, T: int) -> tuple[int, int]:
+def _valid_range(p: _Pattern, T: int, format: str = "crfpp") -> tuple[int, int]:
     """Tokens [lo, hi) where every position ``p`` reads is inside the sequence."""
     for row in p.absolutes:
-        pos = row if row >= 0 else T + row
+        if format == "wapiti":
+            pos = row - 1 if row >= 0 else T + row
+        else:
+            pos = row if row >= 0 else T + row
         if not 0 <= pos < T:
             return (0, 0)
     return (max(0, -p.rel_min), T - max(0, p.rel_max))

@@ -8,7 +8,7 @@ the natural block), then the K intercepts (unpenalised) when ``fit_intercept``.
 
 ``X`` is a dense float64 array or a scipy sparse matrix (n_samples x n_features). The
 batch loss and gradient are two BLAS products (``X @ W`` and ``X.T @ (P - Y)``); the
-SGD capability is a compiled pass over the rows (:mod:`spargel.models.loglinear_sgd`);
+SGD capability is a compiled pass over the rows (:mod:`spargel.loglinear.kernels`);
 the block capability updates the cached scores of the rows a feature touches.
 
 An optional 0/1 ``mask`` over the weights freezes the masked weights at zero (their

@@ -1,0 +1,109 @@
+"""The command-line habits of Wapiti, CRF++ and conlleval users, for ``spargel train`` and
+``spargel eval``: their short options where spargel has their meaning, a refusal naming
+spargel's equivalent where it has not."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+__all__ = ["ToolOptionError", "rewrite_argv", "tool_habits"]
+
+
+class ToolOptionError(ValueError):
+    """An option of another tool that spargel does not take (the message says why)."""
+
+
+# Wapiti's and CRF++'s names for the solvers: spargel solver, or None to refuse
+_TOOL_SOLVERS = {"l-bfgs": "owlqn", "sgd-l1": "sgd-l1", "bcd": "bcd", "rprop": None, "rprop+": None,
+                 "rprop-": None, "crf": "lbfgs", "crf-l2": "lbfgs", "crf-l1": "owlqn", "mira": None}
+
+
+def tool_habits(args, solvers):
+    """Wapiti's and CRF++'s train options where spargel has their meaning (-a names, CRF++'s
+    -c C); a clear refusal naming spargel's equivalent for the others."""
+    if args.train_m is not None:
+        raise ToolOptionError(f"-m {args.train_m}: CRF++'s -m N is --max-iter N; Wapiti's "
+                              "-m MODEL (start from a model) is --init MODEL (with --stream)")
+    if args.crfpp_freq is not None:
+        raise ToolOptionError("-f (CRF++'s feature frequency cutoff) has no spargel equivalent; "
+                              "--l1 removes the features the data does not support")
+    name = args.solver.lower()
+    if args.solver not in solvers and name in _TOOL_SOLVERS:
+        if _TOOL_SOLVERS[name] is None:
+            raise ToolOptionError(f"-a {args.solver} has no spargel equivalent; spargel's solvers: "
+                                  f"{', '.join(solvers)} (Wapiti's l-bfgs is owlqn, CRF++'s CRF-L2 lbfgs)")
+        if name == "l-bfgs":  # Wapiti: OWL-QN when rho1 > 0, else plain L-BFGS
+            args.solver = "owlqn" if args.l1 > 0 else "lbfgs"
+        elif name.startswith("crf"):  # CRF++: its objective, its default C = 1
+            args.solver = _TOOL_SOLVERS[name]
+            cost = 1.0 if args.crfpp_cost in (None, "") else None
+            if cost is None:
+                try:
+                    cost = float(args.crfpp_cost)
+                except ValueError:
+                    raise ToolOptionError(f"-c {args.crfpp_cost!r} is not a number (CRF++'s -c C)") from None
+            if not cost > 0:
+                raise ToolOptionError("-c C needs C > 0")
+            args.l1, args.l2 = (1.0 / cost, 0.0) if name == "crf-l1" else (0.0, 1.0 / cost)
+            args.crfpp_cost = None
+        else:
+            args.solver = _TOOL_SOLVERS[name]
+    if args.crfpp_cost == "":
+        raise ToolOptionError("-c without a value is Wapiti's --compact, which spargel has no "
+                              "option for; CRF++'s -c C is the inverse penalty (-a CRF-L2 -c C: "
+                              "--l2 1/C)")
+    if args.crfpp_cost is not None:  # CRF++'s default algorithm is CRF-L2
+        try:
+            cost = float(args.crfpp_cost)
+        except ValueError:
+            raise ToolOptionError(f"-c {args.crfpp_cost!r} is not a number (CRF++'s -c C; "
+                                  "Wapiti's -c, --compact, has no spargel option)") from None
+        if not cost > 0:
+            raise ToolOptionError("-c C needs C > 0")
+        args.solver, args.l1, args.l2 = "lbfgs", 0.0, 1.0 / cost
+    if args.pattern and args.pattern.isdigit() and not os.path.exists(args.pattern):
+        raise ToolOptionError(f"-p {args.pattern}: -p is the pattern file (Wapiti's -p); CRF++'s "
+                              "-p N (threads) is -t N")
+
+
+def _is_number(tokens):
+    try:
+        float(tokens[0])
+        return True
+    except (IndexError, ValueError):
+        return False
+
+
+def rewrite_argv(parser, argv):
+    """``spargel train -1 X -2 Y`` (Wapiti's --rho1 / --rho2): argparse cannot have options
+    named like negative numbers (``-t -1`` must stay a value), so ``-1`` / ``-2`` in an
+    option's place become ``--l1`` / ``--l2`` before parsing; a ``-c`` not followed by a
+    number is Wapiti's flag, not CRF++'s ``-c C``."""
+    if argv and argv[0] == "eval":  # conlleval's -d / -o take any value, '-' included
+        out = [argv[0]]
+        it = iter(argv[1:])
+        for tok in it:
+            if tok in ("-d", "-o", "--delimiter", "--outside"):
+                value = next(it, None)
+                if value is not None:
+                    tok = f"{'--delimiter' if tok in ('-d', '--delimiter') else '--outside'}={value}"
+            out.append(tok)
+        return out
+    if not argv or argv[0] != "train" or not ({"-1", "-2", "-c"} & set(argv)):
+        return argv
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    takes_value = {opt for a in sub.choices["train"]._actions if a.nargs != 0
+                   for opt in a.option_strings}
+    out, prev = [argv[0]], None
+    for i, tok in enumerate(argv[1:], start=1):
+        if tok == "--":
+            out.extend(argv[i:])
+            break
+        if tok in ("-1", "-2") and prev not in takes_value:
+            tok = "--l1" if tok == "-1" else "--l2"
+        elif tok == "-c" and prev not in takes_value and not _is_number(argv[i + 1:i + 2]):
+            tok = "--cost="  # Wapiti's flag -c (--compact), not CRF++'s -c C: refused later
+        out.append(tok)
+        prev = tok
+    return out
