@@ -196,3 +196,30 @@ def test_unreadable_paths_are_model_file_errors(tmp_path):
     bad.write_bytes(b"lCRF" + b"\xff" * 60)
     with pytest.raises(ModelFileError, match="bad.crfsuite"):
         CRF.load(str(bad))
+
+
+def _escape(name):
+    return name.replace("\\", "\\\\").replace(":", "\\:")
+
+
+def test_cli_labels_crfsuite_data_with_a_crfsuite_model(reference, tmp_path, capsys):
+    from spargel.cli import main
+    from spargel.data.featuredicts import token_attributes
+    lines = []
+    for x in reference["X"]:
+        for tok in x:
+            fields = [_escape(a) if v == 1.0 else f"{_escape(a)}:{v!r}" for a, v in token_attributes(tok, sep=":")]
+            lines.append("\t".join(["?"] + fields))
+        lines.append("")
+    items = tmp_path / "items.txt"
+    items.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["label", "--model", MODEL, "--marginals", str(items)]) == 0
+    out = capsys.readouterr().out.split("\n\n")
+    for block, ref in zip(out, reference["reference"]):
+        rows = [r.split("\t") for r in block.strip("\n").split("\n")]
+        assert [r[0] for r in rows] == ref["tags"]
+        assert all(abs(float(p) - m[lab]) < 1e-6 for (lab, p), m in zip(rows, ref["marginals"]))
+    bad = tmp_path / "bad.txt"
+    bad.write_text("A\tw:x\n", encoding="utf-8")
+    assert main(["label", "--model", MODEL, str(bad)]) != 0
+    assert "bad.txt:1" in capsys.readouterr().err

@@ -162,6 +162,11 @@ input:
                      imposed on decoding, '_' (or an empty tab-separated field)
                      is predicted.
 
+  With a CRFsuite model file (from 'crfsuite learn' or python-crfsuite), INPUT is
+  in CRFsuite's data format (label, then tab-separated attributes 'name' or
+  'name:value') and the output is 'crfsuite tag''s: one predicted label a line
+  (with --marginals: a tab and its probability).
+
 output:
   OUTPUT is written completely or not at all (a temporary file renamed at the
   end); it may not be INPUT or MODEL. Text is written in --encoding.
@@ -1064,6 +1069,16 @@ def cmd_label(args):
     _refuse_same({"OUTPUT": args.output}, {"INPUT": args.input, "--model": args.model})
     if args.output not in (None, "-"):
         _check_writable(args.output)
+    from .crfsuite_format import is_crfsuite_file
+    if args.model != "-" and is_crfsuite_file(args.model):      # CRFsuite's data and output formats
+        from . import crfsuite_cli
+        from .estimators.crf import CRF
+        if args.nbest > 1 or args.force:
+            raise UsageError("label: --nbest and --force are not available with a CRFsuite model file")
+        model = CRF.load(args.model)
+        text, name = _read_text(args.input, args.encoding)
+        _write_output(args.output, crfsuite_cli.label(args, model, text, name), args.encoding)
+        return 0
     model = _load_crf(args.model)
     text, name = _read_text(args.input, args.encoding)
     tabbed = any("\t" in line for line in text.split("\n", 50)[:50])
