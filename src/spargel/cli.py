@@ -165,7 +165,7 @@ input:
   With a CRFsuite model file (from 'crfsuite learn' or python-crfsuite), INPUT is
   in CRFsuite's data format (label, then tab-separated attributes 'name' or
   'name:value') and the output is 'crfsuite tag''s: one predicted label a line
-  (with --marginals: a tab and its probability).
+  (with --marginals: 'label:probability', as 'crfsuite tag -i').
 
 output:
   OUTPUT is written completely or not at all (a temporary file renamed at the

@@ -8,8 +8,8 @@ an attribute ``name`` (value 1) or ``name:value``, where ``\\:`` and ``\\\\`` in
 stand for ``:`` and ``\\``; an empty line ends a sequence.
 
 Output: the predicted label of every item, one a line, an empty line after each
-sequence; with ``--marginals`` each label is followed by a tab and its marginal
-probability.
+sequence; with ``--marginals`` each label is followed by ``:`` and its marginal
+probability (``crfsuite tag -i``).
 """
 
 import io
@@ -79,6 +79,6 @@ def label(args, model, text, name):
     out = []
     for s, labels in enumerate(pred):
         for t, lab in enumerate(labels):
-            out.append(f"{lab}\t{marg[s][t][lab]:.6f}\n" if marg is not None else f"{lab}\n")
+            out.append(f"{lab}:{marg[s][t][lab]:.6f}\n" if marg is not None else f"{lab}\n")
         out.append("\n")
     return "".join(out)
