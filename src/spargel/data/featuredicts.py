@@ -82,12 +82,12 @@ def _flatten(d, prefix, out, where, sep="="):
             out.append((name, _value(v, name, where)))
 
 
-def sequence_attributes(seq, index=None):
+def sequence_attributes(seq, index=None, sep="="):
     """``token_attributes`` for every token of one sequence."""
     out = []
     for t, token in enumerate(seq):
         where = f"sequence {index}, token {t}: " if index is not None else f"token {t}: "
-        out.append(token_attributes(token, where))
+        out.append(token_attributes(token, where, sep))
     return out
 
 

@@ -212,7 +212,7 @@ class CRF(LogLinearCore):
                                        line=getattr(seq, "line", None))
                 yield uni, (big if tpl.n_bigram else None)
             else:
-                yield sequence_attributes(columns, i), None
+                yield sequence_attributes(columns, i, self._value_sep()), None
 
     def _dataset(self, X, y=None, grow=False):
         if self._template() is not None:
