@@ -14,15 +14,42 @@ class CRF(LogLinearCore):
 
     Minimises ``sum_i -log p(y_i | x_i) + l1 * ||w||_1 + l2 / 2 * ||w||^2``.
 
+    The constructor takes sklearn-crfsuite's parameters first, in its order, with
+    CRFsuite's names and meanings (``docs/migration.md``; a setting given under both
+    spellings with different values is refused), then spargel's own, keyword-only.
+
     Parameters
     ----------
+    algorithm : {"lbfgs", "l2sgd", "ap", "pa", "arow"}
+        CRFsuite's trainer. "lbfgs" (default): the ``solver`` parameter decides
+        (OWL-QN by default, which is CRFsuite's "lbfgs" with ``c1 > 0``); "l2sgd":
+        spargel's SGD ("sgd-l1") with ``l1 = 0``; "ap", "pa", "arow" are refused until
+        spargel has these trainers.
+    min_freq, all_possible_states, all_possible_transitions, c1, c2, max_iterations,
+    num_memories, epsilon, period, delta, linesearch, max_linesearch, calibration_eta,
+    calibration_rate, calibration_samples, calibration_candidates, calibration_max_trials,
+    pa_type, c, error_sensitive, averaging, variance, gamma
+        CRFsuite's training parameters (None: not given). ``c1 -> l1``, ``c2 -> l2 = 2 *
+        c2``, ``max_iterations -> max_iter``, ``epsilon -> gtol``, ``delta -> tol``,
+        ``period -> window``, ``num_memories`` / ``max_linesearch`` -> ``solver_options``;
+        ``min_freq`` drops features seen less often; each is accepted only by the
+        trainers CRFsuite accepts it for.
+    model_filename : str or None
+        ``fit`` writes the model there (CRFsuite's format when it can hold the model);
+        an unfitted estimator reads it on first use.
+    keep_tempfiles, trainer_cls
+        sklearn-crfsuite's; spargel makes no temporary files and has no trainer class
+        (``trainer_cls`` must stay None).
+    value_sep : {":", "="}
+        How a string feature value joins its key: ``{"w": "the"}`` is the attribute
+        ``w:the`` (python-crfsuite's naming, default) or ``w=the``.
     solver : {"owlqn", "lbfgs", "bcd", "cd", ...}
         OWL-QN handles ``l1 > 0`` (and elastic net); L-BFGS the smooth case ``l1 = 0``;
         "bcd" is blockwise coordinate descent (elastic net, fast on sparse models; "cd"
         its one-coordinate-at-a-time version for small problems), see ``docs/bcd.md``.
     l1, l2 : float
         Penalty weights (CRFsuite: ``l1 = c1``, ``l2 = 2 * c2``; Wapiti: ``l1 = rho1``,
-        ``l2 = rho2``).
+        ``l2 = rho2``). ``l1=None`` (default): 1, or 0 with ``algorithm="l2sgd"``.
     max_iter : int or None
         Iteration limit (passes over the data for SGD); None: the solver's default
         (500 for OWL-QN / L-BFGS, 30 passes for SGD, 200 sweeps for BCD / CD).
