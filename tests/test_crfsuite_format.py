@@ -223,3 +223,30 @@ def test_cli_labels_crfsuite_data_with_a_crfsuite_model(reference, tmp_path, cap
     bad.write_text("A\tw:x\n", encoding="utf-8")
     assert main(["label", "--model", MODEL, str(bad)]) != 0
     assert "bad.txt:1" in capsys.readouterr().err
+
+
+def test_a_standalone_tagger_opens_files_and_bytes(reference, model_bytes, tmp_path):
+    from spargel.estimators.crfsuite_compat import Tagger
+    x, ref = reference["X"][1], reference["reference"][1]
+    assert Tagger().open(MODEL).tag(x) == ref["tags"]
+    tagger = Tagger()
+    tagger.open_inmemory(model_bytes)
+    tagger.set(x)
+    assert tagger.tag() == ref["tags"] and tagger.labels() == reference["labels"]
+    assert abs(tagger.marginal(ref["tags"][0], 0) - ref["marginals"][0][ref["tags"][0]]) <= 1e-9
+    listing = tmp_path / "dump.txt"
+    tagger.dump(str(listing))
+    text = listing.read_text(encoding="utf-8")
+    assert "TRANSITIONS" in text and all(lab in text for lab in reference["labels"])
+    tagger.close()
+    with pytest.raises(ValueError, match="open"):
+        tagger.tag(x)
+    with pytest.raises(ModelFileError):
+        Tagger().open_inmemory(model_bytes[:100])
+
+
+def test_dump_command_reads_a_crfsuite_file(capsys):
+    from spargel.cli import main
+    assert main(["dump", MODEL]) == 0
+    out = capsys.readouterr().out
+    assert "w:the" in out
