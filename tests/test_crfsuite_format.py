@@ -250,3 +250,34 @@ def test_dump_command_reads_a_crfsuite_file(capsys):
     assert main(["dump", MODEL]) == 0
     out = capsys.readouterr().out
     assert "w:the" in out
+
+
+def _first_hash_table(data):
+    """(file offset of the label table's first non-empty hash table, its size)."""
+    import struct
+    off_labels = struct.unpack_from("<I", data, 32)[0]
+    for t in range(256):
+        t_off, n = struct.unpack_from("<II", data, off_labels + 24 + 8 * t)
+        if n:
+            return off_labels + t_off, n
+    raise AssertionError("no hash table")
+
+
+def test_hash_tables_a_tagger_could_not_use_are_refused(model_bytes):
+    import struct
+    start, n = _first_hash_table(model_bytes)
+    slots = [struct.unpack_from("<II", model_bytes, start + 8 * k) for k in range(n)]
+    used = [k for k, (_, o) in enumerate(slots) if o]
+    # a stored hash that is not the name's: the tagger would not find the name
+    bad = bytearray(model_bytes)
+    h, o = slots[used[0]]
+    struct.pack_into("<II", bad, start + 8 * used[0], h ^ 0x100, o)
+    with pytest.raises(ModelFileError, match="wrong hash"):
+        read_bytes(bytes(bad))
+    # a table without an empty slot: a tagger looking for an unknown name never stops
+    full = bytearray(model_bytes)
+    for k, (_, o) in enumerate(slots):
+        if not o:
+            struct.pack_into("<II", full, start + 8 * k, *slots[used[0]])
+    with pytest.raises(ModelFileError, match="no empty slot"):
+        read_bytes(bytes(full))

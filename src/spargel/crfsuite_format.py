@@ -339,40 +339,41 @@ def _read_cqdb(r, off, count, what):
             r.need(key[-1] == 0 and key.find(b"\0") == ksize - 1, f"{what} {i}: its name is not one NUL-ended string")
             names[i] = bytes(key)
             rec_end.append(p)
-    # every key must be found through its hash table where a tagger looks for it
+    r.need(len(set(names)) == count, f"the {what} table holds a name twice")
+    # every key must be found through its hash table where a tagger looks for it: its
+    # hash stored right, in the table its hash picks, and reachable by the tagger's
+    # linear probing from its first slot (no empty slot in between)
     hashes = _hashes(names)
-    offsets_of = {int(p): i for i, p in enumerate(rec_end)}
-    found = np.zeros(count, dtype=bool)
+    rec = np.asarray(rec_end, dtype=np.int64)
+    by_offset = np.argsort(rec, kind="stable")
+    seen = np.zeros(count, dtype=np.int64)
     for t in range(CQDB_TABLES):
         t_off, n = int(refs[t, 0]), int(refs[t, 1])
         if n == 0:
             continue
         r.need(t_off >= CQDB_DATA and off + t_off + 8 * n <= end, f"the {what} table's hash table {t} lies outside it")
         bucket = r.u32_array(off + t_off, 2 * n, f"the {what} table's hash table {t}").reshape(-1, 2)
-        for k in np.flatnonzero(bucket[:, 1]):
-            i = offsets_of.get(int(bucket[k, 1]))
-            r.need(i is not None, f"the {what} table's hash table {t} points to no record")
-            r.need(int(bucket[k, 0]) == int(hashes[i]) and int(hashes[i]) % CQDB_TABLES == t,
-                   f"{what} {i}: its hash is wrong")
-            r.need(not found[i], f"{what} {i}: listed twice in the hash tables")
-            found[i] = True
-    r.need(bool(found.all()), f"the {what} table's hash tables miss some names")
-    # the tagger's lookup walks from the first slot to an empty one: each key must be
-    # reachable that way, before any other key of the same string (names are unique)
-    r.need(len(set(names)) == count, f"the {what} table holds a name twice")
-    for t in range(CQDB_TABLES):
-        t_off, n = int(refs[t, 0]), int(refs[t, 1])
-        if n == 0:
+        occupied = bucket[:, 1] != 0
+        # a full table makes a tagger search it forever for an unknown name
+        r.need(not occupied.all(), f"the {what} table's hash table {t} has no empty slot")
+        slots = np.flatnonzero(occupied)
+        if len(slots) == 0:
             continue
-        bucket = r.u32_array(off + t_off, 2 * n, f"the {what} table's hash table {t}").reshape(-1, 2)
-        for k0 in np.flatnonzero(bucket[:, 1]):
-            i = offsets_of[int(bucket[k0, 1])]
-            k = (int(hashes[i]) >> 8) % n
-            steps = 0
-            while k != k0:
-                r.need(bucket[k, 1] != 0 and steps < n, f"{what} {i}: a tagger cannot find it in its hash table")
-                k = (k + 1) % n
-                steps += 1
+        pos = np.searchsorted(rec[by_offset], bucket[slots, 1])
+        pos = np.minimum(pos, count - 1) if count else pos
+        r.need(count > 0 and bool(np.all(rec[by_offset][pos] == bucket[slots, 1])),
+               f"the {what} table's hash table {t} points to no record")
+        ids = by_offset[pos]
+        r.need(bool(np.all(bucket[slots, 0] == hashes[ids])) and bool(np.all(hashes[ids] % CQDB_TABLES == t)),
+               f"the {what} table's hash table {t} holds a wrong hash")
+        np.add.at(seen, ids, 1)
+        empty = np.flatnonzero(~occupied)
+        before = np.searchsorted(empty, slots) - 1          # the last empty slot before each entry
+        last_empty = np.where(before >= 0, empty[np.maximum(before, 0)], empty[-1] - n)
+        home = (bucket[slots, 0] >> 8) % n
+        r.need(bool(np.all((slots - home) % n < slots - last_empty)),
+               f"the {what} table's hash table {t}: a tagger cannot find some of its names")
+    r.need(bool(np.all(seen == 1)), f"the {what} table's hash tables do not list each name once")
     return [n[:-1].decode("utf-8", "surrogateescape") for n in names]
 
 
