@@ -177,7 +177,8 @@ def test_tagger_probability_and_marginals_match_enumeration():
             want = sum(np.exp(score(p)) for p in paths if p[t] == lab) / z
             assert tagger.marginal(lab, t) == pytest.approx(want, rel=1e-10, abs=1e-15)
     info = tagger.info()
-    assert info.state_features == sf and info.transitions == tf and int(info.header["num_attrs"]) == len(crf.attributes_)
+    assert info.state_features == sf and info.transitions == tf
+    assert int(info.header["num_attrs"]) == len(crf.attributes_)
 
 
 def test_pickling_keeps_the_model_and_drops_the_tagger():

@@ -413,7 +413,8 @@ def read_bytes(data, name="<bytes>"):
     attributes = _read_cqdb(r, off_a, A, "attribute")
     # references: the tagger finds features through them, so they must list exactly
     # the features of each label / attribute
-    for chunk, off, n_min, what, sel in ((b"LFRF", off_lr, L, "label", ~state), (b"AFRF", off_ar, A, "attribute", state)):
+    for chunk, off, n_min, what, sel in ((b"LFRF", off_lr, L, "label", ~state),
+                                         (b"AFRF", off_ar, A, "attribute", state)):
         r.span(off, CHUNK_SIZE, f"the {what} references")
         r.need(r.data[off:off + 4] == chunk, f"the {what} references have no {chunk.decode()} mark")
         csize, cnum = struct.unpack_from("<II", r.data, off + 4)
