@@ -22,27 +22,29 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
     from .core.first_use import announce
     from .solvers import default_max_iter, get_solver
 
-    minimize = get_solver(est.solver)
+    solver = est._effective("solver")
+    minimize = get_solver(solver)
     entry = getattr(model, "entry_kernels", None)
     if entry is not None:
-        announce(entry(est.solver), quiet=not est.verbose)
-    options = dict(est.solver_options or {})
-    if est.solver in ("sgd-l1", "cd", "bcd") and "random_state" not in options:
+        announce(entry(solver), quiet=not est.verbose)
+    options = dict(est._effective("solver_options") or {})
+    if solver in ("sgd-l1", "cd", "bcd") and "random_state" not in options:
         options["random_state"] = est.random_state
     max_it = est._effective("max_iter")
-    max_iter = default_max_iter(est.solver) if max_it is None else int(max_it)
-    result = minimize(model, penalty, w0, max_iter=max_iter, tol=est.tol, gtol=est.gtol, window=est.window,
+    max_iter = default_max_iter(solver) if max_it is None else int(max_it)
+    tol, gtol = est._effective("tol"), est._effective("gtol")
+    result = minimize(model, penalty, w0, max_iter=max_iter, tol=tol, gtol=gtol, window=est._effective("window"),
                       monitor=monitor, **options)
     est.history_ = result.history
     est.n_iter_ = result.n_iter
     est.stop_reason_ = result.stop_reason
     est.objective_ = result.objective
-    if result.stop_reason == "max_iter" and max_iter > 0 and est.solver != "sgd-l1":
-        warnings.warn(f"{type(est).__name__}: solver {est.solver!r} stopped after max_iter={max_iter} iterations "
-                      f"before meeting tol={est.tol:g} / gtol={est.gtol:g}; increase max_iter or loosen tol",
+    if result.stop_reason == "max_iter" and max_iter > 0 and solver != "sgd-l1":
+        warnings.warn(f"{type(est).__name__}: solver {solver!r} stopped after max_iter={max_iter} iterations "
+                      f"before meeting tol={tol:g} / gtol={gtol:g}; increase max_iter or loosen tol",
                       ConvergenceWarning, stacklevel=3)
     elif result.stop_reason == "linesearch" and result.n_iter < EARLY_LINESEARCH:
-        warnings.warn(f"{type(est).__name__}: solver {est.solver!r} found no decrease of the objective after "
+        warnings.warn(f"{type(est).__name__}: solver {solver!r} found no decrease of the objective after "
                       f"{result.n_iter} iteration(s): the model is probably useless. The problem is badly scaled: "
                       f"check the size of the attribute values (scale them to about [-1, 1])",
                       ConvergenceWarning, stacklevel=3)
@@ -68,15 +70,16 @@ def check_common_params(est):
     """The parameter checks every penalised estimator shares (clear errors, before any
     work)."""
     from .solvers import get_solver
-    get_solver(est.solver)                      # raises a clear error for unknown names
-    check_number("l1", est.l1, allow_array=True)
+    solver = est._effective("solver")
+    get_solver(solver)                          # raises a clear error for unknown names
+    check_number("l1", est._effective("l1"), allow_array=True)
     check_number("l2", est.l2, allow_array=True)
-    check_number("tol", est.tol)
-    check_number("gtol", est.gtol)
-    check_number("window", est.window, low=1, integer=True)
+    check_number("tol", est._effective("tol"))
+    check_number("gtol", est._effective("gtol"))
+    check_number("window", est._effective("window"), low=1, integer=True)
     check_number("max_iter", est.max_iter, integer=True, allow_none=True)
     check_number("n_shards", getattr(est, "n_shards", None), low=1, integer=True, allow_none=True)
-    if est.solver == "lbfgs" and np.any(np.asarray(est._effective("l1")) > 0):
+    if solver == "lbfgs" and np.any(np.asarray(est._effective("l1")) > 0):
         raise ValueError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
     if est.solver_options is not None and not isinstance(est.solver_options, dict):
         raise TypeError(f"solver_options must be a dict or None, got {est.solver_options!r}")

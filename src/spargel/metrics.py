@@ -681,3 +681,8 @@ def sequence_scores(gold: Any, pred: Any, scheme: str = "auto") -> ChunkReport |
     if is_chunk_tagset(_distinct_tags(g) | _distinct_tags(p), scheme):
         return chunk_scores(g, p, scheme=scheme)
     return tag_scores(g, p)
+
+
+# sklearn-crfsuite's flat and sequence metrics (spargel.flat_metrics), under their names
+from .flat_metrics import (flat_accuracy_score, flat_classification_report, flat_f1_score,  # noqa: E402,F401
+                           flat_fbeta_score, flat_precision_score, flat_recall_score, sequence_accuracy_score)

@@ -14,15 +14,42 @@ class CRF(LogLinearCore):
 
     Minimises ``sum_i -log p(y_i | x_i) + l1 * ||w||_1 + l2 / 2 * ||w||^2``.
 
+    The constructor takes sklearn-crfsuite's parameters first, in its order, with
+    CRFsuite's names and meanings (``docs/migration.md``; a setting given under both
+    spellings with different values is refused), then spargel's own, keyword-only.
+
     Parameters
     ----------
+    algorithm : {"lbfgs", "l2sgd", "ap", "pa", "arow"}
+        CRFsuite's trainer. "lbfgs" (default): the ``solver`` parameter decides
+        (OWL-QN by default, which is CRFsuite's "lbfgs" with ``c1 > 0``); "l2sgd":
+        spargel's SGD ("sgd-l1") with ``l1 = 0``; "ap", "pa", "arow" are refused until
+        spargel has these trainers.
+    min_freq, all_possible_states, all_possible_transitions, c1, c2, max_iterations,
+    num_memories, epsilon, period, delta, linesearch, max_linesearch, calibration_eta,
+    calibration_rate, calibration_samples, calibration_candidates, calibration_max_trials,
+    pa_type, c, error_sensitive, averaging, variance, gamma
+        CRFsuite's training parameters (None: not given). ``c1 -> l1``, ``c2 -> l2 = 2 *
+        c2``, ``max_iterations -> max_iter``, ``epsilon -> gtol``, ``delta -> tol``,
+        ``period -> window``, ``num_memories`` / ``max_linesearch`` -> ``solver_options``;
+        ``min_freq`` drops features seen less often; each is accepted only by the
+        trainers CRFsuite accepts it for.
+    model_filename : str or None
+        ``fit`` writes the model there (CRFsuite's format when it can hold the model);
+        an unfitted estimator reads it on first use.
+    keep_tempfiles, trainer_cls
+        sklearn-crfsuite's; spargel makes no temporary files and has no trainer class
+        (``trainer_cls`` must stay None).
+    value_sep : {":", "="}
+        How a string feature value joins its key: ``{"w": "the"}`` is the attribute
+        ``w:the`` (python-crfsuite's naming, default) or ``w=the``.
     solver : {"owlqn", "lbfgs", "bcd", "cd", ...}
         OWL-QN handles ``l1 > 0`` (and elastic net); L-BFGS the smooth case ``l1 = 0``;
         "bcd" is blockwise coordinate descent (elastic net, fast on sparse models; "cd"
         its one-coordinate-at-a-time version for small problems), see ``docs/bcd.md``.
     l1, l2 : float
         Penalty weights (CRFsuite: ``l1 = c1``, ``l2 = 2 * c2``; Wapiti: ``l1 = rho1``,
-        ``l2 = rho2``).
+        ``l2 = rho2``). ``l1=None`` (default): 1, or 0 with ``algorithm="l2sgd"``.
     max_iter : int or None
         Iteration limit (passes over the data for SGD); None: the solver's default
         (500 for OWL-QN / L-BFGS, 30 passes for SGD, 200 sweeps for BCD / CD).
@@ -83,11 +110,38 @@ class CRF(LogLinearCore):
     _kind = "crf"
     _estimator_kind = "sequence_labeler"
 
-    def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=None, tol=1e-5, gtol=1e-5, window=10,
-                 feature_space="observed", template=None, pad=True, n_jobs=None, random_state=None,
-                 warm_start=False, verbose=0, solver_options=None, order=1, c1=None, c2=None,
-                 max_iterations=None, all_possible_transitions=None, all_possible_states=None, client=None,
-                 n_shards=None):
+    def __init__(self, algorithm="lbfgs", min_freq=None, all_possible_states=None, all_possible_transitions=None,
+                 c1=None, c2=None, max_iterations=None, num_memories=None, epsilon=None, period=None, delta=None,
+                 linesearch=None, max_linesearch=None, calibration_eta=None, calibration_rate=None,
+                 calibration_samples=None, calibration_candidates=None, calibration_max_trials=None, pa_type=None,
+                 c=None, error_sensitive=None, averaging=None, variance=None, gamma=None, verbose=0,
+                 model_filename=None, keep_tempfiles=False, trainer_cls=None, *, solver="owlqn", l1=None, l2=0.0,
+                 max_iter=None, tol=1e-5, gtol=1e-5, window=10, feature_space="observed", template=None, pad=True,
+                 n_jobs=None, random_state=None, warm_start=False, solver_options=None, order=1, client=None,
+                 n_shards=None, value_sep=":"):
+        self.algorithm = algorithm
+        self.min_freq = min_freq
+        self.num_memories = num_memories
+        self.epsilon = epsilon
+        self.period = period
+        self.delta = delta
+        self.linesearch = linesearch
+        self.max_linesearch = max_linesearch
+        self.calibration_eta = calibration_eta
+        self.calibration_rate = calibration_rate
+        self.calibration_samples = calibration_samples
+        self.calibration_candidates = calibration_candidates
+        self.calibration_max_trials = calibration_max_trials
+        self.pa_type = pa_type
+        self.c = c
+        self.error_sensitive = error_sensitive
+        self.averaging = averaging
+        self.variance = variance
+        self.gamma = gamma
+        self.model_filename = model_filename
+        self.keep_tempfiles = keep_tempfiles
+        self.trainer_cls = trainer_cls
+        self.value_sep = value_sep
         self.solver = solver
         self.l1 = l1
         self.l2 = l2
@@ -114,24 +168,24 @@ class CRF(LogLinearCore):
 
     # -- sklearn-crfsuite names ----------------------------------------------------------
     def _effective(self, name):
-        """sklearn-crfsuite's parameter names, when given, win over ours: ``c1`` ->
-        ``l1``, ``c2`` -> ``l2 = 2 * c2`` (CRFsuite's l2 term is ``c2 ||w||^2``),
-        ``max_iterations`` -> ``max_iter``. (``all_possible_transitions`` /
+        """The value training uses, with CRFsuite's spellings applied: ``c1`` -> ``l1``,
+        ``c2`` -> ``l2 = 2 * c2`` (CRFsuite's l2 term is ``c2 ||w||^2``),
+        ``max_iterations`` -> ``max_iter``, ``epsilon`` -> ``gtol``, ``delta`` -> ``tol``,
+        ``period`` -> ``window``, ``algorithm`` -> ``solver``, ``num_memories`` /
+        ``max_linesearch`` / the l2sgd calibration settings -> ``solver_options`` (see
+        :mod:`spargel.chain.crfsuite_compat`). (``all_possible_transitions`` /
         ``all_possible_states`` give every label pair a transition weight / every
         attribute a weight for every label: the "full" space, part by part.)"""
-        if name == "l1" and self.c1 is not None:
-            return self.c1
-        if name == "l2" and self.c2 is not None:
-            return 2.0 * self.c2
-        if name == "max_iter" and self.max_iterations is not None:
-            return self.max_iterations
-        return getattr(self, name)
+        from .crfsuite_compat import effective
+        return effective(self, name)
 
     def _check_params(self):
         from ..core.params import check_number
-        for name in ("c1", "c2"):
-            check_number(name, getattr(self, name), allow_none=True)
-        check_number("max_iterations", self.max_iterations, integer=True, allow_none=True)
+        from .crfsuite_compat import check_params
+        check_number("l1", self.l1, allow_array=True, allow_none=True)
+        check_params(self)
+        if self.value_sep not in ("=", ":"):
+            raise ValueError(f"value_sep must be ':' (python-crfsuite's naming) or '=', got {self.value_sep!r}")
         super()._check_params()
         self._check_order()
 
@@ -153,6 +207,15 @@ class CRF(LogLinearCore):
         return True if tpl is None else tpl.transitions
 
     def _feature_space(self, data):
+        space = self._feature_space_all(data)
+        if self.min_freq:
+            if self.order != 1 or len(space.b_pair):
+                raise ValueError("min_freq applies to first-order models without bigram attributes")
+            from .crfsuite_compat import apply_min_freq
+            space = apply_min_freq(space, data, float(self.min_freq))
+        return space
+
+    def _feature_space_all(self, data):
         from ..data.feature_space import FeatureSpace
         if self.feature_space == "full" or not (self.all_possible_states or self.all_possible_transitions):
             return super()._feature_space(data)
@@ -176,7 +239,7 @@ class CRF(LogLinearCore):
                                        line=getattr(seq, "line", None))
                 yield uni, (big if tpl.n_bigram else None)
             else:
-                yield sequence_attributes(columns, i), None
+                yield sequence_attributes(columns, i, self._value_sep()), None
 
     def _dataset(self, X, y=None, grow=False):
         if self._template() is not None:
@@ -191,7 +254,8 @@ class CRF(LogLinearCore):
             raise TypeError("X must be a list of sequences")
         if grow:
             self._uni_vocab, self._big_vocab, self._label_vocab = Vocabulary(), Vocabulary(), Vocabulary()
-        seq_ptr, uni_ptr, ids, vals = encode_sequences((getattr(x, "columns", x) for x in X), self._uni_vocab, grow)
+        seq_ptr, uni_ptr, ids, vals = encode_sequences((getattr(x, "columns", x) for x in X), self._uni_vocab, grow,
+                                                       self._value_sep())
         n = len(uni_ptr) - 1
         data = SequenceData(seq_ptr, uni_ptr, ids, vals, np.zeros(n + 1, np.int64), np.zeros(0, np.int32),
                             np.zeros(0))
@@ -266,13 +330,18 @@ class CRF(LogLinearCore):
 
         With ``client`` set, or when ``X`` is a list of column files (labels in their
         last column; ``y=None``) or a Dask bag, training goes through
-        :mod:`spargel.scaleout` (``docs/distributed.md``)."""
+        :mod:`spargel.chain.scaleout` (``docs/distributed.md``)."""
         from ..scaleout.cluster import is_dask_collection
         from .scaleout import is_file_list
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("give both X_dev and y_dev (the held-out data and its labels), or neither")
+        self._forget_fit()
         if self.client is not None or is_file_list(X) or is_dask_collection(X):
             from .scaleout import fit_crf
-            return fit_crf(self, X, y, X_dev, y_dev, callback, sample_weight)
+            fit_crf(self, X, y, X_dev, y_dev, callback, sample_weight)
+            return self._after_fit()
         self._check_params()
+        self._fitted_sep = self.value_sep
         if self.warm_start:
             self._remember_for_warm_start()
         y = _label_lists(y, "y")
@@ -281,7 +350,7 @@ class CRF(LogLinearCore):
         data = self._dataset(X, y, grow=True)
         from ..core.params import check_sample_weight
         self._sample_weight = check_sample_weight(sample_weight, data.n_sequences, "sequence")
-        if self.solver in ("cd", "bcd") and (self._sample_weight is not None or np.any(data.labels < 0)):
+        if self._effective("solver") in ("cd", "bcd") and (self._sample_weight is not None or np.any(data.labels < 0)):
             raise ValueError(f"solver {self.solver!r} does not take sample weights or partially labelled "
                              f"sequences; use solver='owlqn' (or 'sgd-l1')")
         dev = None
@@ -295,7 +364,25 @@ class CRF(LogLinearCore):
         if self.verbose:
             print(f"stopped after {self.n_iter_} iterations: {self.stop_reason_}; "
                   f"{self.n_active_features_} active features", file=sys.stderr)
+        return self._after_fit()
+
+    def _forget_fit(self):
+        """Drop what a previous fit or model file left (the tagger, cached sizes)."""
+        for name in ("_tagger", "_crfsuite_size"):
+            self.__dict__.pop(name, None)
+
+    def _after_fit(self):
+        """sklearn-crfsuite's ``model_filename``: the fitted model is written there (in
+        CRFsuite's format when it can hold the model, else in spargel's)."""
+        if self.model_filename is not None and hasattr(self, "weights_"):
+            from .crfsuite_compat import representable
+            self.save(self.model_filename, format="crfsuite" if representable(self) is None else "spargel")
         return self
+
+    def _value_sep(self):
+        """How string feature values join their key: the fitted model's way, else the
+        parameter's."""
+        return self.__dict__.get("_fitted_sep", self.value_sep)
 
     def partial_fit(self, X, y):
         """One pass of SGD-L1 over the chunk ``(X, y)``, continuing the previous calls:
@@ -322,6 +409,8 @@ class CRF(LogLinearCore):
                 raise ModelFileError(f"{path}: invalid model (stored template: {exc.message}"
                                      f"{'' if exc.line is None else f' on its line {exc.line}'})") from None
         self.template = template
+        # models saved before value_sep existed joined string values with "="
+        self._fitted_sep = meta["params"].get("value_sep", "=")
 
     def _meta(self):
         meta = super()._meta()
@@ -396,14 +485,20 @@ class CRF(LogLinearCore):
                 for s, lst in enumerate(lists)]
 
     def score(self, X, y):
-        """Token accuracy of ``predict(X)`` against ``y`` (labels the model does not know
-        raise; ``None`` labels are not counted)."""
+        """Token accuracy of ``predict(X)`` against ``y``: a gold label the model does not
+        know counts as an error (as in sklearn-crfsuite; ``cross_val_score`` folds may
+        hold labels the training folds lacked); ``None`` labels are not counted."""
         y = _label_lists(y, "y")
-        known = np.array([lab is not None for seq in y for lab in seq], dtype=bool)
-        y = [[self.classes_[0] if lab is None else lab for lab in seq] for seq in y]
-        data = self._data(X, y)
+        data = self._data(X)
         ids, _ = self._inference().decode(self.space_, data, self.weights_)
-        return float(np.mean((ids == data.labels)[known])) if known.any() else float("nan")
+        lengths = np.diff(data.seq_ptr)
+        if len(y) != data.n_sequences or any(len(g) != n for g, n in zip(y, lengths)):
+            raise ValueError("y must have one label per token of X")
+        lookup = self._label_vocab.mapping.get
+        gold = np.fromiter((-2 if lab is None else lookup(lab, -1) for seq in y for lab in seq), dtype=np.int64,
+                           count=int(data.n_tokens))
+        known = gold != -2
+        return float(np.mean((ids == gold)[known])) if known.any() else float("nan")
 
     def path(self, X, y, l1_values=None, n_l1=10, l1_min_ratio=1e-3, X_dev=None, y_dev=None):
         """Pseudo regularisation path: fits of this estimator's settings for decreasing
@@ -418,25 +513,92 @@ class CRF(LogLinearCore):
         names = self.classes_
         return [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
 
-    # -- inspection ----------------------------------------------------------------------
+    # -- sklearn-crfsuite's fitted surface ---------------------------------------------
+    # (None before fit, as in sklearn-crfsuite; with ``model_filename`` naming an existing
+    # file, the model is read from it on first use)
+    def _check_fitted(self):
+        self._load_model_file()
+        super()._check_fitted()
+
+    def _load_model_file(self):
+        if "weights_" in self.__dict__ or self.model_filename is None:
+            return
+        import os
+        if not os.path.exists(self.model_filename):
+            return
+        other = type(self).load(self.model_filename)
+        for name in ("_uni_vocab", "_big_vocab", "_label_vocab", "space_", "weights_", "_classes",
+                     "n_active_features_", "_fitted_sep", "_crfsuite_size"):
+            if name in other.__dict__:
+                self.__dict__[name] = other.__dict__[name]
+        if other.template is not None:
+            self.template = other.template
+
+    def _fitted(self):
+        self._load_model_file()
+        return "weights_" in self.__dict__
+
+    @property
+    def classes_(self):
+        """The labels (None before fit)."""
+        self._load_model_file()
+        return self.__dict__.get("_classes")
+
+    @classes_.setter
+    def classes_(self, value):
+        self.__dict__["_classes"] = value
+
+    @property
+    def tagger_(self):
+        """A python-crfsuite style ``Tagger`` of the fitted model (None before fit):
+        ``tag``, ``set``, ``probability``, ``marginal``, ``labels``, ``info``, ``dump``."""
+        if not self._fitted():
+            return None
+        tagger = self.__dict__.get("_tagger")
+        if tagger is None:
+            from .crfsuite_compat import Tagger
+            tagger = self.__dict__["_tagger"] = Tagger(self)
+        return tagger
+
+    @property
+    def size_(self):
+        """Size of the model in bytes: of its CRFsuite file (sklearn-crfsuite's
+        meaning), or of its arrays when that format cannot hold it (None before fit)."""
+        if not self._fitted():
+            return None
+        size = self.__dict__.get("_crfsuite_size")
+        if size is None:
+            from .crfsuite_compat import representable, to_crfsuite_model
+            if representable(self) is None:
+                from .crfsuite_format import to_bytes
+                size = len(to_bytes(to_crfsuite_model(self)))
+            else:
+                s = self.space_
+                size = int(self.weights_.nbytes + sum(a.nbytes for a in (s.u_ptr, s.u_lab, s.b_ptr, s.b_pair,
+                                                                          s.t_pair)))
+            self.__dict__["_crfsuite_size"] = size
+        return size
+
+    @property
+    def num_attributes_(self):
+        """Number of attributes in the model (None before fit)."""
+        return len(self._uni_vocab) if self._fitted() else None
+
     @property
     def attributes_(self):
-        """Names of the attributes that kept a non-zero weight (sklearn-crfsuite)."""
-        self._check_fitted()
-        return list(self._uni_vocab)
+        """Names of the attributes that kept a non-zero weight (None before fit)."""
+        return list(self._uni_vocab) if self._fitted() else None
 
     @property
     def training_log_(self):
-        """The per-iteration history rows (``history_``; sklearn-crfsuite's name)."""
-        if not hasattr(self, "history_"):
-            from ..errors import NotFittedError
-            raise NotFittedError("this CRF has no training log yet; call fit() first")
-        return self.history_
+        """The per-iteration history rows (``history_``; None before fit)."""
+        return self.__dict__.get("history_")
 
     @property
     def state_features_(self):
-        """{(attribute, label): weight} for the non-zero unigram weights."""
-        self._check_fitted()
+        """{(attribute, label): weight} for the non-zero unigram weights (None before fit)."""
+        if not self._fitted():
+            return None
         s, w, names = self.space_, self.weights_, self.classes_
         out = {}
         for a, attr in enumerate(self._uni_vocab):
@@ -444,6 +606,38 @@ class CRF(LogLinearCore):
                 if w[k] != 0:
                     out[(attr, names[s.u_lab[k]])] = float(w[k])
         return out
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_tagger", None)
+        return state
+
+    # -- model files -------------------------------------------------------------------
+    def save(self, path, format="spargel"):
+        """Write the fitted model to ``path``: ``format="spargel"`` (default: spargel's
+        own safe format, any model) or ``"crfsuite"`` (CRFsuite's model file, read by
+        python-crfsuite's ``Tagger``, ``crfsuite tag`` and ``CRF.load``; first-order
+        models without bigram attributes or templates only, refused with the reason
+        otherwise)."""
+        if format == "spargel":
+            return super().save(path)
+        if format != "crfsuite":
+            raise ValueError(f"format must be 'spargel' or 'crfsuite', got {format!r}")
+        self._check_fitted()
+        from .crfsuite_format import write
+        from .crfsuite_compat import to_crfsuite_model
+        write(path, to_crfsuite_model(self))
+
+    @classmethod
+    def load(cls, path):
+        """Read a model file: spargel's own format (:meth:`save`) or a CRFsuite model
+        file (recognised by its first bytes; its string feature values join their key
+        with ":", as python-crfsuite's). Raises ``ModelFileError`` on any problem."""
+        from .crfsuite_format import is_crfsuite_file
+        if is_crfsuite_file(path):
+            from .crfsuite_compat import from_crfsuite_file
+            return from_crfsuite_file(cls, path)
+        return super().load(path)
 
     @property
     def bigram_features_(self):
@@ -464,8 +658,10 @@ class CRF(LogLinearCore):
     @property
     def transition_features_(self):
         """{(previous label, label): weight} for the non-zero transition weights (order 2:
-        {(label two back, previous label, label): weight} of the label triples)."""
-        self._check_fitted()
+        {(label two back, previous label, label): weight} of the label triples; None
+        before fit)."""
+        if not self._fitted():
+            return None
         s, w, names = self.space_, self.weights_, list(self.classes_)
         if getattr(s, "order", 1) == 2:
             from .crf2_space import triple_names

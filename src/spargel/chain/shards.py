@@ -67,7 +67,8 @@ def encode_part(params, X, y, where=None):
     if est._template() is not None:
         data = build_dataset(est._rows(X), uni, big, lab, y, grow=True)
     else:
-        seq_ptr, uni_ptr, ids, vals = encode_sequences((getattr(x, "columns", x) for x in X), uni, True)
+        seq_ptr, uni_ptr, ids, vals = encode_sequences((getattr(x, "columns", x) for x in X), uni, True,
+                                                       est._value_sep())
         n = len(uni_ptr) - 1
         data = SequenceData(seq_ptr, uni_ptr, ids, vals, np.zeros(n + 1, np.int64), np.zeros(0, np.int32),
                             np.zeros(0))

@@ -160,6 +160,11 @@ input:
                      imposed on decoding, '_' (or an empty tab-separated field)
                      is predicted.
 
+  With a CRFsuite model file (from 'crfsuite learn' or python-crfsuite), INPUT is
+  in CRFsuite's data format (label, then tab-separated attributes 'name' or
+  'name:value') and the output is 'crfsuite tag''s: one predicted label a line
+  (with --marginals: 'label:probability', as 'crfsuite tag -i').
+
 output:
   OUTPUT is written completely or not at all (a temporary file renamed at the
   end); it may not be INPUT or MODEL. Text is written in --encoding.
@@ -985,6 +990,16 @@ def cmd_label(args):
     _refuse_same({"OUTPUT": args.output}, {"INPUT": args.input, "--model": args.model})
     if args.output not in (None, "-"):
         _check_writable(args.output)
+    from ..chain.crfsuite_format import is_crfsuite_file
+    if args.model != "-" and is_crfsuite_file(args.model):      # CRFsuite's data and output formats
+        from . import crfsuite as crfsuite_cli
+        from ..chain.estimator import CRF
+        if args.nbest > 1 or args.force:
+            raise UsageError("label: --nbest and --force are not available with a CRFsuite model file")
+        model = CRF.load(args.model)
+        text, name = _read_text(args.input, args.encoding)
+        write_output(args.output, crfsuite_cli.label(args, model, text, name), args.encoding)
+        return 0
     model = _load_crf(args.model)
     text, name = read_text(args.input, args.encoding)
     tabbed = any("\t" in line for line in text.split("\n", 50)[:50])

@@ -3,9 +3,11 @@
 A token is described by one of
 
 * a dict: ``{"word.lower()": "the", "is_title": True, "len": 3.0, "prev": {"pos": "DT"}}``.
-  A string value becomes the attribute ``key=value`` with value 1; ``True``/``False``
-  become ``key`` with value 1/0; an int or float is the value of ``key``; a nested dict
-  prefixes its keys with ``key:``; a list, tuple or set of strings gives one ``key=item``
+  A string value becomes the attribute ``key=value`` with value 1 (``key:value`` with
+  ``sep=":"``, python-crfsuite's naming, which :class:`spargel.CRF` uses); a ``bytes``
+  key or value is read as UTF-8 text; ``True``/``False`` become ``key`` with value 1/0;
+  an int or float is the value of ``key``; a nested dict prefixes its keys with
+  ``key:``; a list, tuple or set of strings gives one ``key=item`` (``key:item``)
   attribute per item;
 * a list of attribute strings (each with value 1), or of ``(attribute, value)`` pairs.
 
@@ -19,16 +21,18 @@ import math
 from numbers import Real
 
 
-def token_attributes(token, where=""):
+def token_attributes(token, where="", sep="="):
     """The ``(attribute, value)`` list of one token (see the module docstring)."""
     if isinstance(token, dict):
         out = []
-        _flatten(token, "", out, where)
+        _flatten(token, "", out, where, sep)
         return out
     if isinstance(token, str):
         raise TypeError(f"{where}a token must be a dict or a list of attributes, not a string")
     out = []
     for item in token:
+        if isinstance(item, bytes):
+            item = _text(item, where)
         if isinstance(item, str):
             out.append((item, 1.0))
         elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
@@ -49,32 +53,45 @@ def _value(v, key, where):
     return v
 
 
-def _flatten(d, prefix, out, where):
+def _text(b, where):
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{where}{b!r} is not UTF-8 text") from None
+
+
+def _flatten(d, prefix, out, where, sep="="):
     for key, v in d.items():
+        if isinstance(key, bytes):
+            key = _text(key, where)
         name = f"{prefix}{key}"
+        if isinstance(v, bytes):
+            v = _text(v, where)
         if isinstance(v, str):
-            out.append((f"{name}={v}", 1.0))
+            out.append((f"{name}{sep}{v}", 1.0))
         elif isinstance(v, dict):
-            _flatten(v, name + ":", out, where)
+            _flatten(v, name + ":", out, where, sep)
         elif isinstance(v, (list, tuple, set, frozenset)):
             for item in v:
+                if isinstance(item, bytes):
+                    item = _text(item, where)
                 if not isinstance(item, str):
                     raise TypeError(f"{where}list value of {name!r} must hold strings, got {item!r}")
-                out.append((f"{name}={item}", 1.0))
+                out.append((f"{name}{sep}{item}", 1.0))
         else:
             out.append((name, _value(v, name, where)))
 
 
-def sequence_attributes(seq, index=None):
+def sequence_attributes(seq, index=None, sep="="):
     """``token_attributes`` for every token of one sequence."""
     out = []
     for t, token in enumerate(seq):
         where = f"sequence {index}, token {t}: " if index is not None else f"token {t}: "
-        out.append(token_attributes(token, where))
+        out.append(token_attributes(token, where, sep))
     return out
 
 
-def encode_sequences(X, vocab, grow):
+def encode_sequences(X, vocab, grow, sep="="):
     """Sequences of feature dicts (or attribute lists) straight to flat arrays:
     ``(seq_ptr, uni_ptr, uni_ids, uni_vals)`` over ``vocab``'s attribute ids, with the
     conversion rules of :func:`token_attributes`. With ``grow`` new attributes are added
@@ -90,7 +107,7 @@ def encode_sequences(X, vocab, grow):
 
     mapping = vocab.mapping
     get = mapping.get
-    split = vocab.split_index()
+    split = vocab.split_index(sep)
     ids, vals = [], []
     uni_ptr, seq_ptr = [0], [0]
     n_tok = 0
@@ -99,10 +116,10 @@ def encode_sequences(X, vocab, grow):
             raise TypeError(f"sequence {s} must be a list of tokens, not a {type(seq).__name__}")
         n = 0
         for tok in seq:
-            if type(tok) is dict and _plain_dict(tok, get, split, grow, vocab, ids, vals):
+            if type(tok) is dict and _plain_dict(tok, get, split, grow, vocab, ids, vals, sep):
                 pass
             else:
-                for name, v in token_attributes(tok, f"sequence {s}, token {n}: "):
+                for name, v in token_attributes(tok, f"sequence {s}, token {n}: ", sep):
                     if v == 0.0:
                         continue
                     i = get(name)
@@ -122,7 +139,7 @@ def encode_sequences(X, vocab, grow):
             np.asarray(ids, dtype=np.int32), np.asarray(vals, dtype=np.float64))
 
 
-def _plain_dict(tok, get, split, grow, vocab, ids, vals):
+def _plain_dict(tok, get, split, grow, vocab, ids, vals, sep="="):
     """Append the attributes of a dict whose values are all str / float / int / bool;
     returns False (having appended nothing) when some value is anything else. A string
     value is looked up as ``split[key][value]`` (no ``key=value`` string is built unless
@@ -142,7 +159,7 @@ def _plain_dict(tok, get, split, grow, vocab, ids, vals):
                     continue
             if not grow:                      # the split index knows every key=value name
                 continue
-            name = f"{key}={v}"
+            name = f"{key}{sep}{v}"
             x = 1.0
         elif tv is float or tv is int or tv is bool:
             if not v:

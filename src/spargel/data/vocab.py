@@ -28,19 +28,20 @@ class Vocabulary:
             self._ids[name] = i
             self._names.append(name)
             if self._split is not None:
-                _index_splits(self._split, name, i)
+                _index_splits(self._split[1], name, i, self._split[0])
         return i
 
-    def split_index(self):
-        """``{key: {value: id}}`` for every way of writing each name as ``key=value``
-        (kept up to date by :meth:`add`): looking up a feature-dict entry ``key: value``
-        this way needs no new string (the tagging hot path)."""
-        if self._split is None:
+    def split_index(self, sep="="):
+        """``{key: {value: id}}`` for every way of writing each name as ``key + sep +
+        value`` (kept up to date by :meth:`add`; one separator at a time): looking up a
+        feature-dict entry ``key: value`` this way needs no new string (the tagging hot
+        path)."""
+        if self._split is None or self._split[0] != sep:
             index = {}
             for i, name in enumerate(self._names):
-                _index_splits(index, name, i)
-            self._split = index
-        return self._split
+                _index_splits(index, name, i, sep)
+            self._split = (sep, index)
+        return self._split[1]
 
     def id(self, name, default=-1):
         """The id of ``name``, or ``default`` when it is unknown."""
@@ -116,11 +117,11 @@ class Vocabulary:
         return vocab
 
 
-def _index_splits(index, name, i):
-    j = name.find("=")
+def _index_splits(index, name, i, sep="="):
+    j = name.find(sep)
     while j >= 0:
         sub = index.get(name[:j])
         if sub is None:
             sub = index[name[:j]] = {}
-        sub[name[j + 1:]] = i
-        j = name.find("=", j + 1)
+        sub[name[j + len(sep):]] = i
+        j = name.find(sep, j + 1)

@@ -1,0 +1,395 @@
+"""What makes :class:`spargel.CRF` a drop-in for sklearn-crfsuite / python-crfsuite: the
+CRFsuite training parameters and how they map onto spargel's, the ``tagger_`` object,
+and the conversion between a fitted CRF and a CRFsuite model file."""
+
+import numpy as np
+
+from ..errors import ModelFileError
+
+#: CRFsuite's trainers: (description, spargel solver or None: the ``solver`` parameter decides)
+ALGORITHMS = {
+    "lbfgs": ("L-BFGS / OWL-QN on the penalised likelihood", None),
+    "l2sgd": ("stochastic gradient descent with an L2 penalty", "sgd-l1"),
+    "ap": ("averaged perceptron", "ap"),
+    "pa": ("passive-aggressive", "pa"),
+    "arow": ("adaptive regularisation of weight vectors (AROW)", "arow"),
+}
+
+#: the CRFsuite parameters each trainer takes (CRFsuite refuses the others)
+TRAINER_PARAMS = {
+    "lbfgs": {"c1", "c2", "max_iterations", "num_memories", "epsilon", "period", "delta", "linesearch",
+              "max_linesearch"},
+    "l2sgd": {"c2", "max_iterations", "period", "delta", "calibration_eta", "calibration_rate",
+              "calibration_samples", "calibration_candidates", "calibration_max_trials"},
+    "ap": {"max_iterations", "epsilon"},
+    "pa": {"max_iterations", "epsilon", "pa_type", "c", "error_sensitive", "averaging"},
+    "arow": {"max_iterations", "epsilon", "variance", "gamma"},
+}
+ALL_TRAINER_PARAMS = sorted(set().union(*TRAINER_PARAMS.values()))
+LINESEARCHES = ("MoreThuente", "Backtracking", "StrongBacktracking")
+
+# spargel's defaults of the parameters that have a CRFsuite spelling (a value equal to
+# the default counts as "not given" when the CRFsuite spelling is given)
+_DEFAULTS = {"l2": 0.0, "tol": 1e-5, "gtol": 1e-5, "window": 10}
+
+
+def algorithm_name(est):
+    alg = "lbfgs" if est.algorithm is None else est.algorithm
+    if alg not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {', '.join(repr(a) for a in ALGORITHMS)}, got {alg!r}")
+    return alg
+
+
+def effective_solver(est):
+    """The spargel solver that trains ``est``: the ``solver`` parameter for CRFsuite's
+    'lbfgs' (OWL-QN by default, which is what CRFsuite's 'lbfgs' does with c1 > 0),
+    the mapped solver for the others."""
+    alg = algorithm_name(est)
+    desc, solver = ALGORITHMS[alg]
+    if solver is None:
+        return est.solver
+    if est.solver not in ("owlqn", solver):
+        raise ValueError(f"algorithm={alg!r} and solver={est.solver!r} name two different trainers; give one")
+    from ..solvers import SOLVERS
+    if solver not in SOLVERS:
+        raise ValueError(f"algorithm={alg!r} ({desc}) is not implemented in this version of spargel; use "
+                         f"algorithm='lbfgs' (solver 'owlqn' or 'lbfgs') or 'l2sgd' (spargel's SGD)")
+    return solver
+
+
+def _given(est, name):
+    return getattr(est, name) is not None
+
+
+def _same_value(a, b):
+    try:
+        return bool(np.all(np.asarray(a, dtype=float) == np.asarray(b, dtype=float)))
+    except (TypeError, ValueError):
+        return a == b
+
+
+def check_params(est):
+    """Validate the CRFsuite parameters of ``est``: each belongs to the chosen trainer,
+    and no setting is given twice under two spellings with different values."""
+    from ..core.params import check_number
+    alg = algorithm_name(est)
+    effective_solver(est)
+    for name in ALL_TRAINER_PARAMS:
+        if _given(est, name) and name not in TRAINER_PARAMS[alg]:
+            users = [a for a, ps in TRAINER_PARAMS.items() if name in ps]
+            raise ValueError(f"{name}={getattr(est, name)!r} is a parameter of CRFsuite's "
+                             f"{', '.join(repr(u) for u in users)} trainer(s), not of algorithm={alg!r}")
+    for name in ("c1", "c2", "epsilon", "delta", "calibration_eta", "c", "variance", "gamma"):
+        check_number(name, getattr(est, name), allow_none=True)
+    for name in ("max_iterations", "num_memories", "period", "max_linesearch", "calibration_samples",
+                 "calibration_candidates", "calibration_max_trials"):
+        check_number(name, getattr(est, name), integer=True, allow_none=True)
+    check_number("min_freq", est.min_freq, allow_none=True)
+    if _given(est, "period") and est.period < 1:
+        raise ValueError(f"period must be >= 1, got {est.period!r}")
+    if _given(est, "calibration_rate"):
+        check_number("calibration_rate", est.calibration_rate)
+        if est.calibration_rate <= 1:
+            raise ValueError(f"calibration_rate must be > 1, got {est.calibration_rate!r}")
+    if _given(est, "linesearch") and est.linesearch not in LINESEARCHES:
+        raise ValueError(f"linesearch must be one of {LINESEARCHES}, got {est.linesearch!r}")
+    if _given(est, "pa_type") and (isinstance(est.pa_type, bool) or est.pa_type not in (0, 1, 2)):
+        raise ValueError(f"pa_type must be 0, 1 or 2, got {est.pa_type!r}")
+    if est.trainer_cls is not None:
+        raise ValueError("trainer_cls (a python-crfsuite Trainer class) has no meaning in spargel: training "
+                         "does not go through python-crfsuite")
+    # one setting, two spellings
+    pairs = [("c1", "l1", est.c1, est.l1, est.l1 is not None),
+             ("c2", "l2", None if est.c2 is None else 2.0 * est.c2, est.l2, not _same_value(est.l2, 0.0)),
+             ("max_iterations", "max_iter", est.max_iterations, est.max_iter, est.max_iter is not None),
+             ("epsilon", "gtol", est.epsilon, est.gtol, not _same_value(est.gtol, _DEFAULTS["gtol"])),
+             ("delta", "tol", est.delta, est.tol, not _same_value(est.tol, _DEFAULTS["tol"])),
+             ("period", "window", est.period, est.window, not _same_value(est.window, _DEFAULTS["window"]))]
+    for crfsuite, ours, theirs_value, our_value, ours_given in pairs:
+        if theirs_value is not None and ours_given and not _same_value(theirs_value, our_value):
+            shown = f"{crfsuite}={getattr(est, crfsuite)!r}"
+            if crfsuite == "c2":
+                shown += f" (l2 = 2 * c2 = {theirs_value!r})"
+            raise ValueError(f"{shown} and {ours}={our_value!r} set the same thing to different values; give one")
+    opts = est.solver_options or {}
+    if isinstance(opts, dict):
+        for crfsuite, ours in (("num_memories", "memory"), ("max_linesearch", "max_linesearch"),
+                               ("calibration_samples", "calibration_samples")):
+            if _given(est, crfsuite) and ours in opts and opts[ours] != getattr(est, crfsuite):
+                raise ValueError(f"{crfsuite}={getattr(est, crfsuite)!r} and solver_options[{ours!r}]="
+                                 f"{opts[ours]!r} set the same thing to different values; give one")
+    if est.c1 is not None and est.c1 > 0 and effective_solver(est) == "lbfgs":
+        raise ValueError("c1 > 0 needs solver='owlqn' (CRFsuite's 'lbfgs' with c1 > 0 is OWL-QN)")
+
+
+def effective(est, name):
+    """The value of spargel parameter ``name`` that training uses, with the CRFsuite
+    spellings applied."""
+    alg = algorithm_name(est)
+    if name == "solver":
+        return effective_solver(est)
+    if name == "l1":
+        if est.c1 is not None:
+            return est.c1
+        if est.l1 is not None:
+            return est.l1
+        return 0.0 if alg == "l2sgd" else 1.0      # l2sgd is CRFsuite's L2-only SGD
+    if name == "l2":
+        return 2.0 * est.c2 if est.c2 is not None else est.l2
+    if name == "max_iter":
+        return est.max_iterations if est.max_iterations is not None else est.max_iter
+    if name == "gtol":
+        return est.epsilon if est.epsilon is not None else est.gtol
+    if name == "tol":
+        return est.delta if est.delta is not None else est.tol
+    if name == "window":
+        return est.period if est.period is not None else est.window
+    if name == "solver_options":
+        opts = dict(est.solver_options or {})
+        if est.num_memories is not None:
+            opts["memory"] = int(est.num_memories)
+        if est.max_linesearch is not None:
+            opts["max_linesearch"] = int(est.max_linesearch)
+        if alg == "l2sgd":
+            if est.calibration_samples is not None:
+                opts["calibration_samples"] = int(est.calibration_samples)
+            if any(getattr(est, n) is not None for n in ("calibration_eta", "calibration_rate",
+                                                         "calibration_candidates", "calibration_max_trials")):
+                opts.setdefault("calibration_candidates", calibration_candidates(est))
+        return opts or None
+    return getattr(est, name)
+
+
+def calibration_candidates(est):
+    """The learning rates spargel's SGD calibration tries for CRFsuite's calibration
+    settings: ``eta``, ``eta / rate``, ``eta * rate``, ``eta / rate^2``, ... (CRFsuite
+    walks the same ladder, up while the loss decreases, then down), at most
+    ``max_trials`` of them."""
+    eta = 0.1 if est.calibration_eta is None else float(est.calibration_eta)
+    rate = 2.0 if est.calibration_rate is None else float(est.calibration_rate)
+    trials = 20 if est.calibration_max_trials is None else int(est.calibration_max_trials)
+    out = [eta]
+    k = 1
+    while len(out) < max(trials, 1):
+        out.append(eta / rate ** k)
+        if len(out) < trials:
+            out.append(eta * rate ** k)
+        k += 1
+    return tuple(out[:max(trials, 1)])
+
+
+# --------------------------------------------------------------------------- min_freq
+def apply_min_freq(space, data, min_freq):
+    """Drop the (attribute, label) weights and the transitions seen less than
+    ``min_freq`` times in the labelled ``data`` (CRFsuite's ``feature.minfreq``: a state
+    feature's frequency sums the attribute's values at the tokens with that label, a
+    transition's counts its occurrences; features never seen, added by
+    ``all_possible_states`` / ``_transitions``, have frequency 0)."""
+    from ..core.ranges import owners
+    L = space.n_labels
+    lab = np.asarray(data.labels, dtype=np.int64)
+    y = lab[owners(data.uni_ptr)]
+    m = y >= 0
+    key = np.asarray(data.uni_ids, dtype=np.int64)[m] * L + y[m]
+    ukey, inv = np.unique(key, return_inverse=True)
+    freq = np.bincount(inv, weights=np.asarray(data.uni_vals, dtype=np.float64)[m], minlength=len(ukey))
+    ukey = np.append(ukey, np.iinfo(np.int64).max)          # a sentinel: searchsorted stays in range
+    freq = np.append(freq, 0.0)
+    space_key = owners(space.u_ptr).astype(np.int64) * L + space.u_lab
+    pos = np.searchsorted(ukey, space_key)
+    keep_u = np.where(ukey[pos] == space_key, freq[pos], 0.0) >= min_freq
+    csum = np.zeros(len(keep_u) + 1, dtype=np.int64)
+    np.cumsum(keep_u, out=csum[1:])
+    # transitions: consecutive labelled tokens of one sequence
+    inner = np.ones(max(len(lab) - 1, 0), dtype=bool)
+    starts = np.asarray(data.seq_ptr, dtype=np.int64)[1:-1]
+    inner[starts - 1] = False
+    a, b = lab[:-1][inner], lab[1:][inner]
+    ok = (a >= 0) & (b >= 0)
+    tcount = np.bincount(a[ok] * L + b[ok], minlength=L * L)
+    keep_t = tcount[space.t_pair] >= min_freq
+    return type(space)(space.n_labels, csum[space.u_ptr], space.u_lab[keep_u].copy(), space.b_ptr,
+                       space.b_pair, space.t_pair[keep_t].copy())
+
+
+# --------------------------------------------------------------------------- model files
+def representable(est):
+    """None when a CRFsuite file can hold ``est``'s model, else the reason why not."""
+    s = est.space_
+    if getattr(s, "order", 1) != 1:
+        return "it is a second-order CRF; CRFsuite files hold first-order CRFs only"
+    if est._template() is not None:
+        return ("its features come from a template, which a CRFsuite file cannot hold (a CRFsuite tagger is "
+                "given the attributes themselves)")
+    if len(s.b_pair):
+        return ("it has observation-conditioned bigram (label pair) weights, which CRFsuite's first-order "
+                "model does not have")
+    return None
+
+
+def to_crfsuite_model(est):
+    from .crfsuite_format import CRFsuiteModel
+    reason = representable(est)
+    if reason is not None:
+        raise ValueError(f"cannot write this model in CRFsuite's format: {reason}")
+    s, w = est.space_, est.weights_
+    return CRFsuiteModel([str(c) for c in est.classes_], list(est._uni_vocab), s.u_ptr, s.u_lab,
+                         w[:s.b_base], s.t_pair, w[s.t_base:])
+
+
+def from_crfsuite_file(cls, path):
+    """A fitted ``cls`` holding the CRFsuite model in ``path``."""
+    from . import crfsuite_format
+    from ..data.vocab import Vocabulary
+    from ..data.feature_space import FeatureSpace
+    m = crfsuite_format.read(path)
+    est = cls(value_sep=":")
+    try:
+        est._uni_vocab = Vocabulary(m.attributes)
+        est._big_vocab = Vocabulary()
+        est._label_vocab = Vocabulary(m.labels)
+        space = FeatureSpace(len(m.labels), m.u_ptr, m.u_lab, np.zeros(1, np.int64),
+                             np.zeros(0, np.int32), m.t_pair)
+        space.validate(len(m.attributes), 0)
+    except ValueError as exc:
+        raise ModelFileError(f"{path}: invalid CRFsuite model ({exc})") from None
+    est.space_ = space
+    est.weights_ = np.concatenate([m.u_w, m.t_w])
+    est.classes_ = est._label_vocab.names
+    est.n_active_features_ = int(np.count_nonzero(est.weights_))
+    est._crfsuite_size = m.size
+    est._fitted_sep = ":"
+    return est
+
+
+# --------------------------------------------------------------------------- the tagger
+class ParsedDump:
+    """What python-crfsuite's ``Tagger.info()`` returns: ``header``, ``labels``,
+    ``attributes`` (name -> id, as strings), ``transitions`` {(from, to): weight} and
+    ``state_features`` {(attribute, label): weight}."""
+
+    def __init__(self, header, labels, attributes, transitions, state_features):
+        self.header, self.labels, self.attributes = header, labels, attributes
+        self.transitions, self.state_features = transitions, state_features
+
+
+class Tagger:
+    """python-crfsuite's ``Tagger`` over a spargel CRF: ``open(path)``, ``tag(xseq)``,
+    ``set(xseq)``, ``probability(yseq)``, ``marginal(y, t)``, ``labels()``, ``info()``,
+    ``dump(path)``, ``close()``. ``crf.tagger_`` is one bound to a fitted CRF."""
+
+    def __init__(self, crf=None):
+        self._crf = crf
+        self._xseq = None
+
+    # -- opening --------------------------------------------------------------------
+    def open(self, name):
+        """Load a model file (CRFsuite's format or spargel's)."""
+        from .estimator import CRF
+        self._crf = CRF.load(name)
+        self._xseq = None
+        return self
+
+    def open_inmemory(self, value):
+        """Load a CRFsuite model from its bytes."""
+        import os
+        import tempfile
+        fd, path = tempfile.mkstemp(suffix=".crfsuite")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(bytes(value))
+            return self.open(path)
+        finally:
+            os.unlink(path)
+
+    def close(self):
+        self._crf = None
+        self._xseq = None
+
+    def _model(self):
+        if self._crf is None:
+            raise ValueError("the tagger has no model: call open() first")
+        return self._crf
+
+    # -- tagging --------------------------------------------------------------------
+    def labels(self):
+        return [str(c) for c in self._model().classes_]
+
+    def set(self, xseq):
+        """Set the sequence that ``tag()``, ``probability`` and ``marginal`` work on."""
+        xseq = list(xseq)
+        self._model()
+        self._xseq = xseq
+        self._marg = None
+
+    def tag(self, xseq=None):
+        """The most probable labels of ``xseq`` (or of the sequence given to ``set``)."""
+        if xseq is not None:
+            self.set(xseq)
+        if self._xseq is None:
+            raise ValueError("no sequence: call set(xseq) or tag(xseq)")
+        if not self._xseq:
+            return []
+        return self._model().predict([self._xseq])[0]
+
+    def _current(self):
+        if self._xseq is None:
+            raise ValueError("no sequence: call set(xseq) first")
+        return self._xseq
+
+    def probability(self, yseq):
+        """p(yseq | x) of the current sequence."""
+        x = self._current()
+        crf = self._model()
+        yseq = list(yseq)
+        if len(yseq) != len(x):
+            raise ValueError(f"the label sequence has {len(yseq)} labels, the sequence {len(x)} items")
+        unknown = [y for y in yseq if y not in crf._label_vocab]
+        if unknown:
+            raise ValueError(f"unknown label {unknown[0]!r}")
+        data = crf._dataset([x], [yseq])
+        loss = crf._inference().sequence_loss(crf.space_, data, crf.weights_)
+        return float(np.exp(-loss[0]))
+
+    def marginal(self, y, pos):
+        """p(label ``y`` at position ``pos`` | x) of the current sequence."""
+        x = self._current()
+        crf = self._model()
+        if not 0 <= pos < len(x):
+            raise ValueError(f"position {pos} is outside the sequence (length {len(x)})")
+        if self._marg is None:
+            data = crf._dataset([x])
+            self._marg, _ = crf._inference().marginals(crf.space_, data, crf.weights_)
+        i = crf._label_vocab.id(y)
+        if i < 0:
+            raise ValueError(f"unknown label {y!r}")
+        return float(self._marg[pos, i])
+
+    # -- inspection -----------------------------------------------------------------
+    def info(self):
+        crf = self._model()
+        labels = self.labels()
+        attrs = list(crf._uni_vocab)
+        header = {"magic": "lCRF", "type": "FOMC", "version": "100", "num_labels": str(len(labels)),
+                  "num_attrs": str(len(attrs)), "num_features": str(int(np.count_nonzero(crf.weights_))),
+                  "size": str(crf.size_)}
+        return ParsedDump(header, {n: str(i) for i, n in enumerate(labels)},
+                          {n: str(i) for i, n in enumerate(attrs)}, crf.transition_features_,
+                          crf.state_features_)
+
+    def dump(self, filename=None):
+        """Write a readable listing of the model (labels, attributes, weights) to
+        ``filename`` (standard output when None)."""
+        import sys
+        info = self.info()
+        lines = ["FILEHEADER = {"] + [f"  {k}: {v}" for k, v in info.header.items()] + ["}", "", "LABELS = {"]
+        lines += [f"  {i:5d}: {n}" for n, i in ((n, int(i)) for n, i in info.labels.items())] + ["}", ""]
+        lines += ["TRANSITIONS = {"] + [f"  ({a} --> {b}): {v:f}" for (a, b), v in info.transitions.items()]
+        lines += ["}", "", "STATE_FEATURES = {"]
+        lines += [f"  ({a} --> {b}): {v:f}" for (a, b), v in info.state_features.items()] + ["}", ""]
+        text = "\n".join(lines) + "\n"
+        if filename is None:
+            sys.stdout.write(text)
+        else:
+            with open(filename, "w", encoding="utf-8") as fh:
+                fh.write(text)
