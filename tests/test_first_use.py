@@ -164,3 +164,41 @@ def test_kernel_flags_hash_by_names_and_compare_by_values():
     assert a != flags(nrt=False, error_model="python")
     assert a != flags(nrt=False)
     assert {a: 1}.get(b) == 1 and {a: 1}.get(flags(nrt=True, error_model="numpy")) is None
+
+
+PLAIN_FIT = """
+import sys, warnings
+{prelude}
+import numpy as np
+import spargel
+from spargel.core import jit
+from spargel.datasets import make_chain_data
+X, y, _ = make_chain_data(n_sequences=20, random_state=0)
+m = spargel.LogLinearClassifier(max_iter=30, l1=0.1).fit([x[0] for x in X], [s[0] for s in y])
+print("SPEEDUPS", jit.SPEEDUPS)
+print("OBJ", repr(float(m.objective_)))
+print("PRED", ",".join(map(str, m.predict([x[0] for x in X]))))
+"""
+
+
+def _plain_fit(tmp_path, prelude):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT / "src"))
+    env.pop("SPARGEL_PLAIN_NJIT", None)
+    done = subprocess.run([sys.executable, "-c", PLAIN_FIT.format(prelude=prelude)], capture_output=True,
+                          text=True, env=env, check=True)
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+    return lines["SPEEDUPS"], (float(lines["OBJ"]), lines["PRED"]), done.stderr
+
+
+def test_a_numba_without_the_internals_falls_back_to_plain_njit(tmp_path):
+    """When numba's private API is not what the compile-time speed-ups expect (simulated:
+    the code library class they subclass has none of its methods), spargel warns once and
+    compiles with plain njit, with the same results."""
+    fast, w_fast, err_fast = _plain_fit(tmp_path, "")
+    prelude = "import numba.core.codegen as codegen\ncodegen.JITCodeLibrary = type('Renamed', (), {})"
+    plain, w_plain, err_plain = _plain_fit(tmp_path, prelude)
+    assert fast == "True" and plain == "False"
+    assert "plain njit" not in err_fast
+    assert err_plain.count("plain njit") == 1 and "JITCodeLibrary" in err_plain
+    assert w_plain[1] == w_fast[1]                                  # the same predictions
+    assert abs(w_plain[0] - w_fast[0]) <= 1e-6 * abs(w_fast[0])     # the same objective

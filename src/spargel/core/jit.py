@@ -54,104 +54,169 @@ callees (as fast as before on CoNLL-2000; the 53-label dense gradient about 5% s
 ``docs/benchmarks.md``). An inner kernel is
 cached on disk as LLVM bitcode instead of machine code.
 
+All of this uses numba internals (:data:`_INTERNALS`; ``pyproject.toml`` states the numba
+versions it is tested with). When a numba lacks any of them, or ``SPARGEL_PLAIN_NJIT=1`` is
+set, spargel warns once and compiles every kernel with plain ``njit`` instead (same
+results; slower to compile and not cached on disk).
+
 A Python call of an inner kernel still works (tests and debugging do it): the first one
 compiles a small entry kernel that calls it (not cached on disk, so a library path that
 did this would pay it in every process; :data:`PYTHON_CALLS` lists the inner kernels
 called so, and a test checks that fitting calls none).
 """
 
-import llvmlite.binding as llvm
+import os
+import warnings
+
 from numba import njit
-from numba.core.codegen import JITCodeLibrary
-from numba.core.compiler import Compiler, DefaultPassBuilder, Flags
-from numba.core.registry import CPUDispatcher
 
 #: names of the inner kernels that were called from Python in this process
 PYTHON_CALLS = []
 
+#: environment variable that turns the speed-ups off (the kernels then compile with plain
+#: ``njit``); also what a test sets to simulate a numba without the internals they use
+PLAIN_VARIABLE = "SPARGEL_PLAIN_NJIT"
 
-#: passes of numba's pipeline that change nothing in a kernel that allocates nothing
-LEAN_SKIPS = ("with_lifting", "inline_closure_likes", "nopython_rewrites")
-
-
-#: prefix of the global variable that holds a compiled function's environment
-ENV_PREFIX = "_ZN08NumbaEnv"
-
-
-class LinkOnlyLibrary(JITCodeLibrary):
-    """The code library of an inner kernel: its LLVM IR (after numba's per-function
-    optimisation) only ever gets linked into the libraries of its callers, which
-    optimise and compile it with their own code (see the module documentation).
-
-    Finalising it links its own callees' IR in and gives its environment variable a
-    home in the JIT engine (numba writes the environment's address there); no module
-    optimisation, no machine code. It has no function to point to, and is cached as
-    bitcode (a cache load compiles that bitcode, which happens only when a caller is
-    compiled)."""
-
-    def finalize(self):
-        self._raise_if_finalized()
-        envs = [gv.name for gv in self._final_module.global_variables if gv.name.startswith(ENV_PREFIX)]
-        seen = set()
-        for library in self._linking_libraries:
-            if library not in seen:
-                seen.add(library)
-                self._reload_init.update(library._reload_init)
-                self._final_module.link_in(library._get_module_for_linking(), preserve=True)
-        if envs:
-            mod = llvm.parse_assembly("\n".join(f'@"{name}" = common global i8* null' for name in envs))
-            mod.triple = self._final_module.triple
-            mod.data_layout = self._final_module.data_layout
-            self._codegen._engine.add_module(mod)
-            self._codegen._engine.finalize_object()
-        self._finalized = True
-
-    def get_pointer_to_function(self, name):
-        self._ensure_finalized()
-        return 0
-
-    def serialize_using_object_code(self):
-        return self.serialize_using_bitcode()
+#: the numba internals the speed-ups below use: (module, name, attributes of it)
+_INTERNALS = (
+    ("numba.core.codegen", "JITCodeLibrary",
+     ("finalize", "_raise_if_finalized", "_get_module_for_linking", "serialize_using_bitcode",
+      "enable_object_caching", "get_pointer_to_function", "serialize_using_object_code")),
+    ("numba.core.compiler", "Compiler", ("define_pipelines",)),
+    ("numba.core.compiler", "DefaultPassBuilder", ("define_nopython_pipeline",)),
+    ("numba.core.compiler", "Flags", ("__hash__", "__eq__")),
+    ("numba.core.registry", "CPUDispatcher", ("__call__",)),
+    ("llvmlite.binding", "parse_assembly", ()),
+)
 
 
-class KernelFlags(Flags):
-    """The compile options of a kernel, hashed by the names of the options set (see the
-    module documentation). Two sets are equal when they set the same options to the
-    same values; against numba's own ``Flags`` the comparison is numba's."""
+def _missing_internals():
+    """What of :data:`_INTERNALS` this numba lacks (empty when the speed-ups can run)."""
+    import importlib
 
-    def __hash__(self):
-        return hash(frozenset(self._values))
-
-    def __eq__(self, other):
-        if self is other:
-            return True
-        if type(other) is KernelFlags:
-            return self._values == other._values
-        return super().__eq__(other)
-
-
-class KernelCompiler(Compiler):
-    """numba's compiler with the options as :class:`KernelFlags`."""
-
-    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
-        super().__init__(typingctx, targetctx, library, args, return_type, KernelFlags(flags), locals)
+    missing = []
+    for module, name, attributes in _INTERNALS:
+        try:
+            obj = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            missing.append(f"{module}.{name}")
+            continue
+        missing += [f"{module}.{name}.{a}" for a in attributes if not hasattr(obj, a)]
+    return missing
 
 
-class LeanCompiler(KernelCompiler):
-    """numba's nopython pipeline without the passes in :data:`LEAN_SKIPS` (see the module
-    documentation); the default pipeline when a numba version lacks any of them. An
-    inner kernel (no CPython wrapper) gets a :class:`LinkOnlyLibrary`."""
+def _speedups():
+    """Whether kernels compile with the speed-ups of this module; when numba's internals
+    are not what they expect (or ``SPARGEL_PLAIN_NJIT=1``), a one-line warning, and the
+    kernels compile with plain ``njit`` (slower to compile, never cached on disk: the
+    cache of the other mode must not be mixed with theirs)."""
+    if os.environ.get(PLAIN_VARIABLE, "") not in ("", "0"):
+        return False
+    missing = _missing_internals()
+    if missing:
+        import numba
+        warnings.warn(f"spargel: numba {numba.__version__} lacks {missing[0]}"
+                      f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}, used to compile "
+                      f"spargel's kernels faster; compiling them with plain njit instead (slower first use, "
+                      f"no disk cache)", RuntimeWarning, stacklevel=3)
+        return False
+    return True
 
-    def define_pipelines(self):
-        st = self.state
-        if st.library is None and st.flags.no_cpython_wrapper:
-            st.library = LinkOnlyLibrary(st.targetctx.codegen(), st.func_id.func_qualname)
-            st.library.enable_object_caching()
-        pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
-        if set(LEAN_SKIPS) <= {p[0].name() for p in pm.passes}:
-            pm.passes = [p for p in pm.passes if p[0].name() not in LEAN_SKIPS]
-            pm.finalize()
-        return [pm]
+
+#: True when the kernels compile with this module's speed-ups (see :func:`_speedups`)
+SPEEDUPS = _speedups()
+
+
+if SPEEDUPS:
+    import llvmlite.binding as llvm
+    from numba.core.codegen import JITCodeLibrary
+    from numba.core.compiler import Compiler, DefaultPassBuilder, Flags
+    from numba.core.registry import CPUDispatcher
+
+    #: passes of numba's pipeline that change nothing in a kernel that allocates nothing
+    LEAN_SKIPS = ("with_lifting", "inline_closure_likes", "nopython_rewrites")
+
+
+    #: prefix of the global variable that holds a compiled function's environment
+    ENV_PREFIX = "_ZN08NumbaEnv"
+
+
+    class LinkOnlyLibrary(JITCodeLibrary):
+        """The code library of an inner kernel: its LLVM IR (after numba's per-function
+        optimisation) only ever gets linked into the libraries of its callers, which
+        optimise and compile it with their own code (see the module documentation).
+
+        Finalising it links its own callees' IR in and gives its environment variable a
+        home in the JIT engine (numba writes the environment's address there); no module
+        optimisation, no machine code. It has no function to point to, and is cached as
+        bitcode (a cache load compiles that bitcode, which happens only when a caller is
+        compiled)."""
+
+        def finalize(self):
+            self._raise_if_finalized()
+            envs = [gv.name for gv in self._final_module.global_variables if gv.name.startswith(ENV_PREFIX)]
+            seen = set()
+            for library in self._linking_libraries:
+                if library not in seen:
+                    seen.add(library)
+                    self._reload_init.update(library._reload_init)
+                    self._final_module.link_in(library._get_module_for_linking(), preserve=True)
+            if envs:
+                mod = llvm.parse_assembly("\n".join(f'@"{name}" = common global i8* null' for name in envs))
+                mod.triple = self._final_module.triple
+                mod.data_layout = self._final_module.data_layout
+                self._codegen._engine.add_module(mod)
+                self._codegen._engine.finalize_object()
+            self._finalized = True
+
+        def get_pointer_to_function(self, name):
+            self._ensure_finalized()
+            return 0
+
+        def serialize_using_object_code(self):
+            return self.serialize_using_bitcode()
+
+
+    class KernelFlags(Flags):
+        """The compile options of a kernel, hashed by the names of the options set (see the
+        module documentation). Two sets are equal when they set the same options to the
+        same values; against numba's own ``Flags`` the comparison is numba's."""
+
+        def __hash__(self):
+            return hash(frozenset(self._values))
+
+        def __eq__(self, other):
+            if self is other:
+                return True
+            if type(other) is KernelFlags:
+                return self._values == other._values
+            return super().__eq__(other)
+
+
+    class KernelCompiler(Compiler):
+        """numba's compiler with the options as :class:`KernelFlags`."""
+
+        def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
+            super().__init__(typingctx, targetctx, library, args, return_type, KernelFlags(flags), locals)
+
+
+    class LeanCompiler(KernelCompiler):
+        """numba's nopython pipeline without the passes in :data:`LEAN_SKIPS` (see the module
+        documentation); the default pipeline when a numba version lacks any of them. An
+        inner kernel (no CPython wrapper) gets a :class:`LinkOnlyLibrary`."""
+
+        def define_pipelines(self):
+            st = self.state
+            if st.library is None and st.flags.no_cpython_wrapper:
+                st.library = LinkOnlyLibrary(st.targetctx.codegen(), st.func_id.func_qualname)
+                st.library.enable_object_caching()
+            pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
+            if set(LEAN_SKIPS) <= {p[0].name() for p in pm.passes}:
+                pm.passes = [p for p in pm.passes if p[0].name() not in LEAN_SKIPS]
+                pm.finalize()
+            return [pm]
+else:                                   # plain njit: nothing of the above is used
+    CPUDispatcher = object
 
 
 def _options(allocates, options):
@@ -166,6 +231,8 @@ def _options(allocates, options):
 def kernel(allocates=False, **options):
     """Decorator of an entry kernel: ``njit(cache=True, nogil=True, **options)``, without
     reference counting unless it ``allocates``."""
+    if not SPEEDUPS:
+        return njit(nogil=True, error_model="numpy", **options)
     return njit(cache=True, nogil=True, no_cfunc_wrapper=True, **_options(allocates, options))
 
 
@@ -188,6 +255,8 @@ class InnerKernel(CPUDispatcher):
 def inner(allocates=False, **options):
     """Decorator of an inner kernel (called only from compiled code), without reference
     counting unless it ``allocates``."""
+    if not SPEEDUPS:
+        return njit(nogil=True, error_model="numpy", **options)
     options = _options(allocates, options)
 
     def wrap(fn):
