@@ -7,6 +7,8 @@ import numpy as np
 from ..data.featuredicts import sequence_attributes
 from ..data.templates import Template
 from ..estimation import LogLinearCore
+from .labels import label_lists, refuse_marker_label
+from .monitor import FitMonitor
 
 
 class CRF(LogLinearCore):
@@ -344,9 +346,9 @@ class CRF(LogLinearCore):
         self._fitted_sep = self.value_sep
         if self.warm_start:
             self._remember_for_warm_start()
-        y = _label_lists(y, "y")
+        y = label_lists(y, "y")
         if self.order == 2:
-            _refuse_marker_label(y)
+            refuse_marker_label(y)
         data = self._dataset(X, y, grow=True)
         from ..core.params import check_sample_weight
         self._sample_weight = check_sample_weight(sample_weight, data.n_sequences, "sequence")
@@ -355,11 +357,11 @@ class CRF(LogLinearCore):
                              f"sequences; use solver='owlqn' (or 'sgd-l1')")
         dev = None
         if X_dev is not None:
-            y_dev = _label_lists(y_dev, "y_dev")
+            y_dev = label_lists(y_dev, "y_dev")
             # dev metrics compare label strings: labels never seen in training are
             # simply errors, so the dev set needs no label ids
             dev = (self._dataset(X_dev), y_dev)
-        monitor = _Monitor(self, dev, self.verbose, callback) if (dev is not None or self.verbose or callback) else None
+        monitor = FitMonitor(self, dev, self.verbose, callback) if (dev is not None or self.verbose or callback) else None
         self._fit_data(data, monitor)
         if self.verbose:
             print(f"stopped after {self.n_iter_} iterations: {self.stop_reason_}; "
@@ -488,7 +490,7 @@ class CRF(LogLinearCore):
         """Token accuracy of ``predict(X)`` against ``y``: a gold label the model does not
         know counts as an error (as in sklearn-crfsuite; ``cross_val_score`` folds may
         hold labels the training folds lacked); ``None`` labels are not counted."""
-        y = _label_lists(y, "y")
+        y = label_lists(y, "y")
         data = self._data(X)
         ids, _ = self._inference().decode(self.space_, data, self.weights_)
         lengths = np.diff(data.seq_ptr)
@@ -678,60 +680,3 @@ def _pair_namer(space, names):
         return lambda p: pair_names(p, names)
     L = len(names)
     return lambda p: (names[p // L], names[p % L])
-
-
-def _refuse_marker_label(y):
-    from .crf2_space import BOS_NAME
-    for i, labels in enumerate(y):
-        if BOS_NAME in labels:
-            raise ValueError(f"y[{i}]: the label {BOS_NAME!r} is reserved for the begin marker of second-order "
-                             f"models")
-
-
-def _label_lists(y, name):
-    if y is None:
-        raise ValueError(f"{name} is required")
-    out = []
-    for i, seq in enumerate(y):
-        labels = getattr(seq, "labels", seq)
-        if labels is None or isinstance(labels, str):
-            raise TypeError(f"{name}[{i}] must be a list of label strings")
-        out.append(list(labels))
-    return out
-
-
-class _Monitor:
-    """Per-iteration hook: dev metrics into the history row, and a log line."""
-
-    def __init__(self, est, dev, verbose, callback=None):
-        self.est, self.dev, self.verbose, self.callback = est, dev, verbose, callback
-
-    def __call__(self, row, w):
-        if self.dev is not None:
-            from ..metrics import sequence_scores
-            data, y_dev = self.dev
-            # the training layout is still uncompacted here: decode with it
-            space = self._space()
-            if getattr(space, "order", 1) == 2:
-                from .crf2 import decode
-            else:
-                from .crf import decode
-            ids, _ = decode(space, data, w)
-            names = self.est._label_vocab.names
-            pred = [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
-            scores = sequence_scores(y_dev, pred)
-            row["dev_accuracy"] = scores.accuracy
-            if scores.chunk_f1 is not None:
-                row["dev_f1"] = scores.chunk_f1
-        if self.verbose:
-            parts = [f"iter {row['iteration']:4d}", f"obj {row['objective']:.6g}", f"active {row['active']}"]
-            if "dev_accuracy" in row:
-                parts.append(f"dev acc {100 * row['dev_accuracy']:.2f}")
-            if "dev_f1" in row:
-                parts.append(f"dev F1 {100 * row['dev_f1']:.2f}")
-            parts.append(f"{row['elapsed']:.1f}s")
-            print("  ".join(parts), file=sys.stderr, flush=True)
-        return bool(self.callback(row)) if self.callback is not None else False
-
-    def _space(self):
-        return self.est._training_space

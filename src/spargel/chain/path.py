@@ -18,6 +18,8 @@ import time
 
 import numpy as np
 
+from .labels import label_lists
+
 # a guard against rounding: the solvers compute the gradient at zero by other code
 # paths, so ``l1_max`` is returned this much (relatively) above max |g|
 L1_MAX_GUARD = 1e-9
@@ -29,18 +31,13 @@ def _fresh(estimator, **params):
     return est
 
 
-def _label_lists(est, y):
-    from .estimator import _label_lists
-    return _label_lists(y, "y")
-
-
 def _training_problem(estimator, X, y):
     """The model exactly as ``fit`` builds it, for the estimator's settings."""
     from ..core.factory import make_model
 
     est = _fresh(estimator)
     est._check_params()
-    data = est._dataset(X, _label_lists(est, y), grow=True)
+    data = est._dataset(X, label_lists(y, "y"), grow=True)
     space = est._feature_space(data)
     return make_model(est._model_kind(), space, data, n_jobs=est.n_jobs)
 
@@ -93,7 +90,7 @@ def path(estimator, X, y, l1_values=None, n_l1=10, l1_min_ratio=1e-3, X_dev=None
     if "c1" in est.get_params():
         est.set_params(c1=None)                 # the path sets l1 itself
     rows = []
-    dev_labels = None if y_dev is None else _label_lists(est, y_dev)
+    dev_labels = None if y_dev is None else label_lists(y_dev, "y_dev")
     for v in values:
         est.set_params(l1=v)
         t0 = time.perf_counter()

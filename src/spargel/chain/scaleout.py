@@ -100,7 +100,7 @@ class _RemoteVocab:
 def fit_crf(est, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None, encoding="utf-8",
             unknown_label=None):
     """``CRF.fit`` with a client, a file list or a Dask bag (see the module doc)."""
-    from .estimator import _label_lists
+    from .labels import label_lists
 
     client = cluster.resolve(est.client)
     files = is_file_list(X)
@@ -130,7 +130,7 @@ def fit_crf(est, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None
     built = build(est, X, y, client, sample_weight, encoding, unknown_label)
     dev = None
     if X_dev is not None:
-        y_dev = _label_lists(y_dev, "y_dev")
+        y_dev = label_lists(y_dev, "y_dev")
         if built.vocab is None:
             dev = (est._dataset(X_dev), y_dev)
         else:
@@ -159,7 +159,7 @@ def build(est, X, y=None, client=None, sample_weight=None, encoding="utf-8", unk
     Sets the estimator's label vocabulary (and its other vocabularies for in-memory
     data), as ``fit`` does before solving."""
     from ..core.params import check_sample_weight
-    from .estimator import _label_lists
+    from .labels import label_lists
     from .crf import crf_layout
     from ..core.factory import make_model
 
@@ -178,7 +178,7 @@ def build(est, X, y=None, client=None, sample_weight=None, encoding="utf-8", unk
         else:
             built = _build_from_bag(est, client, threads, X, n_shards)
     else:
-        built = _build_in_memory(est, client, threads, X, _label_lists(y, "y"), n_shards, sample_weight,
+        built = _build_in_memory(est, client, threads, X, label_lists(y, "y"), n_shards, sample_weight,
                                  lambda sw, n: check_sample_weight(sw, n, "sequence"))
     space, models, n_samples, vocab_f, w0, keep = built
     model = make_model("sharded", client, models, crf_layout(space), n_samples)
@@ -324,11 +324,11 @@ def _build_from_parts(est, client, threads, parts, source):
 
 def _solve(est, built, dev, callback):
     from ..estimation import run_solver
-    from .estimator import _Monitor
+    from .monitor import FitMonitor
     from ..core.penalties import ElasticNet
 
     model = built.model
-    monitor = _Monitor(est, dev, est.verbose, callback) if (dev is not None or est.verbose or callback) else None
+    monitor = FitMonitor(est, dev, est.verbose, callback) if (dev is not None or est.verbose or callback) else None
     est._training_space = built.space
     try:
         penalty = ElasticNet(est._effective("l1"), est._effective("l2"), model.layout.penalty_scale)

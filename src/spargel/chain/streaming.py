@@ -104,7 +104,7 @@ def grow_space(old, L, n_u, n_b, chunk, kind, transitions, space_class=FeatureSp
 def partial_fit(est, X, y):
     """One SGD-L1 pass of ``est`` (a :class:`spargel.CRF`) over the chunk ``(X, y)``,
     continuing the previous calls (see the module documentation)."""
-    from .estimator import _label_lists, _refuse_marker_label
+    from .labels import label_lists, refuse_marker_label
 
     if est.feature_space not in FEATURE_SPACES:
         raise ValueError(f"feature_space must be one of {FEATURE_SPACES}, got {est.feature_space!r}")
@@ -113,9 +113,9 @@ def partial_fit(est, X, y):
     options.setdefault("random_state", est.random_state)
     n_samples = options.pop("n_samples", None)
     opts = parse_options(options)
-    y = _label_lists(y, "y")
+    y = label_lists(y, "y")
     if est.order == 2:
-        _refuse_marker_label(y)
+        refuse_marker_label(y)
     state = getattr(est, "_stream_state", None)
     if state is None or state.fitted is not getattr(est, "weights_", None):
         state = _start(est, opts)

@@ -1,0 +1,41 @@
+"""What a CRF fit reports after each iteration (the solvers' ``monitor``)."""
+
+import sys
+
+
+class FitMonitor:
+    """Per-iteration hook of a CRF fit: dev metrics into the history row, a log line on
+    stderr when verbose, and the user's callback (which may stop the fit)."""
+
+    def __init__(self, est, dev, verbose, callback=None):
+        self.est, self.dev, self.verbose, self.callback = est, dev, verbose, callback
+
+    def __call__(self, row, w):
+        if self.dev is not None:
+            from ..metrics import sequence_scores
+            data, y_dev = self.dev
+            # the training layout is still uncompacted here: decode with it
+            space = self._space()
+            if getattr(space, "order", 1) == 2:
+                from .crf2 import decode
+            else:
+                from .crf import decode
+            ids, _ = decode(space, data, w)
+            names = self.est._label_vocab.names
+            pred = [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
+            scores = sequence_scores(y_dev, pred)
+            row["dev_accuracy"] = scores.accuracy
+            if scores.chunk_f1 is not None:
+                row["dev_f1"] = scores.chunk_f1
+        if self.verbose:
+            parts = [f"iter {row['iteration']:4d}", f"obj {row['objective']:.6g}", f"active {row['active']}"]
+            if "dev_accuracy" in row:
+                parts.append(f"dev acc {100 * row['dev_accuracy']:.2f}")
+            if "dev_f1" in row:
+                parts.append(f"dev F1 {100 * row['dev_f1']:.2f}")
+            parts.append(f"{row['elapsed']:.1f}s")
+            print("  ".join(parts), file=sys.stderr, flush=True)
+        return bool(self.callback(row)) if self.callback is not None else False
+
+    def _space(self):
+        return self.est._training_space
