@@ -127,7 +127,7 @@ def test_data_conversion_warning_is_scikit_learns_only_once_it_is_loaded():
     import subprocess
     import sys
     code = ("import sys, warnings, numpy as np\n"
-            "from spargel.loglinear.estimator import _class_labels\n"
+            "from spargel.loglinear.labels import class_labels as _class_labels\n"
             "from spargel.errors import DataConversionWarning\n"
             "with warnings.catch_warnings(record=True) as w:\n"
             "    warnings.simplefilter('always')\n"

@@ -12,7 +12,8 @@ from ..errors import ConvergenceWarning
 from .latent_model import LatentLogLinear, em_fit
 from ..core.penalties import ElasticNet
 from ..core.params import ParamsMixin, check_number
-from .estimator import _as_matrix, _class_labels
+from .estimator import _as_matrix
+from .labels import class_labels as _class_labels
 
 LATENT_SOLVERS = ("bound", "em", "lbfgs", "newton", "cg", "sd")
 

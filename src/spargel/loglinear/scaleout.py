@@ -132,7 +132,7 @@ def fit_collection(est, X, y, sample_weight=None):
 
     from ..data.vocab import Vocabulary
     from ..estimation import run_solver, warn_large_values
-    from .estimator import _class_labels
+    from .labels import class_labels as _class_labels
     from ..core.factory import make_model
     from .model import FlatLogLinear
     from ..core.penalties import ElasticNet
