@@ -333,7 +333,7 @@ def check_outputs(outputs, inputs):
         if path in (None, "-"):
             continue
         if os.path.isdir(path):
-            raise UsageError(f"{path}: {option} is a directory; give a file name")
+            raise CommandError(f"{path}: is a directory; give a file name ({option})")
         try:
             target = check_output_path(path)
         except OSError as exc:
