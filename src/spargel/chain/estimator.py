@@ -4,9 +4,9 @@ import sys
 
 import numpy as np
 
-from ..data.featuredicts import sequence_attributes
 from ..data.templates import Template
 from ..estimation import LogLinearCore
+from .featurizer import SequenceFeaturizer
 from .labels import label_lists, refuse_marker_label
 from .monitor import FitMonitor
 
@@ -203,10 +203,7 @@ class CRF(LogLinearCore):
         return cached
 
     def _has_transitions(self):
-        tpl = self._template()
-        if self.order == 2:                  # the label triples
-            return True if tpl is None else tpl.triples
-        return True if tpl is None else tpl.transitions
+        return self._featurizer().has_transitions()
 
     def _feature_space(self, data):
         space = self._feature_space_all(data)
@@ -228,54 +225,21 @@ class CRF(LogLinearCore):
                                      self._has_transitions(), all_states=bool(self.all_possible_states),
                                      all_transitions=bool(self.all_possible_transitions))
 
+    def _featurizer(self):
+        """The featurizer of this estimator's settings over its vocabularies (fresh ones
+        before the first fit)."""
+        return SequenceFeaturizer(self._template(), self.pad, self.order, self._value_sep(),
+                                  getattr(self, "_uni_vocab", None), getattr(self, "_big_vocab", None),
+                                  getattr(self, "_label_vocab", None))
+
     def _rows(self, X):
-        if isinstance(X, (str, bytes)) or not hasattr(X, "__iter__"):
-            raise TypeError("X must be a list of sequences")
-        tpl = self._template()
-        for i, seq in enumerate(X):
-            columns = getattr(seq, "columns", seq)
-            if tpl is not None:
-                if len(columns) == 0:
-                    raise ValueError(f"sequence {i} is empty")
-                uni, big = tpl.extract(columns, pad=self.pad, source=getattr(seq, "source", None),
-                                       line=getattr(seq, "line", None))
-                yield uni, (big if tpl.n_bigram else None)
-            else:
-                yield sequence_attributes(columns, i, self._value_sep()), None
+        return self._featurizer().rows(X)
 
     def _dataset(self, X, y=None, grow=False):
-        if self._template() is not None:
-            return self._with_pair_bias(super()._dataset(X, y, grow), self._big_vocab, grow)
-        # feature dicts / attribute lists: straight to flat arrays (the tagging hot path)
-        from ..data.dataset import SequenceData, label_ids
-        from ..data.featuredicts import encode_sequences
-        from ..data.vocab import Vocabulary
-        from ..estimation import _reorder
-
-        if isinstance(X, (str, bytes)) or not hasattr(X, "__iter__"):
-            raise TypeError("X must be a list of sequences")
+        featurizer = self._featurizer()
+        data = featurizer.encode(X, y, grow)
         if grow:
-            self._uni_vocab, self._big_vocab, self._label_vocab = Vocabulary(), Vocabulary(), Vocabulary()
-        seq_ptr, uni_ptr, ids, vals = encode_sequences((getattr(x, "columns", x) for x in X), self._uni_vocab, grow,
-                                                       self._value_sep())
-        n = len(uni_ptr) - 1
-        data = SequenceData(seq_ptr, uni_ptr, ids, vals, np.zeros(n + 1, np.int64), np.zeros(0, np.int32),
-                            np.zeros(0))
-        if y is not None:
-            data.labels = label_ids(y, seq_ptr, self._label_vocab, grow)
-        if grow:
-            self._uni_vocab, data.uni_ids = _reorder(self._uni_vocab, data.uni_ids)
-            if len(self._label_vocab) < 2:
-                raise ValueError(f"training data has {len(self._label_vocab)} distinct label(s); need at least 2")
-        return self._with_pair_bias(data, self._big_vocab, grow)
-
-    def _with_pair_bias(self, data, big_vocab, grow):
-        """At order 2, the plain pair weights (a bare ``B``, or no template): those of an
-        attribute ``B`` that fires on every token."""
-        tpl = self._template()
-        if self.order == 2 and (tpl is None or tpl.transitions):
-            from .crf2_space import add_pair_bias
-            data = add_pair_bias(data, big_vocab, grow)
+            self._uni_vocab, self._big_vocab, self._label_vocab = featurizer.uni, featurizer.big, featurizer.labels
         return data
 
     # -- order ---------------------------------------------------------------------------

@@ -22,10 +22,6 @@ import numpy as np
 from ..scaleout import cluster
 from . import shards as S
 
-#: estimator parameters that stay on the client
-CLIENT_ONLY = ("client", "n_shards")
-
-
 def is_file_list(X):
     """True for a path or a non-empty list of paths."""
     if isinstance(X, (str, os.PathLike)):
@@ -37,9 +33,10 @@ def file_list(X):
     return [os.fspath(X)] if isinstance(X, (str, os.PathLike)) else [os.fspath(x) for x in X]
 
 
-def worker_params(est):
-    """The estimator's parameters as the workers need them (no client)."""
-    return {k: v for k, v in est.get_params().items() if k not in CLIENT_ONLY}
+def worker_featurizer(est):
+    """The featurizer the workers encode their parts with: the estimator's settings over
+    fresh vocabularies."""
+    return est._featurizer().with_vocabularies(None, None, None)
 
 
 def read_files(paths, encoding="utf-8", unknown_label=None):
@@ -134,7 +131,7 @@ def fit_crf(est, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None
         if built.vocab is None:
             dev = (est._dataset(X_dev), y_dev)
         else:
-            dev = (client.submit(S.encode_dev, worker_params(est), built.vocab, X_dev, pure=False).result(), y_dev)
+            dev = (client.submit(S.encode_dev, worker_featurizer(est), built.vocab, X_dev, pure=False).result(), y_dev)
     w = _solve(est, built, dev, callback)
     if built.vocab is not None:
         est._uni_vocab = _RemoteVocab(client, built.vocab, "uni")
@@ -246,8 +243,8 @@ def _build_from_files(est, client, threads, paths, n_shards, encoding, unknown_l
     sizes = client.gather([client.submit(_file_size, p, pure=False) for p in paths])
     ranges = _split_files(sizes, n_shards)
     where, _ = cluster.placement(threads, len(ranges))
-    params = worker_params(est)
-    parts = [client.submit(S.read_encode, params, paths[i], a, b, encoding, unknown_label, workers=[where[k]],
+    featurizer = worker_featurizer(est)
+    parts = [client.submit(S.read_encode, featurizer, paths[i], a, b, encoding, unknown_label, workers=[where[k]],
                            allow_other_workers=True, pure=False) for k, (i, a, b) in enumerate(ranges)]
     return _build_from_parts(est, client, threads, parts, " + ".join(paths))
 
@@ -260,8 +257,8 @@ def _build_from_bag(est, client, threads, bag, n_shards):
                         f"got {type(bag).__name__}")
     if n_shards and bag.npartitions != n_shards:
         bag = bag.repartition(npartitions=n_shards)
-    params = worker_params(est)
-    parts = client.compute([dask.delayed(S.encode_partition)(params, d) for d in bag.to_delayed()])
+    featurizer = worker_featurizer(est)
+    parts = client.compute([dask.delayed(S.encode_partition)(featurizer, d) for d in bag.to_delayed()])
     return _build_from_parts(est, client, threads, parts, "the Dask bag")
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.dataset import SequenceData, build_dataset, label_ids
+from ..data.dataset import SequenceData
 from ..data.vocab import Vocabulary
 
 
@@ -52,34 +52,17 @@ class Stats:
     columns: list          # (n_columns, where) of the parts that read column files
 
 
-def make_crf(params):
-    from .estimator import CRF
-    return CRF(**params)
-
-
-def encode_part(params, X, y, where=None):
-    """Encode sequences ``X`` with labels ``y`` as the CRF with ``params`` does in
-    ``fit``, but over fresh vocabularies kept in first-seen order (no renumbering)."""
-    from ..data.featuredicts import encode_sequences
-
-    est = make_crf(params)
-    uni, big, lab = Vocabulary(), Vocabulary(), Vocabulary()
-    if est._template() is not None:
-        data = build_dataset(est._rows(X), uni, big, lab, y, grow=True)
-    else:
-        seq_ptr, uni_ptr, ids, vals = encode_sequences((getattr(x, "columns", x) for x in X), uni, True,
-                                                       est._value_sep())
-        n = len(uni_ptr) - 1
-        data = SequenceData(seq_ptr, uni_ptr, ids, vals, np.zeros(n + 1, np.int64), np.zeros(0, np.int32),
-                            np.zeros(0))
-        data.labels = label_ids(y, seq_ptr, lab, True)
+def encode_part(featurizer, X, y, where=None):
+    """Encode sequences ``X`` with labels ``y`` as ``featurizer`` does in a fit, but over
+    fresh vocabularies kept in first-seen order (no renumbering)."""
+    data, uni, big, lab = featurizer.encode_part(X, y)
     first = X[0] if len(X) else None
     n_cols = len(first.columns[0]) if hasattr(first, "columns") else 0
     where = (getattr(first, "source", "<input>"), getattr(first, "line", None))
     return Part(data, uni.names, big.names, lab.names, n_cols, where)
 
 
-def read_encode(params, path, start, end, encoding, unknown_label=None):
+def read_encode(featurizer, path, start, end, encoding, unknown_label=None):
     """Read the sequences starting in bytes ``[start, end)`` of the column file ``path``
     (on the worker) and encode them (:func:`encode_part`)."""
     from .conll_ranges import read_range
@@ -94,10 +77,10 @@ def read_encode(params, path, start, end, encoding, unknown_label=None):
     if unknown_label is not None:
         for s in sents:
             s.labels = [None if lab == unknown_label else lab for lab in s.labels]
-    return encode_part(params, sents, [s.labels for s in sents]) if sents else _empty_part()
+    return encode_part(featurizer, sents, [s.labels for s in sents]) if sents else _empty_part()
 
 
-def encode_partition(params, items):
+def encode_partition(featurizer, items):
     """Encode a Dask bag partition: items are :class:`Sentence` objects or
     ``(sequence, labels)`` pairs."""
     items = list(items)
@@ -114,7 +97,7 @@ def encode_partition(params, items):
         else:
             raise TypeError(f"a bag of training sequences holds Sentence objects or (sequence, labels) pairs; "
                             f"item {i} of a partition is {type(item).__name__}")
-    return encode_part(params, X, y)
+    return encode_part(featurizer, X, y)
 
 
 def _empty_part():
@@ -260,8 +243,6 @@ def subset_names(vocab, kind, keep):
     return [v[int(i)] for i in keep]
 
 
-def encode_dev(params, vocab, X):
+def encode_dev(featurizer, vocab, X):
     """A development set encoded over the global vocabularies (for dev scores)."""
-    est = make_crf(params)
-    est._uni_vocab, est._big_vocab, est._label_vocab = vocab.uni, vocab.big, vocab.labels
-    return est._dataset(X)
+    return featurizer.with_vocabularies(vocab.uni, vocab.big, vocab.labels).encode(X)

@@ -1,5 +1,5 @@
 """Learning from data that arrives in pieces: ``CRF.partial_fit`` and
-:func:`train_streaming` (the engine of ``spargel train --stream``).
+:func:`~spargel.chain.stream_file.train_streaming` (the engine of ``spargel train --stream``).
 
 Each :meth:`spargel.CRF.partial_fit` call runs one SGD-L1 pass over its chunk and
 continues everything the previous calls left: the learning-rate schedule (its sample
@@ -12,7 +12,7 @@ What fixes the objective is ``N``, the number of sequences the loss sums over (t
 per-sample penalty is ``l1 / N``): give it as ``solver_options={"n_samples": N}``.
 Without it, ``partial_fit`` uses the number of sequences it has received so far, which
 is right for a single pass over a stream of new data but under-penalises when the same
-data is passed again. :func:`train_streaming` counts the file first and passes it.
+data is passed again. :func:`~spargel.chain.stream_file.train_streaming` counts the file first and passes it.
 
 Warm start: a fitted or loaded model (``CRF.load``) continues from its weights; its
 schedule restarts at sample 0 with ``u = q = 0`` (a model file keeps no SGD state), so
@@ -23,7 +23,6 @@ import time
 
 import numpy as np
 
-from ..data.dataset import build_dataset
 from ..data.vocab import Vocabulary
 from ..core.factory import make_model
 from ..data.feature_space import FEATURE_SPACES, FeatureSpace
@@ -122,8 +121,7 @@ def partial_fit(est, X, y):
     if state.space is not None and type(state.space) is not est._space_class():
         raise ValueError(f"partial_fit: the model has order {getattr(state.space, 'order', 1)}, the estimator "
                          f"order={est.order!r}; the order cannot change between calls")
-    data = build_dataset(est._rows(X), state.uni, state.big, state.labels, y, grow=True)
-    data = est._with_pair_bias(data, state.big, True)
+    data = est._featurizer().with_vocabularies(state.uni, state.big, state.labels).extend(X, y)
     L = len(state.labels)
     space, pos = grow_space(state.space, L, len(state.uni), len(state.big), data, est.feature_space,
                             est._has_transitions(), est._space_class())
@@ -163,44 +161,3 @@ def chunks(sentences, size):
             chunk = []
     if chunk:
         yield chunk
-
-
-def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, encoding="utf-8", callback=None,
-                    **crf_params):
-    """Train a CRF with SGD-L1 on a CoNLL column file read in chunks of
-    ``chunk_sentences`` sequences (the file is never held in memory).
-
-    The file is read ``passes + 1`` times: once to count its sequences (N of the
-    objective, passed as ``solver_options["n_samples"]``), then once per pass, each chunk
-    going through :meth:`spargel.CRF.partial_fit` (samples are shuffled within a chunk).
-    ``model``: a :class:`spargel.CRF` to continue (e.g. ``CRF.load(path)``: warm start
-    from its weights); otherwise a new ``CRF(template=template, solver="sgd-l1",
-    **crf_params)``. ``encoding``: the file's text encoding. ``callback(model, pass_no,
-    chunk_no, n_sequences)`` is called after every chunk; returning True stops.
-    Returns the model.
-    """
-    from ..data.conll import read_conll
-    from .estimator import CRF
-
-    if int(chunk_sentences) < 1:
-        raise ValueError("chunk_sentences must be >= 1")
-    if model is None:
-        model = CRF(template=template, solver="sgd-l1", **crf_params)
-    else:
-        if crf_params:
-            model.set_params(**crf_params)
-        if template is not None:
-            model.template = template
-    n = sum(1 for _ in read_conll(path, encoding=encoding))
-    options = dict(model.solver_options or {}) if model.solver == "sgd-l1" else {}
-    options.setdefault("n_samples", n)
-    model.solver = "sgd-l1"
-    model.solver_options = options
-    done = 0
-    for p in range(1, int(passes) + 1):
-        for chunk in chunks(read_conll(path, encoding=encoding), int(chunk_sentences)):
-            model.partial_fit(chunk, [s.labels for s in chunk])
-            done += 1
-            if callback is not None and callback(model, p, done, len(chunk)):
-                return model
-    return model

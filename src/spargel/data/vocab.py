@@ -125,3 +125,13 @@ def _index_splits(index, name, i, sep="="):
             sub = index[name[:j]] = {}
         sub[name[j + len(sep):]] = i
         j = name.find(sep, j + 1)
+
+
+def by_frequency(vocab, ids):
+    """``vocab`` renumbered by decreasing frequency of its ids in ``ids`` (ties: first
+    seen first; frequent attributes together is better cache locality), and ``ids``
+    renumbered with it."""
+    order = np.argsort(-np.bincount(ids, minlength=len(vocab)), kind="stable")
+    inverse = np.empty(len(order), dtype=np.int32)
+    inverse[order] = np.arange(len(order), dtype=np.int32)
+    return vocab.permute(order), inverse[ids] if len(ids) else ids

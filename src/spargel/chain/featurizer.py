@@ -1,0 +1,125 @@
+"""The featurizer of the CRF family: raw sequences in, encoded data out.
+
+A :class:`SequenceFeaturizer` owns everything between the user's sequences and the
+compiled kernels' flat arrays: the pattern file (or none, for feature dicts), its
+padding, the Markov order (a second-order model gets the plain pair attribute ``B``),
+how a string feature value is named, and the vocabularies of attributes and labels.
+The estimator, streaming, the regularisation path and the Dask shards each use one;
+none of them builds or reaches into an estimator to get at data.
+
+>>> f = SequenceFeaturizer()
+>>> data = f.encode([[{"w": "the"}, {"w": "dog"}]], [["DT", "NN"]], grow=True)
+>>> data.n_tokens, f.labels.names
+(2, ['DT', 'NN'])
+"""
+
+import numpy as np
+
+from ..data.dataset import SequenceData, build_dataset, label_ids
+from ..data.featuredicts import encode_sequences, sequence_attributes
+from ..data.templates import Template
+from ..data.vocab import Vocabulary, by_frequency
+
+
+class SequenceFeaturizer:
+    """Turns sequences (lists of tokens: feature dicts, attribute lists, or column lists
+    read by a ``template``) and their label sequences into :class:`SequenceData`.
+
+    ``uni``, ``big``, ``labels``: the vocabularies of unigram attributes, bigram
+    attributes and labels (fresh ones when None); :meth:`encode` with ``grow=True``
+    replaces them by those of the data it encodes."""
+
+    def __init__(self, template=None, pad=True, order=1, value_sep=":", uni=None, big=None, labels=None):
+        if template is not None and not isinstance(template, Template):
+            template = Template.parse(template, source="<template>")
+        self.template = template
+        self.pad = pad
+        self.order = order
+        self.value_sep = value_sep
+        self.uni = Vocabulary() if uni is None else uni
+        self.big = Vocabulary() if big is None else big
+        self.labels = Vocabulary() if labels is None else labels
+
+    def with_vocabularies(self, uni, big, labels):
+        """The same featurizer over other vocabularies."""
+        return SequenceFeaturizer(self.template, self.pad, self.order, self.value_sep, uni, big, labels)
+
+    # -- what the model needs to know ---------------------------------------------------
+    def has_transitions(self):
+        """Whether the model has label-transition weights (order 2: the label triples)."""
+        tpl = self.template
+        if self.order == 2:
+            return True if tpl is None else tpl.triples
+        return True if tpl is None else tpl.transitions
+
+    # -- encoding ------------------------------------------------------------------------
+    def rows(self, X):
+        """(unigram attributes, bigram attributes or None) of every sequence of ``X``."""
+        _check_sequences(X)
+        tpl = self.template
+        for i, seq in enumerate(X):
+            columns = getattr(seq, "columns", seq)
+            if tpl is not None:
+                if len(columns) == 0:
+                    raise ValueError(f"sequence {i} is empty")
+                uni, big = tpl.extract(columns, pad=self.pad, source=getattr(seq, "source", None),
+                                       line=getattr(seq, "line", None))
+                yield uni, (big if tpl.n_bigram else None)
+            else:
+                yield sequence_attributes(columns, i, self.value_sep), None
+
+    def encode(self, X, y=None, grow=False):
+        """``X`` (and label sequences ``y``) as flat arrays over the vocabularies. With
+        ``grow``, the vocabularies are those of this data, attributes in order of
+        decreasing frequency (the training encoding); without, unknown attributes and
+        labels are left out / refused (the prediction encoding)."""
+        if grow:
+            self.uni, self.big, self.labels = Vocabulary(), Vocabulary(), Vocabulary()
+        data = self._encode(X, y, self.uni, self.big, self.labels, grow)
+        if grow:
+            self.uni, data.uni_ids = by_frequency(self.uni, data.uni_ids)
+            self.big, data.big_ids = by_frequency(self.big, data.big_ids)
+            if len(self.labels) < 2:
+                raise ValueError(f"training data has {len(self.labels)} distinct label(s); need at least 2")
+        return self._with_pair_bias(data, self.big, grow)
+
+    def encode_part(self, X, y):
+        """A part of a training set over fresh vocabularies kept in first-seen order (no
+        renumbering: the Dask shards merge the parts' vocabularies); returns ``(data, uni,
+        big, labels)``."""
+        uni, big, labels = Vocabulary(), Vocabulary(), Vocabulary()
+        return self._encode(X, y, uni, big, labels, True), uni, big, labels
+
+    def extend(self, X, y):
+        """Encode ``X``, adding unseen attributes and labels at the end of the
+        vocabularies (no renumbering: streaming keeps the ids, and so the weights, of
+        what it has seen)."""
+        data = self._encode(X, y, self.uni, self.big, self.labels, True)
+        return self._with_pair_bias(data, self.big, True)
+
+    def _encode(self, X, y, uni, big, labels, grow):
+        if self.template is not None:
+            return build_dataset(self.rows(X), uni, big, labels, y, grow=grow)
+        # feature dicts / attribute lists: straight to flat arrays (the tagging hot path)
+        _check_sequences(X)
+        seq_ptr, uni_ptr, ids, vals = encode_sequences((getattr(x, "columns", x) for x in X), uni, grow,
+                                                       self.value_sep)
+        n = len(uni_ptr) - 1
+        data = SequenceData(seq_ptr, uni_ptr, ids, vals, np.zeros(n + 1, np.int64), np.zeros(0, np.int32),
+                            np.zeros(0))
+        if y is not None:
+            data.labels = label_ids(y, seq_ptr, labels, grow)
+        return data
+
+    def _with_pair_bias(self, data, big, grow):
+        """At order 2, the plain pair weights (a bare ``B``, or no template): those of an
+        attribute ``B`` that fires on every token."""
+        if self.order == 2 and (self.template is None or self.template.transitions):
+            from .crf2_space import add_pair_bias
+            data = add_pair_bias(data, big, grow)
+        return data
+
+
+def _check_sequences(X):
+    if isinstance(X, (str, bytes)) or not hasattr(X, "__iter__"):
+        raise TypeError("X must be a list of sequences")
