@@ -15,7 +15,7 @@ importing scikit-learn themselves.
 >>> model = SparseGaussianMRF(alpha=0.15).fit(X)
 >>> model.edges_.tolist()
 [[0, 1]]
->>> bool(model.duality_gap_ <= 1e-6 * abs(model.objective_))
+>>> bool(model.duality_gap_ <= 1e-10 * abs(model.objective_))
 True
 """
 
@@ -63,6 +63,22 @@ def _check_no_constant_columns(S, penalize_diagonal, name="X"):
         raise DataFormatError(name, None, f"column {int(zero[0])} is constant (zero variance): its "
                               "precision is unbounded; remove constant columns or set "
                               "penalize_diagonal=True")
+
+
+_MODES = ("cd", "lars")
+
+
+def _check_compat(est):
+    """scikit-learn's ``mode``, ``enet_tol`` and ``eps``: accepted and checked, and
+    without effect (see the class docstring)."""
+    if est.mode not in _MODES:
+        raise ValueError(f"mode must be 'cd' or 'lars', got {est.mode!r}")
+    for name in ("enet_tol", "eps"):
+        v = getattr(est, name)
+        if isinstance(v, (bool, str)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a number, got {v!r}")
+        if not (np.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
 
 
 class _FittedMixin:
@@ -117,8 +133,7 @@ class _FittedMixin:
         self.converged_ = bool(res.converged)
         self.stop_reason_ = res.stop_reason
         self.history_ = list(res.history)
-        self.costs_ = [(float(h["objective"]), float(h.get("duality_gap", np.nan)))
-                       for h in res.history]
+        self.costs_ = [(float(f), float(g)) for f, g in res.costs]
         self.solver_ = res.solver
         self.n_components_ = int(res.n_components)
         self.n_features_in_ = n_features
@@ -199,7 +214,10 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
     solver : 'auto' (Newton-CG for l1, Algorithm 3 for blocks), 'newton-cg',
         'newton-cd' or 'projected-gradient' (Algorithm 1 / 3 of Duchi et al. 2008).
     tol : stop when the certified duality gap <= tol * max(1, |objective|) of
-        the standardised problem (invariant to the units of the variables).
+        the standardised problem (invariant to the units of the variables);
+        None (default): 1e-10 for the Newton solvers, where the precision
+        matrix agrees with other exact solvers (R's glasso, QUIC) to about 1e-7
+        relative, and 1e-6 for the projected gradients.
     max_iter : iteration limit (default per solver: 100 / 100 / 1000 / 2000).
     assume_centered : if True the data are not centred before computing S.
     penalize_diagonal : also penalise the diagonal with ``alpha`` (default
@@ -215,16 +233,27 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
     random_state : seed of the randomised l1-ball projection pivots (the
         solution does not depend on it).
     verbose : one line per iteration on stderr.
+    mode, enet_tol, eps : scikit-learn's ``GraphicalLasso`` parameters, accepted
+        (and checked: ``mode`` 'cd' or 'lars', the others positive numbers) so
+        that code written for it runs unchanged; they choose and stop
+        scikit-learn's inner lasso solver, which spargel's Newton methods do not
+        have, so they change nothing here. ``tol`` is spargel's (above).
 
     Attributes
     ----------
     precision_, covariance_, location_ : the estimate K, its inverse, the mean.
     objective_, dual_objective_, duality_gap_ : certified optimality.
     n_iter_, converged_, stop_reason_ : iterations, convergence and why the
-        solver stopped ('tol', 'max_iter', 'linesearch', ...).
+        solver stopped ('tol', 'max_iter', 'linesearch', ...); a problem
+        solved in closed form (no entry penalised: ``K = S^-1``) has
+        ``n_iter_ == 0``.
     history_ : one dict per iteration (iteration, objective, duality_gap,
-        active_edges, elapsed, ...); costs_ : ``(objective, duality_gap)`` per
-        iteration (scikit-learn's name; NaN where the gap was not computed).
+        active_edges, elapsed, ...; a ``component`` key for screened
+        components); costs_ : ``(objective, duality_gap)`` of the whole problem
+        after each iteration (scikit-learn's name; components that have stopped
+        count with their final values, so the objectives never increase with
+        the Newton solvers; NaN gap where it was not computed; one row when the
+        problem splits into single variables or is solved in closed form).
     edges_ : (E, 2) int array of the edges i < j (K_ij != 0);
     edge_weights_ : the corresponding K_ij.
     n_components_ : screened components. n_features_in_, feature_names_in_
@@ -244,10 +273,11 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
     True
     """
 
-    def __init__(self, alpha=0.01, *, covariance=None, blocks=None, solver="auto", tol=1e-6,
+    def __init__(self, alpha=0.01, *, covariance=None, blocks=None, solver="auto", tol=None,
                  max_iter=None, assume_centered=False, penalize_diagonal=False,
                  block_weight="size", step_rule="bb", screen=True, n_jobs=1,
-                 warm_start=False, random_state=None, verbose=False, client=None):
+                 warm_start=False, random_state=None, verbose=False, client=None, mode="cd",
+                 enet_tol=1e-4, eps=float(np.finfo(np.float64).eps)):
         self.alpha = alpha
         self.covariance = covariance
         self.blocks = blocks
@@ -264,10 +294,14 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         self.random_state = random_state
         self.client = client
         self.verbose = verbose
+        self.mode = mode
+        self.enet_tol = enet_tol
+        self.eps = eps
 
     def fit(self, X, y=None):
         """Fit from data X (n_samples, n_features), or from a covariance
         matrix when ``covariance='precomputed'``."""
+        _check_compat(self)
         if self.covariance not in (None, "precomputed"):
             raise ValueError(f"covariance must be None or 'precomputed', got {self.covariance!r}")
         if self.covariance == "precomputed":
@@ -290,6 +324,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         the same as ``covariance='precomputed'``."""
         from spargel.gaussian.objective import validate_covariance
 
+        _check_compat(self)
         names = _feature_names(S)
         S = validate_covariance(S, check_psd=True)
         _check_no_constant_columns(S, self.penalize_diagonal, "S")
@@ -321,11 +356,17 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         return self
 
 
-def _kfold(X, n_samples, cv, random_state):
+def _kfold(X, n_samples, cv, random_state, y=None, split_params=None):
     """(train, test) index pairs: ``cv`` folds (contiguous, as scikit-learn's
     ``KFold``; shuffled when ``random_state`` is given), a splitter object
-    with ``split(X)``, or an iterable of pairs."""
+    with ``split(X, y, **split_params)`` (``groups`` for a group splitter), or
+    an iterable of pairs."""
+    split_params = split_params or {}
     if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool):
+        if split_params:
+            raise ValueError(f"{', '.join(sorted(split_params))} given, but cv={int(cv)} folds "
+                             "take no such parameter; pass a splitter that does (for groups: "
+                             "a GroupKFold)")
         k = int(cv)
         if k < 2:
             raise ValueError(f"cv must be >= 2 folds, got {k}")
@@ -336,7 +377,18 @@ def _kfold(X, n_samples, cv, random_state):
             np.random.default_rng(_seed(random_state)).shuffle(idx)
         folds = np.array_split(idx, k)
         return [(np.sort(np.setdiff1d(idx, f)), f) for f in folds]
-    splits = list(cv.split(X)) if hasattr(cv, "split") else list(cv)
+    if hasattr(cv, "split"):
+        if split_params:
+            splits = list(cv.split(X, y, **split_params))
+        elif y is not None:
+            splits = list(cv.split(X, y))
+        else:
+            splits = list(cv.split(X))
+    else:
+        if split_params:
+            raise ValueError(f"{', '.join(sorted(split_params))} given, but cv is a list of "
+                             "splits, which takes no parameters")
+        splits = list(cv)
     if not splits:
         raise ValueError("cv gave no splits")
     return [(np.asarray(a), np.asarray(b)) for a, b in splits]
@@ -370,6 +422,83 @@ def _cv_fold(X, tr, te, f, alphas, kw, assume_centered, center_test, penalize_di
     return scores, edges
 
 
+def _unpenalised_fold(X, tr, te, assume_centered):
+    """Held-out score of the unpenalised estimate ``N(mean_train, inv(S_train))``
+    (scikit-learn's alpha = 0 row of ``cv_results_``, the test fold centred on the
+    training mean whatever ``center_test`` says, as there): -inf where ``S_train`` is
+    singular."""
+    from spargel.gaussian.objective import empirical_covariance
+
+    n = X.shape[1]
+    Xtr, Xte = X[tr], X[te]
+    Str = empirical_covariance(Xtr, assume_centered=assume_centered)
+    try:
+        c = np.diag(np.linalg.cholesky(Str))
+        K = np.linalg.inv(Str)
+    except np.linalg.LinAlgError:
+        return -np.inf
+    if not np.min(c * c) > 10 * n * np.finfo(float).eps * np.max(np.diag(Str)):
+        return -np.inf                  # singular up to rounding
+    loc = np.zeros(n) if assume_centered else Xtr.mean(axis=0)
+    Ste = empirical_covariance(Xte - loc, assume_centered=True)
+    return _log_likelihood(Ste, K)
+
+
+def _check_alphas(alphas):
+    """A list of alphas: each a real number > 0 (scikit-learn's messages and types)."""
+    import numbers
+
+    if isinstance(alphas, np.ndarray):
+        values = list(alphas.ravel())
+    else:
+        try:
+            values = list(alphas)
+        except TypeError:
+            raise TypeError(f"alphas must be a grid size (int) or a list of alphas, got "
+                            f"{alphas!r}") from None
+    if not values:
+        raise ValueError("alphas is an empty list; give at least one alpha > 0")
+    for k, a in enumerate(values):
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, numbers.Real):
+            raise TypeError(f"alphas[{k}] must be an instance of float, not "
+                            f"{type(a).__qualname__}")
+        if not a > 0:
+            raise ValueError(f"alphas[{k}] == {a}, must be > 0")
+    return np.asarray(values, dtype=np.float64)
+
+
+def _best_on_path(mean_scores):
+    """scikit-learn's choice on a path sorted by decreasing alpha: the last index with
+    the best mean score (so the smallest alpha on ties), scores beyond 0.1 / eps
+    counted as NaN (never chosen); also the last index with a finite score."""
+    best, best_score, last_finite = 0, -np.inf, 0
+    for k, sc in enumerate(mean_scores):
+        if sc >= 0.1 / np.finfo(np.float64).eps:
+            sc = np.nan
+        if np.isfinite(sc):
+            last_finite = k
+        if sc >= best_score:
+            best_score, best = sc, k
+    return best, last_finite
+
+
+def _refined_grid(path_alphas, best, last_finite, n_alphas):
+    """The next grid of a refinement (scikit-learn's rule): ``n_alphas`` points strictly
+    inside the bracket around the best alpha of the path (sorted decreasingly)."""
+    last = len(path_alphas) - 1
+    if best == 0:
+        hi, lo = path_alphas[0], path_alphas[min(1, last)]
+    elif best == last_finite and best != last:
+        hi, lo = path_alphas[best], path_alphas[best + 1]
+    elif best == last:
+        hi, lo = path_alphas[best], 0.01 * path_alphas[best]
+    else:
+        hi, lo = path_alphas[best - 1], path_alphas[best + 1]
+    if hi == lo:
+        return np.zeros(0)
+    return np.geomspace(hi, lo, n_alphas + 2)[1:-1]
+
+
 class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
     """:class:`SparseGaussianMRF` with ``alpha`` chosen by cross-validation.
 
@@ -385,12 +514,26 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
     ``GraphicalLassoCV`` instead centres each test fold on its *own* mean;
     ``center_test='test'`` reproduces that (and its choice of alpha).
 
+    Grid and refinements are scikit-learn's: with ``alphas`` an int, the first
+    grid has ``alphas`` values from ``alpha_max`` down geometrically to
+    ``alpha_min_ratio * alpha_max``; each further refinement (``n_refinements``
+    grids in all) puts ``alphas`` new values strictly between the neighbours of
+    the best alpha so far (below the smallest, down to a hundredth of it, when
+    that one is the best). The chosen alpha is the one with the best mean score
+    over every alpha tried, the smallest on ties. A list of alphas is one grid,
+    not refined; each must be a number > 0.
+
     Parameters
     ----------
     alphas : int (grid size) or a list of alphas.
+    n_refinements : number of grids (int >= 1; default 1, a single grid;
+        scikit-learn's ``GraphicalLassoCV`` defaults to ``alphas=4,
+        n_refinements=4``).
     cv : number of folds (contiguous folds as scikit-learn's ``KFold``;
-        shuffled with ``random_state``), a splitter with ``split(X)``, or an
-        iterable of (train, test) index pairs.
+        shuffled with ``random_state``), a splitter with ``split(X, y,
+        groups)``, or an iterable of (train, test) index pairs. ``fit(X, y,
+        groups=...)`` passes ``groups`` (and any other keyword) on to the
+        splitter's ``split``, as scikit-learn's metadata routing does.
     center_test : 'train' (default) or 'test', see above.
     client : a ``dask.distributed.Client`` (or None): the folds' paths run on its
         workers (``X`` is sent once), and so do the screened components of the refit,
@@ -399,9 +542,13 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
 
     Attributes
     ----------
-    alpha_ : the chosen alpha. alphas_ : the grid (decreasing).
+    alpha_ : the chosen alpha. alphas_ : every alpha tried (decreasing).
     cv_results_ : dict with scikit-learn's keys 'alphas', 'split{k}_test_score',
-        'mean_test_score', 'std_test_score', plus 'mean_edges'.
+        'mean_test_score', 'std_test_score', plus 'mean_edges'; one row per
+        alpha of ``alphas_`` and, last, scikit-learn's row for alpha = 0 (the
+        unpenalised estimate ``inv(S_train)`` scored on the test fold centred on
+        the training mean, as scikit-learn does; -inf where ``S_train`` is
+        singular; never chosen).
     and every attribute of :class:`SparseGaussianMRF` for the refit.
 
     Examples
@@ -415,10 +562,15 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
     """
 
     def __init__(self, alphas=10, *, alpha_min_ratio=0.01, cv=5, center_test="train",
-                 blocks=None, solver="auto", tol=1e-6, max_iter=None, assume_centered=False,
+                 blocks=None, solver="auto", tol=None, max_iter=None, assume_centered=False,
                  penalize_diagonal=False, block_weight="size", screen=True, n_jobs=1,
-                 random_state=None, verbose=False, client=None):
+                 random_state=None, verbose=False, client=None, n_refinements=1, mode="cd",
+                 enet_tol=1e-4, eps=float(np.finfo(np.float64).eps)):
         self.alphas = alphas
+        self.n_refinements = n_refinements
+        self.mode = mode
+        self.enet_tol = enet_tol
+        self.eps = eps
         self.alpha_min_ratio = alpha_min_ratio
         self.cv = cv
         self.center_test = center_test
@@ -435,12 +587,16 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         self.verbose = verbose
         self.client = client
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **params):
+        """Fit: cross-validate the grid(s) of alphas on X, refit at the best.
+        Keyword ``params`` (e.g. ``groups``) go to the splitter's ``split``."""
+        import numbers
         import sys
 
         from spargel.gaussian.objective import empirical_covariance
         from spargel.gaussian.path import alpha_grid, gaussian_path
 
+        _check_compat(self)
         if self.center_test not in ("train", "test"):
             raise ValueError(f"center_test must be 'train' or 'test', got {self.center_test!r}")
         X = self._data(X, reset=True)
@@ -450,49 +606,70 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
                                   f"got {m} sample")
         S = empirical_covariance(X, assume_centered=self.assume_centered)
         _check_no_constant_columns(S, self.penalize_diagonal)
-        if isinstance(self.alphas, (int, np.integer)) and not isinstance(self.alphas, bool):
-            alphas = alpha_grid(S, int(self.alphas), self.alpha_min_ratio,
+        if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
+            n_alphas = int(self.alphas)
+            alphas = alpha_grid(S, n_alphas, self.alpha_min_ratio,
                                 blocks=self.blocks, block_weight=self.block_weight)
+            nr = self.n_refinements
+            if isinstance(nr, bool) or not isinstance(nr, numbers.Integral) or nr < 1:
+                raise ValueError(f"n_refinements must be an integer >= 1, got {nr!r}")
+            n_ref = int(nr)
         else:
-            try:
-                alphas = np.sort(np.asarray(self.alphas, dtype=np.float64).ravel())[::-1]
-            except (TypeError, ValueError):
-                alphas = np.zeros(0)
-            if alphas.size == 0 or np.any(~np.isfinite(alphas)) or np.any(alphas < 0):
-                raise ValueError("alphas must be a grid size or a non-empty list of finite "
-                                 f"non-negative numbers, got {self.alphas!r}")
+            alphas = np.sort(_check_alphas(self.alphas))[::-1]
+            n_alphas, n_ref = alphas.size, 1
         kw = dict(blocks=self.blocks, solver=self.solver, tol=self.tol,
                   max_iter=self.max_iter, penalize_diagonal=self.penalize_diagonal,
                   block_weight=self.block_weight, screen=self.screen, n_jobs=self.n_jobs)
-        splits = _kfold(X, m, self.cv, self.random_state)
-        scores = np.full((len(splits), alphas.size), -np.inf)
-        edges = np.zeros((len(splits), alphas.size))
-        args = (alphas, kw, self.assume_centered, self.center_test, self.penalize_diagonal)
-        if self.client is None:
-            rows = [_cv_fold(X, tr, te, f, *args) for f, (tr, te) in enumerate(splits)]
-        else:
-            from ..distributed.gaussian import map_folds
-            rows = map_folds(self.client, _cv_fold, X, splits, args)
-        for f, (sc, ed) in enumerate(rows):
-            scores[f], edges[f] = sc, ed
+        splits = _kfold(X, m, self.cv, self.random_state, y, params)
+        n_folds = len(splits)
+        args = (self.assume_centered, self.center_test, self.penalize_diagonal)
+        path = []                     # (alpha, fold scores, fold edge counts)
+        best = 0
+        for ref in range(n_ref):
+            if self.client is None:
+                rows = [_cv_fold(X, tr, te, f, alphas, kw, *args)
+                        for f, (tr, te) in enumerate(splits)]
+            else:
+                from ..distributed.gaussian import map_folds
+                rows = map_folds(self.client, _cv_fold, X, splits, (alphas, kw) + args)
             if self.verbose:
-                print(f"fold {f}: best alpha {alphas[int(np.argmax(scores[f]))]:.4g}",
+                for f, (sc, _) in enumerate(rows):
+                    print(f"fold {f}: best alpha {alphas[int(np.argmax(sc))]:.4g}",
+                          file=sys.stderr, flush=True)
+            scores = np.array([sc for sc, _ in rows]).reshape(n_folds, alphas.size)
+            edges = np.array([ed for _, ed in rows]).reshape(n_folds, alphas.size)
+            path += [(float(a), scores[:, k], edges[:, k]) for k, a in enumerate(alphas)]
+            path.sort(key=lambda t: -t[0])
+            best, last_finite = _best_on_path([np.mean(sc) for _, sc, _ in path])
+            if self.verbose:
+                print(f"refinement {ref + 1} of {n_ref}: best alpha {path[best][0]:.4g} "
+                      f"(mean held-out score {np.mean(path[best][1]):.6g})",
                       file=sys.stderr, flush=True)
-        mean = scores.mean(axis=0)
-        best = int(np.argmax(mean))
-        self.alphas_ = alphas
-        self.alpha_ = float(alphas[best])
-        results = {"alphas": alphas}
-        for f in range(len(splits)):
-            results[f"split{f}_test_score"] = scores[f]
-        results["mean_test_score"] = mean
-        results["std_test_score"] = scores.std(axis=0)
-        results["mean_edges"] = edges.mean(axis=0)
+            if ref + 1 < n_ref:
+                alphas = _refined_grid([a for a, _, _ in path], best, last_finite, n_alphas)
+                if alphas.size == 0:
+                    break
+        all_alphas = np.array([a for a, _, _ in path])
+        unpen = np.array([_unpenalised_fold(X, tr, te, self.assume_centered) for tr, te in splits])
+        grid = np.vstack([np.array([sc for _, sc, _ in path]), unpen[None, :]])
+        self.alphas_ = all_alphas
+        self.alpha_ = float(all_alphas[best])
+        results = {"alphas": np.append(all_alphas, 0.0)}
+        for f in range(n_folds):
+            results[f"split{f}_test_score"] = grid[:, f]
+        results["mean_test_score"] = grid.mean(axis=1)
+        with np.errstate(invalid="ignore"):           # -inf scores give a NaN spread
+            results["std_test_score"] = grid.std(axis=1)
+        results["mean_edges"] = np.append([np.mean(ed) for _, _, ed in path], n * (n - 1) / 2)
         self.cv_results_ = results
-        # refit on all data along the path down to the chosen alpha (warm starts)
-        path = gaussian_path(S, alphas[:best + 1], client=self.client, **kw)
-        self._store(path[-1], n)
-        self._result = path[-1]
+        # refit on all data along the first grid's alphas above the chosen one (warm starts)
+        first = alpha_grid(S, n_alphas, self.alpha_min_ratio, blocks=self.blocks,
+                           block_weight=self.block_weight) \
+            if isinstance(self.alphas, numbers.Integral) else all_alphas
+        refit = [a for a in first if a > self.alpha_] + [self.alpha_]
+        fitted = gaussian_path(S, refit, client=self.client, **kw)
+        self._store(fitted[-1], n)
+        self._result = fitted[-1]
         self.location_ = np.zeros(n) if self.assume_centered else X.mean(axis=0)
         self.n_samples_ = m
         return self

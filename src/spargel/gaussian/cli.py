@@ -161,8 +161,9 @@ def add_parser(subparsers):
                    choices=["auto", "newton-cg", "newton-cd", "projected-gradient"],
                    help="auto (default): newton-cg for l1, projected-gradient (Algorithm 3) with "
                    "--blocks")
-    p.add_argument("--tol", type=float, default=1e-6,
-                   help="relative duality-gap tolerance (default 1e-6)")
+    p.add_argument("--tol", type=float, default=None,
+                   help="relative duality-gap tolerance (default: 1e-10 for the Newton "
+                   "solvers, 1e-6 for projected-gradient)")
     p.add_argument("--max-iter", type=int, default=None, help="iteration limit")
     p.add_argument("--blocks", metavar="GROUPS.csv", default=None,
                    help="block-l1: a CSV/text file with one group label per variable "
@@ -313,7 +314,7 @@ def _check_usage(args):
         raise CLIError("--cv needs samples, not --covariance", 2)
     if args.n_alphas < 1:
         raise CLIError(f"--n-alphas must be >= 1, got {args.n_alphas}", 2)
-    if not (math.isfinite(args.tol) and args.tol >= 0):
+    if args.tol is not None and not (math.isfinite(args.tol) and args.tol >= 0):
         raise CLIError(f"--tol must be a finite number >= 0, got {args.tol}", 2)
     if args.max_iter is not None and args.max_iter < 1:
         raise CLIError(f"--max-iter must be >= 1, got {args.max_iter}", 2)
