@@ -20,6 +20,8 @@ _LAZY = {
     "LatentLogLinearClassifier": "spargel.estimators.latent",
     "SparseGaussianMRF": "spargel.estimators.gaussian",
     "SparseGaussianMRFCV": "spargel.estimators.gaussian",
+    "SparseGaussianMRFSelect": "spargel.estimators.gaussian",
+    "Nonparanormal": "spargel.estimators.gaussian",
     "PairwiseMRF": "spargel.estimators.mrf",
     "SpargelError": "spargel.errors",
     "DataFormatError": "spargel.errors",

@@ -232,7 +232,9 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
     if screen:
         from .screening import screen_components
 
-        comps = screen_components(St, Lt)
+        # on the unscaled matrices: |S_ij| > L_ij exactly as given (the rescaled
+        # comparison could split a tie at alpha_max by one rounding error)
+        comps = screen_components(S, L)
     else:
         comps = [np.arange(n)]
 
