@@ -793,7 +793,8 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         X = self._data(X, reset=True)
         n, p = X.shape
         if n < 3:
-            raise DataFormatError("X", None, f"need at least 3 samples, got {n}")
+            raise DataFormatError("X", None, f"need at least 3 samples to standardise and fit, "
+                                  f"got {n} sample{'s' if n != 1 else ''}")
         sd = X.std(axis=0, ddof=1)
         if np.any(sd == 0):
             raise DataFormatError("X", None, f"column {int(np.flatnonzero(sd == 0)[0])} is "
@@ -934,7 +935,7 @@ class Nonparanormal(ParamsMixin):
         X = as_matrix(X, "X")
         n = X.shape[0]
         if n < 2:
-            raise DataFormatError("X", None, f"need at least 2 samples, got {n}")
+            raise DataFormatError("X", None, f"need at least 2 samples to rank, got {n} sample")
         self.n_features_in_ = X.shape[1]
         self.n_samples_ = n
         if self.method == "skeptic":
@@ -959,6 +960,10 @@ class Nonparanormal(ParamsMixin):
         if not hasattr(self, "n_features_in_"):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call "
                                  "'fit' with appropriate arguments before using this estimator.")
+        if not hasattr(X, "nnz") and np.asarray(X).ndim == 1:
+            raise DataFormatError("X", None, "expected a 2-D array, got a 1-D array; Reshape "
+                                  "your data with X.reshape(-1, 1) for one variable or "
+                                  "X.reshape(1, -1) for one sample")
         X = as_matrix(X, "X")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
