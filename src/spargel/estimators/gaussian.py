@@ -178,6 +178,119 @@ class _FittedMixin:
         tags.input_tags.sparse = False
         tags.target_tags.required = False
 
+    # -- model files ----------------------------------------------------------------------
+    #: fitted scalars kept in a model file (the per-iteration history_ is not kept)
+    _SCALARS = ("objective_", "dual_objective_", "duality_gap_", "n_iter_", "converged_",
+                "stop_reason_", "solver_", "n_components_", "n_samples_", "alpha_", "criterion_")
+    #: fitted arrays kept (when present), with the dtype they must have
+    _ARRAYS = (("alphas_", "f"), ("criterion_scores_", "f"), ("edges_path_", "i"),
+               ("loglik_path_", "f"), ("edge_frequency_", "f"), ("rotations_", "i"))
+
+    def save(self, path):
+        """Write the fitted model to ``path`` in spargel's safe model format (numeric
+        arrays and a checksummed JSON header; never a pickle). Kept: the parameters
+        that are plain values (an ``alpha`` matrix as an array; ``blocks`` and
+        ``client`` are not kept), precision, covariance, location, costs, the
+        certificate and, for the CV and selection estimators, the alphas tried
+        with their scores. Not kept: ``history_``."""
+        from .. import io
+
+        self._check_fitted()
+        params = {k: v for k, v in self.get_params().items()
+                  if k not in ("client", "blocks", "subsamples", "rotations")
+                  and isinstance(v, (bool, int, float, str, type(None)))}
+        meta = {"estimator": type(self).__name__, "params": params, "fitted": {}}
+        for name in self._SCALARS:
+            v = getattr(self, name, None)
+            if isinstance(v, (np.integer, np.floating, np.bool_)):
+                v = v.item()
+            if isinstance(v, (bool, int, float, str)):
+                meta["fitted"][name] = v
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None:
+            meta["feature_names"] = [str(v) for v in names]
+        arrays = {"precision": self.precision_, "covariance": self.covariance_,
+                  "location": np.asarray(self.location_, dtype=np.float64),
+                  "costs": np.asarray(self.costs_, dtype=np.float64).reshape(-1, 2)}
+        if isinstance(self.get_params().get("alpha"), (np.ndarray, list, tuple)):
+            arrays["alpha"] = np.asarray(self.alpha, dtype=np.float64)
+        for name, kind in self._ARRAYS:
+            v = getattr(self, name, None)
+            if v is not None:
+                arrays[name] = np.asarray(v, dtype=np.float64 if kind == "f" else np.int64)
+        cvr = getattr(self, "cv_results_", None)
+        if cvr is not None:
+            meta["cv_keys"] = list(cvr)
+            arrays["cv_results"] = np.vstack([np.asarray(cvr[k], dtype=np.float64) for k in cvr])
+        io.save_arrays(path, "gaussian-mrf", meta, arrays)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save` of this class; everything is checked
+        (shapes, finiteness, a symmetric positive definite precision) before use."""
+        from .. import io
+        from ..errors import ModelFileError
+
+        meta, a = io.load_arrays(path, "gaussian-mrf")
+        req = io.require
+        req(isinstance(meta, dict) and isinstance(meta.get("params"), dict) and
+            isinstance(meta.get("fitted"), dict), path, "its header lacks params / fitted values")
+        what = meta.get("estimator")
+        if what != cls.__name__:
+            raise ModelFileError(f"{path}: holds a {what!r} model; load it with "
+                                 f"{what}.load, not {cls.__name__}.load")
+        for name in ("precision", "covariance", "location", "costs"):
+            req(name in a and a[name].dtype == np.float64, path, f"array {name!r} missing or "
+                "not float64")
+        K, C, loc = a["precision"], a["covariance"], a["location"]
+        req(K.ndim == 2 and K.shape[0] == K.shape[1] >= 1, path, "precision is not square")
+        p = K.shape[0]
+        req(C.shape == (p, p) and loc.shape == (p,), path,
+            "covariance / location do not match the precision's size")
+        req(np.all(np.isfinite(K)) and np.all(np.isfinite(C)) and np.all(np.isfinite(loc)), path,
+            "non-finite values")
+        req(np.array_equal(K, K.T), path, "precision is not symmetric")
+        try:
+            np.linalg.cholesky(K)
+        except np.linalg.LinAlgError:
+            raise ModelFileError(f"{path}: invalid model (precision is not positive "
+                                 "definite)") from None
+        req(a["costs"].ndim == 2 and a["costs"].shape[1] == 2, path, "costs is not (k, 2)")
+        params = {k: v for k, v in meta["params"].items() if k in cls._param_names()}
+        if "alpha" in a:
+            req(a["alpha"].shape == (p, p) and np.all(np.isfinite(a["alpha"])) and
+                np.all(a["alpha"] >= 0), path, "the alpha matrix does not match")
+            params["alpha"] = a["alpha"]
+        est = cls(**params)
+        for name, v in meta["fitted"].items():
+            if name in cls._SCALARS:
+                req(isinstance(v, (bool, int, float, str)), path, f"{name} is not a plain value")
+                setattr(est, name, v)
+        for name, _ in cls._ARRAYS:
+            if name in a:
+                req(a[name].ndim >= 1 and np.all(np.isfinite(a[name])), path,
+                    f"{name} has non-finite values")
+                setattr(est, name, a[name])
+        if "cv_results" in a:
+            keys = meta.get("cv_keys")
+            req(isinstance(keys, list) and all(isinstance(k, str) for k in keys) and
+                a["cv_results"].ndim == 2 and a["cv_results"].shape[0] == len(keys), path,
+                "cv_results do not match their keys")
+            est.cv_results_ = {k: a["cv_results"][i].copy() for i, k in enumerate(keys)}
+        names = meta.get("feature_names")
+        if names is not None:
+            req(isinstance(names, list) and len(names) == p and
+                all(isinstance(v, str) for v in names), path, "feature names do not match")
+            est.feature_names_in_ = np.asarray(names, dtype=object)
+        est.precision_, est.covariance_, est.location_ = K.copy(), C.copy(), loc.copy()
+        est.costs_ = [(float(f), float(g)) for f, g in a["costs"]]
+        est.history_ = []
+        est.n_features_in_ = p
+        iu, ju = np.nonzero(np.triu(K != 0, 1))
+        est.edges_ = np.stack([iu, ju], axis=1).astype(np.int64)
+        est.edge_weights_ = K[iu, ju].copy()
+        return est
+
 
 def _seed(rs):
     if rs is None:

@@ -182,6 +182,9 @@ def add_parser(subparsers):
                    help="precision matrix CSV ('-' = stdout; default: not written)")
     p.add_argument("--history", metavar="PATH", default=None,
                    help="write the per-iteration history as JSON lines")
+    p.add_argument("--save-model", metavar="PATH", default=None,
+                   help="write the fitted model (spargel's model format; load it with "
+                   "SparseGaussianMRF.load or SparseGaussianMRFCV.load with --cv)")
     p.add_argument("--plot", metavar="PNG", default=None,
                    help="draw the learned graph (needs matplotlib)")
     p.add_argument("--verbose", action="store_true",
@@ -206,7 +209,8 @@ def _check_outputs(args):
     """Usage errors for outputs that would overwrite the input or each other."""
     outs = [(opt, path) for opt, path in (("--out-edges", args.out_edges),
                                           ("--out-precision", args.out_precision),
-                                          ("--history", args.history), ("--plot", args.plot))
+                                          ("--history", args.history), ("--plot", args.plot),
+                                          ("--save-model", args.save_model))
             if path is not None and path != "-"]
     for opt, path in outs:
         if _same_path(path, args.data):
@@ -389,6 +393,11 @@ def _run(args):
     if args.history:
         _emit(args.history, _history_writer(model.history_))
         written.append(args.history)
+    if args.save_model:
+        if names is not None:                   # the CSV header names the model's variables
+            model.feature_names_in_ = np.asarray(names, dtype=object)
+        model.save(args.save_model)
+        written.append(args.save_model)
     if args.plot:
         from spargel.gaussian.plot import plot_graph
 
