@@ -160,16 +160,23 @@ class _FittedMixin:
         return self.precision_
 
     def plot(self, kind="graph", **kwargs):
-        """Draw the learned graph (``kind='graph'``) or the sparsity pattern
-        (``kind='pattern'``); needs matplotlib. Returns the matplotlib axes."""
+        """Draw the learned graph (``kind='graph'``: legend for edge sign and
+        strength, hubs labelled on large graphs), the clustered heat map of the
+        partial correlations (``'heatmap'``), both side by side (``'overview'``)
+        or the sparsity pattern (``'pattern'``); needs matplotlib. Variable names
+        default to ``feature_names_in_``. Returns the matplotlib axes."""
         self._check_fitted()
-        from spargel.gaussian.plot import plot_graph, plot_pattern
+        from spargel.gaussian.plot import plot_graph, plot_heatmap, plot_overview, plot_pattern
 
-        if kind == "graph":
-            return plot_graph(self.precision_, **kwargs)
-        if kind == "pattern":
-            return plot_pattern(self.precision_, **kwargs)
-        raise ValueError(f"kind must be 'graph' or 'pattern', got {kind!r}")
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and kind != "pattern":
+            kwargs.setdefault("labels", list(names))
+        draw = {"graph": plot_graph, "heatmap": plot_heatmap, "overview": plot_overview,
+                "pattern": plot_pattern}.get(kind)
+        if draw is None:
+            raise ValueError(f"kind must be 'graph', 'heatmap', 'overview' or 'pattern', got "
+                             f"{kind!r}")
+        return draw(self.precision_, **kwargs)
 
     _estimator_kind = "density"
 

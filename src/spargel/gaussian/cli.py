@@ -186,7 +186,8 @@ def add_parser(subparsers):
                    help="write the fitted model (spargel's model format; load it with "
                    "SparseGaussianMRF.load or SparseGaussianMRFCV.load with --cv)")
     p.add_argument("--plot", metavar="PNG", default=None,
-                   help="draw the learned graph (needs matplotlib)")
+                   help="draw the learned graph, with the clustered heat map of the partial "
+                   "correlations beside it above 30 variables (needs matplotlib)")
     p.add_argument("--verbose", action="store_true",
                    help="one line per solver iteration on stderr")
     p.add_argument("--quiet", action="store_true", help="no summary on stderr")
@@ -399,9 +400,9 @@ def _run(args):
         model.save(args.save_model)
         written.append(args.save_model)
     if args.plot:
-        from spargel.gaussian.plot import plot_graph
+        from spargel.gaussian.plot import plot_overview
 
-        ax = plot_graph(model.precision_, labels=names)
+        ax = plot_overview(model.precision_, labels=names)
         suffix = Path(args.plot).suffix.lstrip(".") or "png"
         _write_atomically(args.plot, lambda fb: ax.figure.savefig(
             fb, dpi=150, bbox_inches="tight", format=suffix), binary=True)
