@@ -76,22 +76,30 @@ def resolve_solver(solver, blocks):
     return "newton-cg" if solver == "auto" else solver
 
 
+#: rows per block of the in-place rescalings (a block's ``outer(s_rows, s)`` is small)
+_ROWS = 256
+
+
 def _map_back(res, s, offset, n_components=None):
-    """Undo the rescaling: K = K~ / (s s^T), Sigma = Sigma~ * (s s^T)."""
-    ss = np.outer(s, s)
+    """Undo the rescaling in place: K = K~ / (s s^T), Sigma = Sigma~ * (s s^T) (row
+    blocks: no further dense n x n array)."""
+    K, C = res.precision, res.covariance
+    n = K.shape[0]
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        K = res.precision / ss
-        C = res.covariance * ss
-    for name, A, A_scaled in (("precision", K, res.precision), ("covariance", C, res.covariance)):
-        bad = ~np.isfinite(A) | ((A == 0) & (A_scaled != 0))
-        if np.any(bad):
-            i, j = (int(v) for v in np.argwhere(bad)[0])
-            raise DataFormatError(
-                "S", None, f"the {name} matrix does not fit in double precision (entry "
-                f"({i}, {j}) over- or underflows: variances range from {float(np.min(s * s)):.3g} "
-                f"to {float(np.max(s * s)):.3g}); rescale the variables")
-    res.precision = K
-    res.covariance = C
+        for a in range(0, n, _ROWS):
+            b = min(a + _ROWS, n)
+            ss = np.outer(s[a:b], s)
+            for name, A, op in (("precision", K, np.divide), ("covariance", C, np.multiply)):
+                was = A[a:b] != 0
+                op(A[a:b], ss, out=A[a:b])
+                bad = ~np.isfinite(A[a:b]) | ((A[a:b] == 0) & was)
+                if np.any(bad):
+                    i, j = (int(v) for v in np.argwhere(bad)[0])
+                    raise DataFormatError(
+                        "S", None, f"the {name} matrix does not fit in double precision (entry "
+                        f"({a + i}, {j}) over- or underflows: variances range from "
+                        f"{float(np.min(s * s)):.3g} to {float(np.max(s * s)):.3g}); rescale "
+                        "the variables")
     res.objective = float(res.objective) + offset
     res.dual_objective = float(res.dual_objective) + offset
     if n_components is not None:
@@ -215,20 +223,7 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
         s = np.full(n, np.sqrt(float(np.mean(d))))
     else:
         s = np.sqrt(d)
-    ss = np.outer(s, s)
     dt = d / (s * s)
-    St = S / ss
-    with np.errstate(over="ignore"):
-        Lt = np.minimum(L / ss, _WEIGHT_CAP * max(1.0, float(dt.max())))
-    np.fill_diagonal(St, np.diag(S) / (s * s))
-    np.fill_diagonal(Lt, np.diag(L) / (s * s))
-    offset = float(np.sum(np.log(s * s)))
-    K0 = None
-    if warm_start is not None:
-        with np.errstate(over="ignore", invalid="ignore"):
-            K0 = warm_start.precision * ss
-        if not np.all(np.isfinite(K0)):
-            K0 = None
     if screen:
         from .screening import screen_components
 
@@ -237,12 +232,39 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
         comps = screen_components(S, L)
     else:
         comps = [np.arange(n)]
+    # the rescaled problem, built in row blocks (the same arithmetic as S / outer(s, s)):
+    # St is the one new dense array, Lt overwrites L (ours: penalty_matrix copies)
+    S_diag, L_diag = np.diag(S).copy(), np.diag(L).copy()
+    cap = _WEIGHT_CAP * max(1.0, float(dt.max()))
+    St = np.empty_like(S)
+    Lt = L
+    with np.errstate(over="ignore"):
+        for a in range(0, n, _ROWS):
+            b = min(a + _ROWS, n)
+            ss = np.outer(s[a:b], s)
+            np.divide(S[a:b], ss, out=St[a:b])
+            np.divide(Lt[a:b], ss, out=Lt[a:b])
+            np.minimum(Lt[a:b], cap, out=Lt[a:b])
+    del L
+    np.fill_diagonal(St, S_diag / (s * s))
+    np.fill_diagonal(Lt, L_diag / (s * s))
+    offset = float(np.sum(np.log(s * s)))
+    K0 = None
+    if warm_start is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            K0 = warm_start.precision * s[:, None]
+            K0 *= s[None, :]
+        if not np.all(np.isfinite(K0)):
+            K0 = None
 
     def inputs(idx):
-        sub = np.ix_(idx, idx)
-        Ss, Ls = np.ascontiguousarray(St[sub]), np.ascontiguousarray(Lt[sub])
+        if idx.size == n:                   # the whole problem: no copies
+            Ss, Ls = St, Lt
+        else:
+            sub = np.ix_(idx, idx)
+            Ss, Ls = np.ascontiguousarray(St[sub]), np.ascontiguousarray(Lt[sub])
         off = float(np.sum(np.log(s[idx] * s[idx])))
-        X0 = None if K0 is None else K0[sub]
+        X0 = None if K0 is None else (K0 if idx.size == n else K0[np.ix_(idx, idx)])
         if X0 is not None and kind != "projected-gradient" and np.linalg.eigvalsh(X0)[0] <= 0:
             X0 = None
         return Ss, Ls, off, X0
@@ -262,6 +284,7 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
             results = list(ex.map(run, big))
     else:
         results = [run(c) for c in big]
+    St = Lt = K0 = None                     # the rescaled inputs are no longer needed
     if len(results) == 1 and not singles.size:
         res = results[0]
         # the component's objective already is the whole problem's (offset included)
