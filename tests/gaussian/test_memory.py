@@ -34,5 +34,6 @@ def test_dense_path_peak():
     peak, res = _peak_arrays(S, alpha=0.3, screen=False)
     assert res.converged and res.n_components == 1
     # Newton-CG's own state (K, W, gradient, direction, its scratch: about 10 arrays)
-    # plus the rescaled S and weights; it was 17 before the in-place rescaling
-    assert peak <= 14.0, peak
+    # plus the rescaled S and weights; it was 17 before the in-place rescaling and the
+    # free-set vectors sized to the free set
+    assert peak <= 12.0, peak
