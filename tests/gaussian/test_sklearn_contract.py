@@ -196,3 +196,24 @@ def test_cv_groups_go_to_the_splitter():
                                   ref.cv_results_["mean_test_score"])
     with pytest.raises(ValueError, match="groups given, but cv=3 folds"):
         SparseGaussianMRFCV(alphas=3, cv=3).fit(X, groups=groups)
+
+
+def test_cv_metadata_routing_through_sklearn_tools():
+    """With scikit-learn's metadata routing on, its tools hand ``groups`` to the CV
+    estimator's splitter (get_metadata_routing); the same folds as explicit pairs give
+    the same fitted model."""
+    sklearn = pytest.importorskip("sklearn")
+    ms = pytest.importorskip("sklearn.model_selection")
+    X = _block_data(seed=7, m=120)
+    groups = np.repeat(np.arange(6), 20)
+    with sklearn.config_context(enable_metadata_routing=True):
+        inner = ms.GroupKFold(3).set_split_request(groups=True)
+        res = ms.cross_validate(SparseGaussianMRFCV(alphas=3, cv=inner), X,
+                                params={"groups": groups}, cv=ms.GroupKFold(2),
+                                return_estimator=True)
+    outer = list(ms.GroupKFold(2).split(X, None, groups))
+    for (tr, _), est in zip(outer, res["estimator"]):
+        pairs = list(ms.GroupKFold(3).split(X[tr], None, groups[tr]))
+        ref = SparseGaussianMRFCV(alphas=3, cv=pairs).fit(X[tr])
+        np.testing.assert_array_equal(est.cv_results_["mean_test_score"],
+                                      ref.cv_results_["mean_test_score"])

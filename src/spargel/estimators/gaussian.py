@@ -794,6 +794,18 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         self.n_samples_ = m
         return self
 
+    def get_metadata_routing(self):
+        """scikit-learn's metadata routing: ``fit``'s keyword arguments go to the
+        splitter's ``split`` (asked for by scikit-learn's tools only; imports
+        scikit-learn)."""
+        from sklearn.model_selection import check_cv
+        from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
+
+        cv = self.cv if hasattr(self.cv, "split") or isinstance(self.cv, int) else list(self.cv)
+        return MetadataRouter(owner=self).add(
+            splitter=check_cv(cv), method_mapping=MethodMapping().add(caller="fit",
+                                                                      callee="split"))
+
 
 _CRITERIA = ("ebic", "stars", "ric")
 
