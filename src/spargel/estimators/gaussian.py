@@ -21,6 +21,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -898,11 +899,9 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     def _path(self, R, alphas):
         from spargel.gaussian.path import gaussian_path
 
-        with warnings.catch_warnings():
-            return gaussian_path(R, alphas, solver=self.solver, tol=self.tol,
-                                 max_iter=self.max_iter,
-                                 penalize_diagonal=self.penalize_diagonal, screen=self.screen,
-                                 n_jobs=self.n_jobs)
+        return gaussian_path(R, alphas, solver=self.solver, tol=self.tol, max_iter=self.max_iter,
+                             penalize_diagonal=self.penalize_diagonal, screen=self.screen,
+                             n_jobs=self.n_jobs)
 
     def fit(self, X, y=None):
         """Standardise X, fit the path, choose alpha by the criterion, keep that fit."""
@@ -980,9 +979,6 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         self.alpha_ = alpha
         self._result = chosen
         ss = np.outer(sd, sd)
-        from spargel.gaussian.result import GaussianResult  # noqa: F401  (type of chosen)
-        import dataclasses
-
         mapped = dataclasses.replace(chosen, precision=chosen.precision / ss,
                                      covariance=chosen.covariance * ss)
         self._store(mapped, p)
