@@ -154,6 +154,11 @@ def test_stars_is_its_definition():
     a = SparseGaussianMRFSelect("stars", alphas=4, n_subsamples=3, random_state=7).fit(X)
     b = SparseGaussianMRFSelect("stars", alphas=4, n_subsamples=3, random_state=7).fit(X)
     np.testing.assert_array_equal(a.criterion_scores_, b.criterion_scores_)
+    # the subsamples on two threads: the same counts
+    c = SparseGaussianMRFSelect("stars", alphas=4, n_subsamples=3, random_state=7,
+                                n_jobs=2).fit(X)
+    np.testing.assert_array_equal(a.criterion_scores_, c.criterion_scores_)
+    np.testing.assert_array_equal(a.edge_frequency_, c.edge_frequency_)
     with pytest.raises(ValueError, match=r"subsamples\[0\]"):
         SparseGaussianMRFSelect("stars", subsamples=[[0, 1, n]]).fit(X)
 

@@ -847,7 +847,9 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         when n <= 20), or the shifts themselves.
     penalize_diagonal : default True (as huge); False leaves it unpenalised.
     random_state : seed of the subsamples / rotations.
-    solver, tol, max_iter, screen, n_jobs, verbose : as in :class:`SparseGaussianMRF`.
+    n_jobs : threads: StARS fits its subsamples' paths concurrently (same result);
+        otherwise used for screened components as in :class:`SparseGaussianMRF`.
+    solver, tol, max_iter, screen, verbose : as in :class:`SparseGaussianMRF`.
 
     Attributes
     ----------
@@ -896,12 +898,12 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _path(self, R, alphas):
+    def _path(self, R, alphas, n_jobs=None):
         from spargel.gaussian.path import gaussian_path
 
         return gaussian_path(R, alphas, solver=self.solver, tol=self.tol, max_iter=self.max_iter,
                              penalize_diagonal=self.penalize_diagonal, screen=self.screen,
-                             n_jobs=self.n_jobs)
+                             n_jobs=self.n_jobs if n_jobs is None else n_jobs)
 
     def fit(self, X, y=None):
         """Standardise X, fit the path, choose alpha by the criterion, keep that fit."""
@@ -954,16 +956,33 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             chosen, alpha = path[best], float(alphas[best])
         elif self.criterion == "stars":
             subs = self._subsamples(n, rng, default_subsample_size)
-            counts = np.zeros((alphas.size, iu[0].size))
-            for b, idx in enumerate(subs):
+            parallel = self.n_jobs is not None and self.n_jobs != 1 and len(subs) > 1
+
+            def edges_of(b):
+                idx = subs[b]
                 Zb = standardize(X[idx])
                 Rb = Zb.T @ Zb / (len(idx) - 1)
                 Rb = 0.5 * (Rb + Rb.T)
                 np.fill_diagonal(Rb, 1.0)
-                for k, r in enumerate(self._path(Rb, alphas)):
-                    counts[k] += r.precision[iu] != 0
+                path_b = self._path(Rb, alphas, n_jobs=1 if parallel else None)
+                out = np.array([r.precision[iu] != 0 for r in path_b])
                 if self.verbose:
                     print(f"StARS subsample {b + 1} of {len(subs)}", file=sys.stderr, flush=True)
+                return out
+
+            # the subsamples' paths on n_jobs threads (the solvers release the GIL);
+            # counts are added in subsample order, so the result does not depend on it
+            if parallel:
+                from concurrent.futures import ThreadPoolExecutor
+
+                workers = None if self.n_jobs == -1 else int(self.n_jobs)
+                with ThreadPoolExecutor(max_workers=workers) as ex:
+                    per_sub = list(ex.map(edges_of, range(len(subs))))
+            else:
+                per_sub = [edges_of(b) for b in range(len(subs))]
+            counts = np.zeros((alphas.size, iu[0].size))
+            for e in per_sub:
+                counts += e
             var = stars_variability(counts, len(subs))
             best = stars_choice(var, self.stars_threshold)
             self.criterion_scores_ = var
