@@ -35,5 +35,5 @@ def test_dense_path_peak():
     assert res.converged and res.n_components == 1
     # Newton-CG's own state (K, W, gradient, direction, its scratch: about 10 arrays)
     # plus the rescaled S and weights; it was 17 before the in-place rescaling and the
-    # free-set vectors sized to the free set
-    assert peak <= 12.0, peak
+    # free-set vectors sized to the free set (and one scratch shared by CD and CG)
+    assert peak <= 11.0, peak

@@ -66,7 +66,6 @@ class _CGBuffers:
         self.scol = np.empty(2 * m, dtype=np.int64)
         self.spos = np.empty(2 * m, dtype=np.int64)
         self.sval = np.empty(2 * m)
-        self.UT = np.empty((n, n))
         self.W32 = np.empty((n, n), dtype=np.float32)
         self.U32 = np.empty((n, n), dtype=np.float32)
         self.buf32 = np.empty(n, dtype=np.float32)
@@ -211,9 +210,11 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
             symmetric_rows(r_, c_, n, cg.ptr, cg.scol, cg.spos)
             cg.W32[...] = W
             d, r, z, q, hq = (v[:m] for v in cg.vectors)
+            # U0 (the CD sweep's scratch, free again once D is filtered) is the CG's
+            # n x n scratch too
             n_cg = newton_cg_direction(cg.W32, cg.indptr, cg.indices, cg.data, r_, col_ptr,
                                        col_of_group, cg.ptr, cg.scol, cg.spos, wts, g_, d,
-                                       max_cg, eta, cg.U32, cg.buf32, cg.UT, cg.sval,
+                                       max_cg, eta, cg.U32, cg.buf32, U0, cg.sval,
                                        r, z, q, hq)
             decrease = -float(np.dot(wts * g_, d))     # predicted decrease <g, -D>
             if decrease > 0.0:
