@@ -20,6 +20,8 @@ _LAZY = {
     "LatentLogLinearClassifier": "spargel.loglinear.latent",
     "SparseGaussianMRF": "spargel.gaussian.estimator",
     "SparseGaussianMRFCV": "spargel.gaussian.estimator",
+    "SparseGaussianMRFSelect": "spargel.gaussian.estimator",
+    "Nonparanormal": "spargel.gaussian.estimator",
     "PairwiseMRF": "spargel.mrf.estimator",
     "SpargelError": "spargel.errors",
     "DataFormatError": "spargel.errors",

@@ -152,12 +152,15 @@ def test_cv_results_and_refit():
     assert cvm.alpha_ in cvm.alphas_
     res = cvm.cv_results_
     for key in ("alphas", "split0_test_score", "split1_test_score", "split2_test_score",
-                "mean_test_score", "std_test_score"):
-        assert key in res and len(res[key]) == 6, key
+                "mean_test_score", "std_test_score", "mean_edges"):
+        assert key in res and len(res[key]) == 7, key        # the grid, then alpha = 0
     assert "split3_test_score" not in res
+    np.testing.assert_array_equal(res["alphas"][:6], cvm.alphas_)
+    assert res["alphas"][6] == 0.0 and res["mean_edges"][6] == 9 * 8 / 2
     np.testing.assert_allclose(res["mean_test_score"],
                                np.mean([res[f"split{k}_test_score"] for k in range(3)], axis=0))
-    assert res["mean_test_score"][list(cvm.alphas_).index(cvm.alpha_)] == res["mean_test_score"].max()
+    assert res["mean_test_score"][list(cvm.alphas_).index(cvm.alpha_)] == \
+        res["mean_test_score"][:6].max()
     ref = SparseGaussianMRF(alpha=cvm.alpha_, tol=1e-10).fit(X)
     np.testing.assert_allclose(cvm.precision_, ref.precision_, atol=1e-4)
     lab = [0, 0, 0, 1, 1, 1, 2, 2, 2]
@@ -183,12 +186,15 @@ def test_cv_centering_matches_sklearn():
     ours = SparseGaussianMRFCV(alphas=alphas, cv=4, center_test="test", tol=1e-10).fit(X)
     sk = skc.GraphicalLassoCV(alphas=alphas, cv=4, tol=1e-10, enet_tol=1e-10,
                               max_iter=5000).fit(X)
-    sk_alphas = list(np.asarray(sk.cv_results_["alphas"]))    # may hold an extra alpha = 0
-    sk_mean = [sk.cv_results_["mean_test_score"][sk_alphas.index(a)] for a in alphas]
-    np.testing.assert_allclose(ours.cv_results_["mean_test_score"], sk_mean, atol=1e-5)
+    # the same rows: the grid (decreasing), then alpha = 0 (held-out data centred on the
+    # training mean there, in both libraries)
+    np.testing.assert_allclose(ours.cv_results_["alphas"], sk.cv_results_["alphas"])
+    for key in ["mean_test_score", "std_test_score"] + [f"split{k}_test_score" for k in range(4)]:
+        np.testing.assert_allclose(ours.cv_results_[key], sk.cv_results_[key], atol=1e-5)
     assert ours.alpha_ == pytest.approx(sk.alpha_)
     train = SparseGaussianMRFCV(alphas=alphas, cv=4, tol=1e-10).fit(X)
-    assert np.all(train.cv_results_["mean_test_score"] < ours.cv_results_["mean_test_score"])
+    assert np.all(train.cv_results_["mean_test_score"][:-1] <
+                  ours.cv_results_["mean_test_score"][:-1])
 
 
 def test_plot():

@@ -16,10 +16,16 @@ import pytest
 pytest.importorskip("sklearn", minversion="1.6")      # tags API
 sklearn_checks = pytest.importorskip("sklearn.utils.estimator_checks")
 
-from spargel.gaussian.estimator import SparseGaussianMRF, SparseGaussianMRFCV  # noqa: E402
+from spargel.gaussian.estimator import (Nonparanormal, SparseGaussianMRF,  # noqa: E402
+                                         SparseGaussianMRFCV, SparseGaussianMRFSelect)
 
-# small grids keep the CV estimator's checks fast
-_ESTIMATORS = [SparseGaussianMRF(alpha=0.05), SparseGaussianMRFCV(alphas=3, cv=3)]
+# small grids keep the CV and selection estimators' checks fast
+_ESTIMATORS = [SparseGaussianMRF(alpha=0.05), SparseGaussianMRFCV(alphas=3, cv=3),
+               SparseGaussianMRFSelect("ebic", alphas=3),
+               SparseGaussianMRFSelect("stars", alphas=3, n_subsamples=2),
+               SparseGaussianMRFSelect("ric"), Nonparanormal(), Nonparanormal("truncation")]
+# (Nonparanormal("skeptic") returns a (p, p) matrix, not transformed rows: the
+# transformer checks do not apply to it)
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*does not inherit from .*BaseEstimator")

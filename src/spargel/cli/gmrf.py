@@ -114,8 +114,9 @@ def add_parser(subparsers):
                    choices=["auto", "newton-cg", "newton-cd", "projected-gradient"],
                    help="auto (default): newton-cg for l1, projected-gradient (Algorithm 3) with "
                    "--blocks")
-    p.add_argument("--tol", type=float, default=1e-6,
-                   help="relative duality-gap tolerance (default 1e-6)")
+    p.add_argument("--tol", type=float, default=None,
+                   help="relative duality-gap tolerance (default: 1e-10 for the Newton "
+                   "solvers, 1e-6 for projected-gradient)")
     p.add_argument("--max-iter", type=int, default=None, help="iteration limit")
     p.add_argument("--blocks", metavar="GROUPS.csv", default=None,
                    help="block-l1: a CSV/text file with one group label per variable "
@@ -134,8 +135,12 @@ def add_parser(subparsers):
                    help="precision matrix CSV ('-' = stdout; default: not written)")
     p.add_argument("--history", metavar="PATH", default=None,
                    help="write the per-iteration history as JSON lines")
+    p.add_argument("--save-model", metavar="PATH", default=None,
+                   help="write the fitted model (spargel's model format; load it with "
+                   "SparseGaussianMRF.load or SparseGaussianMRFCV.load with --cv)")
     p.add_argument("--plot", metavar="PNG", default=None,
-                   help="draw the learned graph (needs matplotlib)")
+                   help="draw the learned graph, with the clustered heat map of the partial "
+                   "correlations beside it above 30 variables (needs matplotlib)")
     p.add_argument("--verbose", action="store_true",
                    help="one line per solver iteration on stderr")
     p.add_argument("--quiet", action="store_true", help="no summary on stderr")
@@ -172,7 +177,8 @@ def _check_usage(args):
     check_number("--n-alphas", args.n_alphas, low=1, high=MAX_ALPHAS, integer=True)
     if args.seed is not None:
         check_number("--seed", args.seed, low=0, high=2 ** 32 - 1, integer=True)
-    check_number("--tol", args.tol, low=0)
+    if args.tol is not None:
+        check_number("--tol", args.tol, low=0)
     if args.max_iter is not None:
         check_number("--max-iter", args.max_iter, low=1, integer=True)
     if args.n_samples is not None:
@@ -186,7 +192,7 @@ def _check_usage(args):
     if args.data == "-" and args.blocks == "-":
         raise UsageError("DATA.csv and --blocks cannot both be standard input")
     check_outputs({"--out-edges": args.out_edges, "--out-precision": args.out_precision,
-                   "--history": args.history, "--plot": args.plot},
+                   "--history": args.history, "--plot": args.plot, "--save-model": args.save_model},
                   {"the input file": args.data, "the --blocks file": args.blocks})
 
 
@@ -251,12 +257,17 @@ def _run(args):
     if args.history:
         write_output(args.history, json_lines(model.history_))
         written.append(args.history)
+    if args.save_model:
+        if names is not None:                   # the CSV header names the model's variables
+            model.feature_names_in_ = np.asarray(names, dtype=object)
+        model.save(args.save_model)
+        written.append(args.save_model)
     if args.plot:
         import io
 
-        from ..gaussian.plot import plot_graph
+        from ..gaussian.plot import plot_overview
 
-        ax = plot_graph(model.precision_, labels=names)
+        ax = plot_overview(model.precision_, labels=names)
         buf = io.BytesIO()
         ax.figure.savefig(buf, dpi=150, bbox_inches="tight", format=Path(args.plot).suffix.lstrip(".") or "png")
         write_output(args.plot, buf.getvalue())

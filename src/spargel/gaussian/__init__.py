@@ -32,6 +32,9 @@ _LAZY = {
     "make_block_penalty": "spargel.gaussian.block_l1",
     "GaussianResult": "spargel.gaussian.result",
     "plot_graph": "spargel.gaussian.plot",
+    "plot_heatmap": "spargel.gaussian.plot",
+    "plot_overview": "spargel.gaussian.plot",
+    "graphical_lasso": "spargel.gaussian.glasso",
 }
 
 __all__ = sorted(_LAZY)

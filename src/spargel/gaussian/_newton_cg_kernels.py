@@ -22,6 +22,21 @@ from ..core.jit import kernel
 
 
 @kernel()
+def orthant_count(X, G, L):
+    """An upper bound on the number of positions :func:`orthant_set` lists at X
+    (the diagonal, the non-zeros of X and the zeros with ``|G_ij| > L_ij``): the
+    size its arrays need, which it does not check."""
+    n = X.shape[0]
+    cnt = 0
+    for j in range(n):
+        for i in range(j + 1):
+            # "not <=" also counts a NaN gradient, which orthant_set lists when L_ij = 0
+            if i == j or X[i, j] != 0.0 or not abs(G[i, j]) <= L[i, j]:
+                cnt += 1
+    return cnt
+
+
+@kernel()
 def orthant_set(X, G, L, rows, cols, sgn, grad):
     """The free set of the orthant-wise Newton step at X (G = S - X^-1).
 

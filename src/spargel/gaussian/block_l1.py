@@ -129,7 +129,10 @@ def make_block_penalty(blocks, n, alpha, *, block_weight="size", penalize_diagon
     ``alpha sqrt(|block k|)``, ``"one"`` gives ``alpha``.
     """
     if np.ndim(alpha) != 0:
-        raise ValueError("alpha must be a scalar when blocks are given")
+        raise ValueError("alpha must be a scalar when blocks are given: the block-l1 solver "
+                         "(Algorithm 3) takes one weight per block, not a per-entry penalty "
+                         "matrix; a matrix of weights needs the plain l1 penalty (no blocks; "
+                         "solver 'newton-cg', 'newton-cd' or 'projected-gradient')")
     alpha = float(alpha)
     if not np.isfinite(alpha) or alpha < 0:
         raise ValueError(f"alpha must be a finite non-negative number, got {alpha}")

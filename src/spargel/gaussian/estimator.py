@@ -15,12 +15,13 @@ importing scikit-learn themselves.
 >>> model = SparseGaussianMRF(alpha=0.15).fit(X)
 >>> model.edges_.tolist()
 [[0, 1]]
->>> bool(model.duality_gap_ <= 1e-6 * abs(model.objective_))
+>>> bool(model.duality_gap_ <= 1e-10 * abs(model.objective_))
 True
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -28,7 +29,7 @@ import numpy as np
 from ..errors import DataFormatError, NotFittedError
 from ..core.params import ParamsMixin
 
-__all__ = ["SparseGaussianMRF", "SparseGaussianMRFCV"]
+__all__ = ["SparseGaussianMRF", "SparseGaussianMRFCV", "SparseGaussianMRFSelect", "Nonparanormal"]
 
 
 def _log_likelihood(S_test, precision):
@@ -63,6 +64,22 @@ def _check_no_constant_columns(S, penalize_diagonal, name="X"):
         raise DataFormatError(name, None, f"column {int(zero[0])} is constant (zero variance): its "
                               "precision is unbounded; remove constant columns or set "
                               "penalize_diagonal=True")
+
+
+_MODES = ("cd", "lars")
+
+
+def _check_compat(est):
+    """scikit-learn's ``mode``, ``enet_tol`` and ``eps``: accepted and checked, and
+    without effect (see the class docstring)."""
+    if est.mode not in _MODES:
+        raise ValueError(f"mode must be 'cd' or 'lars', got {est.mode!r}")
+    for name in ("enet_tol", "eps"):
+        v = getattr(est, name)
+        if isinstance(v, (bool, str)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a number, got {v!r}")
+        if not (np.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
 
 
 class _FittedMixin:
@@ -117,8 +134,7 @@ class _FittedMixin:
         self.converged_ = bool(res.converged)
         self.stop_reason_ = res.stop_reason
         self.history_ = list(res.history)
-        self.costs_ = [(float(h["objective"]), float(h.get("duality_gap", np.nan)))
-                       for h in res.history]
+        self.costs_ = [(float(f), float(g)) for f, g in res.costs]
         self.solver_ = res.solver
         self.n_components_ = int(res.n_components)
         self.n_features_in_ = n_features
@@ -145,16 +161,23 @@ class _FittedMixin:
         return self.precision_
 
     def plot(self, kind="graph", **kwargs):
-        """Draw the learned graph (``kind='graph'``) or the sparsity pattern
-        (``kind='pattern'``); needs matplotlib. Returns the matplotlib axes."""
+        """Draw the learned graph (``kind='graph'``: legend for edge sign and
+        strength, hubs labelled on large graphs), the clustered heat map of the
+        partial correlations (``'heatmap'``), both side by side (``'overview'``)
+        or the sparsity pattern (``'pattern'``); needs matplotlib. Variable names
+        default to ``feature_names_in_``. Returns the matplotlib axes."""
         self._check_fitted()
-        from .plot import plot_graph, plot_pattern
+        from .plot import plot_graph, plot_heatmap, plot_overview, plot_pattern
 
-        if kind == "graph":
-            return plot_graph(self.precision_, **kwargs)
-        if kind == "pattern":
-            return plot_pattern(self.precision_, **kwargs)
-        raise ValueError(f"kind must be 'graph' or 'pattern', got {kind!r}")
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and kind != "pattern":
+            kwargs.setdefault("labels", list(names))
+        draw = {"graph": plot_graph, "heatmap": plot_heatmap, "overview": plot_overview,
+                "pattern": plot_pattern}.get(kind)
+        if draw is None:
+            raise ValueError(f"kind must be 'graph', 'heatmap', 'overview' or 'pattern', got "
+                             f"{kind!r}")
+        return draw(self.precision_, **kwargs)
 
     _estimator_kind = "density"
 
@@ -162,6 +185,119 @@ class _FittedMixin:
         tags.input_tags.allow_nan = False
         tags.input_tags.sparse = False
         tags.target_tags.required = False
+
+    # -- model files ----------------------------------------------------------------------
+    #: fitted scalars kept in a model file (the per-iteration history_ is not kept)
+    _SCALARS = ("objective_", "dual_objective_", "duality_gap_", "n_iter_", "converged_",
+                "stop_reason_", "solver_", "n_components_", "n_samples_", "alpha_", "criterion_")
+    #: fitted arrays kept (when present), with the dtype they must have
+    _ARRAYS = (("alphas_", "f"), ("criterion_scores_", "f"), ("edges_path_", "i"),
+               ("loglik_path_", "f"), ("edge_frequency_", "f"), ("rotations_", "i"))
+
+    def save(self, path):
+        """Write the fitted model to ``path`` in spargel's safe model format (numeric
+        arrays and a checksummed JSON header; never a pickle). Kept: the parameters
+        that are plain values (an ``alpha`` matrix as an array; ``blocks`` and
+        ``client`` are not kept), precision, covariance, location, costs, the
+        certificate and, for the CV and selection estimators, the alphas tried
+        with their scores. Not kept: ``history_``."""
+        from .. import io
+
+        self._check_fitted()
+        params = {k: v for k, v in self.get_params().items()
+                  if k not in ("client", "blocks", "subsamples", "rotations")
+                  and isinstance(v, (bool, int, float, str, type(None)))}
+        meta = {"estimator": type(self).__name__, "params": params, "fitted": {}}
+        for name in self._SCALARS:
+            v = getattr(self, name, None)
+            if isinstance(v, (np.integer, np.floating, np.bool_)):
+                v = v.item()
+            if isinstance(v, (bool, int, float, str)):
+                meta["fitted"][name] = v
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None:
+            meta["feature_names"] = [str(v) for v in names]
+        arrays = {"precision": self.precision_, "covariance": self.covariance_,
+                  "location": np.asarray(self.location_, dtype=np.float64),
+                  "costs": np.asarray(self.costs_, dtype=np.float64).reshape(-1, 2)}
+        if isinstance(self.get_params().get("alpha"), (np.ndarray, list, tuple)):
+            arrays["alpha"] = np.asarray(self.alpha, dtype=np.float64)
+        for name, kind in self._ARRAYS:
+            v = getattr(self, name, None)
+            if v is not None:
+                arrays[name] = np.asarray(v, dtype=np.float64 if kind == "f" else np.int64)
+        cvr = getattr(self, "cv_results_", None)
+        if cvr is not None:
+            meta["cv_keys"] = list(cvr)
+            arrays["cv_results"] = np.vstack([np.asarray(cvr[k], dtype=np.float64) for k in cvr])
+        io.save_arrays(path, "gaussian-mrf", meta, arrays)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save` of this class; everything is checked
+        (shapes, finiteness, a symmetric positive definite precision) before use."""
+        from .. import io
+        from ..errors import ModelFileError
+
+        meta, a = io.load_arrays(path, "gaussian-mrf")
+        req = io.require
+        req(isinstance(meta, dict) and isinstance(meta.get("params"), dict) and
+            isinstance(meta.get("fitted"), dict), path, "its header lacks params / fitted values")
+        what = meta.get("estimator")
+        if what != cls.__name__:
+            raise ModelFileError(f"{path}: holds a {what!r} model; load it with "
+                                 f"{what}.load, not {cls.__name__}.load")
+        for name in ("precision", "covariance", "location", "costs"):
+            req(name in a and a[name].dtype == np.float64, path, f"array {name!r} missing or "
+                "not float64")
+        K, C, loc = a["precision"], a["covariance"], a["location"]
+        req(K.ndim == 2 and K.shape[0] == K.shape[1] >= 1, path, "precision is not square")
+        p = K.shape[0]
+        req(C.shape == (p, p) and loc.shape == (p,), path,
+            "covariance / location do not match the precision's size")
+        req(np.all(np.isfinite(K)) and np.all(np.isfinite(C)) and np.all(np.isfinite(loc)), path,
+            "non-finite values")
+        req(np.array_equal(K, K.T), path, "precision is not symmetric")
+        try:
+            np.linalg.cholesky(K)
+        except np.linalg.LinAlgError:
+            raise ModelFileError(f"{path}: invalid model (precision is not positive "
+                                 "definite)") from None
+        req(a["costs"].ndim == 2 and a["costs"].shape[1] == 2, path, "costs is not (k, 2)")
+        params = {k: v for k, v in meta["params"].items() if k in cls._param_names()}
+        if "alpha" in a:
+            req(a["alpha"].shape == (p, p) and np.all(np.isfinite(a["alpha"])) and
+                np.all(a["alpha"] >= 0), path, "the alpha matrix does not match")
+            params["alpha"] = a["alpha"]
+        est = cls(**params)
+        for name, v in meta["fitted"].items():
+            if name in cls._SCALARS:
+                req(isinstance(v, (bool, int, float, str)), path, f"{name} is not a plain value")
+                setattr(est, name, v)
+        for name, _ in cls._ARRAYS:
+            if name in a:
+                req(a[name].ndim >= 1 and np.all(np.isfinite(a[name])), path,
+                    f"{name} has non-finite values")
+                setattr(est, name, a[name])
+        if "cv_results" in a:
+            keys = meta.get("cv_keys")
+            req(isinstance(keys, list) and all(isinstance(k, str) for k in keys) and
+                a["cv_results"].ndim == 2 and a["cv_results"].shape[0] == len(keys), path,
+                "cv_results do not match their keys")
+            est.cv_results_ = {k: a["cv_results"][i].copy() for i, k in enumerate(keys)}
+        names = meta.get("feature_names")
+        if names is not None:
+            req(isinstance(names, list) and len(names) == p and
+                all(isinstance(v, str) for v in names), path, "feature names do not match")
+            est.feature_names_in_ = np.asarray(names, dtype=object)
+        est.precision_, est.covariance_, est.location_ = K.copy(), C.copy(), loc.copy()
+        est.costs_ = [(float(f), float(g)) for f, g in a["costs"]]
+        est.history_ = []
+        est.n_features_in_ = p
+        iu, ju = np.nonzero(np.triu(K != 0, 1))
+        est.edges_ = np.stack([iu, ju], axis=1).astype(np.int64)
+        est.edge_weights_ = K[iu, ju].copy()
+        return est
 
 
 def _seed(rs):
@@ -199,7 +335,10 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
     solver : 'auto' (Newton-CG for l1, Algorithm 3 for blocks), 'newton-cg',
         'newton-cd' or 'projected-gradient' (Algorithm 1 / 3 of Duchi et al. 2008).
     tol : stop when the certified duality gap <= tol * max(1, |objective|) of
-        the standardised problem (invariant to the units of the variables).
+        the standardised problem (invariant to the units of the variables);
+        None (default): 1e-10 for the Newton solvers, where the precision
+        matrix agrees with other exact solvers (R's glasso, QUIC) to about 1e-7
+        relative, and 1e-6 for the projected gradients.
     max_iter : iteration limit (default per solver: 100 / 100 / 1000 / 2000).
     assume_centered : if True the data are not centred before computing S.
     penalize_diagonal : also penalise the diagonal with ``alpha`` (default
@@ -215,16 +354,27 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
     random_state : seed of the randomised l1-ball projection pivots (the
         solution does not depend on it).
     verbose : one line per iteration on stderr.
+    mode, enet_tol, eps : scikit-learn's ``GraphicalLasso`` parameters, accepted
+        (and checked: ``mode`` 'cd' or 'lars', the others positive numbers) so
+        that code written for it runs unchanged; they choose and stop
+        scikit-learn's inner lasso solver, which spargel's Newton methods do not
+        have, so they change nothing here. ``tol`` is spargel's (above).
 
     Attributes
     ----------
     precision_, covariance_, location_ : the estimate K, its inverse, the mean.
     objective_, dual_objective_, duality_gap_ : certified optimality.
     n_iter_, converged_, stop_reason_ : iterations, convergence and why the
-        solver stopped ('tol', 'max_iter', 'linesearch', ...).
+        solver stopped ('tol', 'max_iter', 'linesearch', ...); a problem
+        solved in closed form (no entry penalised: ``K = S^-1``) has
+        ``n_iter_ == 0``.
     history_ : one dict per iteration (iteration, objective, duality_gap,
-        active_edges, elapsed, ...); costs_ : ``(objective, duality_gap)`` per
-        iteration (scikit-learn's name; NaN where the gap was not computed).
+        active_edges, elapsed, ...; a ``component`` key for screened
+        components); costs_ : ``(objective, duality_gap)`` of the whole problem
+        after each iteration (scikit-learn's name; components that have stopped
+        count with their final values, so the objectives never increase with
+        the Newton solvers; NaN gap where it was not computed; one row when the
+        problem splits into single variables or is solved in closed form).
     edges_ : (E, 2) int array of the edges i < j (K_ij != 0);
     edge_weights_ : the corresponding K_ij.
     n_components_ : screened components. n_features_in_, feature_names_in_
@@ -244,10 +394,11 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
     True
     """
 
-    def __init__(self, alpha=0.01, *, covariance=None, blocks=None, solver="auto", tol=1e-6,
+    def __init__(self, alpha=0.01, *, covariance=None, blocks=None, solver="auto", tol=None,
                  max_iter=None, assume_centered=False, penalize_diagonal=False,
                  block_weight="size", step_rule="bb", screen=True, n_jobs=1,
-                 warm_start=False, random_state=None, verbose=False, client=None):
+                 warm_start=False, random_state=None, verbose=False, client=None, mode="cd",
+                 enet_tol=1e-4, eps=float(np.finfo(np.float64).eps)):
         self.alpha = alpha
         self.covariance = covariance
         self.blocks = blocks
@@ -264,10 +415,14 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         self.random_state = random_state
         self.client = client
         self.verbose = verbose
+        self.mode = mode
+        self.enet_tol = enet_tol
+        self.eps = eps
 
     def fit(self, X, y=None):
         """Fit from data X (n_samples, n_features), or from a covariance
         matrix when ``covariance='precomputed'``."""
+        _check_compat(self)
         if self.covariance not in (None, "precomputed"):
             raise ValueError(f"covariance must be None or 'precomputed', got {self.covariance!r}")
         if self.covariance == "precomputed":
@@ -290,6 +445,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         the same as ``covariance='precomputed'``."""
         from .objective import validate_covariance
 
+        _check_compat(self)
         names = _feature_names(S)
         S = validate_covariance(S, check_psd=True)
         _check_no_constant_columns(S, self.penalize_diagonal, "S")
@@ -321,11 +477,17 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         return self
 
 
-def _kfold(X, n_samples, cv, random_state):
+def _kfold(X, n_samples, cv, random_state, y=None, split_params=None):
     """(train, test) index pairs: ``cv`` folds (contiguous, as scikit-learn's
     ``KFold``; shuffled when ``random_state`` is given), a splitter object
-    with ``split(X)``, or an iterable of pairs."""
+    with ``split(X, y, **split_params)`` (``groups`` for a group splitter), or
+    an iterable of pairs."""
+    split_params = split_params or {}
     if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool):
+        if split_params:
+            raise ValueError(f"{', '.join(sorted(split_params))} given, but cv={int(cv)} folds "
+                             "take no such parameter; pass a splitter that does (for groups: "
+                             "a GroupKFold)")
         k = int(cv)
         if k < 2:
             raise ValueError(f"cv must be >= 2 folds, got {k}")
@@ -336,7 +498,18 @@ def _kfold(X, n_samples, cv, random_state):
             np.random.default_rng(_seed(random_state)).shuffle(idx)
         folds = np.array_split(idx, k)
         return [(np.sort(np.setdiff1d(idx, f)), f) for f in folds]
-    splits = list(cv.split(X)) if hasattr(cv, "split") else list(cv)
+    if hasattr(cv, "split"):
+        if split_params:
+            splits = list(cv.split(X, y, **split_params))
+        elif y is not None:
+            splits = list(cv.split(X, y))
+        else:
+            splits = list(cv.split(X))
+    else:
+        if split_params:
+            raise ValueError(f"{', '.join(sorted(split_params))} given, but cv is a list of "
+                             "splits, which takes no parameters")
+        splits = list(cv)
     if not splits:
         raise ValueError("cv gave no splits")
     return [(np.asarray(a), np.asarray(b)) for a, b in splits]
@@ -370,6 +543,83 @@ def _cv_fold(X, tr, te, f, alphas, kw, assume_centered, center_test, penalize_di
     return scores, edges
 
 
+def _unpenalised_fold(X, tr, te, assume_centered):
+    """Held-out score of the unpenalised estimate ``N(mean_train, inv(S_train))``
+    (scikit-learn's alpha = 0 row of ``cv_results_``, the test fold centred on the
+    training mean whatever ``center_test`` says, as there): -inf where ``S_train`` is
+    singular."""
+    from spargel.gaussian.objective import empirical_covariance
+
+    n = X.shape[1]
+    Xtr, Xte = X[tr], X[te]
+    Str = empirical_covariance(Xtr, assume_centered=assume_centered)
+    try:
+        c = np.diag(np.linalg.cholesky(Str))
+        K = np.linalg.inv(Str)
+    except np.linalg.LinAlgError:
+        return -np.inf
+    if not np.min(c * c) > 10 * n * np.finfo(float).eps * np.max(np.diag(Str)):
+        return -np.inf                  # singular up to rounding
+    loc = np.zeros(n) if assume_centered else Xtr.mean(axis=0)
+    Ste = empirical_covariance(Xte - loc, assume_centered=True)
+    return _log_likelihood(Ste, K)
+
+
+def _check_alphas(alphas):
+    """A list of alphas: each a real number > 0 (scikit-learn's messages and types)."""
+    import numbers
+
+    if isinstance(alphas, np.ndarray):
+        values = list(alphas.ravel())
+    else:
+        try:
+            values = list(alphas)
+        except TypeError:
+            raise TypeError(f"alphas must be a grid size (int) or a list of alphas, got "
+                            f"{alphas!r}") from None
+    if not values:
+        raise ValueError("alphas is an empty list; give at least one alpha > 0")
+    for k, a in enumerate(values):
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, numbers.Real):
+            raise TypeError(f"alphas[{k}] must be an instance of float, not "
+                            f"{type(a).__qualname__}")
+        if not a > 0:
+            raise ValueError(f"alphas[{k}] == {a}, must be > 0")
+    return np.asarray(values, dtype=np.float64)
+
+
+def _best_on_path(mean_scores):
+    """scikit-learn's choice on a path sorted by decreasing alpha: the last index with
+    the best mean score (so the smallest alpha on ties), scores beyond 0.1 / eps
+    counted as NaN (never chosen); also the last index with a finite score."""
+    best, best_score, last_finite = 0, -np.inf, 0
+    for k, sc in enumerate(mean_scores):
+        if sc >= 0.1 / np.finfo(np.float64).eps:
+            sc = np.nan
+        if np.isfinite(sc):
+            last_finite = k
+        if sc >= best_score:
+            best_score, best = sc, k
+    return best, last_finite
+
+
+def _refined_grid(path_alphas, best, last_finite, n_alphas):
+    """The next grid of a refinement (scikit-learn's rule): ``n_alphas`` points strictly
+    inside the bracket around the best alpha of the path (sorted decreasingly)."""
+    last = len(path_alphas) - 1
+    if best == 0:
+        hi, lo = path_alphas[0], path_alphas[min(1, last)]
+    elif best == last_finite and best != last:
+        hi, lo = path_alphas[best], path_alphas[best + 1]
+    elif best == last:
+        hi, lo = path_alphas[best], 0.01 * path_alphas[best]
+    else:
+        hi, lo = path_alphas[best - 1], path_alphas[best + 1]
+    if hi == lo:
+        return np.zeros(0)
+    return np.geomspace(hi, lo, n_alphas + 2)[1:-1]
+
+
 class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
     """:class:`SparseGaussianMRF` with ``alpha`` chosen by cross-validation.
 
@@ -385,12 +635,26 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
     ``GraphicalLassoCV`` instead centres each test fold on its *own* mean;
     ``center_test='test'`` reproduces that (and its choice of alpha).
 
+    Grid and refinements are scikit-learn's: with ``alphas`` an int, the first
+    grid has ``alphas`` values from ``alpha_max`` down geometrically to
+    ``alpha_min_ratio * alpha_max``; each further refinement (``n_refinements``
+    grids in all) puts ``alphas`` new values strictly between the neighbours of
+    the best alpha so far (below the smallest, down to a hundredth of it, when
+    that one is the best). The chosen alpha is the one with the best mean score
+    over every alpha tried, the smallest on ties. A list of alphas is one grid,
+    not refined; each must be a number > 0.
+
     Parameters
     ----------
     alphas : int (grid size) or a list of alphas.
+    n_refinements : number of grids (int >= 1; default 1, a single grid;
+        scikit-learn's ``GraphicalLassoCV`` defaults to ``alphas=4,
+        n_refinements=4``).
     cv : number of folds (contiguous folds as scikit-learn's ``KFold``;
-        shuffled with ``random_state``), a splitter with ``split(X)``, or an
-        iterable of (train, test) index pairs.
+        shuffled with ``random_state``), a splitter with ``split(X, y,
+        groups)``, or an iterable of (train, test) index pairs. ``fit(X, y,
+        groups=...)`` passes ``groups`` (and any other keyword) on to the
+        splitter's ``split``, as scikit-learn's metadata routing does.
     center_test : 'train' (default) or 'test', see above.
     client : a ``dask.distributed.Client`` (or None): the folds' paths run on its
         workers (``X`` is sent once), and so do the screened components of the refit,
@@ -399,9 +663,13 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
 
     Attributes
     ----------
-    alpha_ : the chosen alpha. alphas_ : the grid (decreasing).
+    alpha_ : the chosen alpha. alphas_ : every alpha tried (decreasing).
     cv_results_ : dict with scikit-learn's keys 'alphas', 'split{k}_test_score',
-        'mean_test_score', 'std_test_score', plus 'mean_edges'.
+        'mean_test_score', 'std_test_score', plus 'mean_edges'; one row per
+        alpha of ``alphas_`` and, last, scikit-learn's row for alpha = 0 (the
+        unpenalised estimate ``inv(S_train)`` scored on the test fold centred on
+        the training mean, as scikit-learn does; -inf where ``S_train`` is
+        singular; never chosen).
     and every attribute of :class:`SparseGaussianMRF` for the refit.
 
     Examples
@@ -415,10 +683,15 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
     """
 
     def __init__(self, alphas=10, *, alpha_min_ratio=0.01, cv=5, center_test="train",
-                 blocks=None, solver="auto", tol=1e-6, max_iter=None, assume_centered=False,
+                 blocks=None, solver="auto", tol=None, max_iter=None, assume_centered=False,
                  penalize_diagonal=False, block_weight="size", screen=True, n_jobs=1,
-                 random_state=None, verbose=False, client=None):
+                 random_state=None, verbose=False, client=None, n_refinements=1, mode="cd",
+                 enet_tol=1e-4, eps=float(np.finfo(np.float64).eps)):
         self.alphas = alphas
+        self.n_refinements = n_refinements
+        self.mode = mode
+        self.enet_tol = enet_tol
+        self.eps = eps
         self.alpha_min_ratio = alpha_min_ratio
         self.cv = cv
         self.center_test = center_test
@@ -435,12 +708,16 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         self.verbose = verbose
         self.client = client
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **params):
+        """Fit: cross-validate the grid(s) of alphas on X, refit at the best.
+        Keyword ``params`` (e.g. ``groups``) go to the splitter's ``split``."""
+        import numbers
         import sys
 
         from .objective import empirical_covariance
         from .path import alpha_grid, gaussian_path
 
+        _check_compat(self)
         if self.center_test not in ("train", "test"):
             raise ValueError(f"center_test must be 'train' or 'test', got {self.center_test!r}")
         X = self._data(X, reset=True)
@@ -450,49 +727,414 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
                                   f"got {m} sample")
         S = empirical_covariance(X, assume_centered=self.assume_centered)
         _check_no_constant_columns(S, self.penalize_diagonal)
-        if isinstance(self.alphas, (int, np.integer)) and not isinstance(self.alphas, bool):
-            alphas = alpha_grid(S, int(self.alphas), self.alpha_min_ratio,
+        if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
+            n_alphas = int(self.alphas)
+            alphas = alpha_grid(S, n_alphas, self.alpha_min_ratio,
                                 blocks=self.blocks, block_weight=self.block_weight)
+            nr = self.n_refinements
+            if isinstance(nr, bool) or not isinstance(nr, numbers.Integral) or nr < 1:
+                raise ValueError(f"n_refinements must be an integer >= 1, got {nr!r}")
+            n_ref = int(nr)
         else:
-            try:
-                alphas = np.sort(np.asarray(self.alphas, dtype=np.float64).ravel())[::-1]
-            except (TypeError, ValueError):
-                alphas = np.zeros(0)
-            if alphas.size == 0 or np.any(~np.isfinite(alphas)) or np.any(alphas < 0):
-                raise ValueError("alphas must be a grid size or a non-empty list of finite "
-                                 f"non-negative numbers, got {self.alphas!r}")
+            alphas = np.sort(_check_alphas(self.alphas))[::-1]
+            n_alphas, n_ref = alphas.size, 1
         kw = dict(blocks=self.blocks, solver=self.solver, tol=self.tol,
                   max_iter=self.max_iter, penalize_diagonal=self.penalize_diagonal,
                   block_weight=self.block_weight, screen=self.screen, n_jobs=self.n_jobs)
-        splits = _kfold(X, m, self.cv, self.random_state)
-        scores = np.full((len(splits), alphas.size), -np.inf)
-        edges = np.zeros((len(splits), alphas.size))
-        args = (alphas, kw, self.assume_centered, self.center_test, self.penalize_diagonal)
-        if self.client is None:
-            rows = [_cv_fold(X, tr, te, f, *args) for f, (tr, te) in enumerate(splits)]
-        else:
-            from .scaleout import map_folds
-            rows = map_folds(self.client, _cv_fold, X, splits, args)
-        for f, (sc, ed) in enumerate(rows):
-            scores[f], edges[f] = sc, ed
+        splits = _kfold(X, m, self.cv, self.random_state, y, params)
+        n_folds = len(splits)
+        args = (self.assume_centered, self.center_test, self.penalize_diagonal)
+        path = []                     # (alpha, fold scores, fold edge counts)
+        best = 0
+        for ref in range(n_ref):
+            if self.client is None:
+                rows = [_cv_fold(X, tr, te, f, alphas, kw, *args)
+                        for f, (tr, te) in enumerate(splits)]
+            else:
+                from .scaleout import map_folds
+                rows = map_folds(self.client, _cv_fold, X, splits, (alphas, kw) + args)
             if self.verbose:
-                print(f"fold {f}: best alpha {alphas[int(np.argmax(scores[f]))]:.4g}",
+                for f, (sc, _) in enumerate(rows):
+                    print(f"fold {f}: best alpha {alphas[int(np.argmax(sc))]:.4g}",
+                          file=sys.stderr, flush=True)
+            scores = np.array([sc for sc, _ in rows]).reshape(n_folds, alphas.size)
+            edges = np.array([ed for _, ed in rows]).reshape(n_folds, alphas.size)
+            path += [(float(a), scores[:, k], edges[:, k]) for k, a in enumerate(alphas)]
+            path.sort(key=lambda t: -t[0])
+            best, last_finite = _best_on_path([np.mean(sc) for _, sc, _ in path])
+            if self.verbose:
+                print(f"refinement {ref + 1} of {n_ref}: best alpha {path[best][0]:.4g} "
+                      f"(mean held-out score {np.mean(path[best][1]):.6g})",
                       file=sys.stderr, flush=True)
-        mean = scores.mean(axis=0)
-        best = int(np.argmax(mean))
-        self.alphas_ = alphas
-        self.alpha_ = float(alphas[best])
-        results = {"alphas": alphas}
-        for f in range(len(splits)):
-            results[f"split{f}_test_score"] = scores[f]
-        results["mean_test_score"] = mean
-        results["std_test_score"] = scores.std(axis=0)
-        results["mean_edges"] = edges.mean(axis=0)
+            if ref + 1 < n_ref:
+                alphas = _refined_grid([a for a, _, _ in path], best, last_finite, n_alphas)
+                if alphas.size == 0:
+                    break
+        all_alphas = np.array([a for a, _, _ in path])
+        unpen = np.array([_unpenalised_fold(X, tr, te, self.assume_centered) for tr, te in splits])
+        grid = np.vstack([np.array([sc for _, sc, _ in path]), unpen[None, :]])
+        self.alphas_ = all_alphas
+        self.alpha_ = float(all_alphas[best])
+        results = {"alphas": np.append(all_alphas, 0.0)}
+        for f in range(n_folds):
+            results[f"split{f}_test_score"] = grid[:, f]
+        results["mean_test_score"] = grid.mean(axis=1)
+        with np.errstate(invalid="ignore"):           # -inf scores give a NaN spread
+            results["std_test_score"] = grid.std(axis=1)
+        results["mean_edges"] = np.append([np.mean(ed) for _, _, ed in path], n * (n - 1) / 2)
         self.cv_results_ = results
-        # refit on all data along the path down to the chosen alpha (warm starts)
-        path = gaussian_path(S, alphas[:best + 1], client=self.client, **kw)
-        self._store(path[-1], n)
-        self._result = path[-1]
+        # refit on all data along the first grid's alphas above the chosen one (warm starts)
+        first = alpha_grid(S, n_alphas, self.alpha_min_ratio, blocks=self.blocks,
+                           block_weight=self.block_weight) \
+            if isinstance(self.alphas, numbers.Integral) else all_alphas
+        refit = [a for a in first if a > self.alpha_] + [self.alpha_]
+        fitted = gaussian_path(S, refit, client=self.client, **kw)
+        self._store(fitted[-1], n)
+        self._result = fitted[-1]
         self.location_ = np.zeros(n) if self.assume_centered else X.mean(axis=0)
         self.n_samples_ = m
         return self
+
+    def get_metadata_routing(self):
+        """scikit-learn's metadata routing: ``fit``'s keyword arguments go to the
+        splitter's ``split`` (asked for by scikit-learn's tools only; imports
+        scikit-learn)."""
+        from sklearn.model_selection import check_cv
+        from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
+
+        cv = self.cv if hasattr(self.cv, "split") or isinstance(self.cv, int) else list(self.cv)
+        return MetadataRouter(owner=self).add(
+            splitter=check_cv(cv), method_mapping=MethodMapping().add(caller="fit",
+                                                                      callee="split"))
+
+
+_CRITERIA = ("ebic", "stars", "ric")
+
+
+class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
+    """:class:`SparseGaussianMRF` with ``alpha`` chosen by EBIC, StARS or RIC, as R's
+    ``huge`` + ``huge.select`` choose it.
+
+    The data are standardised (columns centred and divided by their sample
+    standard deviation), so the penalised problem is posed on the correlation
+    matrix R, with the diagonal penalised by default as in ``huge``'s glasso:
+    ``min -log det K + tr(R K) + alpha sum_ij |K_ij|``. The path is ``alphas``
+    values from ``alpha_max = max_{i != j} |R_ij|`` down geometrically to
+    ``alpha_min_ratio * alpha_max`` (``huge``'s default path for 10 and 0.1),
+    or a given list. Criteria (definitions in :mod:`spargel.gaussian.select`):
+
+    * ``'ebic'``: ``-n (log det K - tr(R K)) + |E| (log n + 4 gamma log p)``,
+      smallest on the path;
+    * ``'stars'``: edge stability over ``n_subsamples`` random subsamples
+      (``10 sqrt(n)`` samples when n > 144, else 0.8 n; ``subsample_size``
+      to set it; ``subsamples`` to give the index sets themselves): the smallest
+      alpha whose larger alphas all have variability below
+      ``stars_threshold``;
+    * ``'ric'``: the rotation information criterion, an alpha computed from the
+      data (not from the path), min over ``n_rotations`` random row shifts (or
+      the given ``rotations``) of the largest cross-product of a shifted column
+      with another column, over n; the model is then fitted at that alpha.
+
+    Parameters
+    ----------
+    criterion : 'ebic' (default), 'stars' or 'ric'.
+    alphas : int (path length, default 10) or a list of alphas > 0.
+    alpha_min_ratio : end of the default path (default 0.1).
+    gamma : EBIC's gamma (default 0.5).
+    stars_threshold : StARS threshold on the variability (default 0.1).
+    n_subsamples, subsample_size, subsamples : StARS subsampling (above).
+    n_rotations, rotations : RIC's random shifts (default 20; all n shifts
+        when n <= 20), or the shifts themselves.
+    penalize_diagonal : default True (as huge); False leaves it unpenalised.
+    random_state : seed of the subsamples / rotations.
+    n_jobs : threads: StARS fits its subsamples' paths concurrently (same result);
+        otherwise used for screened components as in :class:`SparseGaussianMRF`.
+    solver, tol, max_iter, screen, verbose : as in :class:`SparseGaussianMRF`.
+
+    Attributes
+    ----------
+    alpha_ : the chosen alpha (on the correlation scale); alphas_ : the path.
+    criterion_scores_ : per alpha of the path: the EBIC score, or StARS's
+        variability (None for RIC). edges_path_ : edges per alpha of the path
+        (fitted on all data). loglik_path_ : ``log det K - tr(R K)`` per alpha.
+    edge_frequency_ : StARS only, (p, p) fraction of subsamples with each edge
+        at the chosen alpha.
+    precision_, covariance_ : the estimate at ``alpha_``, mapped back to the
+        units of X (``K_ij / (sd_i sd_j)``; same graph); location_ : the mean;
+    and the other attributes of :class:`SparseGaussianMRF` (objective_ and the
+    gap are those of the standardised problem).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((200, 5)); X[:, 1] += X[:, 0]
+    >>> sel = SparseGaussianMRFSelect(criterion="ebic").fit(X)
+    >>> [0, 1] in sel.edges_.tolist(), sel.alpha_ in sel.alphas_
+    (True, True)
+    """
+
+    def __init__(self, criterion="ebic", *, alphas=10, alpha_min_ratio=0.1, gamma=0.5,
+                 stars_threshold=0.1, n_subsamples=20, subsample_size=None, subsamples=None,
+                 n_rotations=20, rotations=None, penalize_diagonal=True, solver="auto",
+                 tol=None, max_iter=None, screen=True, n_jobs=1, random_state=None,
+                 verbose=False):
+        self.criterion = criterion
+        self.alphas = alphas
+        self.alpha_min_ratio = alpha_min_ratio
+        self.gamma = gamma
+        self.stars_threshold = stars_threshold
+        self.n_subsamples = n_subsamples
+        self.subsample_size = subsample_size
+        self.subsamples = subsamples
+        self.n_rotations = n_rotations
+        self.rotations = rotations
+        self.penalize_diagonal = penalize_diagonal
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.screen = screen
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _path(self, R, alphas, n_jobs=None):
+        from spargel.gaussian.path import gaussian_path
+
+        return gaussian_path(R, alphas, solver=self.solver, tol=self.tol, max_iter=self.max_iter,
+                             penalize_diagonal=self.penalize_diagonal, screen=self.screen,
+                             n_jobs=self.n_jobs if n_jobs is None else n_jobs)
+
+    def fit(self, X, y=None):
+        """Standardise X, fit the path, choose alpha by the criterion, keep that fit."""
+        import numbers
+        import sys
+
+        from spargel.gaussian.path import alpha_grid
+        from spargel.gaussian.select import (default_subsample_size, ebic_scores,
+                                             log_likelihood_terms, ric_alpha, standardize,
+                                             stars_choice, stars_variability)
+
+        if self.criterion not in _CRITERIA:
+            raise ValueError(f"criterion must be one of {', '.join(map(repr, _CRITERIA))}, "
+                             f"got {self.criterion!r}")
+        for name in ("gamma", "stars_threshold"):
+            v = getattr(self, name)
+            if isinstance(v, (bool, str)) or not isinstance(v, numbers.Real) or \
+                    not np.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        X = self._data(X, reset=True)
+        n, p = X.shape
+        if n < 3:
+            raise DataFormatError("X", None, f"need at least 3 samples to standardise and fit, "
+                                  f"got {n} sample{'s' if n != 1 else ''}")
+        sd = X.std(axis=0, ddof=1)
+        if np.any(sd == 0):
+            raise DataFormatError("X", None, f"column {int(np.flatnonzero(sd == 0)[0])} is "
+                                  "constant (zero variance): it cannot be standardised")
+        Z = standardize(X)
+        R = Z.T @ Z / (n - 1)
+        R = 0.5 * (R + R.T)
+        np.fill_diagonal(R, 1.0)
+        if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
+            alphas = alpha_grid(R, int(self.alphas), self.alpha_min_ratio)
+        else:
+            alphas = np.sort(_check_alphas(self.alphas))[::-1]
+        rng = np.random.default_rng(self.random_state)
+        iu = np.triu_indices(p, 1)
+        path = self._path(R, alphas)
+        edges = np.array([np.count_nonzero(r.precision[iu]) for r in path])
+        loglik = np.array([log_likelihood_terms(r.precision, R) for r in path])
+        self.alphas_ = alphas
+        self.edges_path_ = edges
+        self.loglik_path_ = loglik
+        self.criterion_scores_ = None
+        if self.criterion == "ebic":
+            scores = ebic_scores(loglik, edges, n=n, p=p, gamma=self.gamma)
+            best = int(np.argmin(scores))
+            self.criterion_scores_ = scores
+            chosen, alpha = path[best], float(alphas[best])
+        elif self.criterion == "stars":
+            subs = self._subsamples(n, rng, default_subsample_size)
+            parallel = self.n_jobs is not None and self.n_jobs != 1 and len(subs) > 1
+
+            def edges_of(b):
+                idx = subs[b]
+                Zb = standardize(X[idx])
+                Rb = Zb.T @ Zb / (len(idx) - 1)
+                Rb = 0.5 * (Rb + Rb.T)
+                np.fill_diagonal(Rb, 1.0)
+                path_b = self._path(Rb, alphas, n_jobs=1 if parallel else None)
+                out = np.array([r.precision[iu] != 0 for r in path_b])
+                if self.verbose:
+                    print(f"StARS subsample {b + 1} of {len(subs)}", file=sys.stderr, flush=True)
+                return out
+
+            # the subsamples' paths on n_jobs threads (the solvers release the GIL);
+            # counts are added in subsample order, so the result does not depend on it
+            if parallel:
+                from concurrent.futures import ThreadPoolExecutor
+
+                workers = None if self.n_jobs == -1 else int(self.n_jobs)
+                with ThreadPoolExecutor(max_workers=workers) as ex:
+                    per_sub = list(ex.map(edges_of, range(len(subs))))
+            else:
+                per_sub = [edges_of(b) for b in range(len(subs))]
+            counts = np.zeros((alphas.size, iu[0].size))
+            for e in per_sub:
+                counts += e
+            var = stars_variability(counts, len(subs))
+            best = stars_choice(var, self.stars_threshold)
+            self.criterion_scores_ = var
+            freq = np.zeros((p, p))
+            freq[iu] = counts[best] / len(subs)
+            self.edge_frequency_ = freq + freq.T
+            chosen, alpha = path[best], float(alphas[best])
+        else:
+            rot = self._rotations(n, rng)
+            alpha = ric_alpha(Z, rot)
+            self.rotations_ = np.asarray(rot)
+            chosen = self._path(R, [alpha])[0]
+        self.alpha_ = alpha
+        self._result = chosen
+        ss = np.outer(sd, sd)
+        mapped = dataclasses.replace(chosen, precision=chosen.precision / ss,
+                                     covariance=chosen.covariance * ss)
+        self._store(mapped, p)
+        self.location_ = X.mean(axis=0)
+        self.n_samples_ = n
+        return self
+
+    def _subsamples(self, n, rng, default_size):
+        if self.subsamples is not None:
+            subs = [np.asarray(s, dtype=np.int64).ravel() for s in self.subsamples]
+            for k, s in enumerate(subs):
+                if s.size < 3 or s.min() < 0 or s.max() >= n:
+                    raise ValueError(f"subsamples[{k}] must hold at least 3 row indices in "
+                                     f"[0, {n})")
+            if not subs:
+                raise ValueError("subsamples is empty")
+            return subs
+        size = default_size(n) if self.subsample_size is None else int(self.subsample_size)
+        if not 3 <= size <= n:
+            raise ValueError(f"subsample_size must be in [3, {n}], got {size}")
+        k = int(self.n_subsamples)
+        if k < 1:
+            raise ValueError(f"n_subsamples must be >= 1, got {self.n_subsamples!r}")
+        return [np.sort(rng.choice(n, size=size, replace=False)) for _ in range(k)]
+
+    def _rotations(self, n, rng):
+        if self.rotations is not None:
+            rot = [int(r) for r in np.asarray(self.rotations).ravel()]
+            if not rot:
+                raise ValueError("rotations is empty")
+            return rot
+        k = int(self.n_rotations)
+        if k < 1:
+            raise ValueError(f"n_rotations must be >= 1, got {self.n_rotations!r}")
+        if n <= k:
+            return list(range(1, n + 1))
+        return [int(r) + 1 for r in rng.choice(n, size=k, replace=False)]
+
+
+_NPN_METHODS = ("shrinkage", "truncation", "skeptic")
+
+
+class Nonparanormal(ParamsMixin):
+    """The nonparanormal transform of R's ``huge.npn`` as a scikit-learn transformer.
+
+    ``method='shrinkage'`` (default): each column becomes
+    ``Phi^-1(rank / (n + 1))`` (ties at their average rank), all divided by the
+    standard deviation of the first transformed column; ``'truncation'``:
+    ``Phi^-1`` of ``rank / n`` clipped to ``[delta, 1 - delta]`` (``delta``:
+    ``truncation``, default ``1 / (4 n^(1/4) sqrt(pi log n))``), scaled the same
+    way. ``fit_transform(X)`` equals ``huge.npn(X)``; ``transform`` of new
+    rows ranks each value among the training column (a value between training
+    values gets the rank halfway), so a training row maps to itself.
+
+    ``method='skeptic'`` returns no data but the SKEPTIC correlation matrix
+    ``2 sin(pi / 6 * rho)`` (rho: Spearman), ``huge.npn(X, "skeptic")``:
+    ``transform(X)`` is that (p, p) matrix of X, to be passed on as a
+    covariance (``covariance_`` holds the one of the training data).
+
+    >>> import numpy as np
+    >>> X = np.exp(np.random.default_rng(0).standard_normal((50, 3)))
+    >>> Z = Nonparanormal().fit_transform(X)
+    >>> bool(np.allclose(Nonparanormal().fit(X).transform(X), Z))
+    True
+    """
+
+    def __init__(self, method="shrinkage", *, truncation=None):
+        self.method = method
+        self.truncation = truncation
+
+    def _check(self):
+        if self.method not in _NPN_METHODS:
+            raise ValueError(f"method must be one of {', '.join(map(repr, _NPN_METHODS))}, "
+                             f"got {self.method!r}")
+
+    def fit(self, X, y=None):
+        from spargel.gaussian.npn import (npn_shrinkage, npn_truncation, skeptic_correlation,
+                                          truncation_level)
+        from spargel.gaussian.objective import as_matrix
+
+        self._check()
+        X = as_matrix(X, "X")
+        n = X.shape[0]
+        if n < 2:
+            raise DataFormatError("X", None, f"need at least 2 samples to rank, got {n} sample")
+        self.n_features_in_ = X.shape[1]
+        self.n_samples_ = n
+        if self.method == "skeptic":
+            self.covariance_ = skeptic_correlation(X)
+            return self
+        self.sorted_ = np.sort(X, axis=0)
+        if self.method == "shrinkage":
+            _, self.scale_ = npn_shrinkage(X, return_scale=True)
+        else:
+            self.delta_ = truncation_level(n) if self.truncation is None else float(self.truncation)
+            if not 0 < self.delta_ < 0.5:
+                raise ValueError(f"truncation must be in (0, 0.5), got {self.truncation!r}")
+            _, self.scale_ = npn_truncation(X, self.delta_, return_scale=True)
+        return self
+
+    def transform(self, X):
+        from scipy.special import ndtri
+
+        from spargel.gaussian.npn import skeptic_correlation
+        from spargel.gaussian.objective import as_matrix
+
+        if not hasattr(self, "n_features_in_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call "
+                                 "'fit' with appropriate arguments before using this estimator.")
+        if not hasattr(X, "nnz") and np.asarray(X).ndim == 1:
+            raise DataFormatError("X", None, "expected a 2-D array, got a 1-D array; Reshape "
+                                  "your data with X.reshape(-1, 1) for one variable or "
+                                  "X.reshape(1, -1) for one sample")
+        X = as_matrix(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
+        if self.method == "skeptic":
+            return skeptic_correlation(X)
+        n = self.n_samples_
+        ranks = np.empty_like(X)
+        for j in range(X.shape[1]):
+            col = self.sorted_[:, j]
+            lo = np.searchsorted(col, X[:, j], side="left")
+            hi = np.searchsorted(col, X[:, j], side="right")
+            ranks[:, j] = lo + (hi - lo + 1) / 2.0        # average rank; halfway when absent
+        if self.method == "shrinkage":
+            Z = ndtri(ranks / (n + 1))
+        else:
+            Z = ndtri(np.clip(ranks / n, self.delta_, 1.0 - self.delta_))
+        return Z / self.scale_
+
+    def fit_transform(self, X, y=None):
+        return self.fit(X).transform(X)
+
+    def _more_sklearn_tags(self, tags):
+        from sklearn.utils import TransformerTags
+
+        tags.transformer_tags = TransformerTags()
+        tags.input_tags.allow_nan = False

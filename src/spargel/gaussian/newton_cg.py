@@ -66,7 +66,6 @@ class _CGBuffers:
         self.scol = np.empty(2 * m, dtype=np.int64)
         self.spos = np.empty(2 * m, dtype=np.int64)
         self.sval = np.empty(2 * m)
-        self.UT = np.empty((n, n))
         self.W32 = np.empty((n, n), dtype=np.float32)
         self.U32 = np.empty((n, n), dtype=np.float32)
         self.buf32 = np.empty(n, dtype=np.float32)
@@ -121,8 +120,8 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     """
     from ._cd_kernels import (cd_sweeps, direction_terms, gradient_into,
                               mirror_lower_to_upper, trial_point)
-    from ._newton_cg_kernels import (dense_to_csr, newton_cg_direction, orthant_set,
-                                     orthant_step, symmetric_rows)
+    from ._newton_cg_kernels import (dense_to_csr, newton_cg_direction, orthant_count,
+                                     orthant_set, orthant_step, symmetric_rows)
 
     t_start = time.perf_counter() if t0 is None else t0
     S = np.ascontiguousarray(S, dtype=np.float64)
@@ -147,11 +146,11 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     pen = float(np.vdot(L, np.abs(X)))
     f = -logdet + trSX + pen
 
+    # the free-set vectors: sized to the free set (grown by a quarter when it grows),
+    # not to the n (n + 1) / 2 positions of the triangle (two dense arrays' worth)
     size = n * (n + 1) // 2
-    rows = np.empty(size, dtype=np.int64)
-    cols = np.empty(size, dtype=np.int64)
-    sgn = np.empty(size)
-    grad = np.empty(size)
+    cap = 0
+    rows = cols = sgn = grad = None
     G = np.empty((n, n))
     U0 = np.empty((n, n))              # scratch: U = D W of a CD step
     D = np.empty((n, n))               # the dense CD direction
@@ -167,6 +166,14 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     it = 0
     for it in range(1, max_iter + 1):
         gradient_into(S, W, G)
+        need = orthant_count(X, G, L)
+        if need > cap:
+            cap = min(size, max(need, int(1.25 * cap), 4 * n))
+            rows = cols = sgn = grad = None
+            rows = np.empty(cap, dtype=np.int64)
+            cols = np.empty(cap, dtype=np.int64)
+            sgn = np.empty(cap)
+            grad = np.empty(cap)
         m, sub = orthant_set(X, G, L, rows, cols, sgn, grad)
         r_, c_, s_, g_ = rows[:m], cols[:m], sgn[:m], grad[:m]
         starts = np.flatnonzero(np.diff(c_)) + 1
@@ -203,9 +210,11 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
             symmetric_rows(r_, c_, n, cg.ptr, cg.scol, cg.spos)
             cg.W32[...] = W
             d, r, z, q, hq = (v[:m] for v in cg.vectors)
+            # U0 (the CD sweep's scratch, free again once D is filtered) is the CG's
+            # n x n scratch too
             n_cg = newton_cg_direction(cg.W32, cg.indptr, cg.indices, cg.data, r_, col_ptr,
                                        col_of_group, cg.ptr, cg.scol, cg.spos, wts, g_, d,
-                                       max_cg, eta, cg.U32, cg.buf32, cg.UT, cg.sval,
+                                       max_cg, eta, cg.U32, cg.buf32, U0, cg.sval,
                                        r, z, q, hq)
             decrease = -float(np.dot(wts * g_, d))     # predicted decrease <g, -D>
             if decrease > 0.0:

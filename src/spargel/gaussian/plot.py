@@ -1,16 +1,38 @@
 """Pictures of a learned Gaussian MRF (optional: needs matplotlib).
 
+* :func:`plot_graph`: the graph. Edges coloured by the sign of the partial
+  correlation (blue positive, red negative) with width by its size, and a
+  legend for both; nodes sized by degree. Up to ``circle_max`` variables sit
+  on a circle; larger graphs get a force-directed layout per connected
+  component, the components packed apart (largest first) and the isolated
+  variables in a strip below. Every variable is labelled up to
+  ``max_labels``; beyond that only the hubs (the ``n_hub_labels`` highest
+  degrees).
+* :func:`plot_heatmap`: the partial correlations as a heat map, variables
+  reordered by hierarchical clustering (average linkage on ``1 - |partial
+  correlation|``) so that blocks show, with a colour bar.
+* :func:`plot_overview`: both side by side (what ``spargel gmrf --plot`` draws
+  for more than 30 variables).
+* :func:`plot_pattern`: the sparsity pattern.
+
+The layouts are deterministic (fixed seed).
+
 >>> import numpy as np
 >>> K = np.array([[2.0, -0.5, 0.0], [-0.5, 2.0, 0.3], [0.0, 0.3, 1.0]])
 >>> round(float(partial_correlations(K)[0, 1]), 12)
 0.25
+>>> layout(K).shape
+(3, 2)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["partial_correlations", "plot_graph", "plot_pattern"]
+__all__ = ["partial_correlations", "plot_graph", "plot_heatmap", "plot_overview",
+           "plot_pattern", "layout", "cluster_order"]
+
+_POS, _NEG = "#2166ac", "#b2182b"        # blue: positive, red: negative partial correlation
 
 
 def _pyplot():
@@ -41,33 +63,248 @@ def partial_correlations(K):
     return P
 
 
-def plot_graph(precision, labels=None, ax=None, max_labels=60, title=None):
-    """Draw the graph of a precision matrix: variables on a circle, one line
-    per non-zero off-diagonal entry, width and colour by the partial
-    correlation (blue positive, red negative). Returns the axes."""
+def _components(A):
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n_comp, lab = connected_components(csr_matrix(A), directed=False)
+    comps = [np.flatnonzero(lab == c) for c in range(n_comp)]
+    comps.sort(key=lambda c: (-c.size, c[0]))
+    return comps
+
+
+def _mds_init(A):
+    """Classical multidimensional scaling of the shortest-path distances of a
+    connected graph: a spread-out starting layout (2 columns)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    D = shortest_path(csr_matrix(A), unweighted=True)
+    m = D.shape[0]
+    J = np.eye(m) - 1.0 / m
+    B = -0.5 * J @ (D * D) @ J
+    w, V = np.linalg.eigh(B)
+    top = np.argsort(w)[::-1][:2]
+    X = V[:, top] * np.sqrt(np.maximum(w[top], 1e-12))
+    for j in range(2):                   # a deterministic orientation
+        if X[np.argmax(np.abs(X[:, j])), j] < 0:
+            X[:, j] = -X[:, j]
+    return X
+
+
+def _force_layout(A, W, seed, iterations=80):
+    """One connected component (``A`` its adjacency, ``W`` edge weights in
+    (0, 1] pulling harder) in [-0.5, 0.5]^2: classical MDS of the graph
+    distances, then Fruchterman-Reingold steps that pull neighbours together and
+    push crowded nodes apart."""
+    m = A.shape[0]
+    if m == 1:
+        return np.zeros((1, 2))
+    if m == 2:
+        return np.array([[-0.5, 0.0], [0.5, 0.0]])
+    rng = np.random.default_rng(seed)
+    pos = _mds_init(A)
+    pos = pos / max(float(np.max(np.abs(pos))), 1e-12) + rng.uniform(-1e-3, 1e-3, (m, 2))
+    k = 1.5 / np.sqrt(m)
+    t = 0.05
+    for _ in range(iterations):
+        delta = pos[:, None, :] - pos[None, :, :]
+        dist = np.maximum(np.sqrt(np.einsum("ijk,ijk->ij", delta, delta)), 1e-3)
+        force = k * k / dist - A * W * dist * dist / k           # repulsion - attraction
+        np.fill_diagonal(force, 0.0)
+        disp = np.einsum("ijk,ij->ik", delta, force / dist)
+        length = np.maximum(np.sqrt(np.einsum("ik,ik->i", disp, disp)), 1e-12)
+        pos += disp / length[:, None] * np.minimum(length, t)[:, None]
+        t *= 0.96
+    pos -= np.median(pos, axis=0)
+    # scale by the bulk, not by one far node: the 95th percentile radius -> 0.45
+    r = np.sqrt(np.einsum("ik,ik->i", pos, pos))
+    pos *= 0.45 / max(float(np.quantile(r, 0.95)), 1e-12)
+    return np.clip(pos, -0.5, 0.5)
+
+
+def layout(precision, circle_max=30, seed=0):
+    """(n, 2) node positions: a circle for at most ``circle_max`` variables, else
+    a force-directed layout per connected component, components packed in rows
+    (largest first, each in a box scaled by the square root of its size), the
+    isolated variables in a grid below."""
+    K = np.asarray(precision, dtype=np.float64)
+    n = K.shape[0]
+    if n <= circle_max:
+        ang = np.pi / 2 - 2 * np.pi * np.arange(n) / max(n, 1)
+        return np.stack([np.cos(ang), np.sin(ang)], axis=1)
+    A = (K != 0).astype(np.float64)
+    np.fill_diagonal(A, 0.0)
+    P = np.abs(partial_correlations(K))
+    comps = _components(A)
+    big = [c for c in comps if c.size > 1]
+    single = np.array([c[0] for c in comps if c.size == 1], dtype=np.int64)
+    pos = np.zeros((n, 2))
+    sizes = np.array([np.sqrt(c.size) for c in big])
+    total_w = max(np.sqrt(np.sum(sizes ** 2)) * 1.6, float(sizes.max()) if sizes.size else 1.0)
+    x = y = row_h = 0.0
+    for c, s in zip(big, sizes):
+        if x > 0 and x + s > total_w:
+            x, y, row_h = 0.0, y - row_h - 0.25, 0.0
+        sub = np.ix_(c, c)
+        W = P[sub] / max(float(P[sub].max()), 1e-12)
+        pos[c] = _force_layout(A[sub], 0.5 + 0.5 * W, seed) * s + [x + s / 2, y - s / 2]
+        x += s + 0.25
+        row_h = max(row_h, s)
+    if single.size:
+        y -= row_h + 0.4
+        step = 0.3
+        per_row = max(int(total_w / step), 1)
+        for k, v in enumerate(single):
+            pos[v] = [(k % per_row) * step, y - (k // per_row) * step]
+    return pos
+
+
+def _strength_legend(ax, pmax, lw, n_isolated=0):
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=_POS, lw=2.5, label="positive partial correlation"),
+               Line2D([], [], color=_NEG, lw=2.5, label="negative partial correlation")]
+    for v in sorted({round(pmax / 4, 2), round(pmax / 2, 2), round(pmax, 2)}):
+        if v > 0:
+            handles.append(Line2D([], [], color="0.35", lw=lw(v), label=f"|partial corr.| = {v:g}"))
+    if n_isolated:
+        handles.append(Line2D([], [], ls="", marker="o", color="0.6", markersize=4,
+                              label=f"{n_isolated} variables without edges"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8,
+              frameon=False, title="edges", title_fontsize=9)
+
+
+def plot_graph(precision, labels=None, ax=None, max_labels=60, title=None, circle_max=30,
+               n_hub_labels=15, seed=0, legend=True):
+    """Draw the graph of a precision matrix (see the module docstring). Returns
+    the axes."""
     plt = _pyplot()
     K = np.asarray(precision, dtype=np.float64)
     n = K.shape[0]
     P = partial_correlations(K)
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 6))
-    ang = 2 * np.pi * np.arange(n) / max(n, 1)
-    x, y = np.cos(ang), np.sin(ang)
+        size = 6.5 if n <= circle_max else min(12.0, 7.0 + n / 100)
+        _, ax = plt.subplots(figsize=(size + 2.5, size))
+    pos = layout(K, circle_max=circle_max, seed=seed)
     iu, ju = np.nonzero(np.triu(K != 0, 1))
     pmax = float(np.max(np.abs(P[iu, ju]))) if iu.size else 1.0
-    for i, j in zip(iu, ju):
-        p = P[i, j]
-        ax.plot([x[i], x[j]], [y[i], y[j]], color="tab:blue" if p > 0 else "tab:red",
-                lw=0.3 + 2.5 * abs(p) / pmax, alpha=0.6, zorder=1)
-    ax.scatter(x, y, s=18, color="black", zorder=2)
+    thin = 0.4 if n > 100 else 0.6
+
+    def lw(v):
+        return thin + 3.0 * abs(v) / pmax
+
+    from matplotlib.collections import LineCollection
+
+    order = np.argsort(np.abs(P[iu, ju]))                    # strong edges drawn on top
+    segs = np.stack([pos[iu[order]], pos[ju[order]]], axis=1)
+    vals = P[iu[order], ju[order]]
+    ax.add_collection(LineCollection(segs, colors=[_POS if v > 0 else _NEG for v in vals],
+                                     linewidths=[lw(v) for v in vals],
+                                     alpha=0.75 if n <= 100 else 0.6, zorder=1))
+    deg = np.count_nonzero(K, axis=0) - (np.diag(K) != 0)
+    isolated = deg == 0
+    ns = 12 + 60 * deg / max(int(deg.max()), 1) if n > circle_max else np.full(n, 30.0)
+    ax.scatter(pos[~isolated, 0], pos[~isolated, 1], s=ns[~isolated], color="0.15",
+               zorder=2, linewidths=0)
+    if np.any(isolated):
+        ax.scatter(pos[isolated, 0], pos[isolated, 1], s=8, color="0.6", zorder=2,
+                   linewidths=0)
+    names = [str(i) for i in range(n)] if labels is None else [str(s) for s in labels]
     if n <= max_labels:
-        names = [str(i) for i in range(n)] if labels is None else [str(s) for s in labels]
-        for k in range(n):
-            ax.annotate(names[k], (1.08 * x[k], 1.08 * y[k]), ha="center", va="center", fontsize=7)
+        show = np.arange(n)
+    else:
+        # the hubs by degree, skipping one whose label would sit on a label already placed
+        span = float(np.max(pos.max(axis=0) - pos.min(axis=0))) or 1.0
+        show = []
+        for k in np.argsort(-deg, kind="stable"):
+            if len(show) == n_hub_labels or deg[k] == 0:
+                break
+            if all(np.hypot(*(pos[k] - pos[j])) > 0.04 * span for j in show):
+                show.append(k)
+        show = np.array(show, dtype=np.int64)
+    for k in show:
+        if n <= circle_max:
+            x, y = pos[k] * 1.13
+            ax.annotate(names[k], (x, y), ha="center", va="center", fontsize=8)
+        else:
+            ax.annotate(names[k], pos[k], xytext=(4, 4), textcoords="offset points",
+                        fontsize=7 if n > max_labels else 6, zorder=3,
+                        bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
     ax.set_aspect("equal")
+    ax.autoscale_view()
+    lo, hi = pos.min(axis=0), pos.max(axis=0)
+    pad = 0.2 * max(float(np.max(hi - lo)), 1e-9) if n <= circle_max else 0.15
+    ax.set_xlim(lo[0] - pad, hi[0] + pad)
+    ax.set_ylim(lo[1] - pad, hi[1] + pad)
     ax.axis("off")
-    ax.set_title(title or f"{n} variables, {iu.size} edges")
+    head = f"{n} variables, {iu.size} edges"
+    if n > max_labels:
+        head += f" (the {show.size} largest hubs labelled)"
+    ax.set_title(title or head, fontsize=10)
+    if legend:
+        _strength_legend(ax, pmax, lw, int(np.sum(isolated)) if n > circle_max else 0)
     return ax
+
+
+def cluster_order(precision):
+    """Variable order from average-linkage clustering on ``1 - |partial corr.|``
+    (leaves of the dendrogram, optimally ordered)."""
+    from scipy.cluster.hierarchy import leaves_list, linkage, optimal_leaf_ordering
+    from scipy.spatial.distance import squareform
+
+    P = partial_correlations(precision)
+    n = P.shape[0]
+    if n < 3:
+        return np.arange(n)
+    D = 1.0 - np.abs(P)
+    np.fill_diagonal(D, 0.0)
+    y = squareform(np.clip(0.5 * (D + D.T), 0.0, None), checks=False)
+    Z = linkage(y, method="average")
+    return leaves_list(optimal_leaf_ordering(Z, y))
+
+
+def plot_heatmap(precision, labels=None, ax=None, max_labels=60, title=None):
+    """Partial correlations as a heat map in clustered order, with a colour bar
+    (blue positive, red negative, white zero). Returns the axes."""
+    plt = _pyplot()
+    K = np.asarray(precision, dtype=np.float64)
+    n = K.shape[0]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 5.5))
+    order = cluster_order(K)
+    P = partial_correlations(K)[np.ix_(order, order)]
+    np.fill_diagonal(P, 0.0)
+    vmax = float(np.max(np.abs(P))) or 1.0
+    im = ax.imshow(P, cmap="RdBu", vmin=-vmax, vmax=vmax, interpolation="nearest")
+    cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
+    cb.set_label("partial correlation", fontsize=8)
+    cb.ax.tick_params(labelsize=7)
+    names = [str(i) for i in range(n)] if labels is None else [str(s) for s in labels]
+    if n <= max_labels:
+        ax.set_xticks(range(n), [names[k] for k in order], rotation=90, fontsize=6)
+        ax.set_yticks(range(n), [names[k] for k in order], fontsize=6)
+    else:
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_xlabel(f"{n} variables in clustered order", fontsize=8)
+    ax.set_title(title or "partial correlations (clustered)", fontsize=10)
+    return ax
+
+
+def plot_overview(precision, labels=None, max_labels=60, title=None):
+    """The graph and, for more than 30 variables, the clustered heat map beside
+    it, in one figure. Returns the graph's axes."""
+    plt = _pyplot()
+    n = np.asarray(precision).shape[0]
+    if n <= 30:
+        return plot_graph(precision, labels=labels, max_labels=max_labels, title=title)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(19, 8.5),
+                                 gridspec_kw={"width_ratios": [1.35, 1.0]})
+    plot_graph(precision, labels=labels, ax=a1, max_labels=max_labels, title=title)
+    plot_heatmap(precision, labels=labels, ax=a2, max_labels=max_labels)
+    fig.tight_layout()
+    return a1
 
 
 def plot_pattern(precision, ax=None, title=None):

@@ -28,6 +28,10 @@ class GaussianResult:
     n_components : independent blocks found by screening.
     stop_reason : 'tol' (converged), 'max_iter', 'linesearch' (no further
         decrease at the precision limit), 'stalled' or 'callback'.
+    costs : ``(objective, duality_gap)`` of the *whole* problem after every
+        iteration (screened components that have stopped count with their
+        final values; NaN gap where some component's gap was not computed);
+        one row for a problem solved in closed form.
     """
 
     precision: np.ndarray
@@ -41,3 +45,4 @@ class GaussianResult:
     solver: str = ""
     n_components: int = 1
     stop_reason: str = ""
+    costs: list = field(default_factory=list)

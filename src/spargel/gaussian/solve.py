@@ -41,6 +41,12 @@ __all__ = ["solve_gaussian", "SOLVERS"]
 SOLVERS = ("auto", "newton-cg", "newton-cd", "projected-gradient")
 _DEFAULT_MAX_ITER = {"newton-cg": 100, "newton-cd": 100, "projected-gradient": 1000,
                      "block-l1": 2000}
+#: default relative duality-gap tolerance per solver: the Newton methods converge
+#: superlinearly, so their last digits are cheap (a tenth more time on real data) and
+#: they stop where the entries of K agree with other exact solvers to about 1e-7;
+#: the first-order projected gradients stop earlier
+DEFAULT_TOL = {"newton-cg": 1e-10, "newton-cd": 1e-10, "projected-gradient": 1e-6,
+               "block-l1": 1e-6}
 #: weights above this (times the largest diagonal of the rescaled problem) are
 #: all equivalent to +inf (the optimal dual has |W~_ij| <= 2 max_i d~_i), so
 #: larger ones are capped
@@ -48,7 +54,7 @@ _WEIGHT_CAP = 1e6
 
 
 def _check_common(tol, atol, max_iter):
-    for name, v in (("tol", tol), ("atol", atol)):
+    for name, v in (("tol", 0.0 if tol is None else tol), ("atol", atol)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
                 or not np.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
@@ -70,22 +76,30 @@ def resolve_solver(solver, blocks):
     return "newton-cg" if solver == "auto" else solver
 
 
+#: rows per block of the in-place rescalings (a block's ``outer(s_rows, s)`` is small)
+_ROWS = 256
+
+
 def _map_back(res, s, offset, n_components=None):
-    """Undo the rescaling: K = K~ / (s s^T), Sigma = Sigma~ * (s s^T)."""
-    ss = np.outer(s, s)
+    """Undo the rescaling in place: K = K~ / (s s^T), Sigma = Sigma~ * (s s^T) (row
+    blocks: no further dense n x n array)."""
+    K, C = res.precision, res.covariance
+    n = K.shape[0]
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        K = res.precision / ss
-        C = res.covariance * ss
-    for name, A, A_scaled in (("precision", K, res.precision), ("covariance", C, res.covariance)):
-        bad = ~np.isfinite(A) | ((A == 0) & (A_scaled != 0))
-        if np.any(bad):
-            i, j = (int(v) for v in np.argwhere(bad)[0])
-            raise DataFormatError(
-                "S", None, f"the {name} matrix does not fit in double precision (entry "
-                f"({i}, {j}) over- or underflows: variances range from {float(np.min(s * s)):.3g} "
-                f"to {float(np.max(s * s)):.3g}); rescale the variables")
-    res.precision = K
-    res.covariance = C
+        for a in range(0, n, _ROWS):
+            b = min(a + _ROWS, n)
+            ss = np.outer(s[a:b], s)
+            for name, A, op in (("precision", K, np.divide), ("covariance", C, np.multiply)):
+                was = A[a:b] != 0
+                op(A[a:b], ss, out=A[a:b])
+                bad = ~np.isfinite(A[a:b]) | ((A[a:b] == 0) & was)
+                if np.any(bad):
+                    i, j = (int(v) for v in np.argwhere(bad)[0])
+                    raise DataFormatError(
+                        "S", None, f"the {name} matrix does not fit in double precision (entry "
+                        f"({a + i}, {j}) over- or underflows: variances range from "
+                        f"{float(np.min(s * s)):.3g} to {float(np.max(s * s)):.3g}); rescale "
+                        "the variables")
     res.objective = float(res.objective) + offset
     res.dual_objective = float(res.dual_objective) + offset
     if n_components is not None:
@@ -93,7 +107,7 @@ def _map_back(res, s, offset, n_components=None):
     return res
 
 
-def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
+def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
                    max_iter=None, penalize_diagonal=False, block_weight="size",
                    screen=True, warm_start=None, n_jobs=1, step_rule="bb",
                    random_state=0, verbose=False, callback=None, validated=False, client=None):
@@ -112,7 +126,9 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
         blocks).
     tol, atol : stop when the certified duality gap is <= max(atol, tol *
         max(1, |f~|)), f~ the objective on the standardised scale (per
-        screened component).
+        screened component). ``tol=None``: the solver's default, 1e-10 for the
+        Newton solvers (the precision matrix then agrees with other exact
+        solvers to about 1e-7 relative) and 1e-6 for the projected gradients.
     max_iter : iteration limit (default per solver: 100 / 100 / 1000 / 2000).
     screen : split the l1 problem into the connected components of
         ``|S_ij| > L_ij`` (exact; ignored with blocks).
@@ -142,6 +158,10 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
     kind = resolve_solver(solver, blocks)
     if max_iter is None:
         max_iter = _DEFAULT_MAX_ITER[kind]
+    fallback_tol = None
+    if tol is None:
+        tol = DEFAULT_TOL[kind]
+        fallback_tol = DEFAULT_TOL["projected-gradient"]
     if warm_start is not None and warm_start.precision.shape != (n, n):
         warm_start = None
     common = dict(tol=tol, atol=atol, t0=t0, verbose=verbose, callback=callback)
@@ -150,7 +170,10 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=1e-6, atol=0.0,
                             warm_start, step_rule, random_state, common)
     else:
         res = _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen,
-                        warm_start, n_jobs, common, client)
+                        warm_start, n_jobs, common, client, fallback_tol)
+    if not res.costs:
+        res.costs = [(float(h["objective"]), float(h.get("duality_gap", np.nan)))
+                     for h in res.history] or [(float(res.objective), float(res.duality_gap))]
     if not res.converged and res.stop_reason != "callback":
         what = {"max_iter": f"reached max_iter={max_iter}",
                 "linesearch": "no further decrease was possible (precision limit)",
@@ -183,7 +206,7 @@ def _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_wei
 
 
 def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_start,
-              n_jobs, common, client=None):
+              n_jobs, common, client=None, fallback_tol=None):
     n = S.shape[0]
     L = penalty_matrix(alpha, n, penalize_diagonal)
     d = np.diag(S) + np.diag(L)
@@ -192,56 +215,76 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
         raise DataFormatError("S", None, f"variable {bad} has zero variance and an unpenalised "
                               "diagonal: the likelihood is unbounded (remove constant columns or "
                               "penalise the diagonal)")
+    if not np.any(L):
+        return _unpenalised(S, kind, common["t0"])
     if kind == "projected-gradient":
         # one common factor: Algorithm 1's iterates are then exactly those of
         # the unscaled problem (per-variable scaling changes its path)
         s = np.full(n, np.sqrt(float(np.mean(d))))
     else:
         s = np.sqrt(d)
-    ss = np.outer(s, s)
     dt = d / (s * s)
-    St = S / ss
+    if screen:
+        from .screening import screen_components
+
+        # on the unscaled matrices: |S_ij| > L_ij exactly as given (the rescaled
+        # comparison could split a tie at alpha_max by one rounding error)
+        comps = screen_components(S, L)
+    else:
+        comps = [np.arange(n)]
+    # the rescaled problem, built in row blocks (the same arithmetic as S / outer(s, s)):
+    # St is the one new dense array, Lt overwrites L (ours: penalty_matrix copies)
+    S_diag, L_diag = np.diag(S).copy(), np.diag(L).copy()
+    cap = _WEIGHT_CAP * max(1.0, float(dt.max()))
+    St = np.empty_like(S)
+    Lt = L
     with np.errstate(over="ignore"):
-        Lt = np.minimum(L / ss, _WEIGHT_CAP * max(1.0, float(dt.max())))
-    np.fill_diagonal(St, np.diag(S) / (s * s))
-    np.fill_diagonal(Lt, np.diag(L) / (s * s))
+        for a in range(0, n, _ROWS):
+            b = min(a + _ROWS, n)
+            ss = np.outer(s[a:b], s)
+            np.divide(S[a:b], ss, out=St[a:b])
+            np.divide(Lt[a:b], ss, out=Lt[a:b])
+            np.minimum(Lt[a:b], cap, out=Lt[a:b])
+    del L
+    np.fill_diagonal(St, S_diag / (s * s))
+    np.fill_diagonal(Lt, L_diag / (s * s))
     offset = float(np.sum(np.log(s * s)))
     K0 = None
     if warm_start is not None:
         with np.errstate(over="ignore", invalid="ignore"):
-            K0 = warm_start.precision * ss
+            K0 = warm_start.precision * s[:, None]
+            K0 *= s[None, :]
         if not np.all(np.isfinite(K0)):
             K0 = None
-    if screen:
-        from .screening import screen_components
-
-        comps = screen_components(St, Lt)
-    else:
-        comps = [np.arange(n)]
 
     def inputs(idx):
-        sub = np.ix_(idx, idx)
-        Ss, Ls = np.ascontiguousarray(St[sub]), np.ascontiguousarray(Lt[sub])
+        if idx.size == n:                   # the whole problem: no copies
+            Ss, Ls = St, Lt
+        else:
+            sub = np.ix_(idx, idx)
+            Ss, Ls = np.ascontiguousarray(St[sub]), np.ascontiguousarray(Lt[sub])
         off = float(np.sum(np.log(s[idx] * s[idx])))
-        X0 = None if K0 is None else K0[sub]
+        X0 = None if K0 is None else (K0 if idx.size == n else K0[np.ix_(idx, idx)])
         if X0 is not None and kind != "projected-gradient" and np.linalg.eigvalsh(X0)[0] <= 0:
             X0 = None
         return Ss, Ls, off, X0
 
     def run(idx):
-        return solve_component(*inputs(idx), kind, solver, max_iter, common)
+        return solve_component(*inputs(idx), kind, solver, max_iter, common, fallback_tol)
 
     big = [c for c in comps if c.size > 1]
     singles = np.concatenate([c for c in comps if c.size == 1]) if len(big) < len(comps) \
         else np.zeros(0, dtype=np.int64)
     if client is not None and len(big) > 1:
-        results = _map_components(client, [inputs(c) for c in big], kind, solver, max_iter, common)
+        results = _map_components(client, [inputs(c) for c in big], kind, solver, max_iter, common,
+                                  fallback_tol)
     elif n_jobs is not None and n_jobs != 1 and len(big) > 1:
         workers = None if n_jobs == -1 else int(n_jobs)
         with ThreadPoolExecutor(max_workers=workers) as ex:
             results = list(ex.map(run, big))
     else:
         results = [run(c) for c in big]
+    St = Lt = K0 = None                     # the rescaled inputs are no longer needed
     if len(results) == 1 and not singles.size:
         res = results[0]
         # the component's objective already is the whole problem's (offset included)
@@ -257,6 +300,8 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
     n_iter = 0
     converged = True
     reasons = set()
+    costs = _whole_costs(f + offset, [(r.history, float(np.sum(np.log(s[idx] * s[idx]))), r)
+                                      for idx, r in zip(big, results)])
     for ci, (idx, r) in enumerate(zip(big, results)):
         sub = np.ix_(idx, idx)
         K[sub] = r.precision
@@ -276,13 +321,58 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
     res = GaussianResult(precision=K, covariance=C, objective=f, dual_objective=g,
                          duality_gap=f - g, n_iter=n_iter, converged=converged,
                          history=hist, solver="/".join(solvers), n_components=len(comps),
-                         stop_reason=reason)
+                         stop_reason=reason, costs=costs)
     return _map_back(res, s, offset)
 
 
-def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common):
+def _unpenalised(S, kind, t0):
+    """alpha = 0 everywhere: the maximum-likelihood estimate ``K = S^-1`` in closed form
+    (the problem is unbounded when S is singular)."""
+    n = S.shape[0]
+    try:
+        C = np.linalg.cholesky(S)
+    except np.linalg.LinAlgError:
+        raise DataFormatError("S", None, "is singular and no entry is penalised (alpha = 0): "
+                              "the likelihood is unbounded; use alpha > 0") from None
+    K = np.linalg.inv(S)
+    K = 0.5 * (K + K.T)
+    f = 2.0 * float(np.sum(np.log(np.diag(C)))) + n
+    row = {"iteration": 0, "objective": f, "duality_gap": 0.0,
+           "active_edges": int(n * (n - 1) // 2), "elapsed": time.perf_counter() - t0}
+    return GaussianResult(precision=K, covariance=S.copy(), objective=f, dual_objective=f,
+                          duality_gap=0.0, n_iter=0, converged=True, history=[row],
+                          solver="closed-form", n_components=1, stop_reason="tol",
+                          costs=[(f, 0.0)])
+
+
+def _whole_costs(base, parts):
+    """``(objective, gap)`` of the whole problem after each iteration: ``base`` (the
+    closed-form part and the offset) plus every component's objective at that iteration
+    (its last one once it has stopped). ``parts``: (history rows, the component's offset
+    included in its rows, its result)."""
+    steps = max((len(rows) for rows, _, _ in parts), default=0)
+    if steps == 0:
+        return [(float(base + sum(r.objective for _, _, r in parts)),
+                 float(sum(r.duality_gap for _, _, r in parts)))]
+    out = []
+    for t in range(steps):
+        f, g = base, 0.0
+        for rows, off, r in parts:
+            if rows:
+                row = rows[min(t, len(rows) - 1)]
+                f += float(row["objective"]) - off
+                g += float(row.get("duality_gap", np.nan))
+            else:
+                f += r.objective
+                g += r.duality_gap
+        out.append((float(f), float(g)))
+    return out
+
+
+def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common, fallback_tol=None):
     """One screened component (standardised ``Ss``, ``Ls``; ``off`` its share of the
-    objective's offset; ``X0`` a warm start or None)."""
+    objective's offset; ``X0`` a warm start or None). ``fallback_tol``: the tolerance
+    of the projected-gradient hand-over of solver 'auto' (None: ``common['tol']``)."""
     if kind == "projected-gradient":
         from .projected_gradient import projected_gradient
 
@@ -302,8 +392,10 @@ def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common):
     # gradient, started from the dual point of the iterate
     from .projected_gradient import projected_gradient
 
+    pg_common = common if fallback_tol is None else dict(common, tol=max(common["tol"],
+                                                                          fallback_tol))
     pg = projected_gradient(Ss, Ls, Sigma0=res.covariance, offset=off,
-                            max_iter=_DEFAULT_MAX_ITER["projected-gradient"] * 5, **common)
+                            max_iter=_DEFAULT_MAX_ITER["projected-gradient"] * 5, **pg_common)
     for row in pg.history:
         row["phase"] = "projected-gradient"
     best = pg if pg.duality_gap <= res.duality_gap else res
@@ -313,7 +405,7 @@ def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common):
     return best
 
 
-def _map_components(client, parts, kind, solver, max_iter, common):
+def _map_components(client, parts, kind, solver, max_iter, common, fallback_tol=None):
     """:func:`solve_component` of every ``(Ss, Ls, off, X0)`` as a task on the Dask
     workers (the matrices scattered, not embedded in the task graph); results in order."""
     from ..scaleout import cluster
@@ -327,7 +419,7 @@ def _map_components(client, parts, kind, solver, max_iter, common):
         sent += arrays
         x0 = arrays[2] if X0 is not None else None
         futures.append(client.submit(solve_component, arrays[0], arrays[1], off, x0, kind, solver, max_iter,
-                                     remote, pure=False))
+                                     remote, fallback_tol, pure=False))
     try:
         return client.gather(futures)
     finally:
