@@ -11,7 +11,7 @@ from spargel.cli import main
 from spargel.errors import ModelFileError
 from spargel.gaussian.estimator import (SparseGaussianMRF, SparseGaussianMRFCV,
                                          SparseGaussianMRFSelect)
-from spargel.io import load_arrays, save_arrays
+from spargel.core.model_file import load_arrays, save_arrays
 
 
 def _data(m=80, n=5, seed=0):
