@@ -201,7 +201,7 @@ class _FittedMixin:
         ``client`` are not kept), precision, covariance, location, costs, the
         certificate and, for the CV and selection estimators, the alphas tried
         with their scores. Not kept: ``history_``."""
-        from .. import io
+        from ..core import model_file as io
 
         self._check_fitted()
         params = {k: v for k, v in self.get_params().items()
@@ -236,7 +236,7 @@ class _FittedMixin:
     def load(cls, path):
         """Read a model written by :meth:`save` of this class; everything is checked
         (shapes, finiteness, a symmetric positive definite precision) before use."""
-        from .. import io
+        from ..core import model_file as io
         from ..errors import ModelFileError
 
         meta, a = io.load_arrays(path, "gaussian-mrf")
