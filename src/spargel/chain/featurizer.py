@@ -99,7 +99,8 @@ class SequenceFeaturizer:
 
     def _encode(self, X, y, uni, big, labels, grow):
         if self.template is not None:
-            return build_dataset(self.rows(X), uni, big, labels, y, grow=grow)
+            rows = self.rows(X)
+            return build_dataset(rows, uni, big, labels, y, grow=grow)
         # feature dicts / attribute lists: straight to flat arrays (the tagging hot path)
         _check_sequences(X)
         seq_ptr, uni_ptr, ids, vals = encode_sequences((getattr(x, "columns", x) for x in X), uni, grow,
