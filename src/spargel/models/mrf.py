@@ -421,7 +421,10 @@ class PairwiseMRFModel:
         if len(pairs_for):
             pairs = self.graph.edges[pairs_for]
             sizes = np.diff(self.graph.edge_ptr)[pairs_for]
-            if self.candidate_estimate == "clamp":
+            if self.candidate_estimate == "clamp" and self.inference == "exact" and res.treewidth <= 1:
+                from .mrf_tree import forest_pairs       # a forest: p(x_j | x_i) along the path
+                vals = forest_pairs(graph, node_b, edge_b, pairs)
+            elif self.candidate_estimate == "clamp":
                 from .mrf_exact import pair_marginals_by_clamping
                 vals = pair_marginals_by_clamping(graph, marg, pairs, node_b)
             else:

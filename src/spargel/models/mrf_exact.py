@@ -94,10 +94,17 @@ def _marginal(vars_src, table, keep):
 def junction_tree(graph, node_theta, edge_theta, *, max_table=2_000_000, evidence=None):
     """Exact log Z and marginals on the active edges of ``graph``.
 
+    When the active edges form a forest this is compiled sum-product on it
+    (:func:`~spargel.models.mrf_tree.forest_inference`, linear in the number of
+    variables); otherwise the junction tree below.
+
     ``evidence``: optional ``{variable: state}`` clamps (then ``log_z`` is the log of the
     clamped sum, and the marginals are conditional). Raises :class:`CapabilityError`
     when a clique table would exceed ``max_table`` entries.
     """
+    from .mrf_tree import forest_inference, forest_plan_of
+    if forest_plan_of(graph) is not None:          # a forest: compiled, linear in its size
+        return forest_inference(graph, node_theta, edge_theta, evidence=evidence)
     n, ns = graph.n_nodes, graph.n_states
     order, cliques, rank, parent, children, largest = _plan(graph)
     if largest > max_table:
