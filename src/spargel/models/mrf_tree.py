@@ -41,12 +41,12 @@ def forest_inference(graph, node_theta, edge_theta, *, evidence=None):
     """Exact :class:`~spargel.models.mrf_exact.ExactResult` of a graph whose active
     edges form a forest (``ValueError`` otherwise). ``evidence``: ``{variable: state}``
     clamps (log Z of the clamped sum, conditional marginals)."""
-    from .mrf_exact import ExactResult
+    from .mrf_exact import ExactResult, shift_potentials
     plan = forest_plan_of(graph)
     if plan is None:
         raise ValueError("the active edges have a cycle")
     order, parent, pedge, _ = plan
-    node_theta = np.ascontiguousarray(node_theta, dtype=np.float64)
+    node_theta, edge_theta, shift = shift_potentials(graph, node_theta, edge_theta)
     if evidence:
         node_theta = node_theta.copy()
         for i, a in evidence.items():
@@ -62,7 +62,7 @@ def forest_inference(graph, node_theta, edge_theta, *, evidence=None):
                                graph.adj_ptr, graph.adj_nbr, graph.adj_edge, order, parent, pedge,
                                node_theta, np.ascontiguousarray(edge_theta, dtype=np.float64),
                                inc, up, cav, down, node_b, edge_b)
-    return ExactResult(float(log_z), node_b, edge_b, 1 if len(graph.active) else 0)
+    return ExactResult(float(log_z) + shift, node_b, edge_b, 1 if len(graph.active) else 0)
 
 
 def forest_pairs(graph, node_b, edge_b, pairs):
