@@ -151,3 +151,42 @@ def test_bad_parameters():
     clf = LatentLogLinearClassifier(max_iter=5).fit(X, y)
     with pytest.raises(ValueError, match="3 features"):
         clf.predict(np.zeros((2, 3)))
+
+
+def test_em_on_features_of_1e160_is_the_same_fit_in_other_units():
+    """EM at features scaled by 1e160 (their squares overflow): from the same
+    responsibilities, the same mixture, the weights per unit of the scaled features, the
+    same probabilities; the estimator gives finite weights and no RuntimeWarning."""
+    rng = np.random.default_rng(5)
+    X, y = xor(rng, 60)
+    s = np.array([1e160, 3e159])
+    ref_m, big_m = LatentLogLinear(X, y, 2, 2), LatentLogLinear(X * s, y, 2, 2)
+    resp = ref_m.responsibilities(rng.normal(size=ref_m.n_params))
+    w_ref, h_ref, _ = em_fit(ref_m, resp, max_iter=50, tol=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)         # no overflow on the way
+        w_big, h_big, _ = em_fit(big_m, resp, max_iter=50, tol=0.0)
+    d, KM = 2, 4
+    np.testing.assert_allclose(w_big[:d * KM].reshape(d, KM) * s[:, None], w_ref[:d * KM].reshape(d, KM),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(w_big[d * KM:], w_ref[d * KM:], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(np.exp(big_m.class_log_proba(w_big, X * s)),
+                               np.exp(ref_m.class_log_proba(w_ref, X)), atol=1e-6)   # rounding, amplified by 50 EM steps
+    # the joint log-likelihood is a density of the features as given: it moves by N log|det|
+    assert h_big[-1]["objective"] == pytest.approx(h_ref[-1]["objective"] + len(y) * np.log(s).sum(), rel=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        clf = LatentLogLinearClassifier(n_components=2, solver="em", random_state=0).fit(X * s, y)
+    assert np.all(np.isfinite(clf.weights_))
+    P = clf.predict_proba(X * s)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    assert clf.score(X * s, y) > 0.9
+
+
+def test_all_zero_sample_weights_are_refused():
+    X, y = xor(np.random.default_rng(0), 20)
+    for solver in ("em", "bound"):
+        with pytest.raises(ValueError, match="zero for every sample"):
+            LatentLogLinearClassifier(solver=solver).fit(X, y, sample_weight=np.zeros(len(y)))
+    with pytest.raises(ValueError, match="finite"):
+        LatentLogLinearClassifier().fit(X, y, sample_weight=np.full(len(y), np.nan))

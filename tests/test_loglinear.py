@@ -139,3 +139,90 @@ def test_data_conversion_warning_is_scikit_learns_only_once_it_is_loaded():
             "    _class_labels(np.array([[0], [1]]))\n"
             "assert issubclass(w[0].category, Sk) and issubclass(w[0].category, DataConversionWarning)\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+_WIDE = r"""
+import resource, sys
+import numpy as np, scipy.sparse as sp
+from spargel import LogLinearClassifier
+rng = np.random.default_rng(0)
+n, d, nnz = 200, 2 ** 24, 2000
+X = sp.csr_matrix((rng.normal(size=nnz), (rng.integers(0, n, nnz), rng.integers(0, d, nnz))), shape=(n, d))
+y = rng.integers(0, 3, n)
+m = LogLinearClassifier(l1=0.1, feature_space=sys.argv[1]).fit(X, y)
+P = m.predict_proba(X)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024      # before the reference below
+used = np.unique(X.indices)
+Xu = sp.csr_matrix((X.data, np.searchsorted(used, X.indices), X.indptr), shape=(n, len(used)))
+ref = LogLinearClassifier(l1=0.1, feature_space=sys.argv[1]).fit(Xu, y)
+print(peak, abs(P - ref.predict_proba(Xu)).max(), abs(m.objective_ - ref.objective_) / ref.objective_,
+      m.n_features_in_)
+"""
+
+
+@pytest.mark.parametrize("feature_space", ["observed", "full"])
+def test_wide_sparse_input_in_bounded_memory(feature_space):
+    """200 x 2^24 with 2,000 non-zeros: nothing is sized by the declared width (no name
+    per column, no weight per unused column); the fit is that of the used columns."""
+    import os
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _WIDE, feature_space], capture_output=True, text=True,
+                         env=dict(os.environ), timeout=600)
+    assert out.returncode == 0, out.stderr
+    peak_mb, diff, rel, width = out.stdout.split()
+    assert int(peak_mb) <= 500                      # was about 25 GB
+    assert float(diff) < 1e-12 and float(rel) < 1e-12 and int(width) == 2 ** 24
+
+
+def test_unused_columns_get_zero_weights(iris):
+    X, y = iris
+    Z = np.zeros((len(y), 7))
+    Z[:, [1, 2, 4, 6]] = X
+    a = LogLinearClassifier(l1=0.5, l2=0.1).fit(Z, y)
+    b = LogLinearClassifier(l1=0.5, l2=0.1).fit(X, y)
+    assert a.n_features_in_ == 7 and a.coef_.shape == (3, 7)
+    np.testing.assert_array_equal(a.coef_[:, [0, 3, 5]], 0.0)
+    np.testing.assert_allclose(a.coef_[:, [1, 2, 4, 6]], b.coef_, rtol=1e-12, atol=1e-12)
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-12)
+    np.testing.assert_allclose(a.predict_proba(Z), b.predict_proba(X), atol=1e-12)
+
+
+def _forged(tmp_path, clf, edit):
+    from spargel import io
+    p = tmp_path / "m.model"
+    clf.save(p)
+    meta, arrays = io.load_arrays(p, "loglinear")
+    edit(meta)
+    io.save_arrays(p, "loglinear", meta, arrays)
+    return p
+
+
+def test_model_file_widths_and_label_dtypes(tmp_path, iris):
+    from spargel.errors import ModelFileError
+    X, y = iris
+    clf = LogLinearClassifier(l1=0.5).fit(X, y)
+    # a declared width of 10^12: a valid (very wide) model, kept in memory by its used columns
+    p = _forged(tmp_path, clf, lambda m: m.update(n_features_in=10 ** 12))
+    wide = LogLinearClassifier.load(p)
+    Xw = sp.csr_matrix(X, shape=X.shape).tocoo()
+    Xw = sp.csr_matrix((Xw.data, (Xw.row, Xw.col)), shape=(X.shape[0], 10 ** 12))
+    np.testing.assert_allclose(wide.predict_proba(Xw), clf.predict_proba(X), atol=1e-12)
+    for bad, match in [(True, "n_features_in"), ("4", "n_features_in"), (2 ** 60, "n_features_in"),
+                       (0, "n_features_in"), (3, "not a column")]:
+        p = _forged(tmp_path, clf, lambda m: m.update(n_features_in=bad))
+        with pytest.raises(ModelFileError, match=match):
+            LogLinearClassifier.load(p)
+    for dt in ("|b1", "<f8", "<M8[s]", "|O", 5):      # "0", "1", "2" are neither booleans nor floats' text
+        p = _forged(tmp_path, clf, lambda m: m.update(label_dtype=dt))
+        with pytest.raises(ModelFileError, match="label"):
+            LogLinearClassifier.load(p)
+    p = _forged(tmp_path, clf, lambda m: m.update(label_dtype="<i4"))      # another integer width
+    assert LogLinearClassifier.load(p).classes_.tolist() == [0, 1, 2]
+    yb = y == 2                                                             # real boolean labels
+    cb = LogLinearClassifier(l1=0.5).fit(X, yb)
+    p = tmp_path / "b.model"
+    cb.save(p)
+    back = LogLinearClassifier.load(p)
+    assert back.classes_.dtype == bool and back.classes_.tolist() == [False, True]
+    np.testing.assert_array_equal(back.predict(X), cb.predict(X))

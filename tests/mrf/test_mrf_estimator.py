@@ -33,7 +33,7 @@ def test_recovers_planted_graph(inference):
 def test_adaptive_lasso_drops_the_spurious_edge_and_solves_the_weighted_problem():
     from spargel.mrf.model import PairwiseMRFModel, adaptive_edge_weights
     X, _ = _planted()
-    plain = PairwiseMRF(l1=16.0, inference="pseudo-likelihood").fit(X)
+    plain = PairwiseMRF(l1=16.0, inference="pseudo-likelihood", adaptive=False).fit(X)
     assert [1, 3] in plain.edges_.tolist()                # the lasso admits a spurious edge here
     m = PairwiseMRF(l1=16.0, inference="pseudo-likelihood", adaptive=True, tol=1e-10).fit(X)
     assert m.screening_edges_.tolist() == plain.edges_.tolist()
@@ -161,7 +161,7 @@ def test_cli_writes_edges_and_model(tmp_path, capsys):
     X, _ = _planted(N=400)
     data = tmp_path / "d.csv"
     data.write_text("a,b,c,d,e\n" + "".join(",".join("yes" if v else "no" for v in r) + "\n" for r in X))
-    rc = _cli([str(data), "--l1", "30", "--inference", "exact", "--out-edges", "-"])
+    rc = _cli([str(data), "--l1", "30", "--inference", "exact", "--no-adaptive", "--out-edges", "-"])
     out = capsys.readouterr()
     assert rc == 0
     assert out.out.splitlines()[0] == "i,j,strength,name_i,name_j"
@@ -172,6 +172,10 @@ def test_cli_writes_edges_and_model(tmp_path, capsys):
     assert states["states"][0] == ["no", "yes"]
     assert _cli([str(data), "--l1", "10", "--inference", "pseudo-likelihood", "--adaptive", "--quiet"]) == 0
     assert PairwiseMRF.load(tmp_path / "d.mrf").adaptive is True
+    # the defaults: inference and adaptive stage chosen as in Python
+    assert _cli([str(data), "--l1", "10", "--quiet"]) == 0
+    m = PairwiseMRF.load(tmp_path / "d.mrf")
+    assert m.inference == "auto" and m.adaptive == "auto"
 
 
 @pytest.mark.parametrize("text, message", [
@@ -231,7 +235,7 @@ def test_verbose_warnings_and_plot(capsys):
     err = capsys.readouterr().err
     assert "iter    1" in err and "bp " in err and "edges" in err
     with pytest.warns(ConvergenceWarning) as caught:
-        PairwiseMRF(l1=1.0, bp_max_iter=1, bp_tol=1e-14, max_iter=5).fit(X)
+        PairwiseMRF(l1=1.0, inference="loopy-bp", bp_max_iter=1, bp_tol=1e-14, max_iter=5).fit(X)
         PairwiseMRF(l1=30.0, inference="pseudo-likelihood", n_states=3, max_iter=3).fit(X)
     messages = " | ".join(str(w.message) for w in caught)
     assert "loopy BP did not converge" in messages and "max_iter=5" in messages

@@ -96,12 +96,15 @@ def add_parser(subparsers):
     p.add_argument("--l1", type=float, required=True, help="penalty weight on the edge weights")
     p.add_argument("--l2", type=float, default=0.0, help="ridge weight on the edge weights (default 0)")
     p.add_argument("--group", action="store_true", help="group lasso: one l2 norm per edge table")
-    p.add_argument("--inference", default="loopy-bp", choices=["loopy-bp", "exact", "pseudo-likelihood"],
-                   help="how the likelihood is evaluated during training (default loopy-bp)")
+    p.add_argument("--inference", default="auto", choices=["auto", "loopy-bp", "exact", "pseudo-likelihood"],
+                   help="how the likelihood is evaluated during training (default auto: exact when the "
+                        "junction tree is small, pseudo-likelihood otherwise)")
     p.add_argument("--solver", default="owlqn", help="solver name (default owlqn)")
     p.add_argument("--ising", action="store_true", help="one weight per edge instead of a full table")
-    p.add_argument("--adaptive", action="store_true",
-                   help="adaptive lasso: refit the selected edges, each penalised by 1 / its strength")
+    p.add_argument("--adaptive", dest="adaptive", action="store_true", default="auto",
+                   help="adaptive lasso: refit the selected edges, each penalised by 1 / its strength "
+                        "(default: when --l1 > 0)")
+    p.add_argument("--no-adaptive", dest="adaptive", action="store_false", help="one stage only")
     p.add_argument("--max-iter", type=int, default=None, help="solver iteration limit")
     p.add_argument("--tol", type=float, default=1e-6, help="relative objective tolerance (default 1e-6)")
     p.add_argument("--bp-damping", type=float, default=0.0, help="loopy BP damping in [0, 1)")
@@ -187,7 +190,7 @@ def _run(args):
         write_output(args.plot, picture)
     if not args.quiet:
         print(f"mrf: {X.shape[1]} variables, {X.shape[0]} samples, l1={args.l1:g} "
-              f"({'group' if args.group else 'l1'}, {args.inference}), {len(model.edges_)} edges, "
+              f"({'group' if args.group else 'l1'}, {model.inference_used_}), {len(model.edges_)} edges, "
               f"objective={model.objective_:.10g}, {model.n_iter_} iterations ({model.stop_reason_}), "
               f"{elapsed:.2f}s; wrote {out_e} and {out_m} ({input_name(args.data)})", file=sys.stderr)
     return 0

@@ -33,6 +33,7 @@ This module imports nothing from Dask: it only calls the ``client`` it is given
 """
 
 import time
+from concurrent.futures import CancelledError
 
 import numpy as np
 
@@ -40,6 +41,8 @@ import numpy as np
 FANIN = 4
 #: an evaluation interrupted by a lost worker is run again at most this many times
 RETRIES = 3
+#: how long an evaluation that lost every worker waits for one to come back (seconds)
+WORKER_RESTART_WAIT = 120.0
 #: a sharded bound whose shards have exact dense curvatures is summed into one dense
 #: matrix up to this many weights (beyond, its products run on the workers)
 DENSE_LIMIT = 2000
@@ -114,6 +117,24 @@ def tree_future(client, parts, combine, fanin=FANIN):
     return _reduce_levels(client, parts, combine, fanin, 1)[0]
 
 
+def wait_for_a_worker(client, timeout=None):
+    """Wait until the scheduler knows at least one worker (asked of the scheduler itself:
+    a local cluster's own bookkeeping can miss workers that its nannies restarted after
+    every worker was lost at once)."""
+    timeout = WORKER_RESTART_WAIT if timeout is None else timeout
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if client.nthreads():
+                return
+        except (OSError, TimeoutError):
+            pass
+        if time.monotonic() > deadline:
+            from ..errors import SpargelError
+            raise SpargelError(f"the Dask cluster lost every worker and none came back within {timeout:g}s")
+        time.sleep(0.2)
+
+
 def _worker_name():
     try:
         from distributed import get_worker
@@ -177,13 +198,21 @@ class ShardedModel:
             try:
                 loss, g, spans = self._evaluate_once(w, want_grad)
                 break
-            except (OSError, TimeoutError):
+            except (OSError, TimeoutError, CancelledError) as exc:
                 # a worker was lost while w was sent or parts came back: Dask rebuilds
-                # its shards elsewhere from their source; run the evaluation again
+                # its shards elsewhere from their source; run the evaluation again. When
+                # every worker was lost at once, the scattered w went with them and the
+                # round's tasks come back cancelled: the same retry, once workers are back
                 if attempt == RETRIES:
+                    if isinstance(exc, CancelledError):
+                        from ..errors import SpargelError
+                        raise SpargelError(f"the Dask cluster lost its workers {RETRIES + 1} times during one "
+                                           f"evaluation, or the shards' data went with them (data scattered "
+                                           f"from this process cannot be rebuilt): {type(exc).__name__}: "
+                                           f"{exc}") from None
                     raise
                 self.retries += 1
-                self.client.wait_for_workers(1, timeout=60)
+                wait_for_a_worker(self.client)
         wall = time.perf_counter() - t0
         per_worker = {}
         for name, start, end in spans:

@@ -1,3 +1,2 @@
-"""Flat and latent multinomial log-linear classifiers: models, kernels, bounds,
-estimators and training on a Dask cluster; also the estimator core the CRF shares.
-"""
+"""Flat and latent multinomial log-linear classifiers: models, kernels, bounds, estimators
+and training on a Dask cluster."""

@@ -18,6 +18,65 @@ from .labels import class_labels as _class_labels
 BIAS = "__bias__"
 
 
+#: the widest declared input a model file may name
+MAX_DECLARED_WIDTH = 1 << 53
+
+#: above this many entries (declared columns x classes) a fitted model keeps its weights
+#: over the design columns as a sparse matrix instead of a dense array
+DENSE_WEIGHTS_LIMIT = 1 << 22
+
+
+def _used_columns(M):
+    """(M restricted to its columns with a non-zero value, those columns' ids). Nothing
+    here is sized by the declared width of a sparse M."""
+    if sp.issparse(M):
+        nz = M.data != 0
+        used = np.unique(M.indices[nz])
+        if len(used) == M.shape[1]:
+            return M, used
+        counts = np.add.reduceat(nz.astype(np.int64), M.indptr[:-1]) if M.shape[0] and len(nz) else \
+            np.zeros(M.shape[0], np.int64)
+        counts[np.diff(M.indptr) == 0] = 0                     # reduceat repeats at empty rows
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        C = sp.csr_matrix((M.data[nz], np.searchsorted(used, M.indices[nz]), indptr),
+                          shape=(M.shape[0], len(used)))
+        return C, used
+    used = np.flatnonzero(np.any(M != 0, axis=0))
+    if len(used) == M.shape[1]:
+        return M, used
+    return np.ascontiguousarray(M[:, used]), used
+
+
+class _ColumnWeights:
+    """The weights of a very wide model: a dense (columns with a weight) x K block and
+    those columns' ids; nothing is sized by the declared width."""
+
+    def __init__(self, n_cols, K, rows, labels, values):
+        self.shape = (n_cols, K)
+        self.cols, inv = np.unique(rows, return_inverse=True)
+        self.block = np.zeros((len(self.cols), K))
+        self.block[inv, labels] = values
+
+    def scores(self, M):
+        n, K = M.shape[0], self.shape[1]
+        if not len(self.cols):
+            return np.zeros((n, K))
+        if sp.issparse(M):
+            pos = np.searchsorted(self.cols, M.indices)
+            hit = pos < len(self.cols)
+            hit[hit] = self.cols[pos[hit]] == M.indices[hit]
+            rows = np.repeat(np.arange(n), np.diff(M.indptr))
+            Z = np.zeros((n, K))
+            np.add.at(Z, rows[hit], M.data[hit, None] * self.block[pos[hit]])
+            return Z
+        return np.asarray(M[:, self.cols] @ self.block)
+
+    def dense(self):
+        W = np.zeros(self.shape)
+        W[self.cols] = self.block
+        return W
+
+
 def _is_feature_dicts(X):
     """True for sklearn-crfsuite style input: a list of dicts or of attribute lists."""
     if sp.issparse(X) or hasattr(X, "__array__") or hasattr(X, "columns"):
@@ -160,7 +219,7 @@ class LogLinearClassifier(LogLinearCore):
                 self.feature_names_in_ = np.asarray(names, dtype=object)
             elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
-            self._uni_vocab = Vocabulary([f"x{j}" for j in range(M.shape[1])])
+            self._uni_vocab = None            # named by fit, after the unused columns are dropped
         elif M.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {M.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input (the number it was fitted with)")
@@ -202,6 +261,13 @@ class LogLinearClassifier(LogLinearCore):
         if len(ids) != M.shape[0]:
             raise ValueError(f"X has {M.shape[0]} samples but y has {len(ids)} labels")
         sw = check_sample_weight(sample_weight, M.shape[0])
+        if not self._dict_input:
+            # a column without a non-zero value has a zero gradient and a zero weight at every
+            # optimum: the model is built over the used columns only, so a declared width of
+            # 2^24 columns with a few thousand non-zeros costs nothing per column (no name,
+            # no weight, no mask entry)
+            M, used = _used_columns(M)
+            self._uni_vocab = Vocabulary([f"x{j}" for j in used])
         warn_large_values(self, M.data if sp.issparse(M) else M.ravel())
         K, d = len(classes), M.shape[1]
         mask = self._observed_mask(M, ids, K) if self.feature_space == "observed" else None
@@ -284,6 +350,10 @@ class LogLinearClassifier(LogLinearCore):
         return cache if cache is not None else self._dense_weights()
 
     def _dense_weights(self):
+        """(W, b): W over the design columns, a dense array, or the rows of its columns
+        with a weight (:class:`_ColumnWeights`) when the declared width times the
+        classes exceeds :data:`DENSE_WEIGHTS_LIMIT` (a model of 2^24 columns keeps only
+        its non-zero weights in memory)."""
         s, coef, K = self.space_, self.weights_, self.space_.n_labels
         b = np.zeros(K)
         if getattr(self, "_dict_input", False) or not hasattr(self, "n_features_in_"):
@@ -292,13 +362,22 @@ class LogLinearClassifier(LogLinearCore):
         else:
             n_cols = self.n_features_in_
             cols = np.array([int(n[1:]) if n != BIAS else -1 for n in self._uni_vocab.names], dtype=np.int64)
-        W = np.zeros((n_cols, K))
+        rows, labs, vals = [], [], []
         for a, name in enumerate(self._uni_vocab.names):
             lo, hi = s.u_ptr[a], s.u_ptr[a + 1]
             if name == BIAS:
                 b[s.u_lab[lo:hi]] = coef[lo:hi]
             else:
-                W[cols[a], s.u_lab[lo:hi]] = coef[lo:hi]
+                rows.append(np.full(hi - lo, cols[a], np.int64))
+                labs.append(s.u_lab[lo:hi])
+                vals.append(coef[lo:hi])
+        r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        c = np.concatenate(labs).astype(np.int64) if labs else np.zeros(0, np.int64)
+        v = np.concatenate(vals) if vals else np.zeros(0)
+        if n_cols * K > DENSE_WEIGHTS_LIMIT:
+            return _ColumnWeights(n_cols, K, r, c, v), b
+        W = np.zeros((n_cols, K))
+        W[r, c] = v
         return W, b
 
     def _scores(self, X):
@@ -306,7 +385,8 @@ class LogLinearClassifier(LogLinearCore):
         self._check_fitted()
         M = self._design(X)
         W, b = self._weights()
-        return np.asarray(M @ W) + b
+        Z = W.scores(M) if isinstance(W, _ColumnWeights) else np.asarray(M @ W)
+        return Z + b
 
     def decision_function(self, X):
         """Class scores ``X @ W + b`` (n_samples x n_classes, columns in ``classes_``
@@ -361,7 +441,7 @@ class LogLinearClassifier(LogLinearCore):
         if getattr(self, "_dict_input", False):
             keep = [a for a, name in enumerate(self._uni_vocab.names) if name != BIAS]
             return sp.csr_matrix(W[keep].T)
-        return W.T.copy()
+        return W.dense().T if isinstance(W, _ColumnWeights) else W.T.copy()
 
     @property
     def intercept_(self):
@@ -388,16 +468,48 @@ class LogLinearClassifier(LogLinearCore):
         return est
 
     def _restore(self, meta, path):
-        if meta.get("n_features_in") is not None:
-            self.n_features_in_ = int(meta["n_features_in"])
+        """Field by field: ``n_features_in`` an integer >= 1 (at most 2^53) that covers
+        every column the weights name (each ``x<j>``, ``0 <= j < n_features_in``)."""
+        nf = meta.get("n_features_in")
+        if nf is not None:
+            if not isinstance(nf, int) or isinstance(nf, bool) or not 1 <= nf <= MAX_DECLARED_WIDTH:
+                raise ValueError(f"n_features_in must be an integer in 1..2^53, got {nf!r}")
+            for name in self._uni_vocab.names:
+                if name == BIAS:
+                    continue
+                j = name[1:]
+                if not (name.startswith("x") and j.isdigit() and j.isascii() and int(j) < nf):
+                    raise ValueError(f"feature {name!r} is not a column x0..x{nf - 1}")
+            self.n_features_in_ = nf
             self._dict_input = False
         else:
             self._dict_input = True
 
     def _classes_from_names(self, names, meta, path):
+        """``classes_`` in the dtype they were fitted with: every stored name must be
+        the text of a value of that dtype (a round trip), and the values distinct."""
+        from ..errors import ModelFileError
         dt = meta.get("label_dtype")
+        if dt is None:
+            return np.asarray(names, dtype=object)
         try:
-            return np.asarray(names, dtype=np.dtype(dt)) if dt else np.asarray(names, dtype=object)
-        except (TypeError, ValueError):
-            from ..errors import ModelFileError
-            raise ModelFileError(f"{path}: invalid model (labels do not match their dtype)") from None
+            if not isinstance(dt, str):
+                raise TypeError("not a dtype string")
+            dtype = np.dtype(dt)
+            if dtype.kind not in "iufb" or dtype.hasobject:
+                raise TypeError(f"{dt!r} is not a numeric dtype")
+            if dtype.kind == "b":
+                table = {"True": True, "False": False}
+                if any(n not in table for n in names):
+                    raise ValueError("boolean labels must be True or False")
+                classes = np.array([table[n] for n in names], dtype=dtype)
+            else:
+                classes = np.asarray(names).astype(dtype)
+            if [str(c) for c in classes.tolist()] != list(names) and \
+                    [str(c) for c in classes] != list(names):
+                raise ValueError("labels do not read back as themselves")
+            if len(np.unique(classes)) != len(classes):
+                raise ValueError("labels repeat")
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ModelFileError(f"{path}: invalid model (labels do not match their dtype {dt!r}: {exc})") from None
+        return classes

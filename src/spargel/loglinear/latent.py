@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ConvergenceWarning
 from .latent_model import LatentLogLinear, em_fit
 from ..core.penalties import ElasticNet
-from ..core.params import ParamsMixin, check_number
+from ..core.params import ParamsMixin, check_number, check_sample_weight
 from .estimator import _as_matrix
 from .labels import class_labels as _class_labels
 
@@ -118,11 +118,7 @@ class LatentLogLinearClassifier(ParamsMixin):
         classes, ids = _class_labels(y, "LatentLogLinearClassifier")
         if len(ids) != M.shape[0]:
             raise ValueError(f"X has {M.shape[0]} samples but y has {len(ids)} labels")
-        sw = None
-        if sample_weight is not None:
-            sw = np.asarray(sample_weight, dtype=np.float64)
-            if sw.shape != (M.shape[0],) or not np.all(np.isfinite(sw)) or np.any(sw < 0):
-                raise ValueError(f"sample_weight must be {M.shape[0]} finite values >= 0")
+        sw = check_sample_weight(sample_weight, M.shape[0])      # all-zero weights say nothing
         model = LatentLogLinear(M, ids, len(classes), self.n_components, self.fit_intercept, sw)
         penalty = ElasticNet(self.l1, self.l2, model.layout.penalty_scale)
         rng = np.random.default_rng(self.random_state)

@@ -161,6 +161,13 @@ def em_fit(model, resp, max_iter=200, tol=1e-8, var_floor=1e-6):
     each variance above that fraction of the feature's variance (n < d: SRBCT)."""
     X = model.X.toarray() if model.sparse else model.X
     n, d = X.shape
+    # EM runs in units where every feature's largest magnitude is 1: the fit is the same
+    # (means scale, variances scale squared, responsibilities do not change), and features
+    # of 1e160 no longer overflow their squares; the weights are mapped back at the end
+    scale = np.abs(X).max(axis=0) if n else np.ones(d)
+    scale = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
+    X = X / scale
+    log_scale = float(np.log(scale).sum())
     K, M, y = model.K, model.M, model.y
     sw = np.ones(n) if model.sw is None else model.sw
     total = sw.sum()
@@ -197,13 +204,13 @@ def em_fit(model, resp, max_iter=200, tol=1e-8, var_floor=1e-6):
         mx = logj.max(axis=1, keepdims=True)
         lse = mx[:, 0] + np.log(np.exp(logj - mx).sum(axis=1))
         R = np.exp(logj - lse[:, None])
-        ll = float(lse @ sw)
+        ll = float(lse @ sw) - total * log_scale        # the density of the features as given
         history.append({"iteration": it, "objective": -ll})
         if np.isfinite(prev) and abs(ll - prev) <= tol * max(1.0, abs(ll)):
             stop = "tol"
             break
         prev = ll
-    theta = means / var                                      # (K, M, d)
+    theta = means / var / scale                              # (K, M, d), per unit of each feature
     nu = logpi - 0.5 * (means * means / var).sum(axis=2)     # (K, M)
     w = np.zeros(model.n_params)
     KM = model.KM

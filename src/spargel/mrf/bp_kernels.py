@@ -1,4 +1,4 @@
-"""Compiled loopy belief propagation over the flat graph of :mod:`.mrf_graph`.
+"""Compiled loopy belief propagation over the flat graph of :mod:`.graph`.
 
 Messages are *scaled* (each sums to one) in probability space: the potentials are
 exponentiated once per weight vector (shifted by their maximum), so the inner loops are

@@ -23,19 +23,37 @@ on the active edges only (see :mod:`spargel.mrf.model`).
 
 from __future__ import annotations
 
+import numbers
 import sys
 import time
 import warnings
 
 import numpy as np
 
-from ..errors import CapabilityError, ConvergenceWarning, ModelFileError, NotFittedError
+from ..errors import CapabilityError, ConvergenceWarning, DataFormatError, ModelFileError, NotFittedError
 from ..core.params import ParamsMixin
 
 __all__ = ["PairwiseMRF", "mrf_penalty"]
 
-INFERENCES = ("loopy-bp", "exact", "pseudo-likelihood")
+INFERENCES = ("auto", "loopy-bp", "exact", "pseudo-likelihood")
 PENALTIES = ("l1", "group")
+#: ``inference="auto"`` trains with the exact likelihood when the joint state space has at
+#: most this many states (enumeration gives every candidate edge's gradient exactly) ...
+AUTO_ENUMERATE = 1 << 17
+#: ... (the conditional model enumerates once per sample: a smaller limit) ...
+AUTO_ENUMERATE_CONDITIONAL = 1 << 10
+#: ... or when the junction tree of the candidate graph, which bounds that of every
+#: active graph, has no clique table above this many entries (checked up to
+#: AUTO_PLAN_NODES variables); otherwise with the pseudo-likelihood.
+AUTO_TABLE = 1 << 12
+AUTO_PLAN_NODES = 300
+#: the most loopy BP sweeps a model may ask for (fit and model files): a budget, so that
+#: a forged file cannot make ``predict`` run for days
+BP_MAX_ITER_LIMIT = 1_000_000
+#: a model file's loopy BP may run at most this many edge updates (bp_max_iter x edges)
+BP_UPDATE_BUDGET = 1e10
+#: the largest node feature ``fit`` accepts (prediction takes any finite feature)
+MAX_ABS_FEATURE = 1e100
 
 
 def mrf_penalty(model, kind, l1, l2=0.0, edge_weights=None):
@@ -77,10 +95,15 @@ class PairwiseMRF(ParamsMixin):
         Ridge weight ``l2/2 ||w_edges||^2`` added to the objective.
     penalty : 'l1' or 'group'
         ``l1`` on every edge weight, or group lasso (``l1 * ||table||_2`` per edge).
-    inference : 'loopy-bp', 'exact' or 'pseudo-likelihood'
+    inference : 'auto', 'loopy-bp', 'exact' or 'pseudo-likelihood'
         How the likelihood is evaluated during training: loopy BP (Bethe), the junction
         tree (exact; small treewidth of the *active* graph) or Besag's pseudo-likelihood
-        (no inference).
+        (no inference). ``'auto'`` (default) picks ``'exact'`` when the junction tree of
+        the candidate graph is small (at most 2^17 joint states, 2^10 for the conditional
+        model; candidate edges that form a forest; or min-fill clique tables of at most
+        2^12 entries) and ``'pseudo-likelihood'`` otherwise; loopy BP only on request
+        (its Bethe gradients favour loop-closing edges, ``docs/mrf.md``).
+        :attr:`inference_used_` says which one ran.
     solver : str
         A solver of :mod:`spargel.solvers` (``owlqn`` for ``l1``; ``fista`` for the
         group penalty, ``grafting-light`` when available).
@@ -97,8 +120,8 @@ class PairwiseMRF(ParamsMixin):
         feature weights shared by every variable (a grid CRF) instead of one per variable.
     candidate_estimate : None, 'independent' or 'clamp'
         How gradients of inactive edges are estimated (see :mod:`spargel.mrf.model`).
-    adaptive : bool
-        Two-stage fit, the adaptive lasso (Zou 2006): after the fit at ``l1``, refit on its
+    adaptive : bool or 'auto'
+        ``'auto'`` (default): ``True`` when ``l1 > 0``. Two-stage fit, the adaptive lasso (Zou 2006): after the fit at ``l1``, refit on its
         edges only with each edge's penalty scaled by ``median strength / its strength``
         (:func:`~spargel.mrf.model.adaptive_edge_weights`), warm-started. Weak edges,
         among them most spurious ones, are penalised harder than strong ones; the
@@ -121,6 +144,9 @@ class PairwiseMRF(ParamsMixin):
         array when ``tie_features``), so that ``theta_i(a) = node_weights_[i][a] +
         feature_weights_[i][a] . features[i]``.
     screening_edges_ : ``adaptive`` only: the edges of the first stage.
+    inference_used_ : the inference training ran with ('exact', 'pseudo-likelihood' or
+        'loopy-bp'; what ``'auto'`` picked); adaptive_used_ : whether the adaptive second
+        stage ran.
     n_states_, n_features_in_, weights_ (flat), history_ (one dict per iteration),
     n_iter_, stop_reason_, converged_, inference_ (the last training inference report),
     bp_failures_ (training gradient evaluations whose BP did not converge).
@@ -128,9 +154,9 @@ class PairwiseMRF(ParamsMixin):
 
     _estimator_kind = "density"
 
-    def __init__(self, l1=1.0, *, l2=0.0, penalty="l1", inference="loopy-bp", solver="owlqn",
+    def __init__(self, l1=1.0, *, l2=0.0, penalty="l1", inference="auto", solver="owlqn",
                  candidate_edges=None, edge_features="full", n_states=None, tie_features=False,
-                 candidate_estimate=None, adaptive=False,
+                 candidate_estimate=None, adaptive="auto",
                  bp_schedule="sequential", bp_damping=0.0, bp_max_iter=200, bp_tol=1e-6,
                  max_iter=None, tol=1e-6, n_jobs=1, random_state=None, verbose=False):
         self.l1 = l1
@@ -160,14 +186,77 @@ class PairwiseMRF(ParamsMixin):
                 "max_iter": int(self.bp_max_iter), "tol": float(self.bp_tol)}
 
     def _check_params(self):
-        if self.inference not in INFERENCES:
-            raise ValueError(f"inference must be one of {', '.join(INFERENCES)}, got {self.inference!r}")
-        if self.penalty not in PENALTIES:
-            raise ValueError(f"penalty must be 'l1' or 'group', got {self.penalty!r}")
-        for name in ("l1", "l2"):
+        """Every parameter checked before anything is allocated (``ValueError`` /
+        ``TypeError`` naming it, never a numpy error from deep inside a solver)."""
+        from ..core.params import check_number
+
+        def one_of(name, choices):
             v = getattr(self, name)
-            if not (np.isscalar(v) and np.isfinite(v) and v >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+            if not isinstance(v, str) or v not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {v!r}")
+
+        one_of("inference", INFERENCES)
+        one_of("penalty", PENALTIES)
+        one_of("edge_features", ("full", "ising"))
+        one_of("bp_schedule", ("sequential", "residual", "parallel"))
+        if self.candidate_estimate is not None:
+            one_of("candidate_estimate", ("independent", "clamp"))
+        if not isinstance(self.solver, str):
+            raise TypeError(f"solver must be a solver's name, got {self.solver!r}")
+        if not (self.adaptive == "auto" if isinstance(self.adaptive, str) else isinstance(self.adaptive, (bool, np.bool_))):
+            raise ValueError(f"adaptive must be True, False or 'auto', got {self.adaptive!r}")
+        for name in ("tie_features", "verbose"):
+            if not isinstance(getattr(self, name), (bool, np.bool_, int)):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        check_number("l1", self.l1)
+        check_number("l2", self.l2)
+        check_number("tol", self.tol)
+        check_number("bp_tol", self.bp_tol)
+        check_number("bp_damping", self.bp_damping)
+        if self.bp_damping >= 1:
+            raise ValueError(f"bp_damping must be in [0, 1), got {self.bp_damping!r}")
+        check_number("max_iter", self.max_iter, low=1, integer=True, allow_none=True)
+        check_number("bp_max_iter", self.bp_max_iter, low=1, integer=True)
+        if self.bp_max_iter > BP_MAX_ITER_LIMIT:
+            raise ValueError(f"bp_max_iter must be at most {BP_MAX_ITER_LIMIT}, got {self.bp_max_iter!r}")
+        check_number("n_jobs", self.n_jobs, low=-1, integer=True, allow_none=True)
+        if self.n_states is not None:
+            ns = self.n_states
+            if isinstance(ns, (str, bytes)):
+                raise TypeError(f"n_states must be an integer >= 2 or one per variable, got {ns!r}")
+            items = list(np.ravel(np.asarray(ns, dtype=object)))
+            if not items or not all(isinstance(k, numbers.Integral) and not isinstance(k, (bool, np.bool_))
+                                    and k >= 2 for k in items):
+                raise ValueError(f"n_states must be an integer >= 2 or one per variable, got {ns!r}")
+        rs = self.random_state
+        if not (rs is None or isinstance(rs, (numbers.Integral, np.random.Generator, np.random.RandomState))) \
+                or isinstance(rs, (bool, np.bool_)):
+            raise TypeError(f"random_state must be None, an integer or a numpy random generator, got {rs!r}")
+
+    def _choose_inference(self, ns, candidates, conditional):
+        """What ``inference="auto"`` trains with (see the class documentation)."""
+        if self.inference != "auto":
+            return self.inference
+        from .exact import elimination_order
+        from .graph import Graph, all_pairs, validate_edges
+        from .tree import forest_plan_of
+        limit = AUTO_ENUMERATE_CONDITIONAL if conditional else AUTO_ENUMERATE
+        if float(np.sum(np.log2(ns.astype(float)))) <= np.log2(limit) + 1e-9:
+            return "exact"
+        n = len(ns)
+        edges = all_pairs(n) if candidates is None else validate_edges(candidates, n, "candidate_edges")
+        graph = Graph(ns, edges, validated=True)
+        if forest_plan_of(graph) is not None:
+            return "exact"
+        if conditional or n > AUTO_PLAN_NODES or len(edges) > 4 * n:
+            return "pseudo-likelihood"
+        adjacency = [set() for _ in range(n)]
+        for i, j in edges:
+            adjacency[i].add(int(j))
+            adjacency[j].add(int(i))
+        _, cliques = elimination_order(n, adjacency)
+        largest = max(float(np.prod(ns[list(c)].astype(float))) for c in cliques)
+        return "exact" if largest <= AUTO_TABLE else "pseudo-likelihood"
 
     def _penalty(self, model, edge_weights=None):
         return mrf_penalty(model, self.penalty, self.l1, self.l2, edge_weights)
@@ -179,11 +268,14 @@ class PairwiseMRF(ParamsMixin):
         that shift every sample's node potentials (the conditional model, a CRF on a
         general graph); then inference runs once per sample.
         """
-        from .model import PairwiseMRFModel, check_discrete_data
+        from .model import PairwiseMRFModel, check_discrete_data, check_model_size
+        from .graph import validate_edges
         from ..solvers import default_max_iter, get_solver
 
         self._check_params()
         Xc, ns = check_discrete_data(X, self.n_states)
+        check_model_size(ns, None if self.candidate_edges is None else
+                         validate_edges(self.candidate_edges, len(ns), "candidate_edges"))
         seen = [np.bincount(Xc[:, i], minlength=ns[i]) for i in range(Xc.shape[1])]
         unseen = [(i, int(np.flatnonzero(c == 0)[0])) for i, c in enumerate(seen) if np.any(c == 0)]
         if unseen:
@@ -191,12 +283,23 @@ class PairwiseMRF(ParamsMixin):
             warnings.warn(f"state {a} of variable {i} never occurs in X (and {len(unseen) - 1} more); "
                           f"its unpenalised bias has no finite optimum -- recode the states to "
                           f"0..k-1 of those observed", ConvergenceWarning, stacklevel=2)
-        pl = self.inference == "pseudo-likelihood"
+        if node_features is not None:
+            from .model import check_node_features
+            node_features = check_node_features(node_features, Xc.shape[0], Xc.shape[1])
+            big = float(np.abs(node_features).max())
+            if big > MAX_ABS_FEATURE:
+                raise DataFormatError("node_features", None, f"a feature of magnitude {big:.3g} is above "
+                                      f"{MAX_ABS_FEATURE:.0e}: the gradients' squares overflow double "
+                                      f"precision (the solver would stop at its start and call that "
+                                      f"converged); rescale the features")
+        inference = self._choose_inference(ns, self.candidate_edges, node_features is not None)
+        adaptive = (float(self.l1) > 0) if isinstance(self.adaptive, str) else bool(self.adaptive)
+        pl = inference == "pseudo-likelihood"
 
         def make_model(candidates):
             return PairwiseMRFModel(
                 Xc, ns, candidates, edge_features=self.edge_features, objective="pseudo" if pl else "likelihood",
-                inference="exact" if self.inference == "exact" else "loopy-bp", sample_weight=sample_weight,
+                inference="exact" if inference == "exact" else "loopy-bp", sample_weight=sample_weight,
                 candidate_estimate=self.candidate_estimate, bp=self._bp_options(), node_features=node_features,
                 tie_features=self.tie_features, validated=True)
 
@@ -214,7 +317,8 @@ class PairwiseMRF(ParamsMixin):
             model = make_model(self.candidate_edges)
             res = minimize(model, self._penalty(model), model.initial_weights(), max_iter=int(max_iter),
                            tol=float(self.tol), gtol=1e-8, window=5, monitor=_Monitor(model, self.verbose))
-            if self.adaptive:
+            history, n_iter, reasons = list(res.history), int(res.n_iter), [res.stop_reason]
+            if adaptive:
                 from .model import adaptive_edge_weights
                 active = model.active_edges(res.w)
                 self.screening_edges_ = model.graph.edges[active].copy()
@@ -225,20 +329,34 @@ class PairwiseMRF(ParamsMixin):
                     res = minimize(model, self._penalty(model, adaptive_edge_weights(strength)), w1,
                                    max_iter=int(max_iter), tol=float(self.tol), gtol=1e-8, window=5,
                                    monitor=_Monitor(model, self.verbose))
+                    # one history over both stages, iterations numbered on
+                    history = [dict(r, stage=1) for r in history] + [
+                        dict(r, stage=2, iteration=int(r["iteration"]) + n_iter) for r in res.history]
+                    n_iter += int(res.n_iter)
+                    reasons.append(res.stop_reason)
         finally:
             numba.set_num_threads(threads)
         self.fit_time_ = time.perf_counter() - t0
-        self.history_ = res.history
-        self.n_iter_ = int(res.n_iter)
+        self.history_ = history
+        self.n_iter_ = n_iter
         self.stop_reason_ = res.stop_reason
-        self.converged_ = res.stop_reason in ("tol", "gtol", "linesearch")
+        last = history[-1] if history else {}
+        finite = all(np.isfinite(last.get(k, 0.0)) for k in ("objective", "pg_norm"))
+        self.converged_ = finite and all(r in ("tol", "gtol", "linesearch") for r in reasons)
+        if not finite:
+            warnings.warn("PairwiseMRF: the objective or its gradient overflowed; the model is not a "
+                          "solution (rescale the inputs)", ConvergenceWarning, stacklevel=2)
         self.objective_ = float(res.objective)
         self.inference_ = dict(model.last_inference)
+        self.inference_used_ = inference
+        self.adaptive_used_ = adaptive
         self.bp_failures_ = int(model.bp_failures)
         self.n_samples_ = Xc.shape[0]
-        if res.stop_reason == "max_iter":
+        if "max_iter" in reasons:
+            stage = "" if len(reasons) == 1 else \
+                f" (in the {' and '.join(('first', 'adaptive')[k] for k, r in enumerate(reasons) if r == 'max_iter')} stage)"
             warnings.warn(f"PairwiseMRF: the solver stopped after max_iter={max_iter} iterations before "
-                          f"reaching tol", ConvergenceWarning, stacklevel=2)
+                          f"reaching tol{stage}", ConvergenceWarning, stacklevel=2)
         if model.bp_failures:
             warnings.warn(f"PairwiseMRF: loopy BP did not converge in {model.bp_failures} of "
                           f"{model.n_inference_calls} gradient evaluations (bp_max_iter={self.bp_max_iter}); "
@@ -448,6 +566,7 @@ class PairwiseMRF(ParamsMixin):
     def load(cls, path):
         """Read a model written by :meth:`save` (validated before use)."""
         from ..core import model_file as io
+        from .model import check_model_size
         from .graph import Graph, validate_edges
         meta, arrays = io.load_arrays(path, "mrf")
         for name in ("n_states", "edges", "node_theta", "edge_theta"):
@@ -459,21 +578,34 @@ class PairwiseMRF(ParamsMixin):
                    "edges must be an (E, 2) integer array")
         try:
             edges = validate_edges(edges, len(ns), source=str(path))
-        except ValueError as exc:
-            raise ModelFileError(f"{path}: invalid model ({exc})") from None
+            check_model_size(ns, edges, source=str(path))     # before any table is sized by them
+        except DataFormatError as exc:
+            raise ModelFileError(f"{path}: invalid model ({exc.message})") from None
+        # the parameters, each checked as fit checks them, and loopy BP's budget
+        io.require(isinstance(meta, dict), path, "the metadata must be a mapping")
+        params = meta.get("params", {})
+        io.require(isinstance(params, dict), path, f"params must be a mapping, got {type(params).__name__}")
+        est = cls(**{k: v for k, v in params.items() if k in cls._param_names()})
+        try:
+            est._check_params()
+        except (ValueError, TypeError) as exc:
+            raise ModelFileError(f"{path}: invalid model (params: {exc})") from None
+        io.require(int(est.bp_max_iter) * max(len(edges), 1) <= BP_UPDATE_BUDGET, path,
+                   f"bp_max_iter={est.bp_max_iter} sweeps over {len(edges)} edges exceed the budget of "
+                   f"{BP_UPDATE_BUDGET:.0e} edge updates")
         g = Graph(ns, edges, validated=True)
         for name, size in (("node_theta", g.n_node_values), ("edge_theta", g.n_edge_values)):
             a = arrays[name]
             io.require(a.dtype == np.float64 and a.shape == (size,) and np.all(np.isfinite(a)), path,
                        f"{name} must be {size} finite float64 values")
-        params = meta.get("params", {}) if isinstance(meta, dict) else {}
-        est = cls(**{k: v for k, v in params.items() if k in cls._param_names()})
         est._features, est._n_input_features = None, 0
         if "feature_weights" in arrays:
             d = meta.get("n_input_features")
             fw = arrays["feature_weights"]
             size = (int(ns[0]) if est.tie_features else int(ns.sum())) * (d if isinstance(d, int) else 0)
-            io.require(isinstance(d, int) and d >= 1 and fw.dtype == np.float64 and fw.shape == (size,)
+            io.require(fw.ndim == 1, path, "feature_weights must be a flat array")
+            d_ok = isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= fw.size
+            io.require(d_ok and fw.dtype == np.float64 and fw.shape == (size,)
                        and np.all(np.isfinite(fw)) and (not est.tie_features or np.all(ns == ns[0])), path,
                        "feature_weights do not match n_states and n_input_features")
             est._features, est._n_input_features = fw.copy(), d

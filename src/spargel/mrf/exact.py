@@ -43,6 +43,30 @@ class ExactResult:
     treewidth: int
 
 
+def shift_potentials(graph, node_theta, edge_theta):
+    """``(node_theta, edge_theta, shift)``: each variable's potentials and each active
+    edge's table shifted by its largest entry, and the sum of those shifts (``log Z`` of
+    the original = ``log Z`` of the shifted + ``shift``; marginals are unchanged).
+
+    With potentials of 1e100 (node features of that size in the conditional model) a
+    sum such as ``1e100 + 0.8`` keeps nothing of the 0.8, and every joint state that
+    differs only in the small terms gets the same log-probability: marginals that sum to
+    2 or 4. After the shift the dominant entry of every factor is 0 and the small terms
+    are added to 0 exactly; entries near -1e100 are probabilities of exactly 0."""
+    node_theta = np.asarray(node_theta, dtype=np.float64)
+    edge_theta = np.asarray(edge_theta, dtype=np.float64)
+    node_max = np.maximum.reduceat(node_theta, graph.node_ptr[:-1]) if graph.n_nodes else np.zeros(0)
+    shift = float(node_max.sum())
+    node_theta = node_theta - np.repeat(node_max, graph.n_states)
+    if len(graph.active):
+        sizes = np.diff(graph.edge_ptr)
+        edge_max = np.zeros(graph.n_edges)
+        edge_max[graph.active] = np.maximum.reduceat(edge_theta, graph.edge_ptr[:-1])[graph.active]
+        shift += float(edge_max.sum())
+        edge_theta = edge_theta - np.repeat(edge_max, sizes)
+    return node_theta, edge_theta, shift
+
+
 def elimination_order(n, adjacency):
     """A greedy min-fill elimination order (ties: fewest neighbours, then lowest id).
 
@@ -94,12 +118,20 @@ def _marginal(vars_src, table, keep):
 def junction_tree(graph, node_theta, edge_theta, *, max_table=2_000_000, evidence=None):
     """Exact log Z and marginals on the active edges of ``graph``.
 
+    When the active edges form a forest this is compiled sum-product on it
+    (:func:`~spargel.mrf.tree.forest_inference`, linear in the number of
+    variables); otherwise the junction tree below.
+
     ``evidence``: optional ``{variable: state}`` clamps (then ``log_z`` is the log of the
     clamped sum, and the marginals are conditional). Raises :class:`CapabilityError`
     when a clique table would exceed ``max_table`` entries.
     """
+    from .tree import forest_inference, forest_plan_of
+    if forest_plan_of(graph) is not None:          # a forest: compiled, linear in its size
+        return forest_inference(graph, node_theta, edge_theta, evidence=evidence)
     n, ns = graph.n_nodes, graph.n_states
     order, cliques, rank, parent, children, largest = _plan(graph)
+    node_theta, edge_theta, shift = shift_potentials(graph, node_theta, edge_theta)
     if largest > max_table:
         raise CapabilityError(f"exact inference needs a clique table of {largest} entries (treewidth "
                               f"{max(len(c) for c in cliques) - 1}), above max_table={max_table}; "
@@ -127,7 +159,7 @@ def junction_tree(graph, node_theta, edge_theta, *, max_table=2_000_000, evidenc
         if parent[v] >= 0:
             up[v] = _marginal(cliques[v], b, set(_sep(cliques, v)))
     # downward pass: no subtraction of messages (evidence puts -inf in the tables)
-    log_z = 0.0
+    log_z = shift
     top = [None] * n                      # psi_v + the message from v's parent
     for v in reversed(order):             # parents before children
         p = parent[v]
@@ -192,7 +224,7 @@ def _sep(cliques, v):
 
 def brute_force(graph, node_theta, edge_theta, *, max_states=2_000_000):
     """Exact log Z and marginals by enumerating every joint state (tests, tiny models)."""
-    logp, states = _joint(graph, node_theta, edge_theta, max_states)
+    logp, states, shift = _joint(graph, node_theta, edge_theta, max_states)
     p = np.exp(logp - logsumexp(logp))
     node_b = np.empty(graph.n_node_values)
     for i in range(graph.n_nodes):
@@ -203,7 +235,7 @@ def brute_force(graph, node_theta, edge_theta, *, max_states=2_000_000):
         kj = graph.n_states[j]
         edge_b[graph.edge_ptr[e]:graph.edge_ptr[e + 1]] = np.bincount(
             states[:, i] * kj + states[:, j], p, graph.n_states[i] * kj)
-    return ExactResult(float(logsumexp(logp)), node_b, edge_b, graph.n_nodes - 1)
+    return ExactResult(float(logsumexp(logp)) + shift, node_b, edge_b, graph.n_nodes - 1)
 
 
 def enumerate_moments(graph, node_theta, edge_theta, max_states=1 << 17):
@@ -214,9 +246,10 @@ def enumerate_moments(graph, node_theta, edge_theta, max_states=1 << 17):
     total = int(np.prod(graph.n_states.astype(float)))
     if total > max_states:
         return None
-    logp, states = _joint(graph, node_theta, edge_theta, max_states)
+    logp, states, shift = _joint(graph, node_theta, edge_theta, max_states)
     log_z = float(logsumexp(logp))
     p = np.exp(logp - log_z)
+    log_z += shift
     O = graph.__dict__.get("_enum_onehot")
     if O is None:                       # the one-hot joint states, kept with the graph
         O = one_hot_states(states, graph.node_ptr)
@@ -227,7 +260,7 @@ def enumerate_moments(graph, node_theta, edge_theta, max_states=1 << 17):
 
 def brute_force_pair(graph, node_theta, edge_theta, i, j):
     """The exact (k_i, k_j) marginal of any pair of variables, by enumeration."""
-    logp, states = _joint(graph, node_theta, edge_theta, 2_000_000)
+    logp, states, _ = _joint(graph, node_theta, edge_theta, 2_000_000)
     p = np.exp(logp - logsumexp(logp))
     ki, kj = graph.n_states[i], graph.n_states[j]
     return np.bincount(states[:, i] * kj + states[:, j], p, ki * kj).reshape(ki, kj)
@@ -242,13 +275,14 @@ def _joint(graph, node_theta, edge_theta, max_states):
     if states is None:
         states = np.stack(np.unravel_index(np.arange(total), tuple(ns)), axis=1).astype(np.int64)
         graph.__dict__["_enum_states"] = states
+    node_theta, edge_theta, shift = shift_potentials(graph, node_theta, edge_theta)
     logp = np.zeros(total)
     for i in range(graph.n_nodes):
         logp += node_theta[graph.node_ptr[i] + states[:, i]]
     for e in graph.active:
         i, j = graph.edges[e]
         logp += edge_theta[graph.edge_ptr[e] + states[:, i] * ns[j] + states[:, j]]
-    return logp, states
+    return logp, states, shift
 
 
 def pair_marginals_by_clamping(graph, marginals, pairs, node_b):

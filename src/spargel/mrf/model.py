@@ -17,7 +17,7 @@ The loss (summed over samples, with optional sample weights) is
 
 * ``objective="likelihood"``: ``sum_n -log p(x^n) = N log Z - theta . counts``; its
   gradient is ``N * marginals - counts``. ``inference="exact"`` uses the junction tree
-  (:mod:`.mrf_exact`), ``"loopy-bp"`` loopy BP (:mod:`.mrf_bp`) with the Bethe log Z and
+  (:mod:`.exact`), ``"loopy-bp"`` loopy BP (:mod:`.bp`) with the Bethe log Z and
   beliefs, warm-started from the previous call's messages.
 * ``objective="pseudo"``: ``sum_n sum_i -log p(x_i^n | x_rest^n)`` (Besag's
   pseudo-likelihood: consistent, no inference; :mod:`.mrf_pl_kernels`).
@@ -63,11 +63,32 @@ from ..errors import DataFormatError
 from .graph import Graph, all_pairs, one_hot_states, validate_edges
 from ..core.protocol import ParameterLayout
 
-__all__ = ["PairwiseMRFModel", "adaptive_edge_weights", "check_discrete_data", "coupling_strength",
-           "edge_feature_tables"]
+__all__ = ["PairwiseMRFModel", "adaptive_edge_weights", "check_discrete_data", "check_model_size",
+           "coupling_strength", "edge_feature_tables"]
 
 INFERENCE = ("loopy-bp", "exact")
 OBJECTIVES = ("likelihood", "pseudo")
+#: the most node and edge-table values a model may have (its weights, counts, beliefs and
+#: gradients are each an array of this size): checked before anything is allocated
+MAX_TABLE_VALUES = 1 << 24
+
+
+def check_model_size(n_states, candidate_edges=None, source="X"):
+    """Refuse (``DataFormatError``) a model whose node and edge tables would exceed
+    :data:`MAX_TABLE_VALUES` values, before allocating them: ``sum_i k_i + sum over the
+    candidate edges of k_i k_j`` (every pair when ``candidate_edges`` is None)."""
+    ns = np.asarray(n_states, dtype=np.float64)
+    if candidate_edges is None:
+        total = ns.sum() + (ns.sum() ** 2 - (ns ** 2).sum()) / 2
+    else:
+        e = np.asarray(candidate_edges, dtype=np.int64).reshape(-1, 2)
+        total = ns.sum() + float(np.sum(ns[e[:, 0]] * ns[e[:, 1]]))
+    if total > MAX_TABLE_VALUES:
+        big = int(np.argmax(ns))
+        raise DataFormatError(source, None, f"the model would have {total:.4g} node and edge-table values "
+                                            f"(variable {big} has {int(ns[big])} states), above the limit of "
+                                            f"{MAX_TABLE_VALUES}; recode each variable's states to 0..k-1 of "
+                                            f"those that occur, or give fewer candidate_edges")
 
 
 def check_discrete_data(X, n_states=None, *, source="X", allow_missing=False, min_samples=2):
@@ -112,6 +133,13 @@ def check_discrete_data(X, n_states=None, *, source="X", allow_missing=False, mi
         raise DataFormatError(source, None, f"need at least {min_samples} samples, got {A.shape[0]}")
     if n_states is None:
         ns = A.max(axis=0) + 1
+        over = np.flatnonzero(ns > max(A.shape[0], 2))
+        if len(over):                      # before anything of that size is allocated
+            c = int(over[0])
+            r = int(np.argmax(A[:, c]))
+            raise DataFormatError(source, r + 1, f"column {c}: state {A[r, c]} implies {ns[c]} states, more than "
+                                                 f"the {A.shape[0]} samples (most could never occur); recode "
+                                                 f"the states to 0..k-1 of those observed, or give n_states")
         low = A.min(axis=0)
         const = np.flatnonzero(ns - np.maximum(low, 0) <= 1) if A.shape[0] else []
         if len(const):
@@ -192,6 +220,7 @@ class PairwiseMRFModel:
                  node_features=None, tie_features=False, validated=False):
         if not validated:
             X, n_states = check_discrete_data(X, n_states)
+        check_model_size(n_states, candidate_edges)
         self.X = X
         self.n_states = np.asarray(n_states, dtype=np.int64)
         n = len(self.n_states)
@@ -421,7 +450,10 @@ class PairwiseMRFModel:
         if len(pairs_for):
             pairs = self.graph.edges[pairs_for]
             sizes = np.diff(self.graph.edge_ptr)[pairs_for]
-            if self.candidate_estimate == "clamp":
+            if self.candidate_estimate == "clamp" and self.inference == "exact" and res.treewidth <= 1:
+                from .tree import forest_pairs       # a forest: p(x_j | x_i) along the path
+                vals = forest_pairs(graph, node_b, edge_b, pairs)
+            elif self.candidate_estimate == "clamp":
                 from .exact import pair_marginals_by_clamping
                 vals = pair_marginals_by_clamping(graph, marg, pairs, node_b)
             else:
