@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from spargel.errors import SpargelError
-from spargel.models import sharded
+from spargel.core import sharded
 from spargel.core.protocol import ParameterLayout
 
 

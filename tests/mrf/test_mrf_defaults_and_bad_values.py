@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from spargel import io
+from spargel.core import model_file as io
 from spargel.errors import ConvergenceWarning, DataFormatError, ModelFileError
 from spargel.mrf.estimator import PairwiseMRF
 from spargel.mrf.model import PairwiseMRFModel
