@@ -34,9 +34,8 @@ def _used_columns(M):
         used = np.unique(M.indices[nz])
         if len(used) == M.shape[1]:
             return M, used
-        counts = np.add.reduceat(nz.astype(np.int64), M.indptr[:-1]) if M.shape[0] and len(nz) else \
-            np.zeros(M.shape[0], np.int64)
-        counts[np.diff(M.indptr) == 0] = 0                     # reduceat repeats at empty rows
+        rows = np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr))
+        counts = np.bincount(rows[nz], minlength=M.shape[0])   # (empty rows anywhere, trailing too)
         indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         C = sp.csr_matrix((M.data[nz], np.searchsorted(used, M.indices[nz]), indptr),
                           shape=(M.shape[0], len(used)))
