@@ -1,6 +1,7 @@
 """What the CRF and the flat log-linear classifier share: vocabularies, fitting a
 model x penalty x solver, compaction, warm starts and model files."""
 
+import functools
 import warnings
 
 import numpy as np
@@ -12,6 +13,30 @@ from ..errors import ConvergenceWarning
 from ..models.feature_space import FEATURE_SPACES, FeatureSpace
 from ..penalties import ElasticNet
 from .base import ParamsMixin, check_number
+
+
+def note_interrupt(est, stop_reason):
+    """Remember that the solver stopped on Ctrl-C (stop reason ``interrupted``): the
+    ``fit`` wrapped by :func:`reraise_interrupt` raises ``KeyboardInterrupt`` once it
+    has stored the state reached."""
+    if stop_reason == "interrupted":
+        est._interrupted = True
+
+
+def reraise_interrupt(fit):
+    """Wrap an estimator's ``fit``: a fit that the user interrupted (Ctrl-C) keeps the
+    state reached -- the fitted attributes are set and usable, ``stop_reason_`` is
+    ``"interrupted"`` -- and then raises ``KeyboardInterrupt``, so that a script or a
+    loop of fits stops as Ctrl-C asks (the command line catches it, writes the model and
+    says so)."""
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        self.__dict__.pop("_interrupted", None)
+        out = fit(self, *args, **kwargs)
+        if self.__dict__.pop("_interrupted", False):
+            raise KeyboardInterrupt
+        return out
+    return wrapper
 
 
 def run_solver(est, model, penalty, w0=None, monitor=None):
@@ -36,6 +61,7 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
     est.history_ = result.history
     est.n_iter_ = result.n_iter
     est.stop_reason_ = result.stop_reason
+    note_interrupt(est, result.stop_reason)
     est.objective_ = result.objective
     if result.stop_reason == "max_iter" and max_iter > 0 and est.solver != "sgd-l1":
         warnings.warn(f"{type(est).__name__}: solver {est.solver!r} stopped after max_iter={max_iter} iterations "

@@ -13,7 +13,7 @@ from ..data.vocab import Vocabulary
 from ..errors import DataConversionWarning, NonNumericDataError
 from ..models.feature_space import FeatureSpace
 from ..penalties import ElasticNet
-from ._core import LogLinearCore, run_solver, warn_large_values
+from ._core import LogLinearCore, reraise_interrupt, run_solver, warn_large_values
 from .base import check_sample_weight
 
 BIAS = "__bias__"
@@ -230,8 +230,11 @@ class LogLinearClassifier(LogLinearCore):
                               np.asarray(indptr, dtype=np.int64)), shape=(n, len(vocab)))
 
     # -- fitting -------------------------------------------------------------------------
+    @reraise_interrupt
     def fit(self, X, y, sample_weight=None):
-        """Fit on samples ``X`` with labels ``y`` (any sortable label type; kept as is)."""
+        """Fit on samples ``X`` with labels ``y`` (any sortable label type; kept as is).
+        Ctrl-C keeps the weights reached (``stop_reason_ == "interrupted"``) and then
+        raises ``KeyboardInterrupt``."""
         from ..distributed.cluster import is_dask_collection
         from ..models.factory import make_model
 

@@ -167,7 +167,11 @@ def _run(args):
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model.fit(X)
+        try:
+            model.fit(X)
+        except KeyboardInterrupt:
+            if getattr(model, "stop_reason_", None) != "interrupted":
+                raise                   # (the state so far is kept: written below as before)
     for w in caught:
         print(f"spargel mrf: warning: {w.message}", file=sys.stderr)
     elapsed = time.perf_counter() - t0
