@@ -220,7 +220,9 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
     token a (computing the invalid ones, with their log normalisers); BETA: the
     normalised beta rows valid down to token a; PAIR: the pair marginals (unnormalised)
     at token a into SQ[1], returning their sum. ALPHA / BETA return 0.0 when a row
-    under- or overflows, 1.0 otherwise. ``big`` None: the data has no bigram attributes
+    under- or overflows or could have lost a path that a later step raises (the bound
+    of ``chain.forward``, on each row's headroom ``TOK[2]`` / ``TOK[3]``), 1.0
+    otherwise. ``big`` None: the data has no bigram attributes
     (their corrections are not compiled)."""
     R, TOK, SEQ, seq_ptr = rows
     psi, alpha, beta = R[1], R[2], R[3]
@@ -765,7 +767,8 @@ class CRFBlocks:
         n_tok, n_seq = data.n_tokens, data.n_sequences
         self.w = np.zeros(space.n_params)
         self.hd = np.array([self.ix.n_u, self.ix.n_groups, L, space.b_base] + list(range(3)), np.int64)
-        # rows: (E, psi, alpha, beta) per token, (shift, logca) per token, (va, vb) per sequence
+        # rows: (E, psi, alpha, beta) per token, (shift, logca, alpha's and beta's headroom: see
+        # _rows) per token, (va, vb) per sequence
         self.rows = (np.zeros((4, n_tok, Lp)), np.zeros((4, n_tok)), np.zeros((2, n_seq), np.int64), data.seq_ptr)
         # bigram non-zero weights in their attribute's slots; the view: attribute 2a owns
         # slots vptr[2a]:vptr[2a+1] (the non-zero ones), 2a+1 the rest of a's slots
