@@ -205,15 +205,19 @@ def test_bad_structures_are_refused():
 def test_exp_rows_blocks_match_numpy(S, n):
     """exp_rows exponentiates as many rows at a time as its scratch holds (one row; all
     of them; blocks of 64 for long sequences): each gives exp(E - max) on the label
-    lanes, zero on the padding lanes, and the row maxima."""
+    lanes (never 0 for a finite score: exp(-708) below that), zero on the padding lanes
+    and for -inf, and the row maxima."""
     rng = np.random.default_rng(S * 1000 + n)
     Sp = C.padded(S)
     E = np.zeros((n, Sp))
     E[:, :S] = rng.normal(scale=30.0, size=(n, S))
-    E[0, :S] = -800.0 + np.arange(S)                 # differences below -708 give 0
+    E[0, :S] = -800.0 + np.arange(S)                 # differences below -708 give exp(-708),
     E[0, 0] = 0.0
+    if S > 2 and n > 1:
+        E[1, 2] = -np.inf                            # -inf gives 0 (a state not allowed)
     want = np.exp(E[:, :S] - E[:, :S].max(axis=1, keepdims=True))
-    want[E[:, :S] - E[:, :S].max(axis=1, keepdims=True) < -708] = 0.0
+    want[E[:, :S] - E[:, :S].max(axis=1, keepdims=True) < -708] = np.exp(-708.0)
+    want[np.isneginf(E[:, :S])] = 0.0
     for kbuf in (C.exp_scratch(1, Sp), C.exp_scratch(n, Sp)):
         psi, shift = np.full((n, Sp), 7.0), np.zeros(n)
         C.exp_rows(E, psi, shift, n, S, kbuf)

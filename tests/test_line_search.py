@@ -110,3 +110,83 @@ def test_mrf_flags_only_the_loopy_bp_likelihood():
     assert not approximate_loss(PairwiseMRFModel(X, inference="exact"))
     assert not approximate_loss(PairwiseMRFModel(X, objective="pseudo"))
     assert not approximate_loss(make_least_squares())
+
+
+def faulty(evaluate, bad, value=-1e3, grad=None):
+    """``evaluate`` with a fault: at trial points where ``bad(x)`` the objective reads
+    ``value`` (a kernel that missed an overflow), or the gradient ``grad``."""
+    def run(x):
+        loss, F, g = evaluate(x)
+        if bad(x):
+            if grad is not None:
+                return loss, F, np.full_like(g, grad)
+            return value, value, g
+        return loss, F, g
+    return run
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_convex_search_refuses_a_trial_below_the_tangent_plane(seed):
+    """A trial whose objective lies below F + pg . s (impossible for a convex objective)
+    is backtracked from; the step finally taken is a sound one with its true value."""
+    rng = np.random.default_rng(seed)
+    n = 5
+    Q = rng.normal(size=(n, n))
+    A = Q @ Q.T + np.eye(n)
+    b = rng.normal(size=n)
+    w = rng.normal(size=n)
+    evaluate = quadratic(A, b)
+    _, F, g = evaluate(w)
+    d = -g
+    step0 = 1.0 / np.linalg.norm(g)
+    far = lambda x: np.linalg.norm(x - w) > 0.5 * step0 * np.linalg.norm(g)      # the first trial
+    w_new = np.empty(n)
+    res, step, trials = orthant_line_search(faulty(evaluate, far), w, d, g.copy(), F, step0, False, w_new, 40,
+                                            1e-4, g, False, True)
+    assert res is not None and trials >= 2 and step < step0
+    assert res[1] == pytest.approx(evaluate(w_new)[1], rel=1e-15)
+    # without the convexity flag nothing tells the fault from progress
+    res2, step2, _ = orthant_line_search(faulty(evaluate, far), w, d, g.copy(), F, step0, False, np.empty(n), 40,
+                                         1e-4, g, False, False)
+    assert res2[1] == -1e3 and step2 == step0
+
+
+def test_search_refuses_a_trial_with_a_non_finite_gradient():
+    A = np.diag([1.0, 2.0, 3.0])
+    b = np.ones(3)
+    w = np.zeros(3)
+    evaluate = quadratic(A, b)
+    _, F, g = evaluate(w)
+    far = lambda x: np.linalg.norm(x) > 0.3
+    w_new = np.empty(3)
+    res, step, trials = orthant_line_search(faulty(evaluate, far, grad=np.inf), w, -g, g.copy(), F, 1.0, False,
+                                            w_new, 40, 1e-4, g)
+    assert res is not None and np.all(np.isfinite(res[2])) and np.linalg.norm(w_new) <= 0.3
+
+
+class FaultyConvexModel:
+    """Least squares (convex) whose loss reads -1000 far from the start: OWL-QN must
+    never take such a point, and stops at sound weights with their true loss."""
+
+    convex_loss = True
+
+    def __init__(self):
+        self.inner = make_least_squares(n=30, d=5, seed=4)
+        self.n_params, self.layout, self.n_samples = self.inner.n_params, self.inner.layout, 30
+
+    def loss_grad(self, w):
+        loss, g = self.inner.loss_grad(w)
+        if np.linalg.norm(w) > 0.2:
+            return -1000.0, g
+        return loss, g
+
+    def loss(self, w):
+        return self.loss_grad(w)[0]
+
+
+def test_owlqn_never_takes_a_faulty_step_of_a_convex_model():
+    model = FaultyConvexModel()
+    res = minimize_owlqn(model, ElasticNet(0.0, 0.0, np.ones(5)), max_iter=50, tol=0, gtol=0)
+    assert np.linalg.norm(res.w) <= 0.2
+    assert res.objective == pytest.approx(model.inner.loss_grad(res.w)[0], rel=1e-12)
+    assert all(row["objective"] > 0 for row in res.history)

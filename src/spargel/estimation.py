@@ -11,6 +11,7 @@ from .data.vocab import Vocabulary, by_frequency
 from .errors import ConvergenceWarning
 from .data.feature_space import FEATURE_SPACES, FeatureSpace
 from .core.penalties import ElasticNet
+from .core.interrupts import note_interrupt
 from .core.params import ParamsMixin, check_number
 
 
@@ -38,6 +39,7 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
     est.history_ = result.history
     est.n_iter_ = result.n_iter
     est.stop_reason_ = result.stop_reason
+    note_interrupt(est, result.stop_reason)
     est.objective_ = result.objective
     if result.stop_reason == "max_iter" and max_iter > 0 and solver != "sgd-l1":
         warnings.warn(f"{type(est).__name__}: solver {solver!r} stopped after max_iter={max_iter} iterations "

@@ -127,7 +127,7 @@ class CRFView:
             n = len(can)
         Lp = self.Lp if n else 1
         self.mats, self.matsT = np.zeros((n, Lp, Lp)), np.zeros((n, Lp, Lp))
-        self.mscores = np.zeros((n, self.L ** 2 if n else 1))
+        self.mscores = np.zeros((n, self.L ** 2 + 2 if n else 1))
 
     def refresh(self, w):
         """Load weights w into the padded rows; returns the transition structure."""
@@ -184,6 +184,7 @@ class BatchChain(Sized):
     :meth:`_chunk_log`, :meth:`_scratch`)."""
 
     kernels = K
+    convex_loss = True          # a log-linear negative log-likelihood (protocol.convex_loss)
 
     def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None, sample_weight=None):
         if data.labels is None:

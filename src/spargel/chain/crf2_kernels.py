@@ -36,6 +36,9 @@ from . import inference as C
 from . import crf_kernels as K
 
 FAST = C.FAST
+# the least factor of an allowed state (a product of two factors of at least exp(-708)
+# may underflow; 0 would read as a state that is not allowed, see chain.forward)
+TINY = 2.2250738585072014e-308
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -113,13 +116,14 @@ def pair_factors(w, space, attr, eB):
 
 @njit(cache=True, nogil=True, fastmath=FAST, inline="always")
 def exp_less_max(x, n):
-    """``x[:n] = exp(x[:n] - max x[:n])`` in place; returns the max."""
+    """``x[:n] = exp(x[:n] - max x[:n])`` in place, at least exp(-708) (never 0: see
+    ``chain.exp_nonpos``); returns the max."""
     m = x[0]
     for i in range(1, n):
         if x[i] > m:
             m = x[i]
     for i in range(n):
-        x[i] = math.exp(x[i] - m)
+        x[i] = math.exp(max(x[i] - m, -708.0))
     return m
 
 
@@ -139,11 +143,11 @@ def factored_rows(U, eB, bmax, n, L, psi, shift):
             for s in range(LL):
                 row[s] = 0.0
             for b in range(L):
-                row[LL + b] = u[b] * eB[LL + b]
+                row[LL + b] = max(u[b] * eB[LL + b], TINY)
         else:
             for a in range(L):
                 for b in range(L):
-                    row[a * L + b] = u[b] * eB[a * L + b]
+                    row[a * L + b] = max(u[b] * eB[a * L + b], TINY)
             for s in range(LL, LL + L):
                 row[s] = 0.0
         for s in range(LL + L, Sp):

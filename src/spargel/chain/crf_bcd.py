@@ -220,11 +220,13 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
     token a (computing the invalid ones, with their log normalisers); BETA: the
     normalised beta rows valid down to token a; PAIR: the pair marginals (unnormalised)
     at token a into SQ[1], returning their sum. ALPHA / BETA return 0.0 when a row
-    under- or overflows, 1.0 otherwise. ``big`` None: the data has no bigram attributes
+    under- or overflows or could have lost a path that a later step raises (the bound
+    of ``chain.forward``, on each row's headroom ``TOK[2]`` / ``TOK[3]``), 1.0
+    otherwise. ``big`` None: the data has no bigram attributes
     (their corrections are not compiled)."""
     R, TOK, SEQ, seq_ptr = rows
     psi, alpha, beta = R[1], R[2], R[3]
-    shift, logca = TOK[0], TOK[1]
+    shift, logca, room = TOK[0], TOK[1], TOK[2:4]
     va, vb = SEQ[0], SEQ[1]
     r, P = SQ[0], SQ[1]
     big_ptr, big_ids2, big_vals, vptr, nz_pair, NZIJ, NZF, CI, CF, U8 = pos
@@ -243,6 +245,8 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
         t0, t1, step = a, a + 1, 1
     for t in range(t0, t1, step):
         cur = alpha[t]
+        flo = 0.0
+        fhi = 0.0
         if op == ALPHA and t == lo:
             for y in range(Sp):
                 cur[y] = psi[t, y]
@@ -253,10 +257,12 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
             tf = t + 1 if op == BETA else t
             j0, j1 = big_ptr[tf], big_ptr[tf + 1]
             ci, cj, cc, q0, q1 = CI[1], CI[2], CF[0], j0 - j0, j0 - j0
+            cv = CF[1]
             if big is not None:
                 if j1 - j0 == 1 and big_vals[j0] == 1.0:
                     # one attribute of value 1: its listed non-zero weights as they are
                     ci, cj, cc, q0, q1 = NZIJ[0], NZIJ[1], NZF[0], vptr[big_ids2[j0]], vptr[big_ids2[j0] + 1]
+                    cv = NZF[1]
                 elif j1 > j0:
                     # several: merge their non-zero weights with crf_kernels.corrections on
                     # the bigram list of the layout (the data fields it does not read are empty)
@@ -275,6 +281,15 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
                 for p in range(LL):
                     z += P[p]
                 return z
+            # what the row before this step lost to underflow must stay negligible
+            # after it (see chain.forward): its headroom against the step's log range
+            flo, fhi = C.correction_range(trans, ci, cj, cv, q0, q1)
+            if room[1 if op == BETA else 0, tf if op == BETA else t - 1] - (fhi - flo) < -C.SCALED_LIMIT:
+                if op == BETA:
+                    vb[s] = t + 1
+                else:
+                    va[s] = t - 1
+                return 0.0
             if op == BETA:
                 cur = beta[t]
                 C.backward_step(r, cur, trans, ci, cj, cc, q0, q1)
@@ -295,6 +310,20 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
         inv = 1.0 / c
         for y in range(Sp):
             cur[y] *= inv
+        # headroom of the row: log min(c, 1) less the largest log factor of its step
+        # (what it lost is below exp(-708 + that) of its mass); the first and the last
+        # row are not raised by a later step
+        hr = math.log(min(c, 1.0))
+        if (op == BETA and t < hi - 1) or (op == ALPHA and t > lo):
+            hr -= max(0.0, fhi)
+        if (op == BETA and t == lo) or (op == ALPHA and t == hi - 1):
+            if hr < -C.SCALED_LIMIT:
+                if op == BETA:
+                    vb[s] = t + 1
+                else:
+                    va[s] = t - 1
+                return 0.0
+        room[1 if op == BETA else 0, t] = hr
         if op == BETA:
             vb[s] = t
         else:
@@ -738,8 +767,9 @@ class CRFBlocks:
         n_tok, n_seq = data.n_tokens, data.n_sequences
         self.w = np.zeros(space.n_params)
         self.hd = np.array([self.ix.n_u, self.ix.n_groups, L, space.b_base] + list(range(3)), np.int64)
-        # rows: (E, psi, alpha, beta) per token, (shift, logca) per token, (va, vb) per sequence
-        self.rows = (np.zeros((4, n_tok, Lp)), np.zeros((2, n_tok)), np.zeros((2, n_seq), np.int64), data.seq_ptr)
+        # rows: (E, psi, alpha, beta) per token, (shift, logca, alpha's and beta's headroom: see
+        # _rows) per token, (va, vb) per sequence
+        self.rows = (np.zeros((4, n_tok, Lp)), np.zeros((4, n_tok)), np.zeros((2, n_seq), np.int64), data.seq_ptr)
         # bigram non-zero weights in their attribute's slots; the view: attribute 2a owns
         # slots vptr[2a]:vptr[2a+1] (the non-zero ones), 2a+1 the rest of a's slots
         n_b = self.ix.n_b
@@ -783,10 +813,13 @@ class CRFBlocks:
         self.kind = kind
 
     def transition_kind(self, w):
-        """ONES when at most a quarter of the |Y|^2 transitions of w are non-zero."""
+        """ONES when at most a quarter of the |Y|^2 transitions of w are non-zero and none
+        is so negative that ``1 + expm1`` would cancel."""
         s = self.model.space
-        nnz = int(np.count_nonzero(w[s.t_base:]))
-        return C.ONES if nnz <= ONES_FRACTION * self.L * self.L else C.DENSE
+        t = w[s.t_base:]
+        nnz = int(np.count_nonzero(t))
+        few = nnz <= ONES_FRACTION * self.L * self.L
+        return C.ONES if few and not (len(t) and t.min() < -C.CANCEL_LIMIT) else C.DENSE
 
     def _info(self, k):
         return int(self.wk[6][k])

@@ -154,7 +154,8 @@ def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT, mscores)
     room for every bigram weight). An attribute with a matrix slot (``slot[at] >= 0``)
     and many non-zero weights (see :data:`MAT_SHARE`) also gets its position factor
     ``M[i, j] = Mbase[i, j] exp(w_ij)`` stored in ``mats[slot]`` (transposed in ``matsT``,
-    raw scores ``T_ij + w_ij`` in ``mscores[slot][j * L + i]``); ``bl[7][at]`` says which
+    raw scores ``T_ij + w_ij`` in ``mscores[slot][j * L + i]``, their least and largest in
+    ``mscores[slot][L * L]`` and ``[L * L + 1]``); ``bl[7][at]`` says which
     attributes have one (-1: none)."""
     fv = trans[11]
     L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
@@ -187,11 +188,18 @@ def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT, mscores)
                     LT[j * L + i] = fv[j * L + i]
             for e in range(q0, q):
                 k = bj[e] * L + bi[e]
-                M[bi[e], bj[e]] += bc[e]
+                # Mbase * exp(w), not Mbase + Mbase * expm1(w), which cancels for w << 0
+                M[bi[e], bj[e]] *= math.exp(bw[e])
                 LT[k] = fv[k] + bw[e]
+            lo = LT[0]
+            hi = LT[0]
             for i in range(L):
                 for j in range(L):
                     MT[j, i] = M[i, j]
+                    lo = min(lo, LT[j * L + i])
+                    hi = max(hi, LT[j * L + i])
+            LT[L * L] = lo           # the range of the raw scores (chain.factor_range)
+            LT[L * L + 1] = hi
             amat[at] = r
 
 
@@ -202,7 +210,8 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
     bigram attributes, into ``corr = (cptr, ci, cj, cc, cv, ck)`` (positions relative to
     lo); ``need[t - lo]`` = 1 where the position has bigram attributes (its pair
     marginals are needed for their gradient). A position with a summed score below
-    ``-CANCEL_LIMIT`` lists its whole matrix (``chain.FULL``), so no ``1 + expm1(v)``
+    ``-CANCEL_LIMIT`` (under a ONES structure also one whose pair's transition score
+    plus summed score is) lists its whole matrix (``chain.FULL``), so no ``1 + expm1``
     cancels. ``acc`` / ``mark`` are |Y|^2 scratch left zeroed.
 
     A position with one attribute at value 1 copies that attribute's list when the list
@@ -210,6 +219,10 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
     attribute's stored matrix (``chain.MAT``) when ``amat[at] >= 0`` (``amat`` empty: no
     matrices; see :func:`compact_bigrams`)."""
     L = trans[1]
+    # under ONES the base entry is exp(T) itself: 1 + expm1(T) + exp(T) expm1(v) cancels
+    # when T + v is strongly negative too
+    ones = trans[0] == C.ONES
+    fv = trans[11]
     b_ptr, b_pair, b_base, v, bi, bj, bc = bl[0], bl[1], bl[2], bl[3], bl[4], bl[5], bl[6]
     big_ptr, big_ids, big_vals = data[4], data[5], data[6]
     cptr, ci, cj, cc, cv, ck = corr
@@ -232,8 +245,11 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
             lowest = 0.0
             for e in range(b_ptr[at], b_ptr[at + 1]):
                 x = v[b_base + e]
-                ci[q], cj[q], cv[q], ck[q], cc[q] = bi[e], bj[e], x, bj[e] * L + bi[e], bc[e]
+                k = bj[e] * L + bi[e]
+                ci[q], cj[q], cv[q], ck[q], cc[q] = bi[e], bj[e], x, k, bc[e]
                 lowest = min(lowest, x)
+                if ones:
+                    lowest = min(lowest, x + fv[k])
                 q += 1
             if lowest >= -CANCEL_LIMIT:
                 continue
@@ -259,6 +275,8 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
             x = acc[ci[e] * L + cj[e]]
             if x < lowest:
                 lowest = x
+            if ones:
+                lowest = min(lowest, x + fv[cj[e] * L + ci[e]])
         if lowest < -CANCEL_LIMIT:
             # the whole matrix: a sentinel, then every pair (i, j), list index k = j * L + i
             for e in range(q0, q):

@@ -5,6 +5,7 @@ import sys
 import numpy as np
 
 from ..data.templates import Template
+from ..core.interrupts import reraise_interrupt
 from ..estimation import LogLinearCore
 from .featurizer import SequenceFeaturizer
 from .labels import label_lists, refuse_marker_label
@@ -281,6 +282,7 @@ class CRF(LogLinearCore):
         return crf
 
     # -- fitting -----------------------------------------------------------------------
+    @reraise_interrupt
     def fit(self, X, y=None, X_dev=None, y_dev=None, callback=None, sample_weight=None):
         """Train on sequences ``X`` with label sequences ``y``.
 
@@ -291,8 +293,9 @@ class CRF(LogLinearCore):
         every iteration and their accuracy (and chunk F1 when the tags form a chunk
         scheme) is added to ``history_``. ``callback(row)`` is called with each history
         row (a dict) as soon as it is complete; returning True stops training. Ctrl-C
-        stops after the current iteration and keeps the weights reached
-        (``stop_reason_ == "interrupted"``).
+        stops after the current iteration, keeps the weights reached (the fitted
+        attributes are usable, ``stop_reason_ == "interrupted"``) and then raises
+        ``KeyboardInterrupt``.
 
         With ``client`` set, or when ``X`` is a list of column files (labels in their
         last column; ``y=None``) or a Dask bag, training goes through

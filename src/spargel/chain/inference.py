@@ -78,6 +78,14 @@ NEG_INF = -np.inf
 # NaN fails: 0 < x < FLOAT_MAX.
 FLOAT_MAX = 1.7976931348623157e308
 DENSE, ONES, LIST, PAIR_ONES = 0, 1, 2, 3
+# the scaled recursion is trusted only where a bound proves that no path it loses to
+# underflow can matter (see :func:`forward`): a factor's log range times the rows'
+# magnitudes stays within this many nats of the double range (708 nats down to the
+# smallest normal double, less 2^53 of precision, the number of terms and a margin)
+SCALED_LIMIT = 640.0
+# ``1 + expm1(T)`` (ONES, PAIR_ONES) cancels below this score: such structures are made
+# DENSE / LIST instead (see make_transitions)
+CANCEL_LIMIT = 12.0
 FULL = -1           # ci of the first correction of a position that lists its whole matrix
 MAT = -2            # ci of the only entry of a position whose factor is a stored dense matrix
 # re-association lets LLVM vectorise the row updates; NaN / inf keep their IEEE meaning
@@ -114,8 +122,9 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     correction, so that :func:`refresh` can load new scores in place.
 
     Returns ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr, fi, fv, gk, kbuf, ebuf,
-    mats, matsT, mscores)``: ``tshift`` is a one-element array (so compiled code can refresh a
-    structure in place, see :func:`refresh`), ``gk[q]`` the list index of global
+    mats, matsT, mscores)``: ``tshift`` is the array ``[tshift, lo, hi]`` of the shift of the
+    stored factors and the least and largest log of a factor (so compiled code can refresh a
+    structure in place, see :func:`refresh`; :func:`forward` bounds its rounding with them), ``gk[q]`` the list index of global
     correction q, ``kbuf`` / ``ebuf`` scratch for that refresh, ``mats`` / ``matsT`` /
     ``mscores`` the (empty) stack of position matrices (see :data:`MAT`;
     :func:`with_matrices`).
@@ -139,11 +148,13 @@ def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros,
     L = int(n_labels)
     nz = score != 0
     if all_pairs:
-        if kind is None:
-            frac = padded(S) / (12.0 * S) if ones_fraction is None else ones_fraction
-            kind = ONES if np.count_nonzero(nz) <= frac * S * S else DENSE
         dense = np.zeros(S * S)
         np.add.at(dense, src * S + dst, score)
+        if kind is None:
+            frac = padded(S) / (12.0 * S) if ones_fraction is None else ones_fraction
+            # (1 + expm1(T) cancels for strongly negative T: DENSE then)
+            kind = ONES if (np.count_nonzero(nz) <= frac * S * S
+                            and not (S and dense.min() < -CANCEL_LIMIT)) else DENSE
         fptr = np.arange(S + 1, dtype=np.int64) * S
         fi = np.tile(np.arange(S, dtype=np.int64), S)
         fv = dense.reshape(S, S).T.ravel().copy()           # entry k = j * S + i
@@ -151,15 +162,17 @@ def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros,
             tshift = float(dense.max()) if S else 0.0
             expT = np.zeros((Sp, Sp))
             expT[:S, :S] = np.exp(dense.reshape(S, S) - tshift)
-            return (DENSE, S, L, np.array([tshift]), expT, np.ascontiguousarray(expT.T), np.zeros(0, np.int64),
-                    np.zeros(0, np.int64), np.zeros(0), fptr, fi, fv, np.zeros(0, np.int64))
+            return (DENSE, S, L, _shift_range(tshift, dense), expT, np.ascontiguousarray(expT.T),
+                    np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), fptr, fi, fv, np.zeros(0, np.int64))
         if keep_zeros:
             pairs = np.unique(src * S + dst)
         else:
             pairs = np.flatnonzero(dense)
         gi, gj = pairs // S, pairs % S
-        return (ONES, S, L, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), gi, gj, np.expm1(dense[pairs]), fptr, fi, fv,
-                gj * S + gi)
+        with np.errstate(over="ignore"):         # (inf: forward then fails, log space takes over)
+            gc = np.expm1(dense[pairs])
+        return (ONES, S, L, _shift_range(0.0, dense), np.zeros((1, 1)), np.zeros((1, 1)), gi, gj, gc, fptr, fi,
+                fv, gj * S + gi)
     if kind == PAIR_ONES:
         # allowed: exactly (a, b) -> (b, c); the listed pairs (zero scores included) are
         # the global corrections, so their expected counts are accumulated
@@ -179,8 +192,10 @@ def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros,
         fv = np.zeros(L * L * A)
         fv[gk] = score
         fptr = np.minimum(np.arange(S + 1, dtype=np.int64), L * L) * A
-        return (PAIR_ONES, S, L, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), src, dst, np.expm1(score), fptr, fs,
-                fv, gk)
+        with np.errstate(over="ignore"):
+            gc = np.expm1(score)
+        return (PAIR_ONES, S, L, _shift_range(0.0, np.append(score, 0.0)), np.zeros((1, 1)), np.zeros((1, 1)), src,
+                dst, gc, fptr, fs, fv, gk)
     # LIST: exactly the listed pairs
     if len(np.unique(src * S + dst)) != len(src):
         raise ValueError("LIST pairs are repeated")
@@ -189,8 +204,17 @@ def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros,
     fptr = np.zeros(S + 1, np.int64)
     np.cumsum(np.bincount(dst, minlength=S), out=fptr[1:])
     tshift = float(score.max()) if len(score) else 0.0
-    return (LIST, S, L, np.array([tshift]), np.zeros((1, 1)), np.zeros((1, 1)), src, dst, np.exp(score - tshift), fptr,
+    return (LIST, S, L, _shift_range(tshift, score), np.zeros((1, 1)), np.zeros((1, 1)), src, dst, np.exp(score - tshift), fptr,
             src.copy(), score.copy(), np.arange(len(src), dtype=np.int64))
+
+
+def _shift_range(tshift, scores):
+    """``trans[3]``: ``[tshift, lo, hi]``, the shift of the stored factors and the least
+    and largest log of a stored factor (``score - tshift``, scores empty: 0)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if len(scores) == 0:
+        return np.array([tshift, 0.0, 0.0])
+    return np.array([tshift, float(scores.min()) - tshift, float(scores.max()) - tshift])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -211,10 +235,16 @@ def refresh(trans, T):
     if trans[0] == ONES:
         S = trans[1]
         gi, gj, gc, fv = trans[6], trans[7], trans[8], trans[11]
+        lo = 0.0
+        hi = 0.0
         for q in range(len(gi)):
             x = T[gi[q] * S + gj[q]]
             gc[q] = math.expm1(x)
             fv[gj[q] * S + gi[q]] = x
+            lo = min(lo, x)
+            hi = max(hi, x)
+        trans[3][1] = lo
+        trans[3][2] = hi
     else:
         refresh_dense(trans, T)
 
@@ -225,7 +255,13 @@ def refresh_dense(trans, T):
     (its scratch ``trans[13]``, ``trans[14]`` takes the vectorised exponentials)."""
     S = trans[1]
     expT, expTT, fv, kbuf, e = trans[4], trans[5], trans[11], trans[13], trans[14]
-    trans[3][0] = exp_shifted(T, e, S * S, kbuf)
+    m = exp_shifted(T, e, S * S, kbuf)
+    trans[3][0] = m
+    lo = 0.0
+    for p in range(S * S):
+        lo = min(lo, T[p] - m)
+    trans[3][1] = lo
+    trans[3][2] = 0.0
     for i in range(S):
         for j in range(S):
             x = e[i * S + j]
@@ -239,9 +275,15 @@ def refresh_pairs(trans, x):
     """Load new scores into a PAIR_ONES structure in place: ``x[q]`` is the score of its
     q-th listed pair (the order of ``src``/``dst`` given to :func:`make_transitions`)."""
     gc, fv, gk = trans[8], trans[11], trans[12]
+    lo = 0.0
+    hi = 0.0
     for q in range(len(gk)):
         gc[q] = math.expm1(x[q])
         fv[gk[q]] = x[q]
+        lo = min(lo, x[q])
+        hi = max(hi, x[q])
+    trans[3][1] = lo
+    trans[3][2] = hi
 
 
 @inner()
@@ -256,8 +298,12 @@ def refresh_list(trans, k, x):
         if fv[p] > m:
             m = fv[p]
     trans[3][0] = m
+    lo = 0.0
     for p in range(len(fv)):
         gc[p] = math.exp(fv[p] - m)
+        lo = min(lo, fv[p] - m)
+    trans[3][1] = lo
+    trans[3][2] = 0.0
 
 
 # --------------------------------------------------------------------------- emissions
@@ -275,8 +321,10 @@ _C8, _C9, _C10, _C11, _C12, _C13 = 1 / 40320, 1 / 362880, 1 / 3628800, 1 / 39916
 
 @njit(cache=True, nogil=True, fastmath=EXP_FAST, inline="always")
 def exp_nonpos(x, m, out, n, kbuf):
-    """``out[:n] = exp(x[:n] - m)`` for ``x <= m`` (``out`` may be ``x``); differences below
-    -708 give 0, NaN stays NaN. ``kbuf`` is an int64 scratch of length >= n."""
+    """``out[:n] = exp(x[:n] - m)`` for ``x <= m`` (``out`` may be ``x``); finite differences
+    below -708 give exp(-708) (so that 0 means exactly a state that is not allowed, -inf:
+    :func:`forward` bounds what the rows lose to underflow from their least non-zero
+    entry), -inf gives 0, NaN stays NaN. ``kbuf`` is an int64 scratch of length >= n."""
     kview = kbuf.view(np.float64)
     for y in range(n):
         d = x[y] - m
@@ -298,7 +346,7 @@ def exp_nonpos(x, m, out, n, kbuf):
         p = p * r + _C2
         p = p * r + 1.0
         p = p * r + 1.0
-        out[y] = p if not (d < -708.0) else 0.0
+        out[y] = p if not (d == NEG_INF) else 0.0
         kview[y] = j
     for y in range(n):                     # 2^k from the bits of j (no float -> int conversion,
         kbuf[y] = (kbuf[y] - _SHIFTER_BITS + 1023) << 52       # which AVX2 lacks)
@@ -342,7 +390,7 @@ def exp_rows(E, psi, shift, n, S, kbuf):
             for y in range(S):
                 fb[b + y] = E[t, y] - m
             for y in range(S, Sp):
-                fb[b + y] = -1000.0
+                fb[b + y] = NEG_INF
         exp_nonpos(fb, 0.0, fb, N, kb)
         for t in range(t0, t1):
             b = (t - t0) * Sp
@@ -518,12 +566,77 @@ def pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P):
 
 
 # --------------------------------------------------------------------------- forward-backward
+@njit(cache=True, nogil=True, inline="always")
+def factor_range(trans, corr, t):
+    """``(lo, hi)``: bounds on the log of the factor entries (as stored, after ``tshift``)
+    of the allowed pairs at position ``t >= 1``: the structure's own, widened by the
+    position's corrections (a stored matrix, :data:`MAT`, has its own in ``mscores``)."""
+    S, tshift = trans[1], trans[3][0]
+    lo, hi = trans[3][1], trans[3][2]
+    cptr, ci, cj, cv, ck = corr[0], corr[1], corr[2], corr[4], corr[5]
+    q0, q1 = cptr[t], cptr[t + 1]
+    if q1 == q0:
+        return lo, hi
+    if ci[q0] == MAT:
+        ms = trans[17][cj[q0]]
+        return ms[S * S] - tshift, ms[S * S + 1] - tshift
+    fv = trans[11]
+    if ci[q0] == FULL:
+        lo = np.inf
+        hi = NEG_INF
+        q0 += 1
+    for q in range(q0, q1):
+        x = fv[ck[q]] + cv[q] - tshift
+        lo = min(lo, x)
+        hi = max(hi, x)
+    return lo, hi
+
+
+@njit(cache=True, nogil=True, inline="always")
+def correction_range(trans, ci, cj, cv, q0, q1):
+    """:func:`factor_range` of a step of an all-pairs structure (DENSE, ONES) with the
+    corrections ``q0:q1`` (raw scores ``cv``, pair ``(ci, cj)``, a :data:`FULL` position
+    included), for callers that keep no list indices."""
+    S, tshift = trans[1], trans[3][0]
+    lo, hi = trans[3][1], trans[3][2]
+    if q1 > q0 and ci[q0] == FULL:
+        lo = np.inf
+        hi = NEG_INF
+        q0 += 1
+    if q1 > q0:
+        fv = trans[11]
+        # a ONES structure whose scores went below the cancellation limit (a block
+        # step on the transitions) counts as unbounded: the caller refuses it
+        if trans[0] == ONES and lo < -CANCEL_LIMIT:
+            return NEG_INF, hi
+        for q in range(q0, q1):
+            x = fv[cj[q] * S + ci[q]] + cv[q] - tshift
+            lo = min(lo, x)
+            hi = max(hi, x)
+    elif trans[0] == ONES and lo < -CANCEL_LIMIT:
+        return NEG_INF, hi
+    return lo, hi
+
+
 @inner(fastmath=FAST)
 def forward(psi, shift, n, trans, corr, alpha, scale, t0):
     """Scaled forward recursion over positions t0..n-1 (rows before t0 already valid):
     alpha rows sum to 1, ``scale[t]`` their normaliser. Returns the sum over t0..n-1 of
     ``shift[t] + log scale[t]`` (+ ``tshift`` for t >= 1), which over 0..n-1 is log Z;
-    NaN when a row underflowed or overflowed (then use :func:`forward_backward_log`).
+    NaN when a row underflowed or overflowed, or when the rows could have lost a path
+    that matters (then use :func:`forward_backward_log`).
+
+    What a row loses to underflow (products below the smallest double, psi entries
+    below exp(-708)) is below ``exp(-708) max(1, e^hi)`` in absolute terms (``hi`` the
+    largest log factor of its step), so a fraction ``exp(-708) max(1, e^hi) / min(c, 1)``
+    of its mass (``c`` its normaliser). A later step can raise a lost state against the
+    kept ones by at most the factor's log range ``D = hi - lo`` of the next position (all
+    pairs allowed: the rows of one factor differ by at most that much), or ``2 D`` plus
+    the log range of the next psi row over label pairs (LIST, PAIR_ONES: a pair state
+    reaches every other in two steps). A row is trusted when that stays below
+    exp(-:data:`SCALED_LIMIT`); weights far from any a model learns with
+    regularisation (exp(640): |scores| in the hundreds) send a sequence to log space.
+
     The common step -- DENSE structure, no corrections at the position -- is written
     out here (a tight loop that vectorises; through :func:`forward_step` it is twice as
     slow), and so is a position with a stored matrix (:data:`MAT`); every other step
@@ -532,17 +645,31 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
     expT = trans[4]
     cptr, ci, cj, cc = corr[0], corr[1], corr[2], corr[3]
     Sp = alpha.shape[1]
+    pairs = kind == LIST or kind == PAIR_ONES
+    lo_b, hi_b = trans[3][1], trans[3][2]
+    amp_b = (2.0 if pairs else 1.0) * (hi_b - lo_b)
+    # the bound of a row after a row, both with the structure's own factor
+    thr_b = math.exp(max(0.0, hi_b) + amp_b - SCALED_LIMIT)
+    hi_prev = 0.0
+    base_prev = False             # the previous row's step had the structure's own factor
+    if t0 > 1:
+        hi_prev = factor_range(trans, corr, t0 - 1)[1]
+        base_prev = cptr[t0] == cptr[t0 - 1]
     logz = 0.0
     prod = 1.0
     for t in range(t0, n):
         cur = alpha[t]
+        pmin = 1.0
         if t == 0:
             for y in range(Sp):
                 cur[y] = psi[0, y]
+            hi_t = 0.0
+            base_t = False
         else:
             q0 = cptr[t]
-            mat = cptr[t + 1] > q0 and ci[q0] == MAT
-            if (kind == DENSE and cptr[t + 1] == q0) or mat:
+            base_t = cptr[t + 1] == q0
+            mat = not base_t and ci[q0] == MAT
+            if (kind == DENSE and base_t) or mat:
                 M = trans[15][cj[q0]] if mat else expT
                 prev = alpha[t - 1]
                 for y in range(Sp):
@@ -559,10 +686,32 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
                         cur[y] += a * M[i, y]
                     i += 1
             else:
-                forward_step(alpha[t - 1], cur, trans, ci, cj, cc, cptr[t], cptr[t + 1])
-            for y in range(Sp):
-                cur[y] *= psi[t, y]
+                forward_step(alpha[t - 1], cur, trans, ci, cj, cc, q0, cptr[t + 1])
+            if pairs:
+                for y in range(Sp):
+                    p = psi[t, y]
+                    cur[y] *= p
+                    if p > 0.0 and p < pmin:
+                        pmin = p
+            else:
+                for y in range(Sp):
+                    cur[y] *= psi[t, y]
             logz += tshift
+            # what row t - 1 lost must stay negligible after this step
+            if base_t and base_prev:
+                thr = thr_b
+                hi_t = hi_b
+            else:
+                lo_t, hi_t = factor_range(trans, corr, t)
+                amp = hi_t - lo_t
+                if pairs:
+                    amp += amp
+                thr = math.exp(max(0.0, hi_prev) + amp - SCALED_LIMIT)
+            kept = min(scale[t - 1], 1.0)
+            if pairs:
+                kept *= pmin
+            if not (kept >= thr):
+                return np.nan
         c = 0.0
         for y in range(Sp):
             c += cur[y]
@@ -572,6 +721,8 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
         for y in range(Sp):
             cur[y] *= inv
         scale[t] = c
+        hi_prev = hi_t
+        base_prev = base_t
         logz += shift[t]
         if c > 1e-100 and c < 1e100:      # one logarithm per sequence, not per position
             prod *= c
@@ -580,6 +731,9 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
                 prod = 1.0
         else:
             logz += math.log(c)
+    # what the last row lost is not raised again
+    if n > t0 and not (min(scale[n - 1], 1.0) >= math.exp(max(0.0, hi_prev) - SCALED_LIMIT)):
+        return np.nan
     return logz + math.log(prod)
 
 

@@ -314,7 +314,13 @@ def _fit_and_save(crf, args, say, t0, fit):
                 say(_fmt_row(row))
                 return stopper.requested
 
-            fit(callback)
+            try:
+                fit(callback)
+            except KeyboardInterrupt:
+                # the estimator kept the state reached (stop reason "interrupted") and
+                # re-raised: the command line writes that model and says so
+                if getattr(crf, "stop_reason_", None) != "interrupted" or not hasattr(crf, "weights_"):
+                    raise
             stopper.saving = True
             interrupted = stopper.requested or crf.stop_reason_ == "interrupted"
             crf.save(args.model)

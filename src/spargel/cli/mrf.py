@@ -164,7 +164,11 @@ def _run(args):
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model.fit(X)
+        try:
+            model.fit(X)
+        except KeyboardInterrupt:
+            if getattr(model, "stop_reason_", None) != "interrupted":
+                raise                   # (the state so far is kept: written below as before)
     for w in caught:
         warn("mrf", w.message)
     elapsed = time.perf_counter() - t0
@@ -193,6 +197,9 @@ def _run(args):
               f"({'group' if args.group else 'l1'}, {model.inference_used_}), {len(model.edges_)} edges, "
               f"objective={model.objective_:.10g}, {model.n_iter_} iterations ({model.stop_reason_}), "
               f"{elapsed:.2f}s; wrote {out_e} and {out_m} ({input_name(args.data)})", file=sys.stderr)
+    if model.stop_reason_ == "interrupted":
+        print("spargel mrf: interrupted; the model reached so far is written", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -28,6 +28,12 @@ and may have
     line searches then stop backtracking once the objective's noise hides the
     decrease a step can make (see :func:`spargel.solvers.owlqn.orthant_line_search`).
     Absent means False.
+``convex_loss``
+    True when ``loss`` is convex in ``w`` (a log-linear negative log-likelihood): the
+    line searches then refuse a trial point whose objective lies below the tangent
+    plane at the current point by more than rounding -- impossible for a convex
+    function, so the sign of a fault (an overflow that a kernel missed), never a step
+    to take. Absent means False.
 
 Capabilities (a model offers one by defining the method; ``capabilities(model)``
 lists them):
@@ -131,6 +137,11 @@ class ParameterLayout:
 def approximate_loss(model):
     """Whether the model's loss is approximate and noisy (see ``approximate_loss`` above)."""
     return bool(getattr(model, "approximate_loss", False))
+
+
+def convex_loss(model):
+    """Whether the model's loss is convex in its weights (see ``convex_loss`` above)."""
+    return bool(getattr(model, "convex_loss", False))
 
 
 def capabilities(model):

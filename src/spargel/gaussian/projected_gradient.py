@@ -182,8 +182,10 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
     np.fill_diagonal(keep, True)
     Kd = K
     K, f, gap = sparsify_precision(K, keep, S, L, f, f0 + n, thr)
-    if not converged and gap <= thr:
-        converged, reason = True, "tol"
+    # "converged" is the documented criterion checked on the gap reported: the loop's
+    # test used another rounding of the same gap (tr(S K) + P(K) - n, or the
+    # sparsified matrix's), which may differ from f - g in the last bits
+    converged, reason = certified(converged, reason, gap, thr)
     if K is not Kd:
         Sigma = np.linalg.inv(K)
         Sigma = 0.5 * (Sigma + Sigma.T)
@@ -191,6 +193,18 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
                           dual_objective=f0 + n, duality_gap=gap, n_iter=n_iter,
                           converged=converged, history=hist,
                           solver="projected-gradient", stop_reason=reason)
+
+
+def certified(converged, reason, gap, thr):
+    """(converged, stop reason) at the end of a dual solver: converged exactly when the
+    gap it reports meets the tolerance ``thr``. A run whose loop saw the tolerance met
+    in another rounding of the gap but whose reported gap misses it stopped at the
+    precision limit (``linesearch``), not converged."""
+    if gap <= thr:
+        return True, "tol"
+    if converged:
+        return False, "linesearch"
+    return False, reason
 
 
 def sparsify_precision(K, keep, S, L, f, g, thr, penalty=None):

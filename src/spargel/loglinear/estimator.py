@@ -12,6 +12,7 @@ from ..errors import NonNumericDataError
 from ..data.feature_space import FeatureSpace
 from ..core.penalties import ElasticNet
 from ..estimation import LogLinearCore, run_solver, warn_large_values
+from ..core.interrupts import reraise_interrupt
 from ..core.params import check_sample_weight
 from .labels import class_labels as _class_labels
 
@@ -244,8 +245,11 @@ class LogLinearClassifier(LogLinearCore):
                               np.asarray(indptr, dtype=np.int64)), shape=(n, len(vocab)))
 
     # -- fitting -------------------------------------------------------------------------
+    @reraise_interrupt
     def fit(self, X, y, sample_weight=None):
-        """Fit on samples ``X`` with labels ``y`` (any sortable label type; kept as is)."""
+        """Fit on samples ``X`` with labels ``y`` (any sortable label type; kept as is).
+        Ctrl-C keeps the weights reached (``stop_reason_ == "interrupted"``) and then
+        raises ``KeyboardInterrupt``."""
         from ..scaleout.cluster import is_dask_collection
         from ..core.factory import make_model
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import CapabilityError, ConvergenceWarning, DataFormatError, ModelFileError, NotFittedError
 from ..core.params import ParamsMixin
+from ..core.interrupts import note_interrupt, reraise_interrupt
 
 __all__ = ["PairwiseMRF", "mrf_penalty"]
 
@@ -261,6 +262,7 @@ class PairwiseMRF(ParamsMixin):
     def _penalty(self, model, edge_weights=None):
         return mrf_penalty(model, self.penalty, self.l1, self.l2, edge_weights)
 
+    @reraise_interrupt
     def fit(self, X, y=None, sample_weight=None, node_features=None):
         """Learn the structure and weights from ``X`` (n_samples, n_variables) of states.
 
@@ -362,6 +364,7 @@ class PairwiseMRF(ParamsMixin):
                           f"{model.n_inference_calls} gradient evaluations (bp_max_iter={self.bp_max_iter}); "
                           f"try bp_damping=0.5 or bp_schedule='residual'", ConvergenceWarning, stacklevel=2)
         self._set_weights(ns, model.graph.edges, model, res.w)
+        note_interrupt(self, res.stop_reason)        # (raised by reraise_interrupt)
         return self
 
     def _set_weights(self, ns, candidates, model, w):

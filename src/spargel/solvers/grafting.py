@@ -80,7 +80,7 @@ import numpy as np
 
 from ..core.vec import norm
 from ..errors import CapabilityError
-from ..core.protocol import approximate_loss, capabilities, require
+from ..core.protocol import approximate_loss, capabilities, convex_loss, require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 from .owlqn import CurvatureMemory, orthant_line_search
 
@@ -284,7 +284,8 @@ class WorkingSet:
         self.pairs.direction(pg, d, use_l1)
         step = 1.0 / norm(pg) if not len(self.pairs) and first else 1.0
         result, step, _ = orthant_line_search(self.evaluate, self.x, d, pg, self.F, step, use_l1, x_new,
-                                              max_linesearch, c1, self.g, approximate_loss(self.model))
+                                              max_linesearch, c1, self.g, approximate_loss(self.model),
+                                              convex_loss(self.model))
         if result is None:
             self.restore()
             return None

@@ -27,7 +27,7 @@ from collections import deque
 import numpy as np
 
 from ..core.vec import dot, norm
-from ..core.protocol import approximate_loss, require
+from ..core.protocol import approximate_loss, convex_loss, require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 
 
@@ -40,6 +40,9 @@ NOISE = 1e-10
 # STALE times the rise of the trial before it (at a step twice or more as long) ends
 # the search (see orthant_line_search)
 STALE = 0.75
+# a trial whose objective lies below the tangent plane at the current point by more than
+# this (relative to the objective) cannot come from a convex objective: a fault, refused
+ABSURD = 1e-6
 
 
 class CurvatureMemory:
@@ -110,7 +113,7 @@ class CurvatureMemory:
 
 
 def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesearch, c1, g=None,
-                        noisy=False):
+                        noisy=False, convex=False):
     """Backtracking from ``w`` along ``d``, every trial point projected (``project``) onto
     the orthant of ``w`` (of ``-pg`` where ``w`` is zero), until the Armijo condition
     ``F_new <= F + c1 pg . (w_new - w)`` holds.
@@ -138,6 +141,14 @@ def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesea
     the step halves). The search then ends at once, as failed, instead of spending the
     remaining trials (the caller treats it as numerically converged along ``d``).
 
+    A trial is never accepted when its objective or gradient is not finite, nor, with
+    ``convex`` (the model's loss is convex: ``protocol.convex_loss``), when its objective
+    lies below the tangent plane at ``w`` (``F + pg . (w_new - w)``: both points lie in
+    one closed orthant, where the objective is smooth and convex) by more than
+    :data:`ABSURD` relative to ``F`` -- which a convex function cannot do, so such a
+    value is a fault of the evaluation (say an overflow a kernel missed), not progress;
+    the search backtracks as from a failed trial.
+
     ``evaluate(w_new) -> (loss, objective, gradient)``. Returns ``(result, step,
     n_trials)``; ``result`` is None when no trial was accepted (``w_new`` then holds
     the last trial point).
@@ -151,6 +162,8 @@ def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesea
         dec = Q.orthant_step(w, d, step, pg, project, w_new)
         result = evaluate(w_new)
         F_new = result[1]
+        if not _sound(result, F, dec, scale, convex):
+            F_new = np.nan
         if np.isfinite(F_new) and F_new <= F + c1 * dec:
             return result, step, trial + 1
         if (g is not None and np.isfinite(F_new) and F_new - F <= noise and -tiny <= dec < 0
@@ -163,6 +176,15 @@ def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesea
         # far off (badly scaled features, first iterations): shrink faster
         step *= 0.5 if rise <= 10.0 * abs(dec) else 0.05
     return None, step, max_linesearch
+
+
+def _sound(result, F, dec, scale, convex):
+    """Whether a trial's (loss, objective, gradient) can be taken at all: finite, and
+    (convex objectives) not below the tangent plane at the current point."""
+    F_new, g_new = result[1], result[2]
+    if not (np.isfinite(F_new) and np.isfinite(result[0]) and np.all(np.isfinite(g_new))):
+        return False
+    return not (convex and F_new < F + dec - ABSURD * scale)
 
 
 def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-5, window=10,
@@ -180,6 +202,7 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
     n = model.n_params
     use_l1 = penalty.has_nonsmooth
     noisy = approximate_loss(model)
+    convex = convex_loss(model)
     history = HistoryRecorder(monitor)
 
     def evaluate(x):
@@ -210,7 +233,7 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
             pairs.direction(pg, d, use_l1)
             step = 1.0 / pg_norm if not len(pairs) and it == 1 else 1.0
             result, step, trials = orthant_line_search(evaluate, w, d, pg, F, step, use_l1, w_new,
-                                                       max_linesearch, c1, g, noisy)
+                                                       max_linesearch, c1, g, noisy, convex)
             n_evals += trials
             if result is None:
                 stop, it = "linesearch", it - 1
