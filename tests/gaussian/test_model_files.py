@@ -142,4 +142,4 @@ def test_cli_save_model(tmp_path, capsys):
     capsys.readouterr()
     rc = main(["gmrf", str(f), "--alpha", "0.1", "--save-model", str(f)])
     _, err = capsys.readouterr()
-    assert rc == 2 and "is the input file" in err
+    assert rc == 2 and "is also the input file" in err
