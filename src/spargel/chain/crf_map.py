@@ -16,7 +16,7 @@ from ..core.jit import inner, kernel
 
 
 @inner()
-def _viterbi(w, space, data, lo, hi, E, D, back, Tt, path):
+def _viterbi(w, space, data, lo, hi, E, D, back, T, Tt, path):
     """The best path of tokens lo..hi-1 under w into path[0:hi-lo] (ties: lowest label)."""
     L, u_ptr, u_lab, b_ptr, b_pair, b_base, t_pair, t_base, t_index = space
     uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
@@ -32,25 +32,35 @@ def _viterbi(w, space, data, lo, hi, E, D, back, Tt, path):
                 E[t, u_lab[k]] += w[k] * x
     for y in range(L):
         D[0, y] = E[0, y]
-    for t in range(1, n):
+    if n > 1:
         for p in range(L * L):
-            ti = t_index[p]
-            Tt[p] = w[t_base + ti] if ti >= 0 else 0.0
-        for j in range(big_ptr[lo + t], big_ptr[lo + t + 1]):
-            a = big_ids[j]
-            x = big_vals[j]
-            for k in range(b_ptr[a], b_ptr[a + 1]):
-                Tt[b_pair[k]] += w[b_base + k] * x
+            T[p] = 0.0
+        for i in range(len(t_pair)):
+            T[t_pair[i]] = w[t_base + i]
+    for t in range(1, n):
+        M = T
+        if big_ptr[lo + t] < big_ptr[lo + t + 1]:
+            for p in range(L * L):
+                Tt[p] = T[p]
+            for j in range(big_ptr[lo + t], big_ptr[lo + t + 1]):
+                a = big_ids[j]
+                x = big_vals[j]
+                for k in range(b_ptr[a], b_ptr[a + 1]):
+                    Tt[b_pair[k]] += w[b_base + k] * x
+            M = Tt
         for b in range(L):
-            best = -np.inf
-            arg = 0
-            for a in range(L):
-                s = D[t - 1, a] + Tt[a * L + b]
-                if s > best:
-                    best = s
-                    arg = a
-            D[t, b] = best + E[t, b]
-            back[t, b] = arg
+            D[t, b] = -np.inf
+            back[t, b] = 0
+        for a in range(L):
+            da = D[t - 1, a]
+            base = a * L
+            for b in range(L):
+                s = da + M[base + b]
+                if s > D[t, b]:
+                    D[t, b] = s
+                    back[t, b] = a
+        for b in range(L):
+            D[t, b] += E[t, b]
     best = -np.inf
     arg = 0
     for y in range(L):
@@ -121,7 +131,7 @@ def map_pass(space, data, order, w, ws, cov, sw, prm, st, bufs):
     """One pass of the rule prm[0] over the sequences ``order`` (see
     :mod:`spargel.core.online_rules`); with rule ``DIFF_ONLY`` only the first sequence's
     difference is reported: idx[:nnz], val[:nnz] and info = [nnz, d, n_tokens]."""
-    E, D, back, Tt, path, acc, mark, idx, val, info = bufs
+    E, D, back, T, Tt, path, acc, mark, idx, val, info = bufs
     seq_ptr, labels = data[0], data[7]
     for r in range(len(order)):
         s = order[r]
@@ -135,7 +145,7 @@ def map_pass(space, data, order, w, ws, cov, sw, prm, st, bufs):
             if prm[0] != R.DIFF_ONLY:
                 st[0] += 1.0
             continue
-        _viterbi(w, space, data, lo, hi, E, D, back, Tt, path)
+        _viterbi(w, space, data, lo, hi, E, D, back, T, Tt, path)
         nnz, d = _diff(space, data, lo, hi, labels, path, acc, mark, idx)
         R.gather(acc, mark, idx, val, nnz)
         if prm[0] == R.DIFF_ONLY:
@@ -163,7 +173,7 @@ def make_buffers(space, data):
     most = int((csum[seq_ptr[1:]] - csum[seq_ptr[:-1]]).max()) if len(seq_ptr) > 1 else 0
     m = 2 * most + 2 * n + 2
     npar = int(space.n_params)
-    return (np.zeros((n, L)), np.zeros((n, L)), np.zeros((n, L), dtype=np.int64), np.zeros(L * L),
+    return (np.zeros((n, L)), np.zeros((n, L)), np.zeros((n, L), dtype=np.int64), np.zeros(L * L), np.zeros(L * L),
             np.zeros(n, dtype=np.int64), np.zeros(npar), np.zeros(npar, dtype=np.uint8),
             np.zeros(m, dtype=np.int64), np.zeros(m), np.zeros(3, dtype=np.int64))
 

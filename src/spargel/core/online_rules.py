@@ -12,7 +12,8 @@ path scores.
 
 Averaging uses the lazy trick of Daumé (and CRFsuite): besides ``w`` a sum ``ws`` of
 every update times the counter ``u`` of the sample that made it is kept; the average
-of the weights over all steps is ``w - ws / u``, computed once per epoch.
+of the weight vectors met (the initial one and those after each of the ``u - 1``
+steps) is ``w - ws / u``, computed once per epoch.
 
 Parameters ``prm = [rule, pa_type, c, error_sensitive, gamma]`` (rule 0: averaged
 perceptron, 1: passive-aggressive, 2: AROW). State ``st = [u, loss, updates]``: the
