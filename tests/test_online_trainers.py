@@ -8,8 +8,10 @@ import math
 import numpy as np
 import pytest
 
+from crf2_reference import enumerate_paths2, path_score2, random_space2
 from crf_reference import brute_logz, enumerate_paths, path_score, random_data, random_space
 from spargel.chain.crf import ChainCRF
+from spargel.chain.crf2 import ChainCRF2
 from spargel.core.penalties import ElasticNet
 from spargel.errors import CapabilityError
 from spargel.solvers import get_solver
@@ -51,11 +53,23 @@ class Chain:
         return expected - self.features(s, self.gold(s))
 
 
-def reference_online(ref, rule, epochs, pa_type=1, c=1.0, error_sensitive=True, averaging=True, variance=1.0,
+class Chain2(Chain):
+    """The same for a second-order CRF (pair and triple weights, the begin marker)."""
+
+    def features(self, s, path):
+        e = np.eye(self.n)
+        return np.array([path_score2(self.space, self.data, e[k], s, list(path)) for k in range(self.n)])
+
+    def decode(self, s, w):
+        paths, scores = enumerate_paths2(self.space, self.data, w, s)
+        return tuple(paths[int(np.argmax(scores))])
+
+
+def reference_online(ref, rule, epochs, w0, pa_type=1, c=1.0, error_sensitive=True, averaging=True, variance=1.0,
                      gamma=1.0):
     """CRFsuite's rules written out plainly (samples in order 0..N-1 every epoch)."""
-    w = np.zeros(ref.n)
-    wsum = np.zeros(ref.n)           # sum of the weights met: the initial ones and those after each step
+    w = w0.copy()
+    wsum = w0.copy()                 # sum of the weights met: the initial ones and those after each step
     steps = 1
     cov = np.full(ref.n, variance)
     losses = []
@@ -93,19 +107,28 @@ def reference_online(ref, rule, epochs, pa_type=1, c=1.0, error_sensitive=True, 
     return (wsum / steps if avg else w), losses
 
 
-def tiny(seed, n_seq=5, max_len=3, n_labels=3, kind="full", n_big=2):
+def tiny(seed, n_seq=5, max_len=3, n_labels=3, kind="full", n_big=2, order=1):
     rng = np.random.default_rng(seed)
     data = random_data(rng, n_seq=n_seq, max_len=max_len, n_uni=5, n_big=n_big, n_labels=n_labels)
+    if order == 2:
+        return random_space2(data, kind, n_labels, 5, n_big), data
     space = random_space(rng, data, kind, n_labels, 5, n_big)
     return space, data
 
 
+def chain(order, space, data, sw=None):
+    """(model, brute-force reference) of the given order."""
+    if order == 2:
+        return ChainCRF2(space, data, sample_weight=sw), Chain2(space, data, sw)
+    return ChainCRF(space, data, sample_weight=sw), Chain(space, data, sw)
+
+
 # --------------------------------------------------------------------------- decoding
+@pytest.mark.parametrize("order", [1, 2])
 @pytest.mark.parametrize("seed,kind", [(0, "full"), (1, "observed"), (2, "full")])
-def test_map_sample_is_the_brute_force_argmax_and_its_feature_difference(seed, kind):
-    space, data = tiny(seed, n_seq=6, max_len=4, kind=kind)
-    model = ChainCRF(space, data)
-    ref = Chain(space, data)
+def test_map_sample_is_the_brute_force_argmax_and_its_feature_difference(seed, kind, order):
+    space, data = tiny(seed, n_seq=6, max_len=4, kind=kind, order=order)
+    model, ref = chain(order, space, data)
     w = np.random.default_rng(seed + 10).normal(size=space.n_params)
     for s in range(data.n_sequences):
         idx, delta, d, n_parts = model.map_sample(s, w)
@@ -125,16 +148,18 @@ CASES = [("ap", {}), ("pa", {"pa_type": 0}), ("pa", {"pa_type": 1, "c": 0.3}), (
 
 
 @pytest.mark.parametrize("rule,opts", CASES)
-@pytest.mark.parametrize("weighted", [False, True])
-def test_online_rules_match_a_plain_implementation(rule, opts, weighted):
-    space, data = tiny(3, n_seq=5, max_len=3)
+@pytest.mark.parametrize("weighted,order", [(False, 1), (True, 1), (True, 2)])
+def test_online_rules_match_a_plain_implementation(rule, opts, weighted, order):
+    space, data = tiny(3, n_seq=5, max_len=3, order=order)
     sw = np.array([1.0, 2.0, 0.5, 1.5, 1.0]) if weighted else None
-    model = ChainCRF(space, data, sample_weight=sw)
-    ref = Chain(space, data, sw)
+    model, ref = chain(order, space, data, sw)
     epochs = 4
-    w_ref, losses = reference_online(ref, rule, epochs, **opts)
+    # random initial weights: no two paths tie (at zero weights all do, and the brute
+    # force's choice among tied paths need not be Viterbi's)
+    w0 = np.random.default_rng(11).normal(size=space.n_params) * 0.1
+    w_ref, losses = reference_online(ref, rule, epochs, w0, **opts)
     solver = get_solver(rule)
-    res = solver(model, ElasticNet(0.0, 0.0), None, max_iter=epochs, shuffle=False, **opts)
+    res = solver(model, ElasticNet(0.0, 0.0), w0, max_iter=epochs, shuffle=False, **opts)
     assert res.n_iter == len(losses)
     stops = rule == "arow" and losses[-1] <= 0.0
     assert res.stop_reason == ("tol" if stops else "max_iter")
