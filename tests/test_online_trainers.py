@@ -343,3 +343,60 @@ def test_crf_estimator_passes_crfsuite_parameters_on():
     assert CRF("ap", max_iterations=30, random_state=0).fit(X, Y).n_iter_ == 30
     fitted = CRF("pa", max_iterations=30, random_state=0).fit(X, Y)
     assert fitted.n_iter_ == 30 and fitted.predict(X) == Y
+
+
+# --------------------------------------------------------------------------- flat model
+class Flat:
+    """Plain view of the log-linear model: F(x, y) puts x in class y's column (and 1 in
+    its intercept); masked weights do not exist."""
+
+    def __init__(self, X, y, K, sw=None, mask=None):
+        self.X, self.y, self.K = np.asarray(X, float), np.asarray(y), K
+        self.N, d = self.X.shape
+        self.n = d * K + K
+        self.sw = np.ones(self.N) if sw is None else np.asarray(sw, float)
+        self.mask = np.ones(self.n) if mask is None else mask
+
+    def gold(self, s):
+        return (int(self.y[s]),)
+
+    def features(self, s, path):
+        F = np.zeros(self.n)
+        k = path[0]
+        F[k:self.n - self.K:self.K] = self.X[s]
+        F[self.n - self.K + k] = 1.0
+        return F * self.mask
+
+    def decode(self, s, w):
+        return (int(np.argmax([w @ self.features(s, (k,)) for k in range(self.K)])),)
+
+
+@pytest.mark.parametrize("rule,opts", [("ap", {}), ("pa", {"pa_type": 2}), ("arow", {"gamma": 0.5})])
+@pytest.mark.parametrize("masked", [False, True])
+def test_flat_loglinear_online_rules_match_a_plain_implementation(rule, opts, masked):
+    import scipy.sparse as sp
+    from spargel.loglinear.model import FlatLogLinear
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(8, 4)) * (rng.random((8, 4)) < 0.7)
+    y = rng.integers(3, size=8)
+    sw = rng.uniform(0.5, 2.0, size=8)
+    mask = None
+    if masked:
+        mask = np.ones(4 * 3 + 3)
+        mask[[1, 5, 9]] = 0.0
+    model = FlatLogLinear(sp.csr_matrix(X), y, 3, sample_weight=sw, mask=mask)
+    ref = Flat(X, y, 3, sw, mask)
+    w0 = rng.normal(size=model.n_params) * 0.1 * ref.mask
+    for s in range(8):
+        idx, delta, d, n_parts = model.map_sample(s, w0)
+        dense = np.zeros(model.n_params)
+        dense[idx] = delta
+        z = ref.decode(s, w0)
+        assert n_parts == 1 and d == int(z != ref.gold(s))
+        np.testing.assert_allclose(dense, ref.features(s, ref.gold(s)) - ref.features(s, z), atol=1e-12)
+    w_ref, losses = reference_online(ref, rule, 3, w0, **opts)
+    res = get_solver(rule)(model, None, w0, max_iter=3, shuffle=False, **opts)
+    np.testing.assert_allclose(res.w, w_ref, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose([r["loss"] for r in res.history], losses[:res.n_iter], rtol=1e-9, atol=1e-10)
+    if masked:
+        assert np.all(res.w[ref.mask == 0] == 0.0)
