@@ -400,3 +400,33 @@ def test_flat_loglinear_online_rules_match_a_plain_implementation(rule, opts, ma
     np.testing.assert_allclose([r["loss"] for r in res.history], losses[:res.n_iter], rtol=1e-9, atol=1e-10)
     if masked:
         assert np.all(res.w[ref.mask == 0] == 0.0)
+
+
+def test_a_partially_labelled_sequence_is_skipped():
+    space, data = tiny(13, n_seq=4, max_len=3)
+    full = ChainCRF(space, data)
+    w0 = np.random.default_rng(2).normal(size=space.n_params) * 0.1
+    ref = minimize_pa(full, None, w0, max_iter=2, shuffle=False, averaging=False)
+    # the same data with the second sequence's first label unknown: the others' updates only
+    data.labels = data.labels.copy()
+    data.labels[data.seq_ptr[1]] = -1
+    partial = ChainCRF(space, data)
+    assert partial.map_sample(1, w0) is None
+    skipped = minimize_pa(partial, None, w0, max_iter=2, shuffle=False, averaging=False)
+    keep = np.array([0, 2, 3])
+    sub = ChainCRF(space, data.subset(keep))
+    expected = minimize_pa(sub, None, w0, max_iter=2, shuffle=False, averaging=False)
+    np.testing.assert_allclose(skipped.w, expected.w, rtol=1e-12, atol=1e-14)
+    assert not np.allclose(skipped.w, ref.w)
+
+
+@pytest.mark.parametrize("solver", ["ap", "pa", "arow"])
+def test_loglinear_classifier_trains_with_the_online_solvers(solver):
+    from spargel import LogLinearClassifier
+    rng = np.random.default_rng(14)
+    X = rng.normal(size=(60, 4))
+    y = np.argmax(X @ rng.normal(size=(4, 3)), axis=1)          # linearly separable
+    clf = LogLinearClassifier(solver=solver, l1=0.0, l2=0.0, max_iter=100, random_state=0).fit(X, y)
+    assert clf.score(X, y) >= 0.95
+    with pytest.raises(ValueError, match="takes no penalty"):
+        LogLinearClassifier(solver=solver, l1=0.1, l2=0.0).fit(X, y)
