@@ -158,18 +158,15 @@ def map_pass(space, data, order, w, ws, cov, sw, prm, st, bufs):
 
 
 def make_buffers(space, data):
-    """The pass's scratch arrays for the longest sequence."""
+    """The pass's scratch arrays for the longest sequence: a path difference touches at
+    most each token's attributes twice, and two transitions and each bigram attribute
+    twice per position."""
     L = int(space.n_labels)
-    lens = np.diff(data.seq_ptr)
-    n = int(lens.max()) if len(lens) else 1
-    n = max(n, 1)
-    # a path difference touches at most the attributes of its tokens twice plus two
-    # transitions (and bigram weights) per position
-    per_tok = np.diff(data.uni_ptr)
-    per_big = np.diff(data.big_ptr) if len(data.big_ptr) > 1 else np.zeros(1, np.int64)
-    import numpy as _np
-    csum = _np.concatenate([[0], _np.cumsum(per_tok + per_big)])
-    seq_ptr = _np.asarray(data.seq_ptr, dtype=_np.int64)
+    seq_ptr = np.asarray(data.seq_ptr, dtype=np.int64)
+    lens = np.diff(seq_ptr)
+    n = max(int(lens.max()) if len(lens) else 1, 1)
+    per = np.diff(data.uni_ptr) + np.diff(data.big_ptr)
+    csum = np.concatenate([[0], np.cumsum(per)])
     most = int((csum[seq_ptr[1:]] - csum[seq_ptr[:-1]]).max()) if len(seq_ptr) > 1 else 0
     m = 2 * most + 2 * n + 2
     npar = int(space.n_params)
