@@ -55,6 +55,8 @@ for order in (1, 2):
             continue
         crf = spargel.CRF(solver=solver, order=order, l1=0.0 if solver in ("lbfgs", "bound") else 0.5,
                           l2=1.0 if solver == "bound" else 0.0, max_iter=3).fit(X, y)
+    for algorithm in ("ap", "pa", "arow", "l2sgd"):
+        crf = spargel.CRF(algorithm, order=order, max_iterations=2).fit(X, y)
     crf.predict(X[:3]); crf.predict_marginals(X[:3]); crf.predict_nbest(X[:2], k=2); crf.score(X[:3], y[:3])
 crf = spargel.CRF(template="U00:%x[0,0]\\nB01:%x[0,0]\\nB\\n", max_iter=3).fit([[[t[0]] for t in s] for s in X], y)
 crf.predict([[[t[0]] for t in s] for s in X[:3]])

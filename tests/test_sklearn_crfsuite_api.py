@@ -71,7 +71,7 @@ def test_crfsuite_spellings_set_spargel_settings():
     assert _weights(CRF(epsilon=1e-2, delta=1e-3, period=3, num_memories=3, max_linesearch=7).fit(X, Y)) == \
         _weights(CRF(gtol=1e-2, tol=1e-3, window=3, solver_options={"memory": 3, "max_linesearch": 7}).fit(X, Y))
     sgd = CRF("l2sgd", c2=0.5, max_iterations=3, random_state=0)
-    assert sgd._effective("solver") == "sgd-l1" and sgd._effective("l1") == 0.0 and sgd._effective("l2") == 1.0
+    assert sgd._effective("solver") == "l2sgd" and sgd._effective("l1") == 0.0 and sgd._effective("l2") == 1.0
     sgd.fit(X, Y)
     assert sgd.history_ and len(sgd.history_) <= 3
 

@@ -29,7 +29,7 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
     if entry is not None:
         announce(entry(solver), quiet=not est.verbose)
     options = dict(est._effective("solver_options") or {})
-    if solver in ("sgd-l1", "cd", "bcd") and "random_state" not in options:
+    if solver in ("sgd-l1", "cd", "bcd", "ap", "pa", "arow", "l2sgd") and "random_state" not in options:
         options["random_state"] = est.random_state
     max_it = est._effective("max_iter")
     max_iter = default_max_iter(solver) if max_it is None else int(max_it)
@@ -41,7 +41,7 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
     est.stop_reason_ = result.stop_reason
     note_interrupt(est, result.stop_reason)
     est.objective_ = result.objective
-    if result.stop_reason == "max_iter" and max_iter > 0 and solver != "sgd-l1":
+    if result.stop_reason == "max_iter" and max_iter > 0 and solver not in ("sgd-l1", "ap", "pa", "arow"):
         warnings.warn(f"{type(est).__name__}: solver {solver!r} stopped after max_iter={max_iter} iterations "
                       f"before meeting tol={tol:g} / gtol={gtol:g}; increase max_iter or loosen tol",
                       ConvergenceWarning, stacklevel=3)

@@ -18,6 +18,7 @@ from ..core.protocol import ParameterLayout
 from ..core.ranges import concat_ranges, owners, row_pointers
 from ..core.sizes import Sized
 from ..core.threads import balanced_chunks, resolve_n_jobs
+from .crf_map import MapCapability
 
 INFERENCE_MODES = ("auto", "dense", "sparse")
 # the batch gradient is always split into at least this many fixed chunks (summed in a
@@ -290,7 +291,7 @@ class BatchChain(Sized):
         return float(logz - dot(w, self._emp))
 
 
-class ChainCRF(BatchChain):
+class ChainCRF(MapCapability, BatchChain):
     """Negative log-likelihood ``sum_i -log p(y_i | x_i)`` of a linear-chain CRF.
 
     The batch gradient runs on ``n_jobs`` threads (compiled kernels release the GIL)

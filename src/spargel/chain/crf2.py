@@ -20,6 +20,7 @@ from . import inference as C
 from . import crf2_kernels as K2
 from . import crf_kernels as K
 from .crf import BatchChain, CRFView, decode_view, marginals_view, nbest_view, sequence_loss_view
+from .crf2_map import MapCapability2
 
 
 class CRF2View(CRFView):
@@ -80,7 +81,7 @@ class CRF2View(CRFView):
         return np.zeros((1, 1)), np.zeros(len(trans[6])), np.zeros(0)
 
 
-class ChainCRF2(BatchChain):
+class ChainCRF2(MapCapability2, BatchChain):
     """Negative log-likelihood ``sum_i -log p(y_i | x_i)`` of a second-order
     linear-chain CRF over the layout ``space`` (a
     :class:`~spargel.chain.crf2_space.FeatureSpace2`) and the data set ``data``.

@@ -9,7 +9,7 @@ from ..errors import ModelFileError
 #: CRFsuite's trainers: (description, spargel solver or None: the ``solver`` parameter decides)
 ALGORITHMS = {
     "lbfgs": ("L-BFGS / OWL-QN on the penalised likelihood", None),
-    "l2sgd": ("stochastic gradient descent with an L2 penalty", "sgd-l1"),
+    "l2sgd": ("stochastic gradient descent with an L2 penalty", "l2sgd"),
     "ap": ("averaged perceptron", "ap"),
     "pa": ("passive-aggressive", "pa"),
     "arow": ("adaptive regularisation of weight vectors (AROW)", "arow"),
@@ -27,6 +27,11 @@ TRAINER_PARAMS = {
 }
 ALL_TRAINER_PARAMS = sorted(set().union(*TRAINER_PARAMS.values()))
 LINESEARCHES = ("MoreThuente", "Backtracking", "StrongBacktracking")
+
+#: the trainers without a penalty (their l1 and l2 default to 0)
+ONLINE = ("ap", "pa", "arow")
+#: CRFsuite's defaults of l2sgd where they differ from spargel's: c2 = 1, delta = 1e-6
+L2SGD_C2, L2SGD_DELTA = 1.0, 1e-6
 
 # spargel's defaults of the parameters that have a CRFsuite spelling (a value equal to
 # the default counts as "not given" when the CRFsuite spelling is given)
@@ -133,15 +138,23 @@ def effective(est, name):
             return est.c1
         if est.l1 is not None:
             return est.l1
-        return 0.0 if alg == "l2sgd" else 1.0      # l2sgd is CRFsuite's L2-only SGD
+        return 0.0 if alg == "l2sgd" or alg in ONLINE else 1.0      # l2sgd is CRFsuite's L2-only SGD
     if name == "l2":
-        return 2.0 * est.c2 if est.c2 is not None else est.l2
+        if est.c2 is not None:
+            return 2.0 * est.c2
+        if alg == "l2sgd" and _same_value(est.l2, _DEFAULTS["l2"]):
+            return 2.0 * L2SGD_C2
+        return est.l2
     if name == "max_iter":
         return est.max_iterations if est.max_iterations is not None else est.max_iter
     if name == "gtol":
         return est.epsilon if est.epsilon is not None else est.gtol
     if name == "tol":
-        return est.delta if est.delta is not None else est.tol
+        if est.delta is not None:
+            return est.delta
+        if alg == "l2sgd" and _same_value(est.tol, _DEFAULTS["tol"]):
+            return L2SGD_DELTA
+        return est.tol
     if name == "window":
         return est.period if est.period is not None else est.window
     if name == "solver_options":
@@ -151,31 +164,19 @@ def effective(est, name):
         if est.max_linesearch is not None:
             opts["max_linesearch"] = int(est.max_linesearch)
         if alg == "l2sgd":
-            if est.calibration_samples is not None:
-                opts["calibration_samples"] = int(est.calibration_samples)
-            if any(getattr(est, n) is not None for n in ("calibration_eta", "calibration_rate",
-                                                         "calibration_candidates", "calibration_max_trials")):
-                opts.setdefault("calibration_candidates", calibration_candidates(est))
+            for n in ("calibration_eta", "calibration_rate", "calibration_samples", "calibration_candidates",
+                      "calibration_max_trials"):
+                if getattr(est, n) is not None:
+                    opts[n] = getattr(est, n)
+        if alg in ONLINE:
+            if est.epsilon is not None:
+                opts["epsilon"] = float(est.epsilon)
+            names = {"pa": ("pa_type", "c", "error_sensitive", "averaging"), "arow": ("variance", "gamma")}
+            for n in names.get(alg, ()):
+                if getattr(est, n) is not None:
+                    opts[n] = getattr(est, n)
         return opts or None
     return getattr(est, name)
-
-
-def calibration_candidates(est):
-    """The learning rates spargel's SGD calibration tries for CRFsuite's calibration
-    settings: ``eta``, ``eta / rate``, ``eta * rate``, ``eta / rate^2``, ... (CRFsuite
-    walks the same ladder, up while the loss decreases, then down), at most
-    ``max_trials`` of them."""
-    eta = 0.1 if est.calibration_eta is None else float(est.calibration_eta)
-    rate = 2.0 if est.calibration_rate is None else float(est.calibration_rate)
-    trials = 20 if est.calibration_max_trials is None else int(est.calibration_max_trials)
-    out = [eta]
-    k = 1
-    while len(out) < max(trials, 1):
-        out.append(eta / rate ** k)
-        if len(out) < trials:
-            out.append(eta * rate ** k)
-        k += 1
-    return tuple(out[:max(trials, 1)])
 
 
 # --------------------------------------------------------------------------- min_freq

@@ -26,15 +26,22 @@ class CRF(LogLinearCore):
     algorithm : {"lbfgs", "l2sgd", "ap", "pa", "arow"}
         CRFsuite's trainer. "lbfgs" (default): the ``solver`` parameter decides
         (OWL-QN by default, which is CRFsuite's "lbfgs" with ``c1 > 0``); "l2sgd":
-        spargel's SGD ("sgd-l1") with ``l1 = 0``; "ap", "pa", "arow" are refused until
-        spargel has these trainers.
+        CRFsuite's SGD with an l2 penalty and its calibrated step size (solver
+        "l2sgd"; ``c2`` defaults to 1, ``delta`` to 1e-6, 1000 epochs at most); "ap",
+        "pa", "arow": the averaged perceptron, passive-aggressive and AROW trainers
+        (:mod:`spargel.solvers.online_margin`; no penalty, 100 epochs, CRFsuite's
+        defaults: ``epsilon=0``, ``pa_type=1``, ``c=1``, ``error_sensitive=True``,
+        ``averaging=True``, ``variance=1``, ``gamma=1``).
     min_freq, all_possible_states, all_possible_transitions, c1, c2, max_iterations,
     num_memories, epsilon, period, delta, linesearch, max_linesearch, calibration_eta,
     calibration_rate, calibration_samples, calibration_candidates, calibration_max_trials,
     pa_type, c, error_sensitive, averaging, variance, gamma
         CRFsuite's training parameters (None: not given). ``c1 -> l1``, ``c2 -> l2 = 2 *
         c2``, ``max_iterations -> max_iter``, ``epsilon -> gtol``, ``delta -> tol``,
-        ``period -> window``, ``num_memories`` / ``max_linesearch`` -> ``solver_options``;
+        ``period -> window``, ``num_memories`` / ``max_linesearch`` -> ``solver_options``
+        (and for "ap" / "pa" / "arow" ``epsilon``, ``pa_type``, ``c``, ``error_sensitive``,
+        ``averaging``, ``variance``, ``gamma``, for "l2sgd" the ``calibration_*``
+        settings: options of those solvers);
         ``min_freq`` drops features seen less often; each is accepted only by the
         trainers CRFsuite accepts it for.
     model_filename : str or None

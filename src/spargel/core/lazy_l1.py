@@ -18,7 +18,8 @@ weights it was visited with) and the number of samples that needed log space.
 
 Parameters ``prm = [eta0, alpha, schedule, variant, N, l2, batch, l1]``: schedule 0 =
 exponential ``eta0 * alpha ** (k / N)``, 1 = inverse ``eta0 / (1 + k / N)``, 2 =
-constant; variant 0 = naive, 1 = clipping, 2 = cumulative; ``l1`` is the uniform l1 weight used when
+constant, 3 = Pegasos / CRFsuite's l2sgd ``eta0 / (1 + k / t0)`` with ``t0`` in the place
+of alpha (with ``eta0 = 1 / (lambda t0)`` this is ``1 / (lambda (t0 + k))``); variant 0 = naive, 1 = clipping, 2 = cumulative; ``l1`` is the uniform l1 weight used when
 the per-weight array ``l1w`` is empty. ``m`` is empty (every weight l2-scaled alike) or a
 0/1 float mask of the l2-penalised weights.
 """
@@ -28,7 +29,7 @@ from numba import njit
 from .jit import inner, kernel
 
 NAIVE, CLIPPING, CUMULATIVE = 0, 1, 2
-EXPONENTIAL, INVERSE, CONSTANT = 0, 1, 2
+EXPONENTIAL, INVERSE, CONSTANT, PEGASOS = 0, 1, 2, 3
 RENORMALISE_BELOW = 1e-8      # fold the shrink factor into v when it gets this small
 
 
@@ -42,12 +43,14 @@ def weight(v, m, a, k):
 
 @kernel()
 def learning_rate(eta0, alpha, schedule, k, N):
-    """Paper eq. 6 (exponential decay, written with alpha < 1), eq. 5 (inverse) or
-    constant."""
+    """Paper eq. 6 (exponential decay, written with alpha < 1), eq. 5 (inverse),
+    constant, or Pegasos' ``eta0 / (1 + k / t0)`` (``t0`` passed as alpha)."""
     if schedule == EXPONENTIAL:
         return eta0 * alpha ** (k / N)
     if schedule == INVERSE:
         return eta0 / (1.0 + k / N)
+    if schedule == PEGASOS:
+        return eta0 / (1.0 + k / alpha)
     return eta0
 
 

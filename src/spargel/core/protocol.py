@@ -67,6 +67,19 @@ lists them):
     candidates'. A pairwise MRF runs inference on its active graph and estimates the
     candidates' pair marginals from it; the log-linear model multiplies only the
     columns it needs.
+``"map"`` -- ``map_pass(order, w, ws, cov, st, prm)`` and ``map_sample(i, w)``
+    MAP decoding for the online trainers (averaged perceptron, passive-aggressive,
+    AROW: :mod:`spargel.solvers.online_margin`). ``map_sample`` decodes sample ``i``
+    at ``w`` and returns ``(idx, delta, d, n_parts)``: ``delta = F(x_i, y_i) -
+    F(x_i, y_map)``, the difference of the gold and the decoded structure's feature
+    counts on the distinct weights ``idx`` (unweighted), ``d`` the number of parts
+    (tokens; 1 for a flat sample) whose label differs, ``n_parts`` their number (None
+    for a sample that cannot be decoded against a gold structure, e.g. partially
+    labelled). ``map_pass`` is the compiled loop: for each sample of ``order`` the
+    same decoding with the current ``w``, then the update rule
+    ``prm`` of :mod:`spargel.core.online_rules` on ``w`` (the lazy average sum ``ws``,
+    AROW's variances ``cov``, the counters ``st``) in place. The first- and
+    second-order CRFs decode by Viterbi, the log-linear model by the arg max class.
 
 Nothing here is CRF-shaped: the tests run every solver on a small hand-written model.
 """
@@ -85,6 +98,7 @@ CAPABILITIES = {
     "block_sweep": ("block_sweep",),
     "bound": ("bound",),
     "grafting": ("loss_grad_subset", "candidate_grad"),
+    "map": ("map_pass", "map_sample"),
 }
 
 

@@ -18,6 +18,7 @@ Non-finite values raise ``ValueError`` naming the sequence, the token and the ke
 """
 
 import math
+from itertools import accumulate, chain
 from numbers import Real
 
 
@@ -99,7 +100,8 @@ def encode_sequences(X, vocab, grow, sep="="):
     attributes whose value is 0 (they contribute nothing).
 
     This is the hot path of tagging from dicts: plain ``str`` / ``float`` / ``int`` /
-    ``bool`` values are handled inline, anything else (nested dicts, lists, numpy
+    ``bool`` values are handled inline, and so are lists of attribute strings (CRFsuite's
+    attribute lists), anything else (nested dicts, lists, numpy
     scalars, attribute lists) goes through :func:`token_attributes`; error messages name
     the sequence and token but are only built when something is wrong.
     """
@@ -107,16 +109,29 @@ def encode_sequences(X, vocab, grow, sep="="):
 
     mapping = vocab.mapping
     get = mapping.get
-    split = vocab.split_index(sep)
+    split = None                # the key -> value -> id index, built at the first dict token
     ids, vals = [], []
     uni_ptr, seq_ptr = [0], [0]
     n_tok = 0
     for s, seq in enumerate(X):
         if isinstance(seq, (str, bytes, dict)):
             raise TypeError(f"sequence {s} must be a list of tokens, not a {type(seq).__name__}")
+        if type(seq) is list:
+            n = _plain_list_sequence(seq, mapping, get, grow, vocab, ids, vals, uni_ptr)
+            if n > 0:
+                n_tok += n
+                seq_ptr.append(n_tok)
+                continue
         n = 0
         for tok in seq:
-            if type(tok) is dict and _plain_dict(tok, get, split, grow, vocab, ids, vals, sep):
+            tt = type(tok)
+            if tt is dict:
+                if split is None:
+                    split = vocab.split_index(sep)
+                plain = _plain_dict(tok, get, split, grow, vocab, ids, vals, sep)
+            else:
+                plain = tt is list and _plain_list(tok, get, grow, vocab, ids, vals)
+            if plain:
                 pass
             else:
                 for name, v in token_attributes(tok, f"sequence {s}, token {n}: ", sep):
@@ -137,6 +152,80 @@ def encode_sequences(X, vocab, grow, sep="="):
         seq_ptr.append(n_tok)
     return (np.asarray(seq_ptr, dtype=np.int64), np.asarray(uni_ptr, dtype=np.int64),
             np.asarray(ids, dtype=np.int32), np.asarray(vals, dtype=np.float64))
+
+
+def _plain_list_sequence(seq, mapping, get, grow, vocab, ids, vals, uni_ptr):
+    """Append a whole sequence whose tokens are all lists of attribute strings (each
+    with value 1), the attribute lookups at C speed; returns its number of tokens, or 0
+    (having appended nothing) when it is not such a sequence (or is empty). A known
+    attribute is a key of the vocabulary, hence a string: only the new ones are checked,
+    and added in sorted order (per sequence)."""
+    for tok in seq:
+        if type(tok) is not list:
+            return 0
+    if not seq:
+        return 0
+    try:
+        if grow:
+            missing = set(chain.from_iterable(seq)).difference(mapping)
+            if missing:
+                new = sorted(missing)       # (a deterministic order; TypeError for mixed types)
+                for k in new:
+                    if type(k) is not str:
+                        return 0
+                for k in new:
+                    vocab.add(k)
+        found = list(map(get, chain.from_iterable(seq)))
+    except TypeError:                       # an unhashable item: the slow path says which
+        return 0
+    lens = list(map(len, seq))
+    if None in found:
+        if grow:
+            return 0                        # (not reached: every attribute was added)
+        for tok in seq:
+            for item in tok:
+                if type(item) is not str:
+                    return 0
+        start = len(ids)
+        for tok in seq:
+            for i in map(get, tok):
+                if i is not None:
+                    ids.append(i)
+            uni_ptr.append(len(ids))
+        vals.extend([1.0] * (len(ids) - start))
+        return len(seq)
+    base = len(ids)
+    ids.extend(found)
+    vals.extend([1.0] * len(found))
+    ends = accumulate(lens, initial=base)
+    next(ends)                              # (base is uni_ptr's last entry already)
+    uni_ptr.extend(ends)
+    return len(seq)
+
+
+def _plain_list(tok, get, grow, vocab, ids, vals):
+    """Append the attributes of a list of attribute strings (each with value 1);
+    returns False (having appended nothing) when some item is not a ``str``. A known
+    attribute is a key of the vocabulary, hence a string: only the unknown ones are
+    checked."""
+    try:
+        found = list(map(get, tok))
+    except TypeError:                       # an unhashable item: the slow path says which
+        return False
+    if None in found:
+        known = []
+        for item, i in zip(tok, found):
+            if i is None:
+                if type(item) is not str:
+                    return False
+                if not grow:
+                    continue
+                i = vocab.add(item)
+            known.append(i)
+        found = known
+    ids.extend(found)
+    vals.extend([1.0] * len(found))
+    return True
 
 
 def _plain_dict(tok, get, split, grow, vocab, ids, vals, sep="="):

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from ..core.protocol import ParameterLayout
 from ..core.sizes import Sized
+from .map import FlatMapCapability
 
 
 def _csr(X):
@@ -36,7 +37,7 @@ def _logsumexp_rows(Z):
     return m + np.log(np.exp(Z - m[:, None]).sum(axis=1))
 
 
-class FlatLogLinear(Sized):
+class FlatLogLinear(FlatMapCapability, Sized):
     """Multinomial logistic loss over samples ``X`` (dense or sparse) with labels ``y``
     (ints in 0..K-1), optional ``sample_weight`` and ``mask`` (see the module doc)."""
 

@@ -30,12 +30,21 @@ SOLVERS = {
                  "Grafting: the working set re-optimised by OWL-QN after every selection"),
     "gauss-seidel": ("spargel.solvers.grafting", "minimize_gauss_seidel",
                      "Gauss-Seidel: the most violating features optimised with the others fixed"),
+    "ap": ("spargel.solvers.online_margin", "minimize_ap",
+           "averaged perceptron (CRFsuite's 'ap'): MAP decoding and additive updates, averaged; no penalty"),
+    "pa": ("spargel.solvers.online_margin", "minimize_pa",
+           "passive-aggressive, types 0 / I / II (CRFsuite's 'pa'); no penalty"),
+    "arow": ("spargel.solvers.online_margin", "minimize_arow",
+             "AROW, adaptive regularisation of weight vectors (CRFsuite's 'arow'); no penalty"),
+    "l2sgd": ("spargel.solvers.l2sgd", "minimize_l2sgd",
+              "CRFsuite's 'l2sgd': per-sample SGD with an l2 penalty, step 1 / (lambda (t0 + t)), t0 calibrated"),
 }
 
 
 # iterations (passes over the data for SGD) when the estimator's max_iter is None
 DEFAULT_MAX_ITER = {"lbfgs": 500, "owlqn": 500, "sgd-l1": 30, "cd": 200, "bcd": 200, "fista": 2000, "bound": 100,
-                    "grafting-light": 2000, "grafting": 5000, "gauss-seidel": 5000}
+                    "grafting-light": 2000, "grafting": 5000, "gauss-seidel": 5000,
+                    "ap": 100, "pa": 100, "arow": 100, "l2sgd": 1000}
 
 
 def default_max_iter(name):

@@ -1,0 +1,153 @@
+"""Online max-margin and perceptron trainers (CRFsuite's ``ap``, ``pa`` and ``arow``)
+on any model with the ``"map"`` capability (:mod:`spargel.core.protocol`).
+
+Each epoch visits the samples in a fresh random order; for each sample the model
+decodes its MAP structure with the current weights and, when it differs from the gold
+one in ``d > 0`` parts (tokens), the weights move along the difference
+``delta = F(x, y) - F(x, y_map)`` of the two structures' feature counts:
+
+``ap`` -- averaged perceptron (Collins 2002)
+    ``w += delta``; the result is the average of the weights over all steps.
+``pa`` -- passive-aggressive (Crammer et al. 2006)
+    ``w += tau * delta`` with the cost ``s(y_map) - s(y) + sqrt(d)`` (``error_sensitive``)
+    or ``+ 1``, and ``tau = cost / ||delta||^2`` (type 0), ``min(c, cost /
+    ||delta||^2)`` (type I) or ``cost / (||delta||^2 + 1 / (2 c))`` (type II);
+    averaged like the perceptron when ``averaging``.
+``arow`` -- adaptive regularisation of weight vectors (Mejer & Crammer 2010)
+    a mean ``w`` and a diagonal variance ``sigma`` (``variance`` at first):
+    ``w += alpha sigma delta`` with ``alpha = cost / (gamma + sum sigma delta^2)``,
+    the cost ``s(y_map) - s(y) + d``, then ``sigma <- 1 / (1 / sigma + delta^2 /
+    gamma)``; no averaging.
+
+The averages use the lazy trick (one extra vector, see
+:mod:`spargel.core.online_rules`). Stopping follows CRFsuite: after ``max_iter``
+epochs (CRFsuite's default 100), or when the epoch's loss divided by the number of
+samples falls below ``epsilon`` (default 0, so only ``max_iter`` stops ``ap`` and
+``pa``; ``arow`` stops at ``<= epsilon``, i.e. after an epoch without a mistake). The
+loss is, per sample with a mistake, ``d / n_parts`` for the perceptron and the cost
+for PA and AROW (sample weights multiply it). These trainers take no penalty: the
+model's ``l1`` / ``l2`` must be 0. ``tol``, ``gtol`` and ``window`` are not used.
+"""
+
+import math
+
+import numpy as np
+
+from ..core import online_rules as R
+from ..core.protocol import require
+from .base import HistoryRecorder, SolverResult, check_start
+
+DEFAULT_MAX_ITER = 100
+
+
+def _check_no_penalty(penalty, name):
+    if penalty is None:
+        return
+    if not getattr(penalty, "separable", False):
+        raise ValueError(f"solver {name!r} takes no penalty; got {type(penalty).__name__}")
+    uni = penalty.uniform()
+    if uni is not None:
+        nonzero = uni[0] != 0 or uni[1] != 0
+    else:
+        l1, l2 = penalty.per_weight(len(penalty.scale) if penalty.scale is not None else 1)
+        nonzero = bool(np.any(l1 != 0) or np.any(l2 != 0))
+    if nonzero:
+        raise ValueError(f"solver {name!r} takes no penalty (its regularisation is its own: "
+                         f"averaging, the PA aggressiveness c, AROW's gamma); set l1=0 and l2=0")
+
+
+def _number(name, value, positive=True):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or (positive and value <= 0) or value < 0:
+        raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
+    return value
+
+
+def _flag(name, value):
+    if isinstance(value, (bool, np.bool_)) or value in (0, 1):
+        return bool(value)
+    raise ValueError(f"{name} must be True or False (or 1 / 0), got {value!r}")
+
+
+def _run(name, rule, model, penalty, w0, max_iter, monitor, epsilon, random_state, shuffle, averaging,
+         pa_type=1, c=1.0, error_sensitive=True, variance=1.0, gamma=1.0):
+    require(model, name, "map")
+    _check_no_penalty(penalty, name)
+    max_iter = int(max_iter)
+    if max_iter < 0:
+        raise ValueError(f"max_iter must be >= 0, got {max_iter}")
+    epsilon = _number("epsilon", epsilon, positive=False)
+    shuffle = _flag("shuffle", shuffle)
+    w = check_start(model, w0)
+    n = int(model.n_params)
+    N = int(model.n_samples)
+    ws = np.zeros(n)
+    cov = np.full(n, variance) if rule == R.AROW else np.zeros(0)
+    prm = np.array([rule, pa_type, c, 1.0 if error_sensitive else 0.0, gamma], dtype=np.float64)
+    st = np.array([1.0, 0.0, 0.0])
+    rng = np.random.default_rng(random_state)
+    history = HistoryRecorder(monitor)
+    stop = "max_iter"
+
+    def current():
+        if averaging:
+            return w - ws / st[0]
+        return w.copy()
+
+    out = current()
+    it = 0
+    try:
+        for it in range(1, max_iter + 1):
+            order = rng.permutation(N) if shuffle else np.arange(N)
+            st[1] = 0.0
+            st[2] = 0.0
+            model.map_pass(order.astype(np.int64), w, ws, cov, st, prm)
+            out = current()
+            loss = float(st[1])
+            ratio = loss / max(N, 1)
+            if not np.all(np.isfinite(out)):
+                raise FloatingPointError(f"solver {name!r}: the weights are not finite after epoch {it}")
+            if history.record(it, loss, loss, 0.0, out, it, loss_per_sample=ratio, updates=int(st[2])):
+                stop = "callback"
+                break
+            if (ratio <= epsilon) if rule == R.AROW else (ratio < epsilon):
+                stop = "tol"
+                break
+    except KeyboardInterrupt:
+        stop = "interrupted"
+        out = current()
+    obj = history.rows[-1]["loss"] if history.rows else math.nan
+    return SolverResult(w=out, objective=obj, n_iter=len(history.rows), n_evals=len(history.rows),
+                        stop_reason=stop, history=history.rows)
+
+
+def minimize_ap(model, penalty=None, w0=None, *, max_iter=DEFAULT_MAX_ITER, tol=None, gtol=None, window=None,
+                monitor=None, epsilon=0.0, random_state=None, shuffle=True):
+    """Averaged perceptron (CRFsuite's ``ap``); see the module documentation. Options:
+    ``epsilon`` (0), ``random_state``, ``shuffle`` (True)."""
+    return _run("ap", R.AP, model, penalty, w0, max_iter, monitor, epsilon, random_state, shuffle, True)
+
+
+def minimize_pa(model, penalty=None, w0=None, *, max_iter=DEFAULT_MAX_ITER, tol=None, gtol=None, window=None,
+                monitor=None, epsilon=0.0, pa_type=1, c=1.0, error_sensitive=True, averaging=True,
+                random_state=None, shuffle=True):
+    """Passive-aggressive (CRFsuite's ``pa``); see the module documentation. Options:
+    ``pa_type`` (0, 1 or 2; default 1), ``c`` (1), ``error_sensitive`` (True),
+    ``averaging`` (True), ``epsilon`` (0), ``random_state``, ``shuffle`` (True)."""
+    if isinstance(pa_type, bool) or pa_type not in (0, 1, 2):
+        raise ValueError(f"pa_type must be 0, 1 or 2, got {pa_type!r}")
+    c = _number("c", c)
+    return _run("pa", R.PA, model, penalty, w0, max_iter, monitor, epsilon, random_state, shuffle,
+                _flag("averaging", averaging), pa_type=int(pa_type), c=c,
+                error_sensitive=_flag("error_sensitive", error_sensitive))
+
+
+def minimize_arow(model, penalty=None, w0=None, *, max_iter=DEFAULT_MAX_ITER, tol=None, gtol=None, window=None,
+                  monitor=None, epsilon=0.0, variance=1.0, gamma=1.0, random_state=None, shuffle=True):
+    """AROW (CRFsuite's ``arow``); see the module documentation. Options: ``variance``
+    (1, the initial variance of every weight), ``gamma`` (1), ``epsilon`` (0),
+    ``random_state``, ``shuffle`` (True)."""
+    return _run("arow", R.AROW, model, penalty, w0, max_iter, monitor, epsilon, random_state, shuffle, False,
+                variance=_number("variance", variance), gamma=_number("gamma", gamma))
