@@ -9,6 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
+from spargel.chain import decoding as D
 from spargel.chain import inference as C
 
 
@@ -93,9 +94,9 @@ def _infer(trans, E, corr, K=4):
     logz_log = C.forward_backward_log(Ep, n, trans, corr, la, lb, np.zeros(n), glog, counts_log, need, Plog, fv_t,
                                       cand)
     path = np.zeros(n, np.int32)
-    best = C.viterbi(Ep, n, trans, corr, np.zeros((n, S)), np.zeros((n, S), np.int32), fv_t, path)
+    best = D.viterbi(Ep, n, trans, corr, np.zeros((n, S)), np.zeros((n, S), np.int32), fv_t, path)
     paths, scores = np.zeros((K, n), np.int32), np.zeros(K)
-    found = C.nbest(Ep, n, trans, corr, K, fv_t, paths, scores)
+    found = D.nbest(Ep, n, trans, corr, K, fv_t, paths, scores)
     return dict(logz=logz, gamma=gamma[:, :S], P=P, counts=counts, logz_log=logz_log, gamma_log=glog[:, :S],
                 P_log=Plog, counts_log=counts_log, best=best, path=path, nbest=scores[:found],
                 nbest_paths=paths[:found])

@@ -32,6 +32,7 @@ from numba import njit
 from ..core import lazy_l1 as Z
 from ..core.jit import inner, kernel
 
+from . import decoding as D
 from . import inference as C
 from . import crf_kernels as K
 
@@ -422,7 +423,7 @@ def decode_all(w, space, data, aux, trans, fixed, out, scores, buf, lbuf):
         n = hi - lo
         state_scores(w, space, data, aux, lo, hi, U, E)
         constrain(E, fixed, lo, n, L)
-        scores[s] = C.viterbi(E, n, trans, corr, delta, back, fv_t, out[lo:hi])
+        scores[s] = D.viterbi(E, n, trans, corr, delta, back, fv_t, out[lo:hi])
         for t in range(lo, hi):
             out[t] = out[t] % L
 
@@ -483,7 +484,7 @@ def nbest_one(w, space, data, aux, trans, s, fixed, K_, paths, scores, buf, lbuf
     n = hi - lo
     state_scores(w, space, data, aux, lo, hi, U, E)
     constrain(E, fixed, lo, n, L)
-    found = C.nbest(E, n, trans, corr, K_, lbuf[3], paths, scores)
+    found = D.nbest(E, n, trans, corr, K_, lbuf[3], paths, scores)
     for r in range(found):
         for t in range(n):
             paths[r, t] = paths[r, t] % L

@@ -49,6 +49,7 @@ from numba import njit
 from ..core import lazy_l1 as Z
 from ..core.jit import inner, kernel
 
+from . import decoding as D
 from . import inference as C
 
 FAST = C.FAST
@@ -575,7 +576,7 @@ def decode_all(w, space, data, aux, trans, bl, fixed, out, scores, buf, lbuf):
         clamp_labels(E, fixed, lo, n, L)
         if bl is not None:
             corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7])
-        scores[s] = C.viterbi(E, n, trans, corr, alpha, back, fv_t, out[lo:hi])
+        scores[s] = D.viterbi(E, n, trans, corr, alpha, back, fv_t, out[lo:hi])
 
 
 @kernel()
@@ -642,7 +643,7 @@ def nbest_one(w, space, data, aux, trans, bl, s, fixed, K, paths, scores, buf, l
     clamp_labels(E, fixed, lo, n, L)
     if bl is not None:
         corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
-    return C.nbest(E, n, trans, corr, K, lbuf[3], paths, scores)
+    return D.nbest(E, n, trans, corr, K, lbuf[3], paths, scores)
 
 
 @kernel()

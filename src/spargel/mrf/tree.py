@@ -41,7 +41,7 @@ def forest_inference(graph, node_theta, edge_theta, *, evidence=None):
     """Exact :class:`~spargel.mrf.exact.ExactResult` of a graph whose active
     edges form a forest (``ValueError`` otherwise). ``evidence``: ``{variable: state}``
     clamps (log Z of the clamped sum, conditional marginals)."""
-    from .exact import ExactResult, shift_potentials
+    from .potentials import ExactResult, shift_potentials
     plan = forest_plan_of(graph)
     if plan is None:
         raise ValueError("the active edges have a cycle")
