@@ -41,7 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from spargel.gaussian.estimator import Nonparanormal, SparseGaussianMRFSelect  # noqa: E402
+from spargel.gaussian.selection import Nonparanormal, SparseGaussianMRFSelect  # noqa: E402
 from spargel.gaussian.select import standardize  # noqa: E402
 
 _R_NPN = r"""

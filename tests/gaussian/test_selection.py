@@ -11,7 +11,8 @@ import pytest
 from gmrf_helpers import kkt_violation
 from scipy.stats import norm, spearmanr
 
-from spargel.gaussian.estimator import Nonparanormal, SparseGaussianMRF, SparseGaussianMRFSelect
+from spargel.gaussian.estimator import SparseGaussianMRF
+from spargel.gaussian.selection import Nonparanormal, SparseGaussianMRFSelect
 from spargel.gaussian.select import ric_alpha, stars_choice
 from spargel.gaussian.solve import solve_gaussian
 

@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("sklearn", minversion="1.6")      # tags API
 sklearn_checks = pytest.importorskip("sklearn.utils.estimator_checks")
 
-from spargel.gaussian.estimator import (Nonparanormal, SparseGaussianMRF,  # noqa: E402
-                                         SparseGaussianMRFCV, SparseGaussianMRFSelect)
+from spargel.gaussian.estimator import SparseGaussianMRF, SparseGaussianMRFCV  # noqa: E402
+from spargel.gaussian.selection import Nonparanormal, SparseGaussianMRFSelect  # noqa: E402
 
 # small grids keep the CV and selection estimators' checks fast
 _ESTIMATORS = [SparseGaussianMRF(alpha=0.05), SparseGaussianMRFCV(alphas=3, cv=3),

@@ -1,0 +1,347 @@
+"""Choosing a Gaussian MRF's alpha as R's huge does (:class:`SparseGaussianMRFSelect`:
+EBIC, StARS, RIC) and the nonparanormal transforms of non-Gaussian data
+(:class:`Nonparanormal`), scikit-learn style."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..core.params import ParamsMixin
+from ..errors import DataFormatError, NotFittedError
+from .estimator import _check_alphas, _FittedMixin
+
+__all__ = ["SparseGaussianMRFSelect", "Nonparanormal"]
+
+
+_CRITERIA = ("ebic", "stars", "ric")
+
+
+class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
+    """:class:`SparseGaussianMRF` with ``alpha`` chosen by EBIC, StARS or RIC, as R's
+    ``huge`` + ``huge.select`` choose it.
+
+    The data are standardised (columns centred and divided by their sample
+    standard deviation), so the penalised problem is posed on the correlation
+    matrix R, with the diagonal penalised by default as in ``huge``'s glasso:
+    ``min -log det K + tr(R K) + alpha sum_ij |K_ij|``. The path is ``alphas``
+    values from ``alpha_max = max_{i != j} |R_ij|`` down geometrically to
+    ``alpha_min_ratio * alpha_max`` (``huge``'s default path for 10 and 0.1),
+    or a given list. Criteria (definitions in :mod:`spargel.gaussian.select`):
+
+    * ``'ebic'``: ``-n (log det K - tr(R K)) + |E| (log n + 4 gamma log p)``,
+      smallest on the path;
+    * ``'stars'``: edge stability over ``n_subsamples`` random subsamples
+      (``10 sqrt(n)`` samples when n > 144, else 0.8 n; ``subsample_size``
+      to set it; ``subsamples`` to give the index sets themselves): the smallest
+      alpha whose larger alphas all have variability below
+      ``stars_threshold``;
+    * ``'ric'``: the rotation information criterion, an alpha computed from the
+      data (not from the path), min over ``n_rotations`` random row shifts (or
+      the given ``rotations``) of the largest cross-product of a shifted column
+      with another column, over n; the model is then fitted at that alpha.
+
+    Parameters
+    ----------
+    criterion : 'ebic' (default), 'stars' or 'ric'.
+    alphas : int (path length, default 10) or a list of alphas > 0.
+    alpha_min_ratio : end of the default path (default 0.1).
+    gamma : EBIC's gamma (default 0.5).
+    stars_threshold : StARS threshold on the variability (default 0.1).
+    n_subsamples, subsample_size, subsamples : StARS subsampling (above).
+    n_rotations, rotations : RIC's random shifts (default 20; all n shifts
+        when n <= 20), or the shifts themselves.
+    penalize_diagonal : default True (as huge); False leaves it unpenalised.
+    random_state : seed of the subsamples / rotations.
+    n_jobs : threads: StARS fits its subsamples' paths concurrently (same result);
+        otherwise used for screened components as in :class:`SparseGaussianMRF`.
+    solver, tol, max_iter, screen, verbose : as in :class:`SparseGaussianMRF`.
+
+    Attributes
+    ----------
+    alpha_ : the chosen alpha (on the correlation scale); alphas_ : the path.
+    criterion_scores_ : per alpha of the path: the EBIC score, or StARS's
+        variability (None for RIC). edges_path_ : edges per alpha of the path
+        (fitted on all data). loglik_path_ : ``log det K - tr(R K)`` per alpha.
+    edge_frequency_ : StARS only, (p, p) fraction of subsamples with each edge
+        at the chosen alpha.
+    precision_, covariance_ : the estimate at ``alpha_``, mapped back to the
+        units of X (``K_ij / (sd_i sd_j)``; same graph); location_ : the mean;
+    and the other attributes of :class:`SparseGaussianMRF` (objective_ and the
+    gap are those of the standardised problem).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((200, 5)); X[:, 1] += X[:, 0]
+    >>> sel = SparseGaussianMRFSelect(criterion="ebic").fit(X)
+    >>> [0, 1] in sel.edges_.tolist(), sel.alpha_ in sel.alphas_
+    (True, True)
+    """
+
+    def __init__(self, criterion="ebic", *, alphas=10, alpha_min_ratio=0.1, gamma=0.5,
+                 stars_threshold=0.1, n_subsamples=20, subsample_size=None, subsamples=None,
+                 n_rotations=20, rotations=None, penalize_diagonal=True, solver="auto",
+                 tol=None, max_iter=None, screen=True, n_jobs=1, random_state=None,
+                 verbose=False):
+        self.criterion = criterion
+        self.alphas = alphas
+        self.alpha_min_ratio = alpha_min_ratio
+        self.gamma = gamma
+        self.stars_threshold = stars_threshold
+        self.n_subsamples = n_subsamples
+        self.subsample_size = subsample_size
+        self.subsamples = subsamples
+        self.n_rotations = n_rotations
+        self.rotations = rotations
+        self.penalize_diagonal = penalize_diagonal
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.screen = screen
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _path(self, R, alphas, n_jobs=None):
+        from spargel.gaussian.path import gaussian_path
+
+        return gaussian_path(R, alphas, solver=self.solver, tol=self.tol, max_iter=self.max_iter,
+                             penalize_diagonal=self.penalize_diagonal, screen=self.screen,
+                             n_jobs=self.n_jobs if n_jobs is None else n_jobs)
+
+    def fit(self, X, y=None):
+        """Standardise X, fit the path, choose alpha by the criterion, keep that fit."""
+        import numbers
+        import sys
+
+        from spargel.gaussian.path import alpha_grid
+        from spargel.gaussian.select import (default_subsample_size, ebic_scores,
+                                             log_likelihood_terms, ric_alpha, standardize,
+                                             stars_choice, stars_variability)
+
+        if self.criterion not in _CRITERIA:
+            raise ValueError(f"criterion must be one of {', '.join(map(repr, _CRITERIA))}, "
+                             f"got {self.criterion!r}")
+        for name in ("gamma", "stars_threshold"):
+            v = getattr(self, name)
+            if isinstance(v, (bool, str)) or not isinstance(v, numbers.Real) or \
+                    not np.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        X = self._data(X, reset=True)
+        n, p = X.shape
+        if n < 3:
+            raise DataFormatError("X", None, f"need at least 3 samples to standardise and fit, "
+                                  f"got {n} sample{'s' if n != 1 else ''}")
+        sd = X.std(axis=0, ddof=1)
+        if np.any(sd == 0):
+            raise DataFormatError("X", None, f"column {int(np.flatnonzero(sd == 0)[0])} is "
+                                  "constant (zero variance): it cannot be standardised")
+        Z = standardize(X)
+        R = Z.T @ Z / (n - 1)
+        R = 0.5 * (R + R.T)
+        np.fill_diagonal(R, 1.0)
+        if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
+            alphas = alpha_grid(R, int(self.alphas), self.alpha_min_ratio)
+        else:
+            alphas = np.sort(_check_alphas(self.alphas))[::-1]
+        rng = np.random.default_rng(self.random_state)
+        iu = np.triu_indices(p, 1)
+        path = self._path(R, alphas)
+        edges = np.array([np.count_nonzero(r.precision[iu]) for r in path])
+        loglik = np.array([log_likelihood_terms(r.precision, R) for r in path])
+        self.alphas_ = alphas
+        self.edges_path_ = edges
+        self.loglik_path_ = loglik
+        self.criterion_scores_ = None
+        if self.criterion == "ebic":
+            scores = ebic_scores(loglik, edges, n=n, p=p, gamma=self.gamma)
+            best = int(np.argmin(scores))
+            self.criterion_scores_ = scores
+            chosen, alpha = path[best], float(alphas[best])
+        elif self.criterion == "stars":
+            subs = self._subsamples(n, rng, default_subsample_size)
+            parallel = self.n_jobs is not None and self.n_jobs != 1 and len(subs) > 1
+
+            def edges_of(b):
+                idx = subs[b]
+                Zb = standardize(X[idx])
+                Rb = Zb.T @ Zb / (len(idx) - 1)
+                Rb = 0.5 * (Rb + Rb.T)
+                np.fill_diagonal(Rb, 1.0)
+                path_b = self._path(Rb, alphas, n_jobs=1 if parallel else None)
+                out = np.array([r.precision[iu] != 0 for r in path_b])
+                if self.verbose:
+                    print(f"StARS subsample {b + 1} of {len(subs)}", file=sys.stderr, flush=True)
+                return out
+
+            # the subsamples' paths on n_jobs threads (the solvers release the GIL);
+            # counts are added in subsample order, so the result does not depend on it
+            if parallel:
+                from concurrent.futures import ThreadPoolExecutor
+
+                workers = None if self.n_jobs == -1 else int(self.n_jobs)
+                with ThreadPoolExecutor(max_workers=workers) as ex:
+                    per_sub = list(ex.map(edges_of, range(len(subs))))
+            else:
+                per_sub = [edges_of(b) for b in range(len(subs))]
+            counts = np.zeros((alphas.size, iu[0].size))
+            for e in per_sub:
+                counts += e
+            var = stars_variability(counts, len(subs))
+            best = stars_choice(var, self.stars_threshold)
+            self.criterion_scores_ = var
+            freq = np.zeros((p, p))
+            freq[iu] = counts[best] / len(subs)
+            self.edge_frequency_ = freq + freq.T
+            chosen, alpha = path[best], float(alphas[best])
+        else:
+            rot = self._rotations(n, rng)
+            alpha = ric_alpha(Z, rot)
+            self.rotations_ = np.asarray(rot)
+            chosen = self._path(R, [alpha])[0]
+        self.alpha_ = alpha
+        self._result = chosen
+        ss = np.outer(sd, sd)
+        mapped = dataclasses.replace(chosen, precision=chosen.precision / ss,
+                                     covariance=chosen.covariance * ss)
+        self._store(mapped, p)
+        self.location_ = X.mean(axis=0)
+        self.n_samples_ = n
+        return self
+
+    def _subsamples(self, n, rng, default_size):
+        if self.subsamples is not None:
+            subs = [np.asarray(s, dtype=np.int64).ravel() for s in self.subsamples]
+            for k, s in enumerate(subs):
+                if s.size < 3 or s.min() < 0 or s.max() >= n:
+                    raise ValueError(f"subsamples[{k}] must hold at least 3 row indices in "
+                                     f"[0, {n})")
+            if not subs:
+                raise ValueError("subsamples is empty")
+            return subs
+        size = default_size(n) if self.subsample_size is None else int(self.subsample_size)
+        if not 3 <= size <= n:
+            raise ValueError(f"subsample_size must be in [3, {n}], got {size}")
+        k = int(self.n_subsamples)
+        if k < 1:
+            raise ValueError(f"n_subsamples must be >= 1, got {self.n_subsamples!r}")
+        return [np.sort(rng.choice(n, size=size, replace=False)) for _ in range(k)]
+
+    def _rotations(self, n, rng):
+        if self.rotations is not None:
+            rot = [int(r) for r in np.asarray(self.rotations).ravel()]
+            if not rot:
+                raise ValueError("rotations is empty")
+            return rot
+        k = int(self.n_rotations)
+        if k < 1:
+            raise ValueError(f"n_rotations must be >= 1, got {self.n_rotations!r}")
+        if n <= k:
+            return list(range(1, n + 1))
+        return [int(r) + 1 for r in rng.choice(n, size=k, replace=False)]
+
+
+_NPN_METHODS = ("shrinkage", "truncation", "skeptic")
+
+
+class Nonparanormal(ParamsMixin):
+    """The nonparanormal transform of R's ``huge.npn`` as a scikit-learn transformer.
+
+    ``method='shrinkage'`` (default): each column becomes
+    ``Phi^-1(rank / (n + 1))`` (ties at their average rank), all divided by the
+    standard deviation of the first transformed column; ``'truncation'``:
+    ``Phi^-1`` of ``rank / n`` clipped to ``[delta, 1 - delta]`` (``delta``:
+    ``truncation``, default ``1 / (4 n^(1/4) sqrt(pi log n))``), scaled the same
+    way. ``fit_transform(X)`` equals ``huge.npn(X)``; ``transform`` of new
+    rows ranks each value among the training column (a value between training
+    values gets the rank halfway), so a training row maps to itself.
+
+    ``method='skeptic'`` returns no data but the SKEPTIC correlation matrix
+    ``2 sin(pi / 6 * rho)`` (rho: Spearman), ``huge.npn(X, "skeptic")``:
+    ``transform(X)`` is that (p, p) matrix of X, to be passed on as a
+    covariance (``covariance_`` holds the one of the training data).
+
+    >>> import numpy as np
+    >>> X = np.exp(np.random.default_rng(0).standard_normal((50, 3)))
+    >>> Z = Nonparanormal().fit_transform(X)
+    >>> bool(np.allclose(Nonparanormal().fit(X).transform(X), Z))
+    True
+    """
+
+    def __init__(self, method="shrinkage", *, truncation=None):
+        self.method = method
+        self.truncation = truncation
+
+    def _check(self):
+        if self.method not in _NPN_METHODS:
+            raise ValueError(f"method must be one of {', '.join(map(repr, _NPN_METHODS))}, "
+                             f"got {self.method!r}")
+
+    def fit(self, X, y=None):
+        from spargel.gaussian.npn import (npn_shrinkage, npn_truncation, skeptic_correlation,
+                                          truncation_level)
+        from spargel.gaussian.objective import as_matrix
+
+        self._check()
+        X = as_matrix(X, "X")
+        n = X.shape[0]
+        if n < 2:
+            raise DataFormatError("X", None, f"need at least 2 samples to rank, got {n} sample")
+        self.n_features_in_ = X.shape[1]
+        self.n_samples_ = n
+        if self.method == "skeptic":
+            self.covariance_ = skeptic_correlation(X)
+            return self
+        self.sorted_ = np.sort(X, axis=0)
+        if self.method == "shrinkage":
+            _, self.scale_ = npn_shrinkage(X, return_scale=True)
+        else:
+            self.delta_ = truncation_level(n) if self.truncation is None else float(self.truncation)
+            if not 0 < self.delta_ < 0.5:
+                raise ValueError(f"truncation must be in (0, 0.5), got {self.truncation!r}")
+            _, self.scale_ = npn_truncation(X, self.delta_, return_scale=True)
+        return self
+
+    def transform(self, X):
+        from scipy.special import ndtri
+
+        from spargel.gaussian.npn import skeptic_correlation
+        from spargel.gaussian.objective import as_matrix
+
+        if not hasattr(self, "n_features_in_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call "
+                                 "'fit' with appropriate arguments before using this estimator.")
+        if not hasattr(X, "nnz") and np.asarray(X).ndim == 1:
+            raise DataFormatError("X", None, "expected a 2-D array, got a 1-D array; Reshape "
+                                  "your data with X.reshape(-1, 1) for one variable or "
+                                  "X.reshape(1, -1) for one sample")
+        X = as_matrix(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
+        if self.method == "skeptic":
+            return skeptic_correlation(X)
+        n = self.n_samples_
+        ranks = np.empty_like(X)
+        for j in range(X.shape[1]):
+            col = self.sorted_[:, j]
+            lo = np.searchsorted(col, X[:, j], side="left")
+            hi = np.searchsorted(col, X[:, j], side="right")
+            ranks[:, j] = lo + (hi - lo + 1) / 2.0        # average rank; halfway when absent
+        if self.method == "shrinkage":
+            Z = ndtri(ranks / (n + 1))
+        else:
+            Z = ndtri(np.clip(ranks / n, self.delta_, 1.0 - self.delta_))
+        return Z / self.scale_
+
+    def fit_transform(self, X, y=None):
+        return self.fit(X).transform(X)
+
+    def _more_sklearn_tags(self, tags):
+        from sklearn.utils import TransformerTags
+
+        tags.transformer_tags = TransformerTags()
+        tags.input_tags.allow_nan = False
