@@ -6,7 +6,7 @@ The format, as Wapiti 1.5 writes it: a text file of lines, every string in it a
 
 * ``#mdl#TYPE#N``: the model type (0 maxent, 1 MEMM, 2 CRF) and the number N of
   weight lines at the end;
-* ``#rdr#P/C/A``: the reader: the number P of patterns, the number C of columns they
+* ``#rdr#P/C/A``: the reader: the number P of patterns, the highest column C they
   use and a flag A (Wapiti's ``autouni``); then the P patterns, each as the pattern
   file's line after Wapiti's cleaning (comment and trailing blanks removed, the kind
   letter lower-cased);
@@ -125,7 +125,8 @@ class _Cursor:
         (``unit``: the fewest bytes one item takes)."""
         n = int(m.group(group))
         if n * unit > self.left():
-            self.fail(f"{n} {what} announced, but only {self.left()} bytes follow")
+            left, self.pos = self.left(), m.start()
+            self.fail(f"{n} {what} announced, but only {left} bytes follow")
         return n
 
 
@@ -188,7 +189,7 @@ def read_bytes(data, name="<bytes>"):
         text = m.group(2).decode("ascii")
         try:
             v = float.fromhex(text) if "x" in text.lower() else float(text)
-        except ValueError:
+        except (ValueError, OverflowError):
             v = math.nan
         if not math.isfinite(v):
             c.fail(f"weight {text!r} is not a finite number")
@@ -332,7 +333,7 @@ def to_wapiti_model(est):
     if not observations:
         raise ValueError("cannot write a Wapiti model: every weight is zero (Wapiti refuses a model "
                          "without observations)")
-    return WapitiModel(CRF_TYPE, patterns, tpl.n_columns_required, 0, [str(c) for c in est.classes_],
+    return WapitiModel(CRF_TYPE, patterns, max(tpl.n_columns_required - 1, 0), 0, [str(c) for c in est.classes_],
                        observations, np.concatenate(index).astype(np.int64), np.concatenate(weights))
 
 

@@ -139,6 +139,7 @@ examples:
   spargel train --pattern chunking.tpl --dev test.txt train.txt chunk.model
   spargel train --l1 0.5 --l2 1e-3 --history run.jsonl train.txt model
   spargel train --order 2 --pattern np.tpl train.txt np.model
+  spargel train --pattern-format wapiti -p pat.txt --model-format wapiti train.txt m.wapiti
 """
 
 _LABEL_EPILOG = """\
@@ -164,6 +165,10 @@ input:
   in CRFsuite's data format (label, then tab-separated attributes 'name' or
   'name:value') and the output is 'crfsuite tag''s: one predicted label a line
   (with --marginals: 'label:probability', as 'crfsuite tag -i').
+
+  MODEL may also be a Wapiti model file ('wapiti train') or a CRF++ text model
+  ('crf_learn -t' writes MODEL.txt): its patterns generate the observations from
+  INPUT's columns, as 'wapiti label' and 'crf_test' do.
 
 output:
   OUTPUT is written completely or not at all (a temporary file renamed at the
@@ -213,6 +218,8 @@ output:
   label is __BOS__, and the label triples have the observation 'T' and the two
   previous labels, space-separated. Sorted by decreasing |weight| unless --sort
   says otherwise; pipe into 'sort -t$'\\t' -k4,4g' for other orders.
+  --format wapiti writes instead the model as a Wapiti model file (refused with
+  the reason when the format cannot hold it: see docs/migration.md).
 """
 
 _PLOT_EPILOG = """\
@@ -297,6 +304,10 @@ def build_parser():
     p.add_argument("--no-pad", dest="pad", action="store_false",
                    help="drop features that look outside the sequence instead of using the "
                         "CRF++ markers _B-1, _B+1, ... (CRFsuite's habit)")
+    p.add_argument("--model-format", choices=("spargel", "wapiti"), default="spargel",
+                   help="the model file's format: spargel (any model) or wapiti (Wapiti 1.5's, read by "
+                        "'wapiti label -m' and by spargel; first-order models trained with a Wapiti "
+                        "pattern file only)")
     p.add_argument("--seed", type=int, default=None, help="random seed for randomised solvers")
     p.add_argument("--unknown-label", metavar="MARK",
                    help="a label equal to MARK means 'unknown here' (partially labelled training data: "
@@ -386,6 +397,10 @@ def build_parser():
     p.add_argument("--sort", choices=("abs", "weight", "name", "none"), default="abs",
                    help="abs: decreasing |weight|; weight: decreasing weight; name: by "
                         "observation; none: model order")
+    p.add_argument("--format", dest="dump_format", choices=("table", "wapiti"), default="table",
+                   help="table: the non-zero weights, tab-separated; wapiti: the model as a Wapiti "
+                        "model file (for 'wapiti label -m'; first-order models trained with a Wapiti "
+                        "pattern file)")
     p.add_argument("--kind", choices=("all", "state", "bigram", "transition"), default="all",
                    help="which weights to list")
     p.set_defaults(func=cmd_dump)
@@ -771,6 +786,7 @@ def cmd_train(args):
             s.labels = [None if lab == args.unknown_label else lab for lab in s.labels]
     n_cols = len(sents[0].columns[0])
     text = _template_text(args, n_cols, name, sents[0].line)
+    _check_model_format(args, text)
     known = {lab for s in sents for lab in s.labels if lab is not None}
     if len(known) < 2:
         if not known:
@@ -819,7 +835,7 @@ def _fit_and_save(crf, args, say, t0, fit):
             fit(callback)
             stopper.saving = True
             interrupted = stopper.requested or crf.stop_reason_ == "interrupted"
-            crf.save(args.model)
+            _save_model(crf, args)
             interrupted = interrupted or stopper.requested
     finally:
         if history is not None:
@@ -832,6 +848,37 @@ def _fit_and_save(crf, args, say, t0, fit):
         raise CommandError(f"{args.history}: {history.error}; the history is incomplete (the model "
                            f"was written to {args.model})")
     return 130 if interrupted else 0
+
+
+def _check_model_format(args, template_text):
+    """Refuse, before training, a --model-format that cannot hold the model."""
+    if getattr(args, "model_format", "spargel") != "wapiti":
+        return
+    from ..data.templates import Template
+    why = None
+    if args.order != 1:
+        why = "Wapiti's models are first-order"
+    elif not args.pad:
+        why = "Wapiti always pads (drop --no-pad)"
+    elif not args.pattern:
+        why = "a Wapiti model holds the patterns of a Wapiti pattern file: give one with --pattern"
+    elif Template.parse(template_text, source=args.pattern).format != "wapiti":
+        why = (f"{args.pattern} is read as a CRF++ template; Wapiti reads its own pattern language: add "
+               f"--pattern-format wapiti (or a first line '# format: wapiti')")
+    if why is not None:
+        raise UsageError(f"train: --model-format wapiti: {why}")
+
+
+def _save_model(model, args):
+    """Write the trained model to MODEL in --model-format."""
+    if getattr(args, "model_format", "spargel") != "wapiti":
+        return model.save(args.model)
+    from ..chain import wapiti_format
+    try:
+        text = wapiti_format.to_text(wapiti_format.to_wapiti_model(model))
+    except ValueError as exc:
+        raise CommandError(f"{args.model}: {exc}") from None
+    write_output(args.model, text)
 
 
 def _train_on_cluster(args, say):
@@ -851,6 +898,7 @@ def _train_on_cluster(args, say):
     first = next(read_conll(args.train, encoding=args.encoding))
     n_cols = len(first.columns[0])
     text = _template_text(args, n_cols, args.train, first.line)
+    _check_model_format(args, text)
     dev_x = dev_y = None
     if args.dev:
         dev, _, _ = _read_sentences(args.dev, encoding=args.encoding)
@@ -909,6 +957,7 @@ def _train_streaming(args, say):
     first = next(read_conll(args.train, encoding=args.encoding))
     n_cols = len(first.columns[0])
     text = _template_text(args, n_cols, args.train, first.line)
+    _check_model_format(args, text)
     params = dict(l1=args.l1, l2=args.l2, feature_space=args.feature_space, pad=args.pad,
                   random_state=args.seed, order=args.order)
     if args.init:
@@ -949,7 +998,7 @@ def _train_streaming(args, say):
                 raise CommandError(f"{args.train}: --max-iter 0 with --stream and no --init "
                                    "trains nothing")
             done = model
-        done.save(args.model)
+        _save_model(done, args)
         interrupted = interrupted or stopper.requested
     say(f"{PROG} train: {chunks} chunk(s){' (interrupted)' if interrupted else ''}; "
         f"{done.n_active_features_} active features; {time.perf_counter() - t0:.1f}s; "
@@ -1162,7 +1211,16 @@ def cmd_dump(args):
         raise CommandError(f"{args.model}: is a directory, not a model file")
     if not os.path.exists(args.model):
         raise CommandError(f"{args.model}: no such model file")
-    rows = model_weights(CRF.load(args.model), args.kind)
+    model = CRF.load(args.model)
+    if args.dump_format == "wapiti":
+        from ..chain import wapiti_format
+        try:
+            text = wapiti_format.to_text(wapiti_format.to_wapiti_model(model))
+        except ValueError as exc:
+            raise CommandError(f"{args.model}: {exc}") from None
+        write_output("-", text)
+        return 0
+    rows = model_weights(model, args.kind)
     if args.sort == "abs":
         rows.sort(key=lambda r: (-abs(r[3]), r[0], r[1], r[2]))
     elif args.sort == "weight":
