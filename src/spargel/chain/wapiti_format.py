@@ -157,6 +157,10 @@ def read_bytes(data, name="<bytes>"):
     m = c.match(_RDR, "the reader line '#rdr#PATTERNS/COLUMNS/AUTOUNI'")
     n_pat = c.count(m, 1, "patterns")
     n_columns, autouni = int(m.group(2)), int(m.group(3))
+    if autouni:
+        c.pos = m.start()
+        c.fail("the reader is in 'autouni' mode (maxent features given in the data); spargel reads CRF "
+               "models whose observations come from patterns")
     patterns = []
     for _ in range(n_pat):
         start = c.line()
