@@ -145,6 +145,26 @@ def test_written_wapiti_file_decodes_as_wapiti_would(wapiti_crf, tiny, tmp_path)
         assert p == ref or path_score(labels, table, uni, big, ref) == pytest.approx(best, abs=1e-9)
 
 
+def test_transitions_on_a_bare_star_line(tiny, tmp_path):
+    """A bare '*' line: a per-label bias and the transitions share Wapiti's observation '*'."""
+    X, y, Xt = tiny
+    crf = CRF(template=WAPITI_PATTERN.replace("\nb\n", "\n*\n"), solver="lbfgs", l1=0, l2=1.0,
+              max_iter=40).fit(X, y)
+    path = tmp_path / "star.wapiti"
+    crf.save(path, format="wapiti")
+    labels, table = parse_wapiti_text(path.read_text())
+    assert "b" not in table and np.any(table["*"][0]) and np.any(table["*"][1])
+    tpl = crf._template()
+    for x, p in zip(Xt, crf.predict(Xt)):
+        uni, big = tpl.extract(x)
+        assert path_score(labels, table, uni, big, p) == pytest.approx(
+            wapiti_viterbi(labels, table, uni, big)[1], abs=1e-9)
+    back = CRF.load(path)
+    assert back.transition_features_ == crf.transition_features_
+    assert back.state_features_ == crf.state_features_
+    assert back.predict(Xt) == crf.predict(Xt)
+
+
 def test_written_wapiti_file_round_trips_exactly(wapiti_crf, tiny, tmp_path):
     _, _, Xt = tiny
     path = tmp_path / "m.wapiti"
