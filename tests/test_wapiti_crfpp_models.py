@@ -289,6 +289,7 @@ def _mutations(data, rng, n):
     return out
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")          # no overflow on the way either
 @pytest.mark.parametrize("name", ["tiny_chunks.wapiti", "tiny_chunks.crfpp.model.txt"])
 def test_fuzz_truncated_and_corrupted_files_are_refused_cleanly(name, tiny, tmp_path):
     _, _, Xt = tiny
@@ -328,6 +329,10 @@ def test_bounds_before_allocation(tmp_path):
     txt.write_text("version: 100\ncost-factor: 1\nmaxid: 4\nxsize: 1\n\nA\nB\n\nU00:%x[0,0]\n\n3 U00:a\n\n"
                    "1\n2\n3\n4\n")
     with pytest.raises(ModelFileError, match=r":11: .*past maxid"):
+        CRF.load(txt)
+    txt.write_text("version: 100\ncost-factor: 1\nmaxid: 2\nxsize: 1\n\nA\nB\n\nU00:%x[0,0]\n\n0 U00:a\n\n"
+                   "1\n1e39\n")
+    with pytest.raises(ModelFileError, match=r":14: .*32-bit float"):
         CRF.load(txt)
 
 

@@ -43,6 +43,7 @@ MAX_FILE_SIZE = 1 << 34
 #: the most labels a model may have (a pair code is a 32-bit integer)
 MAX_LABELS = 40000
 _HEADER_KEYS = ("version", "cost-factor", "maxid", "xsize")
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\Z")
 
 
@@ -179,8 +180,8 @@ def read_bytes(data, name="<bytes>"):
         if not _NUMBER.match(v):
             fail(w_line + i, f"weight {v[:40]!r} is not a number")
         weights[i] = float(v)
-        if not math.isfinite(weights[i]):
-            fail(w_line + i, f"weight {v[:40]!r} is not finite")
+        if not abs(weights[i]) <= _FLOAT32_MAX:
+            fail(w_line + i, f"weight {v[:40]!r} is beyond a 32-bit float (crf_test's weights)")
     return CrfppModel(ints["version"], cost, maxid, xsize, labels, templates, features, weights)
 
 
@@ -207,6 +208,9 @@ def from_crfpp_file(cls, path):
     Y = len(m.labels)
     # crf_test's weights: 32-bit floats, times the cost factor
     w = m.weights.astype(np.float32).astype(np.float64) * m.cost_factor
+    if not np.all(np.isfinite(w)):
+        raise ModelFileError(f"{name}: invalid CRF++ text model (a weight times the cost factor "
+                             f"{m.cost_factor:g} is not finite)")
     uni_names, u_ptr, u_lab, u_w = [], [0], [], []
     big_names, b_ptr, b_pair, b_w = [], [0], [], []
     t_pair = np.zeros(0, np.int32)
