@@ -212,6 +212,32 @@ def test_refusals(tiny, wapiti_crf):
         nopad.save("unused.wapiti", format="wapiti")
 
 
+def test_bytes_and_encodings(tiny, tmp_path):
+    """Wapiti's strings are bytes: a regex match may end inside a UTF-8 character, and a
+    model trained on latin-1 data holds latin-1 bytes."""
+    X, y, Xt = tiny
+    accent = lambda seqs: [[[("caf\u00e9" if r[0] == "cat" else r[0]), r[1]] for r in s] for s in seqs]  # noqa: E731
+    X, Xt = accent(X), accent(Xt)
+    pat = "# format: wapiti\nu:w=%x[0,0]\nu:p=%x[0,1]\nu:last=%m[0,0,\".$\"]\nb\n"
+    crf = CRF(template=pat, solver="lbfgs", l1=0, l2=1.0, max_iter=30).fit(X, y)
+    path = tmp_path / "m.wapiti"
+    crf.save(path, format="wapiti")
+    data = path.read_bytes()
+    assert b"8:u:last=\xa9,\n" in data and "9:u:w=caf\u00e9,\n".encode() in data   # the lone byte, as Wapiti
+    back = CRF.load(path)
+    assert back.state_features_ == crf.state_features_ and back.predict(Xt) == crf.predict(Xt)
+    crf.save(path, format="wapiti", encoding="latin-1")
+    data = path.read_bytes()
+    assert b"8:u:w=caf\xe9,\n" in data and b"8:u:last=\xa9,\n" in data
+    back = CRF.load(path, encoding="latin-1")
+    # (a latin-1 reading of the lone byte is a character; spargel's patterns match UTF-8 bytes)
+    words = lambda feats: {k: v for k, v in feats.items() if not k[0].startswith("u:last=")}  # noqa: E731
+    assert words(back.state_features_) == words(crf.state_features_)
+    assert ("u:w=caf\u00e9", "I-NP") in back.state_features_
+    with pytest.raises(ValueError, match="cannot be written in ascii"):
+        crf.save(path, format="wapiti", encoding="ascii")
+
+
 # --------------------------------------------------------------------------- reading the tools' files
 def tool_labels(path):
     return [[r[-1] for r in s] for s in read_columns(path)]

@@ -66,8 +66,9 @@ class CrfppModel:
         self.weights = weights                      # (maxid,) float64, as written
 
 
-def read(path):
-    """Read the CRF++ text model ``path`` (see the module documentation)."""
+def read(path, encoding="utf-8"):
+    """Read the CRF++ text model ``path`` (see the module documentation); its strings are
+    bytes in ``encoding``, the encoding of the data it was trained on."""
     name = os.fspath(path)
     try:
         size = os.path.getsize(name)
@@ -77,18 +78,18 @@ def read(path):
             data = fh.read(MAX_FILE_SIZE + 1)
     except OSError as exc:
         raise ModelFileError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    return read_bytes(data, name)
+    return read_bytes(data, name, encoding)
 
 
-def read_bytes(data, name="<bytes>"):
+def read_bytes(data, name="<bytes>", encoding="utf-8"):
     """Parse the bytes of a CRF++ text model."""
     def fail(lineno, message):
         raise ModelFileError(f"{name}:{lineno}: invalid CRF++ text model ({message})")
 
     try:
-        text = bytes(data).decode("utf-8")
+        text = bytes(data).decode(encoding)
     except UnicodeDecodeError as exc:
-        fail(bytes(data).count(b"\n", 0, exc.start) + 1, "not UTF-8 text")
+        fail(bytes(data).count(b"\n", 0, exc.start) + 1, f"not {encoding} text")
     if "\0" in text or "\r" in text:
         fail(text.count("\n", 0, text.find("\0" if "\0" in text else "\r")) + 1, "a NUL or a carriage return")
     lines = text.split("\n")
@@ -185,7 +186,7 @@ def read_bytes(data, name="<bytes>"):
     return CrfppModel(ints["version"], cost, maxid, xsize, labels, templates, features, weights)
 
 
-def from_crfpp_file(cls, path):
+def from_crfpp_file(cls, path, encoding="utf-8"):
     """A fitted ``cls`` (``spargel.CRF``) holding the CRF++ text model in ``path``."""
     from ..data.feature_space import FeatureSpace
     from ..data.templates import Template
@@ -193,7 +194,7 @@ def from_crfpp_file(cls, path):
     from ..errors import DataFormatError
 
     name = os.fspath(path)
-    m = read(name)
+    m = read(name, encoding)
     # the template, with the number of observation columns first (as `spargel train` keeps it)
     text = (f"# spargel train: {m.xsize} observation column(s) before the label\n# format: crfpp\n"
             + "\n".join(m.templates) + "\n")

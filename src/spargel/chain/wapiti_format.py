@@ -25,6 +25,11 @@ bigram weights: exactly spargel's first-order CRF, where the observation ``b`` (
 ``*``) of a bare ``b`` (or ``*``) pattern line, present at every token, holds the
 transitions.
 
+Strings are bytes to Wapiti (its regexes work on bytes: ``%m[0,0,".$"]`` on a UTF-8
+"caf\u00e9" gives the last byte of the "\u00e9"); they are read and written in the encoding
+of the data (UTF-8 by default) with Python's ``surrogateescape``, so that such a byte
+is the same lone byte on both sides, as spargel's Wapiti patterns produce it.
+
 Reading trusts nothing: every count is bounded by the bytes left before anything is
 allocated, strings must be valid UTF-8 netstrings with the exact framing, labels and
 observations unique, observation kinds known, weight indices in range and given once,
@@ -81,8 +86,8 @@ def is_wapiti_file(path):
 
 # --------------------------------------------------------------------------- reading
 class _Cursor:
-    def __init__(self, data, name):
-        self.data, self.name, self.pos = data, name, 0
+    def __init__(self, data, name, encoding="utf-8"):
+        self.data, self.name, self.pos, self.encoding = data, name, 0, encoding
 
     def line(self):
         return self.data.count(b"\n", 0, self.pos) + 1
@@ -114,9 +119,9 @@ class _Cursor:
         if b"\0" in raw or b"\n" in raw:
             self.fail(f"{what} {raw[:40]!r} holds a NUL or a new line")
         try:
-            text = raw.decode("utf-8")
+            text = raw.decode(self.encoding, "surrogateescape")
         except UnicodeDecodeError:
-            self.fail(f"{what} {raw[:40]!r} is not UTF-8")
+            self.fail(f"{what} {raw[:40]!r} is not {self.encoding} text")
         self.pos = end + 2
         return text
 
@@ -130,8 +135,9 @@ class _Cursor:
         return n
 
 
-def read(path):
-    """Read the Wapiti model file ``path`` (see the module documentation)."""
+def read(path, encoding="utf-8"):
+    """Read the Wapiti model file ``path`` (see the module documentation); its strings are
+    bytes in ``encoding``, the encoding of the data it was trained on."""
     name = os.fspath(path)
     try:
         size = os.path.getsize(name)
@@ -142,12 +148,12 @@ def read(path):
             data = fh.read(MAX_FILE_SIZE + 1)
     except OSError as exc:
         raise ModelFileError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    return read_bytes(data, name)
+    return read_bytes(data, name, encoding)
 
 
-def read_bytes(data, name="<bytes>"):
+def read_bytes(data, name="<bytes>", encoding="utf-8"):
     """Parse the bytes of a Wapiti model file."""
-    c = _Cursor(bytes(data), name)
+    c = _Cursor(bytes(data), name, encoding)
     m = c.match(_HEAD, "the header '#mdl#TYPE#COUNT'")
     kind = int(m.group(1))
     if kind != CRF_TYPE:
@@ -219,20 +225,30 @@ def _strings(c, what):
 
 
 # --------------------------------------------------------------------------- writing
-def to_text(model):
-    """The file's text (see the module documentation)."""
+def to_bytes(model, encoding="utf-8"):
+    """The file's bytes, its strings in ``encoding`` (see the module documentation)."""
+    try:
+        return to_text(model, encoding).encode(encoding, "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"cannot write a Wapiti model: {exc.object[exc.start:exc.end]!r} cannot be "
+                         f"written in {encoding}") from None
+
+
+def to_text(model, encoding="utf-8"):
+    """The file's text (see the module documentation); netstring lengths count the bytes
+    of each string in ``encoding``."""
     out = [f"#mdl#{model.type}#{len(model.weights)}\n",
            f"#rdr#{len(model.patterns)}/{model.n_columns}/{model.autouni}\n"]
-    out.extend(_netstring(p) for p in model.patterns)
+    out.extend(_netstring(p, encoding) for p in model.patterns)
     for strings in (model.labels, model.observations):
         out.append(f"#qrk#{len(strings)}\n")
-        out.extend(_netstring(s) for s in strings)
+        out.extend(_netstring(s, encoding) for s in strings)
     out.extend(f"{int(i)}={_hex(float(v))}\n" for i, v in zip(model.index, model.weights))
     return "".join(out)
 
 
-def _netstring(s):
-    return f"{len(s.encode('utf-8'))}:{s},\n"
+def _netstring(s, encoding="utf-8"):
+    return f"{len(s.encode(encoding, 'surrogateescape'))}:{s},\n"
 
 
 def _hex(v):
@@ -244,11 +260,12 @@ def _hex(v):
     return f"{mant}p{exp}"
 
 
-def write(path, model):
+def write(path, model, encoding="utf-8"):
     """Write ``model`` (a :class:`WapitiModel`) to ``path`` atomically."""
     from ..core.files import atomic_write
+    data = to_bytes(model, encoding)
     with atomic_write(path, "wb") as fh:
-        fh.write(to_text(model).encode("utf-8"))
+        fh.write(data)
 
 
 # --------------------------------------------------------------------------- spargel <-> Wapiti
@@ -341,7 +358,7 @@ def to_wapiti_model(est):
                        observations, np.concatenate(index).astype(np.int64), np.concatenate(weights))
 
 
-def from_wapiti_file(cls, path):
+def from_wapiti_file(cls, path, encoding="utf-8"):
     """A fitted ``cls`` (``spargel.CRF``) holding the Wapiti model in ``path``."""
     from ..data.feature_space import FeatureSpace
     from ..data.templates import Template
@@ -349,7 +366,7 @@ def from_wapiti_file(cls, path):
     from ..errors import DataFormatError
 
     name = os.fspath(path)
-    m = read(name)
+    m = read(name, encoding)
     if not m.patterns:
         raise ModelFileError(f"{name}: invalid Wapiti model (no patterns: spargel labels columns through "
                              f"the model's patterns)")

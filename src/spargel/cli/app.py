@@ -875,10 +875,10 @@ def _save_model(model, args):
         return model.save(args.model)
     from ..chain import wapiti_format
     try:
-        text = wapiti_format.to_text(wapiti_format.to_wapiti_model(model))
+        data = wapiti_format.to_bytes(wapiti_format.to_wapiti_model(model), args.encoding)
     except ValueError as exc:
         raise CommandError(f"{args.model}: {exc}") from None
-    write_output(args.model, text)
+    write_output(args.model, data)
 
 
 def _train_on_cluster(args, say):
@@ -961,7 +961,7 @@ def _train_streaming(args, say):
     params = dict(l1=args.l1, l2=args.l2, feature_space=args.feature_space, pad=args.pad,
                   random_state=args.seed, order=args.order)
     if args.init:
-        model = _load_crf(args.init).set_params(**params)
+        model = _load_crf(args.init, args.encoding).set_params(**params)
     else:
         model = CRF(template=text, solver="sgd-l1", **params)
     passes = 1 if args.max_iter is None else args.max_iter
@@ -1010,7 +1010,7 @@ def _train_streaming(args, say):
 # label
 # ---------------------------------------------------------------------------------------
 
-def _load_crf(path):
+def _load_crf(path, encoding="utf-8"):
     from ..chain.estimator import CRF
     from ..core.model_file import ModelFileError
 
@@ -1018,7 +1018,7 @@ def _load_crf(path):
         raise CommandError(f"{path}: is a directory, not a model file")
     if not os.path.exists(path):
         raise CommandError(f"{path}: no such model file")
-    model = CRF.load(path)
+    model = CRF.load(path, encoding=encoding)
     if not isinstance(model.template, str) or not model.template.strip():
         raise ModelFileError(f"{path}: this model was trained on feature dicts (Python API), "
                              "not on columns with a template; use it from Python")
@@ -1049,7 +1049,7 @@ def cmd_label(args):
         text, name = _read_text(args.input, args.encoding)
         write_output(args.output, crfsuite_cli.label(args, model, text, name), args.encoding)
         return 0
-    model = _load_crf(args.model)
+    model = _load_crf(args.model, args.encoding)
     text, name = read_text(args.input, args.encoding)
     tabbed = any("\t" in line for line in text.split("\n", 50)[:50])
     separator = "\t" if (args.force and tabbed) else None
@@ -1215,10 +1215,10 @@ def cmd_dump(args):
     if args.dump_format == "wapiti":
         from ..chain import wapiti_format
         try:
-            text = wapiti_format.to_text(wapiti_format.to_wapiti_model(model))
+            data = wapiti_format.to_bytes(wapiti_format.to_wapiti_model(model))
         except ValueError as exc:
             raise CommandError(f"{args.model}: {exc}") from None
-        write_output("-", text)
+        write_output("-", data)
         return 0
     rows = model_weights(model, args.kind)
     if args.sort == "abs":
