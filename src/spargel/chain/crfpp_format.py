@@ -5,7 +5,8 @@ The format, as CRF++ 0.58 writes it: four blocks of lines, each ended by an empt
 then the weights.
 
 * the header: ``version: V``, ``cost-factor: F``, ``maxid: N`` (the number of
-  weights), ``xsize: K`` (the number of observation columns);
+  weights), ``xsize: K`` (the number of observation columns the template reads: the
+  training data's, lowered to the highest column the template uses plus one);
 * the labels, one a line, in their id order;
 * the template's lines, the ``U`` lines first, then the ``B`` lines;
 * the features, one a line: ``ID STRING``, the string a template line expands to and
@@ -195,14 +196,14 @@ def from_crfpp_file(cls, path, encoding="utf-8"):
 
     name = os.fspath(path)
     m = read(name, encoding)
-    # the template, with the number of observation columns first (as `spargel train` keeps it)
-    text = (f"# spargel train: {m.xsize} observation column(s) before the label\n# format: crfpp\n"
-            + "\n".join(m.templates) + "\n")
+    # the template (xsize is not the data's number of columns: crf_learn lowers it to the
+    # highest column the template uses, plus one)
+    text = "# format: crfpp\n" + "\n".join(m.templates) + "\n"
     try:
         tpl = Template.parse(text, source=f"{name} (its template)", format="crfpp")
     except DataFormatError as exc:
         raise ModelFileError(f"{name}: invalid CRF++ text model (template line "
-                             f"{exc.line - 2 if exc.line else '?'}: {exc.message})") from None
+                             f"{exc.line - 1 if exc.line else '?'}: {exc.message})") from None
     if tpl.n_columns_required > m.xsize:
         raise ModelFileError(f"{name}: invalid CRF++ text model (the template uses column "
                              f"{tpl.n_columns_required - 1}, xsize is {m.xsize})")
