@@ -9,7 +9,9 @@ Given a built Wapiti 1.5 (``make`` in a checkout of Jekub/Wapiti) and a built CR
 2. Wapiti -> spargel: ``wapiti train`` with the same pattern file; ``CRF.load`` of its
    model must label the test set as ``wapiti label`` does;
 3. CRF++ -> spargel: ``crf_learn -t`` with a chunking template (written here);
-   ``CRF.load`` of its text model must label the test set as ``crf_test`` does;
+   ``CRF.load`` of its text model must label the test set as ``crf_test`` does; the
+   same for CRF++'s four examples (``example/`` of the CRF++ folder: seg, JapaneseNE in
+   EUC-JP, chunking, basenp);
 4. untrusted input: truncations (at every line end and at random bytes) and random
    corruptions of the three small model files (the first two runs' models on the first
    sentences, and the test suite's files), counted as refused (``ModelFileError``) or
@@ -81,10 +83,10 @@ B
 """
 
 
-def tool_labels(path):
+def tool_labels(path, encoding="utf-8"):
     """Per sentence, the last field of each line of a tool's output."""
     out, cur = [], []
-    for line in Path(path).read_text(encoding="utf-8").split("\n"):
+    for line in Path(path).read_text(encoding=encoding).split("\n"):
         if line.strip():
             cur.append(re.split(r"[ \t]+", line.strip())[-1])
         elif cur:
@@ -207,6 +209,21 @@ def main(argv=None):
     theirs = CRF.load(work / "crfpp.model.txt")
     ok &= compare(f"CRF++ text model read by spargel ({time.perf_counter() - t0:.1f}s to read) vs crf_test",
                   theirs.predict(Xt), tool_labels(work / "crfpp.out"))
+
+    # 3b. CRF++'s own examples (seg, JapaneseNE in EUC-JP, chunking, basenp)
+    for ex, enc in (("seg", "utf-8"), ("JapaneseNE", "euc-jp"), ("chunking", "utf-8"), ("basenp", "utf-8")):
+        d = args.crfpp / "example" / ex
+        if not (d / "template").exists():
+            print(f"CRF++ example {ex}: not found, skipped")
+            continue
+        run([learn, "-t", "-m", 100, "-p", 1, d / "template", d / "train.data", work / f"{ex}.model"])
+        with open(work / f"{ex}.out", "w") as fh:
+            run([test_bin, "-m", work / f"{ex}.model", d / "test.data"], stdout=fh)
+        sents = [s.columns for s in read_conll(str(d / "test.data"), has_labels=False, encoding=enc)]
+        theirs = CRF.load(work / f"{ex}.model.txt", encoding=enc)
+        ok &= compare(f"CRF++ example {ex} ({enc}): text model read by spargel vs crf_test",
+                      theirs.predict([[r[:-1] for r in s] for s in sents]),
+                      tool_labels(work / f"{ex}.out", enc))
 
     # 4. fuzzing small model files
     print("fuzzed model files (refused: ModelFileError; read: loaded and labelled without error):")
