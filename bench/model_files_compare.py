@@ -7,7 +7,8 @@ Given a built Wapiti 1.5 (``make`` in a checkout of Jekub/Wapiti) and a built CR
    here) is saved with ``save(format="wapiti")``; ``wapiti label -m`` must label the
    CoNLL-2000 test set as spargel does;
 2. Wapiti -> spargel: ``wapiti train`` with the same pattern file; ``CRF.load`` of its
-   model must label the test set as ``wapiti label`` does;
+   model must label the test set as ``wapiti label`` does; the same for Wapiti's own
+   pattern files and data (``dat/`` of the Wapiti folder);
 3. CRF++ -> spargel: ``crf_learn -t`` with a chunking template (written here);
    ``CRF.load`` of its text model must label the test set as ``crf_test`` does; the
    same for CRF++'s four examples (``example/`` of the CRF++ folder: seg, JapaneseNE in
@@ -198,6 +199,23 @@ def main(argv=None):
     theirs = CRF.load(work / "wapiti.model")
     ok &= compare(f"Wapiti model read by spargel ({time.perf_counter() - t0:.1f}s to read) vs 'wapiti label'",
                   theirs.predict(Xt), tool_labels(work / "wapiti.out"))
+
+    # 2b. Wapiti's own pattern files and data (dat/: its regexes, classes, '*' lines)
+    for pat, tr_name, te_name in (("chpattern.txt", "chtrain.txt", "chtest.txt"),
+                                  ("nppattern.txt", "nptrain.txt", "nptest.txt"),
+                                  ("pattern.txt", "train.txt", "test.txt")):
+        d = args.wapiti / "dat"
+        if not (d / pat).exists():
+            print(f"Wapiti's dat/{pat}: not found, skipped")
+            continue
+        model = work / f"dat_{pat}.model"
+        run([wapiti, "train", "-p", d / pat, "-i", 5, "-t", 1, d / tr_name, model])
+        run([wapiti, "label", "-m", model, d / te_name, work / f"dat_{pat}.out"])
+        theirs = CRF.load(model)
+        # the whole line is observations to 'wapiti label' (no -c): give spargel every column
+        sents = [s.columns for s in read_conll(str(d / te_name), has_labels=False)]
+        ok &= compare(f"Wapiti's dat/{pat} model (wapiti train -i 5) read by spargel vs 'wapiti label'",
+                      theirs.predict(sents), tool_labels(work / f"dat_{pat}.out"))
 
     # 3. CRF++ -> spargel
     secs = run([learn, "-t", "-m", args.iter, "-p", "1", "-f", "1", work / "template.txt", train,
