@@ -395,3 +395,14 @@ def test_cli_labels_crfpp_text_model(tmp_path):
     assert main(["label", "-m", str(DATA / "tiny_chunks.crfpp.model.txt"), str(DATA / "tiny_chunks_test.txt"),
                  str(out)]) == 0
     assert tool_labels(out) == tool_labels(DATA / "tiny_chunks.crfpp.out")
+
+
+def test_cli_labels_crfsuite_items(tmp_path, capsys):
+    """The CRFsuite branch of `spargel label` (beside the Wapiti / CRF++ ones) runs."""
+    items = tmp_path / "items.txt"
+    items.write_text("D\tw\\:the\tlen:3\nN\tw\\:dog\n\n")
+    model = DATA / "crfsuite_small.crfsuite"
+    capsys.readouterr()
+    assert main(["label", "-m", str(model), str(items)]) == 0
+    expected = CRF.load(model).predict_single([{"w": "the", "len": 3}, {"w": "dog"}])
+    assert capsys.readouterr().out.split() == expected

@@ -1046,7 +1046,7 @@ def cmd_label(args):
         if args.nbest > 1 or args.force:
             raise UsageError("label: --nbest and --force are not available with a CRFsuite model file")
         model = CRF.load(args.model)
-        text, name = _read_text(args.input, args.encoding)
+        text, name = read_text(args.input, args.encoding)
         write_output(args.output, crfsuite_cli.label(args, model, text, name), args.encoding)
         return 0
     model = _load_crf(args.model, args.encoding)
