@@ -589,30 +589,47 @@ class CRF(LogLinearCore):
         return state
 
     # -- model files -------------------------------------------------------------------
-    def save(self, path, format="spargel"):
+    def save(self, path, format="spargel", encoding="utf-8"):
         """Write the fitted model to ``path``: ``format="spargel"`` (default: spargel's
         own safe format, any model) or ``"crfsuite"`` (CRFsuite's model file, read by
         python-crfsuite's ``Tagger``, ``crfsuite tag`` and ``CRF.load``; first-order
         models without bigram attributes or templates only, refused with the reason
-        otherwise)."""
+        otherwise) or ``"wapiti"`` (Wapiti 1.5's model file, read by ``wapiti label -m``
+        and ``CRF.load``; first-order models trained with a Wapiti pattern file only,
+        refused with the reason otherwise; its strings are written in ``encoding``, that of
+        the data Wapiti will label)."""
         if format == "spargel":
             return super().save(path)
-        if format != "crfsuite":
-            raise ValueError(f"format must be 'spargel' or 'crfsuite', got {format!r}")
+        if format not in ("crfsuite", "wapiti"):
+            raise ValueError(f"format must be 'spargel', 'crfsuite' or 'wapiti', got {format!r}")
         self._check_fitted()
+        if format == "wapiti":
+            from . import wapiti_format
+            return wapiti_format.write(path, wapiti_format.to_wapiti_model(self), encoding)
         from .crfsuite_format import write
         from .crfsuite_compat import to_crfsuite_model
         write(path, to_crfsuite_model(self))
 
     @classmethod
-    def load(cls, path):
-        """Read a model file: spargel's own format (:meth:`save`) or a CRFsuite model
-        file (recognised by its first bytes; its string feature values join their key
-        with ":", as python-crfsuite's). Raises ``ModelFileError`` on any problem."""
+    def load(cls, path, encoding="utf-8"):
+        """Read a model file: spargel's own format (:meth:`save`), a CRFsuite model
+        file (its string feature values join their key with ":", as python-crfsuite's),
+        a Wapiti model file (``wapiti train``) or a CRF++ text model (``crf_learn -t``'s
+        ``.txt``), each recognised by its first bytes; a Wapiti or CRF++ model keeps its
+        patterns and labels columns as that tool does (``encoding``: that of the data it
+        was trained on; the tools store bytes). Raises ``ModelFileError`` on any problem."""
         from .crfsuite_format import is_crfsuite_file
         if is_crfsuite_file(path):
             from .crfsuite_compat import from_crfsuite_file
             return from_crfsuite_file(cls, path)
+        from .wapiti_format import is_wapiti_file
+        if is_wapiti_file(path):
+            from .wapiti_format import from_wapiti_file
+            return from_wapiti_file(cls, path, encoding)
+        from .crfpp_format import is_crfpp_text_file
+        if is_crfpp_text_file(path):
+            from .crfpp_format import from_crfpp_file
+            return from_crfpp_file(cls, path, encoding)
         return super().load(path)
 
     @property

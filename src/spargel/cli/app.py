@@ -123,6 +123,7 @@ examples:
   spargel train --pattern chunking.tpl --dev test.txt train.txt chunk.model
   spargel train --l1 0.5 --l2 1e-3 --history run.jsonl train.txt model
   spargel train --order 2 --pattern np.tpl train.txt np.model
+  spargel train --pattern-format wapiti -p pat.txt --model-format wapiti train.txt m.wapiti
 """
 
 _LABEL_EPILOG = """\
@@ -148,6 +149,10 @@ input:
   in CRFsuite's data format (label, then tab-separated attributes 'name' or
   'name:value') and the output is 'crfsuite tag''s: one predicted label a line
   (with --marginals: 'label:probability', as 'crfsuite tag -i').
+
+  MODEL may also be a Wapiti model file ('wapiti train') or a CRF++ text model
+  ('crf_learn -t' writes MODEL.txt): its patterns generate the observations from
+  INPUT's columns, as 'wapiti label' and 'crf_test' do.
 
 output:
   OUTPUT is written completely or not at all (a temporary file renamed at the
@@ -197,6 +202,8 @@ output:
   label is __BOS__, and the label triples have the observation 'T' and the two
   previous labels, space-separated. Sorted by decreasing |weight| unless --sort
   says otherwise; pipe into 'sort -t$'\\t' -k4,4g' for other orders.
+  --format wapiti writes instead the model as a Wapiti model file (refused with
+  the reason when the format cannot hold it: see docs/migration.md).
 """
 
 _PLOT_EPILOG = """\
@@ -281,6 +288,10 @@ def build_parser():
     p.add_argument("--no-pad", dest="pad", action="store_false",
                    help="drop features that look outside the sequence instead of using the "
                         "CRF++ markers _B-1, _B+1, ... (CRFsuite's habit)")
+    p.add_argument("--model-format", choices=("spargel", "wapiti"), default="spargel",
+                   help="the model file's format: spargel (any model) or wapiti (Wapiti 1.5's, read by "
+                        "'wapiti label -m' and by spargel; first-order models trained with a Wapiti "
+                        "pattern file only)")
     p.add_argument("--seed", type=int, default=None, help="random seed for randomised solvers")
     p.add_argument("--unknown-label", metavar="MARK",
                    help="a label equal to MARK means 'unknown here' (partially labelled training data: "
@@ -370,6 +381,10 @@ def build_parser():
     p.add_argument("--sort", choices=("abs", "weight", "name", "none"), default="abs",
                    help="abs: decreasing |weight|; weight: decreasing weight; name: by "
                         "observation; none: model order")
+    p.add_argument("--format", dest="dump_format", choices=("table", "wapiti"), default="table",
+                   help="table: the non-zero weights, tab-separated; wapiti: the model as a Wapiti "
+                        "model file (for 'wapiti label -m'; first-order models trained with a Wapiti "
+                        "pattern file)")
     p.add_argument("--kind", choices=("all", "state", "bigram", "transition"), default="all",
                    help="which weights to list")
     p.set_defaults(func=cmd_dump)

@@ -269,6 +269,7 @@ def cmd_train(args):
             s.labels = [None if lab == args.unknown_label else lab for lab in s.labels]
     n_cols = len(sents[0].columns[0])
     text = _template_text(args, n_cols, name, sents[0].line)
+    _check_model_format(args, text)
     known = {lab for s in sents for lab in s.labels if lab is not None}
     if len(known) < 2:
         if not known:
@@ -323,7 +324,7 @@ def _fit_and_save(crf, args, say, t0, fit):
                     raise
             stopper.saving = True
             interrupted = stopper.requested or crf.stop_reason_ == "interrupted"
-            crf.save(args.model)
+            _save_model(crf, args)
             interrupted = interrupted or stopper.requested
     finally:
         if history is not None:
@@ -336,6 +337,41 @@ def _fit_and_save(crf, args, say, t0, fit):
         raise CommandError(f"{args.history}: {history.error}; the history is incomplete (the model "
                            f"was written to {args.model})")
     return 130 if interrupted else 0
+
+
+def _check_model_format(args, template_text):
+    """Refuse, before training, a --model-format that cannot hold the model."""
+    if getattr(args, "model_format", "spargel") != "wapiti":
+        return
+    from ..data.templates import Template
+    why = None
+    if args.order != 1:
+        why = "Wapiti's models are first-order"
+    elif not args.pad:
+        why = "Wapiti always pads (drop --no-pad)"
+    elif not args.pattern:
+        why = "a Wapiti model holds the patterns of a Wapiti pattern file: give one with --pattern"
+    elif Template.parse(template_text, source=args.pattern).format != "wapiti":
+        why = (f"{args.pattern} is read as a CRF++ template; Wapiti reads its own pattern language: add "
+               f"--pattern-format wapiti (or a first line '# format: wapiti')")
+    if why is not None:
+        raise UsageError(f"train: --model-format wapiti: {why}")
+
+
+def _wapiti_bytes(model, name, encoding="utf-8"):
+    """A model as a Wapiti model file's bytes, or a CommandError with the reason."""
+    from ..chain import wapiti_format
+    try:
+        return wapiti_format.to_bytes(wapiti_format.to_wapiti_model(model), encoding)
+    except ValueError as exc:
+        raise CommandError(f"{name}: {exc}") from None
+
+
+def _save_model(model, args):
+    """Write the trained model to MODEL in --model-format."""
+    if getattr(args, "model_format", "spargel") != "wapiti":
+        return model.save(args.model)
+    write_output(args.model, _wapiti_bytes(model, args.model, args.encoding))
 
 
 def _train_on_cluster(args, say):
@@ -355,6 +391,7 @@ def _train_on_cluster(args, say):
     first = next(read_conll(args.train, encoding=args.encoding))
     n_cols = len(first.columns[0])
     text = _template_text(args, n_cols, args.train, first.line)
+    _check_model_format(args, text)
     dev_x = dev_y = None
     if args.dev:
         dev, _, _ = _read_sentences(args.dev, encoding=args.encoding)
@@ -413,10 +450,11 @@ def _train_streaming(args, say):
     first = next(read_conll(args.train, encoding=args.encoding))
     n_cols = len(first.columns[0])
     text = _template_text(args, n_cols, args.train, first.line)
+    _check_model_format(args, text)
     params = dict(l1=args.l1, l2=args.l2, feature_space=args.feature_space, pad=args.pad,
                   random_state=args.seed, order=args.order)
     if args.init:
-        model = _load_crf(args.init).set_params(**params)
+        model = _load_crf(args.init, args.encoding).set_params(**params)
     else:
         model = CRF(template=text, solver="sgd-l1", **params)
     passes = 1 if args.max_iter is None else args.max_iter
@@ -453,7 +491,7 @@ def _train_streaming(args, say):
                 raise CommandError(f"{args.train}: --max-iter 0 with --stream and no --init "
                                    "trains nothing")
             done = model
-        done.save(args.model)
+        _save_model(done, args)
         interrupted = interrupted or stopper.requested
     say(f"{PROG} train: {chunks} chunk(s){' (interrupted)' if interrupted else ''}; "
         f"{done.n_active_features_} active features; {time.perf_counter() - t0:.1f}s; "
@@ -465,7 +503,7 @@ def _train_streaming(args, say):
 # label
 # ---------------------------------------------------------------------------------------
 
-def _load_crf(path):
+def _load_crf(path, encoding="utf-8"):
     from ..chain.estimator import CRF
     from ..core.model_file import ModelFileError
 
@@ -473,7 +511,7 @@ def _load_crf(path):
         raise CommandError(f"{path}: is a directory, not a model file")
     if not os.path.exists(path):
         raise CommandError(f"{path}: no such model file")
-    model = CRF.load(path)
+    model = CRF.load(path, encoding=encoding)
     if not isinstance(model.template, str) or not model.template.strip():
         raise ModelFileError(f"{path}: this model was trained on feature dicts (Python API), "
                              "not on columns with a template; use it from Python")
@@ -502,7 +540,7 @@ def cmd_label(args):
         text, name = read_text(args.input, args.encoding)
         write_output(args.output, crfsuite_cli.label(args, model, text, name), args.encoding)
         return 0
-    model = _load_crf(args.model)
+    model = _load_crf(args.model, args.encoding)
     text, name = read_text(args.input, args.encoding)
     tabbed = any("\t" in line for line in text.split("\n", 50)[:50])
     separator = "\t" if (args.force and tabbed) else None
@@ -664,7 +702,11 @@ def cmd_dump(args):
         raise CommandError(f"{args.model}: is a directory, not a model file")
     if not os.path.exists(args.model):
         raise CommandError(f"{args.model}: no such model file")
-    rows = model_weights(CRF.load(args.model), args.kind)
+    model = CRF.load(args.model)
+    if args.dump_format == "wapiti":
+        write_output("-", _wapiti_bytes(model, args.model))
+        return 0
+    rows = model_weights(model, args.kind)
     if args.sort == "abs":
         rows.sort(key=lambda r: (-abs(r[3]), r[0], r[1], r[2]))
     elif args.sort == "weight":

@@ -1,0 +1,438 @@
+"""Wapiti's model files (``wapiti train``, ``wapiti label -m``), read and written
+without Wapiti.
+
+The format, as Wapiti 1.5 writes it: a text file of lines, every string in it a
+*netstring* -- its length in bytes, a colon, the bytes, a comma -- on a line of its own.
+
+* ``#mdl#TYPE#N``: the model type (0 maxent, 1 MEMM, 2 CRF) and the number N of
+  weight lines at the end;
+* ``#rdr#P/C/A``: the reader: the number P of patterns, the highest column C they
+  use and a flag A (Wapiti's ``autouni``); then the P patterns, each as the pattern
+  file's line after Wapiti's cleaning (comment and trailing blanks removed, the kind
+  letter lower-cased);
+* ``#qrk#Y`` and Y labels, in their id order;
+* ``#qrk#O`` and O observations, in their id order: the strings the patterns produce,
+  whose first character is the kind (``u`` unigram, ``b`` bigram, ``*`` both);
+* N lines ``INDEX=WEIGHT``, the weight in C's hexadecimal floating point (``%la``),
+  for the non-zero weights only.
+
+Weight indices follow from the observations: walking them in id order, a ``u`` or
+``*`` observation takes the next Y indices (one per label) and a ``b`` or ``*`` one the
+next Y * Y (one per label pair ``previous * Y + current``; ``*`` the unigram block
+first). A tagger scores a label at a token by the sum of the unigram weights of the
+token's observations and a label pair, from the second token on, by the sum of the
+bigram weights: exactly spargel's first-order CRF, where the observation ``b`` (or
+``*``) of a bare ``b`` (or ``*``) pattern line, present at every token, holds the
+transitions.
+
+Strings are bytes to Wapiti (its regexes work on bytes: ``%m[0,0,".$"]`` on a UTF-8
+"caf\u00e9" gives the last byte of the "\u00e9"); they are read and written in the encoding
+of the data (UTF-8 by default) with Python's ``surrogateescape``, so that such a byte
+is the same lone byte on both sides, as spargel's Wapiti patterns produce it.
+
+Reading trusts nothing: every count is bounded by the bytes left before anything is
+allocated, strings must be valid UTF-8 netstrings with the exact framing, labels and
+observations unique, observation kinds known, weight indices in range and given once,
+weights finite, and the patterns must compile as Wapiti's. Anything else raises
+:class:`~spargel.errors.ModelFileError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelFileError
+
+CRF_TYPE = 2
+TYPE_NAMES = {0: "maxent", 1: "MEMM", 2: "CRF"}
+#: the largest file read (a model of this size is far beyond any real one)
+MAX_FILE_SIZE = 1 << 34
+#: the most labels a model may have (a pair code is a 32-bit integer)
+MAX_LABELS = 40000
+_HEAD = re.compile(rb"#mdl#(\d{1,9})#(\d{1,19})\n")
+_RDR = re.compile(rb"#rdr#(\d{1,10})/(\d{1,10})/(-?\d{1,10})\n")
+_QRK = re.compile(rb"#qrk#(\d{1,19})\n")
+_NETLEN = re.compile(rb"(\d{1,10}):")
+_WEIGHT = re.compile(rb"(\d{1,19})=([-+]?(?:0[xX][0-9a-fA-F.]+(?:[pP][-+]?\d+)?|[0-9.]+(?:[eE][-+]?\d+)?))\n")
+
+
+@dataclass
+class WapitiModel:
+    """The content of a Wapiti model file."""
+
+    type: int = CRF_TYPE
+    patterns: list = field(default_factory=list)
+    n_columns: int = 0
+    autouni: int = 0
+    labels: list = field(default_factory=list)
+    observations: list = field(default_factory=list)
+    index: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # weight indices
+    weights: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def is_wapiti_file(path):
+    """True when ``path`` starts like a Wapiti model file."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(5) == b"#mdl#"
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------- reading
+class _Cursor:
+    def __init__(self, data, name, encoding="utf-8"):
+        self.data, self.name, self.pos, self.encoding = data, name, 0, encoding
+
+    def line(self):
+        return self.data.count(b"\n", 0, self.pos) + 1
+
+    def fail(self, message):
+        raise ModelFileError(f"{self.name}:{self.line()}: invalid Wapiti model ({message})")
+
+    def left(self):
+        return len(self.data) - self.pos
+
+    def match(self, regex, what):
+        m = regex.match(self.data, self.pos)
+        if m is None:
+            end = self.data.find(b"\n", self.pos)
+            got = self.data[self.pos:end if end >= 0 else len(self.data)][:40]
+            self.fail(f"expected {what}, got {got!r}" if got else f"expected {what}, got the end of the file")
+        self.pos = m.end()
+        return m
+
+    def netstring(self, what):
+        m = self.match(_NETLEN, f"{what} (a netstring 'LENGTH:...,')")
+        n = int(m.group(1))
+        end = self.pos + n
+        if end + 2 > len(self.data):
+            self.fail(f"{what} of {n} bytes runs past the end of the file")
+        raw = self.data[self.pos:end]
+        if self.data[end:end + 2] != b",\n":
+            self.fail(f"{what} of {n} bytes does not end with ',' and a new line")
+        if b"\0" in raw or b"\n" in raw:
+            self.fail(f"{what} {raw[:40]!r} holds a NUL or a new line")
+        try:
+            text = raw.decode(self.encoding, "surrogateescape")
+        except UnicodeDecodeError:
+            self.fail(f"{what} {raw[:40]!r} is not {self.encoding} text")
+        self.pos = end + 2
+        return text
+
+    def count(self, m, group, what, unit=4):
+        """A count from the file, bounded by what the rest of the file can hold
+        (``unit``: the fewest bytes one item takes)."""
+        n = int(m.group(group))
+        if n * unit > self.left():
+            left, self.pos = self.left(), m.start()
+            self.fail(f"{n} {what} announced, but only {left} bytes follow")
+        return n
+
+
+def read(path, encoding="utf-8"):
+    """Read the Wapiti model file ``path`` (see the module documentation); its strings are
+    bytes in ``encoding``, the encoding of the data it was trained on."""
+    name = os.fspath(path)
+    try:
+        size = os.path.getsize(name)
+        if size > MAX_FILE_SIZE:
+            raise ModelFileError(f"{name}: {size} bytes; larger than any Wapiti model read here "
+                                 f"({MAX_FILE_SIZE})")
+        with open(name, "rb") as fh:
+            data = fh.read(MAX_FILE_SIZE + 1)
+    except OSError as exc:
+        raise ModelFileError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    return read_bytes(data, name, encoding)
+
+
+def read_bytes(data, name="<bytes>", encoding="utf-8"):
+    """Parse the bytes of a Wapiti model file."""
+    c = _Cursor(bytes(data), name, encoding)
+    m = c.match(_HEAD, "the header '#mdl#TYPE#COUNT'")
+    kind = int(m.group(1))
+    if kind != CRF_TYPE:
+        c.pos = 0
+        c.fail(f"a {TYPE_NAMES.get(kind, f'type {kind}')} model; spargel reads Wapiti's CRF models (type 2)")
+    n_weights = c.count(m, 2, "weights", unit=4)
+    m = c.match(_RDR, "the reader line '#rdr#PATTERNS/COLUMNS/AUTOUNI'")
+    n_pat = c.count(m, 1, "patterns")
+    n_columns, autouni = int(m.group(2)), int(m.group(3))
+    if autouni:
+        c.pos = m.start()
+        c.fail("the reader is in 'autouni' mode (maxent features given in the data); spargel reads CRF "
+               "models whose observations come from patterns")
+    patterns = []
+    for _ in range(n_pat):
+        start = c.line()
+        p = c.netstring("pattern")
+        from ..data.wapiti_regex import parse_wapiti_line
+        if parse_wapiti_line(p) != p or p[0] not in "ub*":
+            c.pos -= 1
+            c.fail(f"pattern {p[:40]!r} on line {start} is not one Wapiti writes (a lower-case kind "
+                   f"'u', 'b' or '*' first, no '#', no trailing blank)")
+        patterns.append(p)
+    labels = _strings(c, "label")
+    if not labels:
+        c.fail("the model has no labels")
+    if len(labels) > MAX_LABELS:
+        c.fail(f"{len(labels)} labels; at most {MAX_LABELS} are supported")
+    observations = _strings(c, "observation")
+    Y = len(labels)
+    n_features = 0
+    for o in observations:
+        if o[0] not in "ub*":
+            c.fail(f"observation {o[:40]!r} has the unknown kind {o[0]!r} (expected 'u', 'b' or '*')")
+        n_features += (Y if o[0] in "u*" else 0) + (Y * Y if o[0] in "b*" else 0)
+    index = np.empty(n_weights, np.int64)
+    weights = np.empty(n_weights)
+    for i in range(n_weights):
+        m = c.match(_WEIGHT, "a weight line 'INDEX=VALUE'")
+        f = int(m.group(1))
+        if f >= n_features:
+            c.fail(f"weight index {f} is out of range (the model has {n_features} weights)")
+        text = m.group(2).decode("ascii")
+        try:
+            v = float.fromhex(text) if "x" in text.lower() else float(text)
+        except (ValueError, OverflowError):
+            v = math.nan
+        if not math.isfinite(v):
+            c.fail(f"weight {text!r} is not a finite number")
+        index[i], weights[i] = f, v
+    if c.left():
+        c.fail("unexpected data after the last weight")
+    if len(np.unique(index)) != n_weights:
+        c.fail("a weight index is given twice")
+    return WapitiModel(CRF_TYPE, patterns, n_columns, autouni, labels, observations, index, weights)
+
+
+def _strings(c, what):
+    m = c.match(_QRK, f"the list of {what}s '#qrk#COUNT'")
+    n = c.count(m, 1, f"{what}s")
+    out = [c.netstring(what) for _ in range(n)]
+    if len(set(out)) != n:
+        seen = set()
+        dup = next(s for s in out if s in seen or seen.add(s))
+        c.fail(f"the {what} {dup[:40]!r} is listed twice")
+    if any(not s for s in out):
+        c.fail(f"an empty {what}")
+    return out
+
+
+# --------------------------------------------------------------------------- writing
+def to_bytes(model, encoding="utf-8"):
+    """The file's bytes, its strings in ``encoding`` (see the module documentation)."""
+    try:
+        return to_text(model, encoding).encode(encoding, "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"cannot write a Wapiti model: {exc.object[exc.start:exc.end]!r} cannot be "
+                         f"written in {encoding}") from None
+
+
+def to_text(model, encoding="utf-8"):
+    """The file's text (see the module documentation); netstring lengths count the bytes
+    of each string in ``encoding``."""
+    out = [f"#mdl#{model.type}#{len(model.weights)}\n",
+           f"#rdr#{len(model.patterns)}/{model.n_columns}/{model.autouni}\n"]
+    out.extend(_netstring(p, encoding) for p in model.patterns)
+    for strings in (model.labels, model.observations):
+        out.append(f"#qrk#{len(strings)}\n")
+        out.extend(_netstring(s, encoding) for s in strings)
+    out.extend(f"{int(i)}={_hex(float(v))}\n" for i, v in zip(model.index, model.weights))
+    return "".join(out)
+
+
+def _netstring(s, encoding="utf-8"):
+    return f"{len(s.encode(encoding, 'surrogateescape'))}:{s},\n"
+
+
+def _hex(v):
+    """C's ``%la``: ``0x1.8p+1``, trailing zeros of the fraction dropped."""
+    h = v.hex()                                   # '-0x1.8000000000000p+1'
+    mant, exp = h.split("p")
+    if "." in mant:
+        mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}p{exp}"
+
+
+def write(path, model, encoding="utf-8"):
+    """Write ``model`` (a :class:`WapitiModel`) to ``path`` atomically."""
+    from ..core.files import atomic_write
+    data = to_bytes(model, encoding)
+    with atomic_write(path, "wb") as fh:
+        fh.write(data)
+
+
+# --------------------------------------------------------------------------- spargel <-> Wapiti
+def representable(est):
+    """None when the fitted CRF ``est`` can be written as a Wapiti model, else the reason."""
+    if getattr(est.space_, "order", 1) != 1:
+        return "Wapiti's models are first-order; this one is second-order"
+    tpl = est._template()
+    if tpl is None:
+        return ("the model was trained on feature dicts or attribute lists without a pattern file; a Wapiti "
+                "model holds patterns that generate its observations from columns")
+    if tpl.format != "wapiti":
+        return ("the model was trained with a CRF++ pattern file; Wapiti reads patterns in its own language "
+                "(padding '_x-1', its regexes, '@' offsets): train with --pattern-format wapiti (or a "
+                "'# format: wapiti' first line)")
+    if not est.pad:
+        return "the model was trained with pad=False (--no-pad); Wapiti always pads"
+    if not tpl.transitions and est.space_.t_pair.size:
+        return "the model has transitions without a bare 'b' or '*' pattern to hold them"
+    for what, names in (("label", est.classes_), ("observation", list(est._uni_vocab)),
+                        ("observation", list(est._big_vocab))):
+        for s in names:
+            s = str(s)
+            if not s or "\0" in s or "\n" in s:
+                return f"the {what} {s[:40]!r} is empty or holds a NUL or a new line"
+    return None
+
+
+def _pattern_lines(tpl):
+    from ..data.wapiti_regex import parse_wapiti_line
+    return [p for p in map(parse_wapiti_line, tpl.text.splitlines()) if p is not None]
+
+
+def to_wapiti_model(est):
+    """The :class:`WapitiModel` of a fitted first-order CRF trained with a Wapiti pattern
+    file; raises ``ValueError`` with the reason when the format cannot hold it."""
+    reason = representable(est)
+    if reason is not None:
+        raise ValueError(f"cannot write a Wapiti model: {reason}")
+    tpl = est._template()
+    s, w = est.space_, np.asarray(est.weights_, dtype=np.float64)
+    Y = s.n_labels
+    patterns = _pattern_lines(tpl)
+    # the observation that carries the transitions: a bare 'b' (else a bare '*') line's
+    trans_obs = "b" if "b" in patterns else ("*" if "*" in patterns else None)
+    blocks = {}                                     # observation -> [unigram (Y,), bigram (Y*Y,)]
+    for a, name in enumerate(est._uni_vocab):
+        lo, hi = s.u_ptr[a], s.u_ptr[a + 1]
+        nz = w[lo:hi] != 0
+        if nz.any():
+            if name[0] not in "u*":
+                raise ValueError(f"cannot write a Wapiti model: unigram observation {name[:40]!r} does not "
+                                 f"start with 'u' or '*'")
+            vec = np.zeros(Y)
+            vec[s.u_lab[lo:hi][nz]] = w[lo:hi][nz]
+            blocks.setdefault(name, [None, None])[0] = vec
+    for a, name in enumerate(est._big_vocab):
+        lo, hi = s.b_ptr[a], s.b_ptr[a + 1]
+        vals = w[s.b_base + lo:s.b_base + hi]
+        nz = vals != 0
+        if nz.any():
+            if name[0] not in "b*":
+                raise ValueError(f"cannot write a Wapiti model: bigram observation {name[:40]!r} does not "
+                                 f"start with 'b' or '*'")
+            vec = np.zeros(Y * Y)
+            vec[s.b_pair[lo:hi][nz]] = vals[nz]
+            blocks.setdefault(name, [None, None])[1] = vec
+    tw = w[s.t_base:s.t_base + len(s.t_pair)]
+    if np.any(tw != 0):
+        entry = blocks.setdefault(trans_obs, [None, None])
+        if entry[1] is None:
+            entry[1] = np.zeros(Y * Y)
+        entry[1][s.t_pair] += tw                    # (an %m pattern may also produce 'b' itself)
+    observations, index, weights = [], [], []
+    f = 0
+    for name, (uni, big) in blocks.items():
+        observations.append(name)
+        for vec, applies, width in ((uni, name[0] in "u*", Y), (big, name[0] in "b*", Y * Y)):
+            if not applies:
+                continue
+            if vec is not None:
+                nz = np.flatnonzero(vec)
+                index.append(f + nz)
+                weights.append(vec[nz])
+            f += width
+    if not observations:
+        raise ValueError("cannot write a Wapiti model: every weight is zero (Wapiti refuses a model "
+                         "without observations)")
+    return WapitiModel(CRF_TYPE, patterns, max(tpl.n_columns_required - 1, 0), 0, [str(c) for c in est.classes_],
+                       observations, np.concatenate(index).astype(np.int64), np.concatenate(weights))
+
+
+def from_wapiti_file(cls, path, encoding="utf-8"):
+    """A fitted ``cls`` (``spargel.CRF``) holding the Wapiti model in ``path``."""
+    from ..data.feature_space import FeatureSpace
+    from ..data.templates import Template
+    from ..data.vocab import Vocabulary
+    from ..errors import DataFormatError
+
+    name = os.fspath(path)
+    m = read(name, encoding)
+    if not m.patterns:
+        raise ModelFileError(f"{name}: invalid Wapiti model (no patterns: spargel labels columns through "
+                             f"the model's patterns)")
+    try:
+        tpl = Template.parse("# format: wapiti\n" + "\n".join(m.patterns), source=f"{name} (its patterns)",
+                             format="wapiti")
+    except DataFormatError as exc:
+        raise ModelFileError(f"{name}: invalid Wapiti model (pattern {exc.line - 1 if exc.line else '?'}: "
+                             f"{exc.message})") from None
+    Y = len(m.labels)
+    # observation o's unigram / bigram blocks start here
+    uoff, boff = [], []
+    f = 0
+    for o in m.observations:
+        uoff.append(f if o[0] in "u*" else -1)
+        f += Y if o[0] in "u*" else 0
+        boff.append(f if o[0] in "b*" else -1)
+        f += Y * Y if o[0] in "b*" else 0
+    order = np.argsort(m.index, kind="stable")
+    index, weights = m.index[order], m.weights[order]
+    starts = np.array([x for pair in zip(uoff, boff) for x in pair if x >= 0], np.int64)
+    owner = np.searchsorted(starts, index, side="right") - 1      # the block each weight is in
+    kinds = [k for o in m.observations for k in ("u" if o[0] in "u*" else "", "b" if o[0] in "b*" else "") if k]
+    obs_of = [i for i, o in enumerate(m.observations) for k in ("u*", "b*") if o[0] in k]
+    uni_names, u_ptr, u_lab, u_w = [], [0], [], []
+    big = {}                                        # observation -> (pairs, weights)
+    trans = np.zeros(Y * Y)
+    has_trans = np.zeros(Y * Y, bool)
+    generates_bare = any(c.op == "m" for p in tpl._bigram for c in p.commands)
+    bounds = np.searchsorted(owner, np.arange(len(starts) + 1))
+    for blk in np.unique(owner):
+        lo, hi = bounds[blk], bounds[blk + 1]
+        o = m.observations[obs_of[blk]]
+        rel = index[lo:hi] - starts[blk]
+        if kinds[blk] == "u":
+            uni_names.append(o)
+            u_lab.append(rel.astype(np.int32))
+            u_w.append(weights[lo:hi])
+            u_ptr.append(u_ptr[-1] + hi - lo)
+        elif o in ("b", "*") and tpl.transitions:
+            trans[rel] += weights[lo:hi]
+            has_trans[rel] = True
+            if generates_bare:                      # an %m pattern may also produce 'b' / '*'
+                big[o] = (rel.astype(np.int32), weights[lo:hi])
+        else:
+            big[o] = (rel.astype(np.int32), weights[lo:hi])
+    est = cls(template=tpl.text, pad=True)
+    try:
+        est._uni_vocab = Vocabulary(uni_names)
+        est._big_vocab = Vocabulary(list(big))
+        est._label_vocab = Vocabulary(m.labels)
+        b_ptr = np.concatenate([[0], np.cumsum([len(p) for p, _ in big.values()])]).astype(np.int64)
+        b_pair = (np.concatenate([p for p, _ in big.values()]) if big else np.zeros(0)).astype(np.int32)
+        t_pair = np.flatnonzero(has_trans).astype(np.int32)
+        space = FeatureSpace(Y, np.asarray(u_ptr, np.int64),
+                             np.concatenate(u_lab) if u_lab else np.zeros(0, np.int32),
+                             b_ptr, b_pair, t_pair)
+        space.validate(len(uni_names), len(big))
+    except ValueError as exc:
+        raise ModelFileError(f"{name}: invalid Wapiti model ({exc})") from None
+    est.space_ = space
+    parts = [np.concatenate(u_w) if u_w else np.zeros(0)]
+    parts += [v for _, v in big.values()]
+    parts.append(trans[t_pair])
+    est.weights_ = np.concatenate(parts).astype(np.float64)
+    est.classes_ = est._label_vocab.names
+    est.n_active_features_ = int(np.count_nonzero(est.weights_))
+    est._fitted_sep = ":"
+    return est
