@@ -69,7 +69,7 @@ def test_capabilities_and_block_solvers():
     crf = CRF(order=2)
     data = crf._dataset(X, y, grow=True)
     from spargel.core.factory import make_model
-    assert capabilities(make_model("crf2", crf._feature_space(data), data)) == ["loss_grad", "sgd"]
+    assert capabilities(make_model("crf2", crf._feature_space(data), data)) == ["loss_grad", "map", "sgd"]
     for solver in set(available_solvers()) & {"bcd", "cd"}:
         with pytest.raises(CapabilityError, match="blocks"):
             CRF(solver=solver, order=2).fit(X, y)
