@@ -93,11 +93,20 @@ def frequency_order(ids, n):
     return np.argsort(-counts, kind="stable")
 
 
+# entries renumbered at a time (in place: no second copy of a large data set's ids)
+REMAP_CHUNK = 1 << 22
+
+
 def _reorder(vocab, ids):
     order = frequency_order(ids, len(vocab))
     inverse = np.empty(len(order), dtype=np.int32)
     inverse[order] = np.arange(len(order), dtype=np.int32)
-    return vocab.permute(order), inverse[ids] if len(ids) else ids
+    if not ids.flags.writeable:
+        ids = ids.copy()
+    for lo in range(0, len(ids), REMAP_CHUNK):
+        part = ids[lo:lo + REMAP_CHUNK]
+        np.take(inverse, part, out=part)
+    return vocab.permute(order), ids
 
 
 class LogLinearCore(ParamsMixin):

@@ -18,7 +18,11 @@ Non-finite values raise ``ValueError`` naming the sequence, the token and the ke
 """
 
 import math
+from array import array
 from numbers import Real
+
+# entries gathered in Python lists before they move to typed arrays (encode_sequences)
+FLUSH_ENTRIES = 1 << 16
 
 
 def token_attributes(token, where="", sep="="):
@@ -108,8 +112,13 @@ def encode_sequences(X, vocab, grow, sep="="):
     mapping = vocab.mapping
     get = mapping.get
     split = vocab.split_index(sep)
+    # the hot loop appends to small Python lists, moved into compact typed arrays (4 + 8
+    # bytes an entry instead of two list slots and the int / float objects) every
+    # FLUSH_ENTRIES entries: the memory of a large training set stays that of its arrays
     ids, vals = [], []
-    uni_ptr, seq_ptr = [0], [0]
+    all_ids, all_vals = array("i"), array("d")
+    uni_ptr, seq_ptr = array("q", [0]), array("q", [0])
+    base = 0                                    # entries already moved to the arrays
     n_tok = 0
     for s, seq in enumerate(X):
         if isinstance(seq, (str, bytes, dict)):
@@ -129,14 +138,23 @@ def encode_sequences(X, vocab, grow, sep="="):
                         i = vocab.add(name)
                     ids.append(i)
                     vals.append(v)
-            uni_ptr.append(len(ids))
+            uni_ptr.append(base + len(ids))
             n += 1
         if n == 0:
             raise ValueError(f"sequence {s} is empty")
         n_tok += n
         seq_ptr.append(n_tok)
-    return (np.asarray(seq_ptr, dtype=np.int64), np.asarray(uni_ptr, dtype=np.int64),
-            np.asarray(ids, dtype=np.int32), np.asarray(vals, dtype=np.float64))
+        if len(ids) >= FLUSH_ENTRIES:
+            base += len(ids)
+            all_ids.extend(ids)
+            all_vals.extend(vals)
+            ids.clear()
+            vals.clear()
+    all_ids.extend(ids)
+    all_vals.extend(vals)
+    del ids, vals
+    return (np.frombuffer(seq_ptr, dtype=np.int64), np.frombuffer(uni_ptr, dtype=np.int64),
+            np.frombuffer(all_ids, dtype=np.int32), np.frombuffer(all_vals, dtype=np.float64))
 
 
 def _plain_dict(tok, get, split, grow, vocab, ids, vals, sep="="):
