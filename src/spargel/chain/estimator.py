@@ -242,6 +242,10 @@ class CRF(LogLinearCore):
                 yield sequence_attributes(columns, i, self._value_sep()), None
 
     def _dataset(self, X, y=None, grow=False):
+        if grow and self.verbose and not isinstance(X, (str, bytes)) and hasattr(X, "__iter__"):
+            # a progress line while the training data is read and encoded
+            from ..data.progress import ReadProgress, counted
+            X = counted(X, ReadProgress("reading"))
         if self._template() is not None:
             return self._with_pair_bias(super()._dataset(X, y, grow), self._big_vocab, grow)
         # feature dicts / attribute lists: straight to flat arrays (the tagging hot path)
@@ -344,9 +348,9 @@ class CRF(LogLinearCore):
         self._fitted_sep = self.value_sep
         if self.warm_start:
             self._remember_for_warm_start()
-        y = _label_lists(y, "y")
+        y = _label_lists(y, "y", lazy=True)
         if self.order == 2:
-            _refuse_marker_label(y)
+            y = _refuse_marker_label(y)
         data = self._dataset(X, y, grow=True)
         from ..core.params import check_sample_weight
         self._sample_weight = check_sample_weight(sample_weight, data.n_sequences, "sequence")
@@ -681,23 +685,39 @@ def _pair_namer(space, names):
 
 
 def _refuse_marker_label(y):
+    if not isinstance(y, list):                 # an iterator: checked as it is read
+        return _marker_checked(y)
+    for _ in _marker_checked(y):
+        pass
+    return y
+
+
+def _marker_checked(y):
     from .crf2_space import BOS_NAME
     for i, labels in enumerate(y):
         if BOS_NAME in labels:
             raise ValueError(f"y[{i}]: the label {BOS_NAME!r} is reserved for the begin marker of second-order "
                              f"models")
+        yield labels
 
 
-def _label_lists(y, name):
+def _label_lists(y, name, lazy=False):
+    """The label sequences as lists; with ``lazy``, an iterator (no ``len``) stays one,
+    checked as it is read (the training data is then read in step with it, never held
+    whole)."""
     if y is None:
         raise ValueError(f"{name} is required")
-    out = []
+    if lazy and not hasattr(y, "__len__") and iter(y) is y:
+        return _checked_labels(y, name)
+    return list(_checked_labels(y, name))
+
+
+def _checked_labels(y, name):
     for i, seq in enumerate(y):
         labels = getattr(seq, "labels", seq)
         if labels is None or isinstance(labels, str):
             raise TypeError(f"{name}[{i}] must be a list of label strings")
-        out.append(list(labels))
-    return out
+        yield list(labels)
 
 
 class _Monitor:
