@@ -14,6 +14,7 @@ from spargel.chain import crf as crf_mod
 from spargel.chain.estimator import CRF
 from spargel.cli import main
 from spargel.data import feature_space as fs_mod
+from spargel.data import dataset as dataset_mod
 from spargel.data import featuredicts, progress
 from spargel.data.conll import read_conll
 from spargel.data.templates import Template
@@ -81,6 +82,7 @@ def test_template_ids_match_reference(monkeypatch):
     names, ids = _reference_ids(rows)
     for chunk in (7, 1 << 22):
         monkeypatch.setattr(estimation, "REMAP_CHUNK", chunk)
+        monkeypatch.setattr(dataset_mod, "COUNT_CHUNK", chunk)
         est = CRF(template=TEMPLATE, pad=False)
         data = est._dataset(cols, [[t for _, _, t in s] for s in sents], grow=True)
         assert est._uni_vocab.names == names

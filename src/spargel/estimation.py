@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from .core import model_file as io
-from .data.dataset import build_dataset
+from .data.dataset import build_dataset, id_counts
 from .data.vocab import Vocabulary
 from .errors import ConvergenceWarning
 from .data.feature_space import FEATURE_SPACES, FeatureSpace
@@ -89,7 +89,7 @@ def check_common_params(est):
 
 def frequency_order(ids, n):
     """Permutation putting frequent attribute ids first (better cache locality)."""
-    counts = np.bincount(ids, minlength=n)
+    counts = id_counts(ids, n)
     return np.argsort(-counts, kind="stable")
 
 

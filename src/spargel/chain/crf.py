@@ -18,6 +18,7 @@ from ..core.protocol import ParameterLayout
 from ..core.ranges import concat_ranges, owners
 from ..core.sizes import Sized
 from ..core.threads import balanced_chunks, resolve_n_jobs
+from ..data.dataset import id_counts
 
 INFERENCE_MODES = ("auto", "dense", "sparse")
 # the batch gradient is always split into at least this many fixed chunks (summed in a
@@ -113,7 +114,7 @@ class CRFView:
         L = space.n_labels
         self.L, self.Lp = L, C.padded(L)
         sizes = np.diff(space.u_ptr)
-        counts = np.bincount(data.uni_ids, minlength=len(sizes))[:len(sizes)]
+        counts = id_counts(data.uni_ids, len(sizes))
         dense = np.flatnonzero(sizes >= max(2, int(np.ceil(DENSE_FRACTION * L))))
         self.d_attr = dense[np.argsort(-counts[dense], kind="stable")].astype(np.int64)
         drow = np.full(len(sizes), -1, dtype=np.int32)
