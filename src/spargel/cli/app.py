@@ -811,8 +811,12 @@ def cmd_train(args):
         after_reading({lab for s in sents for lab in s.labels if lab is not None}, len(sents),
                       sum(len(s) for s in sents))
         X, y = sents, [s.labels for s in sents]
-    return _fit_and_save(crf, args, say, t0, lambda callback: crf.fit(
-        X, y, X_dev=dev_x, y_dev=dev_y, callback=callback, sample_weight=weights))
+    try:
+        return _fit_and_save(crf, args, say, t0, lambda callback: crf.fit(
+            X, y, X_dev=dev_x, y_dev=dev_y, callback=callback, sample_weight=weights))
+    finally:
+        if reader is not None:
+            reader.fh.close()               # also when the fit stopped before reading
 
 
 def _check_known(known, name, args):
