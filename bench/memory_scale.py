@@ -8,8 +8,8 @@ bigrams and trigrams, nothing past the sentence edges), L-BFGS with an L2 penalt
 
 * ``spargel train`` (the command line, ``CRFSUITE_CHUNKING_TEMPLATE``, ``--no-pad``);
 * spargel's Python API from feature dicts (sklearn-crfsuite style: one dict per token,
-  ``{"w[0]": "the", "pos[-1]|pos[0]": "IN|DT", ...}``), the sequences streamed from
-  a generator that reads the file, labels as lists;
+  ``{"w[0]": "the", "pos[-1]|pos[0]": "IN|DT", ...}``), the sequences and the labels
+  streamed from generators that read the file;
 * python-crfsuite (``pycrfsuite.Trainer``: ``append`` per sequence, the same feature
   dicts, then ``train``), in the Python given by ``--peer-python``;
 * the ``crfsuite learn`` command (``--crfsuite``) on the same attributes written in
@@ -141,8 +141,9 @@ def worker_spargel_dicts(args):
     import spargel
 
     warnings.simplefilter("ignore")
-    y = [labels for _, _, labels in sentences(args.train)]
+    # both streamed: the dicts are encoded as they come, the labels read afterwards
     X = (features(words, tags) for words, tags, _ in sentences(args.train))
+    y = (labels for _, _, labels in sentences(args.train))
     crf = spargel.CRF(algorithm="lbfgs", c1=0.0, c2=1.0, max_iterations=args.max_iter, n_jobs=args.threads,
                       verbose=True)
     crf.fit(X, y)
