@@ -15,10 +15,11 @@ from ..core.vec import dot
 from . import inference as C
 from . import crf_kernels as K
 from ..core.protocol import ParameterLayout
-from ..core.ranges import concat_ranges, owners, row_pointers
+from ..core.ranges import concat_ranges, owners
 from ..core.sizes import Sized
 from ..core.threads import balanced_chunks, resolve_n_jobs
 from .crf_map import MapCapability
+from ..data.dataset import id_counts
 
 INFERENCE_MODES = ("auto", "dense", "sparse")
 # the batch gradient is always split into at least this many fixed chunks (summed in a
@@ -31,6 +32,8 @@ CHUNK_BUFFER_BUDGET = 256 * 2 ** 20
 DENSE_FRACTION = 0.25
 # memory for the stored position matrices of bigram attributes with many non-zero weights
 MATRIX_BUDGET = 64 * 2 ** 20
+# tokens whose per-token lists token_lists builds at a time
+TOKEN_CHUNK = 1 << 16
 
 
 def data_tuple(data):
@@ -50,25 +53,48 @@ def token_lists(space, data, drow, binary):
     dval, eptr, ek, evals, el). Token t's unigram attributes with a dense row
     (``drow[a] >= 0``) give ``drows[dptr[t]:dptr[t+1]]`` (values in ``dval``); every
     other attribute gives its weight indices ``ek[eptr[t]:eptr[t+1]]`` (labels ``el``,
-    values ``evals``); ``dval`` / ``evals`` are empty for binary data."""
+    values ``evals``); ``dval`` / ``evals`` are empty for binary data. Built a chunk of
+    tokens at a time into arrays of their final size (no temporary the size of the data)."""
     n_tok = data.n_tokens
-    tok = owners(data.uni_ptr)
-    ids = data.uni_ids
-    rows = drow[ids]
-    dense = rows >= 0
-    dptr = row_pointers(tok[dense], n_tok)
-    drows = np.ascontiguousarray(rows[dense], dtype=np.int32)
-    sparse = ~dense
-    a = ids[sparse]
-    lo, hi = space.u_ptr[a], space.u_ptr[a + 1]
-    eptr = row_pointers(tok[sparse], n_tok, weights=hi - lo)
-    ek = concat_ranges(lo, hi).astype(np.int32 if space.n_unigram < 2 ** 31 else np.int64)
-    el = space.u_lab[ek].astype(np.int32)
+    ptr, ids = data.uni_ptr, data.uni_ids
+    u_ptr = space.u_ptr
+    sizes = np.diff(u_ptr)
+    chunks = [(t0, min(n_tok, t0 + TOKEN_CHUNK)) for t0 in range(0, n_tok, TOKEN_CHUNK)]
+    dcount = np.zeros(n_tok, dtype=np.int64)
+    ecount = np.zeros(n_tok, dtype=np.int64)
+    for t0, t1 in chunks:
+        a = ids[ptr[t0]:ptr[t1]]
+        dense = drow[a] >= 0
+        tok = np.repeat(np.arange(t1 - t0, dtype=np.int64), np.diff(ptr[t0:t1 + 1]))
+        dcount[t0:t1] = np.bincount(tok[dense], minlength=t1 - t0)
+        ecount[t0:t1] = np.bincount(tok[~dense], weights=sizes[a[~dense]], minlength=t1 - t0).astype(np.int64)
+    dptr = np.zeros(n_tok + 1, dtype=np.int64)
+    np.cumsum(dcount, out=dptr[1:])
+    eptr = np.zeros(n_tok + 1, dtype=np.int64)
+    np.cumsum(ecount, out=eptr[1:])
+    del dcount, ecount
+    drows = np.empty(dptr[-1], dtype=np.int32)
+    ek = np.empty(eptr[-1], dtype=np.int32 if space.n_unigram < 2 ** 31 else np.int64)
+    el = np.empty(eptr[-1], dtype=np.int32)
     if binary:
         dval = evals = np.empty(0)
     else:
-        vals = data.uni_vals.astype(np.float64)
-        dval, evals = vals[dense], np.repeat(vals[sparse], hi - lo)
+        dval, evals = np.empty(dptr[-1]), np.empty(eptr[-1])
+    for t0, t1 in chunks:
+        a = ids[ptr[t0]:ptr[t1]]
+        rows = drow[a]
+        dense = rows >= 0
+        sparse = ~dense
+        drows[dptr[t0]:dptr[t1]] = rows[dense]
+        sa = a[sparse]
+        lo, hi = u_ptr[sa], u_ptr[sa + 1]
+        k = concat_ranges(lo, hi)
+        ek[eptr[t0]:eptr[t1]] = k
+        el[eptr[t0]:eptr[t1]] = space.u_lab[k]
+        if not binary:
+            vals = data.uni_vals[ptr[t0]:ptr[t1]].astype(np.float64)
+            dval[dptr[t0]:dptr[t1]] = vals[dense]
+            evals[eptr[t0]:eptr[t1]] = np.repeat(vals[sparse], hi - lo)
     return dptr, drows, dval, eptr, ek, evals, el
 
 
@@ -89,7 +115,7 @@ class CRFView:
         L = space.n_labels
         self.L, self.Lp = L, C.padded(L)
         sizes = np.diff(space.u_ptr)
-        counts = np.bincount(data.uni_ids, minlength=len(sizes))[:len(sizes)]
+        counts = id_counts(data.uni_ids, len(sizes))
         dense = np.flatnonzero(sizes >= max(2, int(np.ceil(DENSE_FRACTION * L))))
         self.d_attr = dense[np.argsort(-counts[dense], kind="stable")].astype(np.int64)
         drow = np.full(len(sizes), -1, dtype=np.int32)

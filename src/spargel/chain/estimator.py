@@ -244,6 +244,10 @@ class CRF(LogLinearCore):
         return self._featurizer().rows(X)
 
     def _dataset(self, X, y=None, grow=False):
+        if grow and self.verbose and not isinstance(X, (str, bytes)) and hasattr(X, "__iter__"):
+            # a progress line while the training data is read and encoded
+            from ..data.progress import ReadProgress, counted
+            X = counted(X, ReadProgress("reading"))
         featurizer = self._featurizer()
         data = featurizer.encode(X, y, grow)
         if grow:
@@ -320,9 +324,9 @@ class CRF(LogLinearCore):
         self._fitted_sep = self.value_sep
         if self.warm_start:
             self._remember_for_warm_start()
-        y = label_lists(y, "y")
+        y = label_lists(y, "y", lazy=True)
         if self.order == 2:
-            refuse_marker_label(y)
+            y = refuse_marker_label(y)
         data = self._dataset(X, y, grow=True)
         from ..core.params import check_sample_weight
         self._sample_weight = check_sample_weight(sample_weight, data.n_sequences, "sequence")

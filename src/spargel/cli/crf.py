@@ -262,15 +262,64 @@ def cmd_train(args):
     if args.scheduler is not None:
         return _train_on_cluster(args, say)
     t0 = time.perf_counter()
-    sents, name, _ = _read_sentences(args.train, encoding=args.encoding)
-    weights = _take_weight_column(sents, args.weight_column, name) if args.weight_column is not None else None
-    if args.unknown_label is not None:
-        for s in sents:
-            s.labels = [None if lab == args.unknown_label else lab for lab in s.labels]
-    n_cols = len(sents[0].columns[0])
-    text = _template_text(args, n_cols, name, sents[0].line)
+    if args.weight_column is None and args.train != "-":
+        # streamed: read, extract and encode one sequence at a time (no list of sentences)
+        reader = _TrainStream(args.train, args.encoding, args.unknown_label, None if args.quiet else PROG)
+        sents = name = reader.name
+        first = reader.first
+        weights = None
+    else:
+        reader = None
+        sents, name, _ = _read_sentences(args.train, encoding=args.encoding)
+        weights = _take_weight_column(sents, args.weight_column, name) if args.weight_column is not None else None
+        if args.unknown_label is not None:
+            for s in sents:
+                s.labels = [None if lab == args.unknown_label else lab for lab in s.labels]
+        first = sents[0]
+        _check_known({lab for s in sents for lab in s.labels if lab is not None}, name, args)
+    n_cols = len(first.columns[0])
+    text = _template_text(args, n_cols, name, first.line)
     _check_model_format(args, text)
-    known = {lab for s in sents for lab in s.labels if lab is not None}
+    dev_x = dev_y = None
+    if args.dev:
+        dev, dev_name, _ = _read_sentences(args.dev, encoding=args.encoding)
+        if len(dev[0].columns[0]) != n_cols:
+            raise CommandError(f"{dev_name}:{dev[0].line}: the development data has "
+                               f"{len(dev[0].columns[0]) + 1} columns, the training data {n_cols + 1}")
+        dev_x, dev_y = dev, [s.labels for s in dev]
+
+    def after_reading(known, n_seq, n_tok):
+        _check_known(known, name, args)
+        if dev_x is not None:
+            unseen = sorted({lab for s in dev_x for lab in s.labels} - known)
+            if unseen:
+                say(f"{PROG} train: note: {dev_name} has labels that the training data lacks "
+                    f"({', '.join(unseen[:5])}{', ...' if len(unseen) > 5 else ''}); they count as errors")
+        say(f"{PROG} train: {n_seq} sequences, {n_tok} tokens, {n_cols} observation column(s) "
+            f"from {name}; solver {args.solver}, l1={args.l1:g}, l2={args.l2:g}")
+
+    from ..chain.estimator import CRF
+
+    crf = CRF(solver=args.solver, l1=args.l1, l2=args.l2, max_iter=args.max_iter, tol=args.tol,
+              gtol=args.gtol, window=args.window, feature_space=args.feature_space, template=text,
+              pad=args.pad, n_jobs=args.threads, random_state=args.seed, order=args.order)
+    if reader is not None:
+        reader.after = after_reading
+        X, y = reader.sequences(), reader.labels()
+    else:
+        after_reading({lab for s in sents for lab in s.labels if lab is not None}, len(sents),
+                      sum(len(s) for s in sents))
+        X, y = sents, [s.labels for s in sents]
+    try:
+        return _fit_and_save(crf, args, say, t0, lambda callback: crf.fit(
+            X, y, X_dev=dev_x, y_dev=dev_y, callback=callback, sample_weight=weights))
+    finally:
+        if reader is not None:
+            reader.fh.close()               # also when the fit stopped before reading
+
+
+def _check_known(known, name, args):
+    """Training needs at least two distinct (known) labels."""
     if len(known) < 2:
         if not known:
             raise CommandError(f"{name}: every label is the unknown mark {args.unknown_label!r}; training "
@@ -278,28 +327,106 @@ def cmd_train(args):
         raise CommandError(f"{name}: the last column holds only one distinct label "
                            f"({next(iter(known))!r}); training needs at least 2 -- is this a "
                            f"column file with the label last?")
-    dev_x = dev_y = None
-    if args.dev:
-        dev, dev_name, _ = _read_sentences(args.dev, encoding=args.encoding)
-        if len(dev[0].columns[0]) != n_cols:
-            raise CommandError(f"{dev_name}:{dev[0].line}: the development data has "
-                               f"{len(dev[0].columns[0]) + 1} columns, the training data {n_cols + 1}")
-        unseen = sorted({lab for s in dev for lab in s.labels} - known)
-        if unseen:
-            say(f"{PROG} train: note: {dev_name} has labels that the training data lacks "
-                f"({', '.join(unseen[:5])}{', ...' if len(unseen) > 5 else ''}); they count as errors")
-        dev_x, dev_y = dev, [s.labels for s in dev]
-    n_tok = sum(len(s) for s in sents)
-    say(f"{PROG} train: {len(sents)} sequences, {n_tok} tokens, {n_cols} observation column(s) "
-        f"from {name}; solver {args.solver}, l1={args.l1:g}, l2={args.l2:g}")
 
-    from ..chain.estimator import CRF
 
-    crf = CRF(solver=args.solver, l1=args.l1, l2=args.l2, max_iter=args.max_iter, tol=args.tol,
-              gtol=args.gtol, window=args.window, feature_space=args.feature_space, template=text,
-              pad=args.pad, n_jobs=args.threads, random_state=args.seed, order=args.order)
-    return _fit_and_save(crf, args, say, t0, lambda callback: crf.fit(
-        sents, [s.labels for s in sents], X_dev=dev_x, y_dev=dev_y, callback=callback, sample_weight=weights))
+class _TrainStream:
+    """The training file read one sequence at a time, for a fit that extracts and
+    encodes each sequence as it comes (its memory is the encoded data, not the text or
+    the sentences). The first sequence is read at once (the template needs its number
+    of columns); :meth:`sequences` and :meth:`labels` are consumed in step by the fit
+    (the sentence of the labels is the one last yielded). A progress line (``prog``:
+    the program name, None for none) reports sequences, tokens and bytes read. When the
+    file ends, ``after(known labels, sequences, tokens)`` is called: its errors stop the
+    fit before any training."""
+
+    def __init__(self, path, encoding, unknown_label, prog):
+        from ..data.conll import read_conll
+        from ..data.progress import ReadProgress
+        from .common import input_name
+
+        if os.path.isdir(path):
+            raise CommandError(f"{path}: is a directory, not a text file")
+        try:
+            import codecs
+            self.decoder = codecs.getincrementaldecoder(encoding)
+        except LookupError:
+            raise UsageError(f"unknown --encoding {encoding!r}") from None
+        self.path, self.encoding, self.unknown = path, encoding, unknown_label
+        self.name = input_name(path)
+        self.fh = open(path, "rb")
+        self.total = os.fstat(self.fh.fileno()).st_size
+        if b"\x00" in self.fh.peek(4096)[:4096] and "16" not in encoding and "32" not in encoding:
+            self.fh.close()
+            raise CommandError(f"{self.name}: a binary file, not a text file")
+        self.n_bytes = 0
+        self.progress = (lambda: ReadProgress(f"{prog} train: reading {self.name}", self.total)) if prog else None
+        self.after = None
+        self.known = set()
+        self.current = None
+        self.it = read_conll(_Lines(self), has_labels=True)
+        self.first = next(self.it)
+        self._label(self.first)
+
+    def _label(self, s):
+        if self.unknown is not None:
+            s.labels = [None if lab == self.unknown else lab for lab in s.labels]
+        self.known.update(s.labels)
+
+    def sequences(self):
+        n_seq = n_tok = 0
+        s = self.first
+        self.first = None
+        if self.progress is not None:
+            self.progress = self.progress()     # the clock starts with the extraction
+        try:
+            while s is not None:
+                n_seq += 1
+                n_tok += len(s)
+                self.current = s
+                if self.progress is not None:
+                    self.progress.update(n_seq, n_tok, self.n_bytes)
+                yield s
+                s = next(self.it, None)
+                if s is not None:
+                    self._label(s)
+        finally:
+            self.fh.close()
+            self.current = None
+        self.known.discard(None)
+        if self.progress is not None and self.progress.lines:
+            self.progress.write(n_seq, n_tok, self.n_bytes)
+        self.after(self.known, n_seq, n_tok)
+
+    def labels(self):
+        while self.current is not None:
+            yield self.current.labels
+
+
+class _Lines:
+    """The decoded lines of a training file, counting the bytes read; text that is not
+    in the encoding is an error naming the line (as :func:`read_text`)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.name = stream.name
+
+    def __iter__(self):
+        st = self.stream
+        enc = st.encoding
+        lineno = 0
+        for raw in st.fh:
+            lineno += 1
+            try:
+                text = raw.decode(enc)
+            except UnicodeDecodeError as exc:
+                hint = (" (give its encoding with --encoding, e.g. latin-1)"
+                        if enc.lower().replace("_", "-") in ("utf-8", "utf8") else "")
+                raise CommandError(f"{self.name}:{lineno}: not {enc} text (byte {st.n_bytes + exc.start + 1})"
+                                   f"{hint}") from None
+            st.n_bytes += len(raw)
+            if lineno == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield text
 
 
 def _fit_and_save(crf, args, say, t0, fit):

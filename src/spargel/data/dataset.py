@@ -183,6 +183,19 @@ def _add_labels(ys, vocab, grow, out, s):
         out.append(i)
 
 
+#: entries counted at a time by :func:`id_counts`
+COUNT_CHUNK = 1 << 22
+
+
+def id_counts(ids, n):
+    """``np.bincount(ids, minlength=n)[:n]`` a chunk at a time: bincount first converts
+    its input to 64-bit integers, a temporary twice the size of int32 ids."""
+    counts = np.zeros(n, dtype=np.int64)
+    for lo in range(0, len(ids), COUNT_CHUNK):
+        counts += np.bincount(ids[lo:lo + COUNT_CHUNK], minlength=n)[:n]
+    return counts
+
+
 def check_values(data):
     """Raise ``ValueError`` naming the first token with a NaN or infinite value."""
     for vals, ptr in ((data.uni_vals, data.uni_ptr), (data.big_vals, data.big_ptr)):

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.ranges import owners
-
 FEATURE_SPACES = ("full", "observed")
+# tokens whose (attribute, label) pairs are gathered at a time (FeatureSpace.observed)
+SEEN_CHUNK = 1 << 18
 
 
 @dataclass
@@ -135,16 +135,25 @@ def _seen_csr(ptr, ids, token_col, n_rows, n_cols):
     """CSR (ptr, sorted columns per row) of the distinct (attribute, column) pairs, where
     a token's attributes meet the token's column (skipped where the column is -1).
     Uses a bitmap when it is small, a sort otherwise; never per-entry Python work."""
-    c = token_col[owners(ptr)]
-    keep = c >= 0
-    rows, c = ids[keep], c[keep]
-    if n_rows * n_cols <= 1 << 27:
-        seen = np.zeros((n_rows, n_cols), dtype=np.bool_)
-        seen[rows, c] = True
+    bitmap = n_rows * n_cols <= 1 << 27
+    seen = np.zeros((n_rows, n_cols), dtype=np.bool_) if bitmap else None
+    keys = []
+    n_tok = len(ptr) - 1
+    # a chunk of tokens at a time: the per-entry temporaries stay small on large data
+    for t0 in range(0, n_tok, SEEN_CHUNK):
+        t1 = min(n_tok, t0 + SEEN_CHUNK)
+        c = np.repeat(token_col[t0:t1], np.diff(ptr[t0:t1 + 1]))
+        keep = c >= 0
+        rows, c = ids[ptr[t0]:ptr[t1]][keep], c[keep]
+        if bitmap:
+            seen[rows, c] = True
+        else:
+            keys.append(np.unique(rows.astype(np.int64) * n_cols + c))
+    if bitmap:
         counts = seen.sum(axis=1, dtype=np.int64)
         cols = np.nonzero(seen)[1].astype(np.int32)
     else:
-        key = np.unique(rows.astype(np.int64) * n_cols + c)
+        key = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
         counts = np.bincount(key // n_cols, minlength=n_rows)
         cols = (key % n_cols).astype(np.int32)
     out = np.zeros(n_rows + 1, dtype=np.int64)

@@ -18,8 +18,12 @@ Non-finite values raise ``ValueError`` naming the sequence, the token and the ke
 """
 
 import math
+from array import array
 from itertools import accumulate, chain
 from numbers import Real
+
+# entries gathered in Python lists before they move to typed arrays (encode_sequences)
+FLUSH_ENTRIES = 1 << 16
 
 
 def token_attributes(token, where="", sep="="):
@@ -110,14 +114,25 @@ def encode_sequences(X, vocab, grow, sep="="):
     mapping = vocab.mapping
     get = mapping.get
     split = None                # the key -> value -> id index, built at the first dict token
+    # the hot loop appends to small Python lists, moved into compact typed arrays (4 + 8
+    # bytes an entry instead of two list slots and the int / float objects) every
+    # FLUSH_ENTRIES entries: the memory of a large training set stays that of its arrays
     ids, vals = [], []
-    uni_ptr, seq_ptr = [0], [0]
+    all_ids, all_vals = array("i"), array("d")
+    uni_ptr, seq_ptr = array("q", [0]), array("q", [0])
+    base = 0                                    # entries already moved to the arrays
     n_tok = 0
     for s, seq in enumerate(X):
+        if len(ids) >= FLUSH_ENTRIES:
+            base += len(ids)
+            all_ids.extend(ids)
+            all_vals.extend(vals)
+            ids.clear()
+            vals.clear()
         if isinstance(seq, (str, bytes, dict)):
             raise TypeError(f"sequence {s} must be a list of tokens, not a {type(seq).__name__}")
         if type(seq) is list:
-            n = _plain_list_sequence(seq, mapping, get, grow, vocab, ids, vals, uni_ptr)
+            n = _plain_list_sequence(seq, mapping, get, grow, vocab, ids, vals, uni_ptr, base)
             if n > 0:
                 n_tok += n
                 seq_ptr.append(n_tok)
@@ -144,22 +159,26 @@ def encode_sequences(X, vocab, grow, sep="="):
                         i = vocab.add(name)
                     ids.append(i)
                     vals.append(v)
-            uni_ptr.append(len(ids))
+            uni_ptr.append(base + len(ids))
             n += 1
         if n == 0:
             raise ValueError(f"sequence {s} is empty")
         n_tok += n
         seq_ptr.append(n_tok)
-    return (np.asarray(seq_ptr, dtype=np.int64), np.asarray(uni_ptr, dtype=np.int64),
-            np.asarray(ids, dtype=np.int32), np.asarray(vals, dtype=np.float64))
+    all_ids.extend(ids)
+    all_vals.extend(vals)
+    del ids, vals
+    return (np.frombuffer(seq_ptr, dtype=np.int64), np.frombuffer(uni_ptr, dtype=np.int64),
+            np.frombuffer(all_ids, dtype=np.int32), np.frombuffer(all_vals, dtype=np.float64))
 
 
-def _plain_list_sequence(seq, mapping, get, grow, vocab, ids, vals, uni_ptr):
+def _plain_list_sequence(seq, mapping, get, grow, vocab, ids, vals, uni_ptr, flushed=0):
     """Append a whole sequence whose tokens are all lists of attribute strings (each
     with value 1), the attribute lookups at C speed; returns its number of tokens, or 0
     (having appended nothing) when it is not such a sequence (or is empty). A known
     attribute is a key of the vocabulary, hence a string: only the new ones are checked,
-    and added in sorted order (per sequence)."""
+    and added in sorted order (per sequence). ``flushed``: the entries already moved
+    out of ``ids`` (the token offsets in ``uni_ptr`` count them)."""
     for tok in seq:
         if type(tok) is not list:
             return 0
@@ -191,10 +210,10 @@ def _plain_list_sequence(seq, mapping, get, grow, vocab, ids, vals, uni_ptr):
             for i in map(get, tok):
                 if i is not None:
                     ids.append(i)
-            uni_ptr.append(len(ids))
+            uni_ptr.append(flushed + len(ids))
         vals.extend([1.0] * (len(ids) - start))
         return len(seq)
-    base = len(ids)
+    base = flushed + len(ids)
     ids.extend(found)
     vals.extend([1.0] * len(found))
     ends = accumulate(lens, initial=base)

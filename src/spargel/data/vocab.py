@@ -127,11 +127,23 @@ def _index_splits(index, name, i, sep="="):
         j = name.find(sep, j + 1)
 
 
+#: entries renumbered at a time (in place: no second copy of a large data set's ids)
+REMAP_CHUNK = 1 << 22
+
+
 def by_frequency(vocab, ids):
     """``vocab`` renumbered by decreasing frequency of its ids in ``ids`` (ties: first
     seen first; frequent attributes together is better cache locality), and ``ids``
-    renumbered with it."""
-    order = np.argsort(-np.bincount(ids, minlength=len(vocab)), kind="stable")
+    renumbered with it, in place (a chunk at a time: no second copy of a large data
+    set's ids; a read-only ``ids`` is copied first)."""
+    from .dataset import id_counts
+
+    order = np.argsort(-id_counts(ids, len(vocab)), kind="stable")
     inverse = np.empty(len(order), dtype=np.int32)
     inverse[order] = np.arange(len(order), dtype=np.int32)
-    return vocab.permute(order), inverse[ids] if len(ids) else ids
+    if not ids.flags.writeable:
+        ids = ids.copy()
+    for lo in range(0, len(ids), REMAP_CHUNK):
+        part = ids[lo:lo + REMAP_CHUNK]
+        np.take(inverse, part, out=part)
+    return vocab.permute(order), ids
