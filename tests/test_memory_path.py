@@ -12,7 +12,7 @@ import pytest
 
 from spargel.chain import crf as crf_mod
 from spargel.chain.estimator import CRF
-from spargel.cli.main.main import main
+from spargel.cli import main
 from spargel.data import feature_space as fs_mod
 from spargel.data import dataset as dataset_mod
 from spargel.data import progress
