@@ -320,7 +320,7 @@ class PairwiseMRF(ParamsMixin):
             res = minimize(model, self._penalty(model), model.initial_weights(), max_iter=int(max_iter),
                            tol=float(self.tol), gtol=1e-8, window=5, monitor=_Monitor(model, self.verbose))
             history, n_iter, reasons = list(res.history), int(res.n_iter), [res.stop_reason]
-            if adaptive:
+            if adaptive and res.stop_reason != "interrupted":      # Ctrl-C: no second stage
                 from .model import adaptive_edge_weights
                 active = model.active_edges(res.w)
                 self.screening_edges_ = model.graph.edges[active].copy()
@@ -364,7 +364,7 @@ class PairwiseMRF(ParamsMixin):
                           f"{model.n_inference_calls} gradient evaluations (bp_max_iter={self.bp_max_iter}); "
                           f"try bp_damping=0.5 or bp_schedule='residual'", ConvergenceWarning, stacklevel=2)
         self._set_weights(ns, model.graph.edges, model, res.w)
-        note_interrupt(self, res.stop_reason)        # (raised by reraise_interrupt)
+        note_interrupt(self, "interrupted" if "interrupted" in reasons else res.stop_reason)  # (raised by reraise_interrupt)
         return self
 
     def _set_weights(self, ns, candidates, model, w):
