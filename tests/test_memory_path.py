@@ -19,7 +19,7 @@ from spargel.data import progress
 from spargel.data import featuredicts
 from spargel.data.conll import read_conll
 from spargel.data.templates import Template
-from spargel import estimation
+from spargel.data import vocab as vocab_mod
 
 TEMPLATE = """\
 U00:w[-1]=%x[-1,0]
@@ -82,7 +82,7 @@ def test_template_ids_match_reference(monkeypatch):
     rows = [tpl.extract(c, pad=False)[0] for c in cols]
     names, ids = _reference_ids(rows)
     for chunk in (7, 1 << 22):
-        monkeypatch.setattr(estimation, "REMAP_CHUNK", chunk)
+        monkeypatch.setattr(vocab_mod, "REMAP_CHUNK", chunk)
         monkeypatch.setattr(dataset_mod, "COUNT_CHUNK", chunk)
         est = CRF(template=TEMPLATE, pad=False)
         data = est._dataset(cols, [[t for _, _, t in s] for s in sents], grow=True)
