@@ -285,9 +285,11 @@ class Tagger:
 
     # -- opening --------------------------------------------------------------------
     def open(self, name):
-        """Load a model file (CRFsuite's format or spargel's)."""
-        from .estimator import CRF
-        self._crf = CRF.load(name)
+        """Load a model file (CRFsuite's format or spargel's) with the class of the model
+        this tagger holds, or else with the public ``spargel.CRF`` (as a user would: this
+        module is below the estimator and does not import it)."""
+        cls = type(self._crf) if self._crf is not None else _public_crf()
+        self._crf = cls.load(name)
         self._xseq = None
         return self
 
@@ -394,3 +396,8 @@ class Tagger:
         else:
             with open(filename, "w", encoding="utf-8") as fh:
                 fh.write(text)
+
+
+def _public_crf():
+    import spargel
+    return spargel.CRF
