@@ -9,8 +9,8 @@ import pytest
 
 from spargel.cli import main
 from spargel.errors import ModelFileError
-from spargel.gaussian.estimator import (SparseGaussianMRF, SparseGaussianMRFCV,
-                                         SparseGaussianMRFSelect)
+from spargel.gaussian.estimator import SparseGaussianMRF, SparseGaussianMRFCV
+from spargel.gaussian.selection import SparseGaussianMRFSelect
 from spargel.core.model_file import load_arrays, save_arrays
 
 
