@@ -156,10 +156,14 @@ if SPEEDUPS:
             self._raise_if_finalized()
             envs = [gv.name for gv in self._final_module.global_variables if gv.name.startswith(ENV_PREFIX)]
             seen = set()
+            # what numba's own finalize does; numba 0.58 has no ``_reload_init`` (later
+            # versions pass their callees' to the caller)
+            reload_init = getattr(self, "_reload_init", None)
             for library in self._linking_libraries:
                 if library not in seen:
                     seen.add(library)
-                    self._reload_init.update(library._reload_init)
+                    if reload_init is not None:
+                        reload_init.update(library._reload_init)
                     self._final_module.link_in(library._get_module_for_linking(), preserve=True)
             if envs:
                 mod = llvm.parse_assembly("\n".join(f'@"{name}" = common global i8* null' for name in envs))
