@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # time); Python writes it on first import for the few modules a run uses
 PIP := $(BIN)/python -m pip install -q --no-compile
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-oldest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,27 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
+# the oldest versions pyproject.toml claims (ci/oldest-constraints.txt), in their own
+# .venv-oldest with their own numba cache; `make test-oldest OLDEST_TESTS=tests` runs the
+# whole suite there. Not part of `make test` (which tests the newest releases).
+OLDEST := .venv-oldest
+OLDEST_PIP := $(OLDEST)/bin/python -m pip install -q --no-compile
+OLDEST_TESTS ?= tests/test_first_use.py tests/test_crf_inference.py tests/test_protocol.py \
+	tests/test_crf_estimator.py tests/test_loglinear.py tests/mrf tests/gaussian tests/test_cli_common.py
+
+$(OLDEST)/.installed: ci/oldest-constraints.txt pyproject.toml
+	test -x $(OLDEST)/bin/python || $(PYTHON) -m venv $(OLDEST)
+	$(OLDEST_PIP) -c ci/oldest-constraints.txt -e '.[plot]' 'pytest>=7.4' 'pytest-xdist>=3.5' scikit-learn
+	touch $@
+
+test-oldest: $(OLDEST)/.installed
+	$(OLDEST)/bin/python -c "import numba, numpy, scipy, sklearn, spargel.core.jit as j; \
+	print('numba', numba.__version__, 'numpy', numpy.__version__, 'scipy', scipy.__version__, \
+	'scikit-learn', sklearn.__version__, 'speed-ups', j.SPEEDUPS)"
+	NUMBA_CACHE_DIR=$(CURDIR)/$(OLDEST)/numba-cache $(OLDEST)/bin/python -m pytest -q -n auto --dist loadfile $(OLDEST_TESTS)
+
 bench: $(VENV)/.installed
 	$(PIP) -e '.[bench]'
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) $(OLDEST) build src/*.egg-info
