@@ -18,7 +18,10 @@ def test_l2_matches_sklearn_logistic_regression(iris):
     from sklearn.linear_model import LogisticRegression
     X, y = iris
     ours = LogLinearClassifier(solver="lbfgs", l1=0.0, l2=1.0, tol=0, gtol=1e-9, max_iter=3000).fit(X, y)
-    ref = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000).fit(X, y)
+    # newton-cg stops on the gradient (max |g| <= tol); lbfgs also stops on a relative
+    # decrease of the objective, which in scikit-learn 1.3 with scipy 1.10 is still 4e-4
+    # away from the optimum in the coefficients
+    ref = LogisticRegression(C=1.0, solver="newton-cg", tol=1e-8, max_iter=1000).fit(X, y)
     np.testing.assert_allclose(ours.coef_, ref.coef_, atol=2e-4)
     np.testing.assert_allclose(ours.intercept_ - ours.intercept_.mean(),
                                ref.intercept_ - ref.intercept_.mean(), atol=2e-3)
