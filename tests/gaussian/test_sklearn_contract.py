@@ -202,7 +202,7 @@ def test_cv_metadata_routing_through_sklearn_tools():
     """With scikit-learn's metadata routing on, its tools hand ``groups`` to the CV
     estimator's splitter (get_metadata_routing); the same folds as explicit pairs give
     the same fitted model."""
-    sklearn = pytest.importorskip("sklearn")
+    sklearn = pytest.importorskip("sklearn", minversion="1.4")     # cross_validate(params=...)
     ms = pytest.importorskip("sklearn.model_selection")
     X = _block_data(seed=7, m=120)
     groups = np.repeat(np.arange(6), 20)
