@@ -36,6 +36,10 @@ OLDEST_PIP := $(OLDEST)/bin/python -m pip install -q --no-compile
 OLDEST_TESTS ?= tests/test_first_use.py tests/test_crf_inference.py tests/test_protocol.py \
 	tests/test_crf_estimator.py tests/test_loglinear.py tests/mrf tests/gaussian tests/test_cli_common.py
 
+# numba's disk cache of a kernel is not invalidated when a kernel it calls from another
+# file changes (stale code after a pull or a rebase): one cache per state of src/
+SRC_HASH = $(shell cat $$(find src -name '*.py' | sort) | sha1sum | cut -c1-12)
+
 $(OLDEST)/.installed: ci/oldest-constraints.txt pyproject.toml
 	test -x $(OLDEST)/bin/python || $(PYTHON) -m venv $(OLDEST)
 	$(OLDEST_PIP) -c ci/oldest-constraints.txt -e '.[plot]' 'pytest>=7.4' 'pytest-xdist>=3.5' scikit-learn
@@ -45,7 +49,8 @@ test-oldest: $(OLDEST)/.installed
 	$(OLDEST)/bin/python -c "import numba, numpy, scipy, sklearn, spargel.core.jit as j; \
 	print('numba', numba.__version__, 'numpy', numpy.__version__, 'scipy', scipy.__version__, \
 	'scikit-learn', sklearn.__version__, 'speed-ups', j.SPEEDUPS)"
-	NUMBA_CACHE_DIR=$(CURDIR)/$(OLDEST)/numba-cache $(OLDEST)/bin/python -m pytest -q -n auto --dist loadfile $(OLDEST_TESTS)
+	find $(OLDEST)/numba-cache -mindepth 1 -maxdepth 1 ! -name $(SRC_HASH) -exec rm -rf {} + 2>/dev/null || true
+	NUMBA_CACHE_DIR=$(CURDIR)/$(OLDEST)/numba-cache/$(SRC_HASH) $(OLDEST)/bin/python -m pytest -q -n auto --dist loadfile $(OLDEST_TESTS)
 
 bench: $(VENV)/.installed
 	$(PIP) -e '.[bench]'
