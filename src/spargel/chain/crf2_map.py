@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core import online_rules as R
 from ..core.jit import inner, kernel
-from .crf_map import MapCapability, _find
+from .crf_map import MapCapability, _find, _unigram_diff
 
 
 @inner()
@@ -90,15 +90,7 @@ def _diff2(space, data, lo, hi, gold, path, acc, mark, idx):
         g, p = gold[lo + t], path[t]
         if g != p:
             d += 1
-            for j in range(uni_ptr[lo + t], uni_ptr[lo + t + 1]):
-                a = uni_ids[j]
-                x = uni_vals[j]
-                k = _find(u_lab, u_ptr[a], u_ptr[a + 1], g)
-                if k >= 0:
-                    nnz = R.collect(acc, mark, idx, nnz, k, x)
-                k = _find(u_lab, u_ptr[a], u_ptr[a + 1], p)
-                if k >= 0:
-                    nnz = R.collect(acc, mark, idx, nnz, k, -x)
+            nnz = _unigram_diff(u_ptr, u_lab, uni_ptr, uni_ids, uni_vals, lo + t, g, p, acc, mark, idx, nnz)
         g1 = gold[lo + t - 1] if t > 0 else L
         p1 = path[t - 1] if t > 0 else L
         gp, pp = g1 * L + g, p1 * L + p

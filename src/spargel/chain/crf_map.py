@@ -81,6 +81,22 @@ def _find(lab, lo, hi, y):
 
 
 @inner()
+def _unigram_diff(u_ptr, u_lab, uni_ptr, uni_ids, uni_vals, tok, g, p, acc, mark, idx, nnz):
+    """The unigram weights of token ``tok`` under label ``g`` (+x) and ``p`` (-x) into
+    idx / acc (both orders' difference passes); returns the new nnz."""
+    for j in range(uni_ptr[tok], uni_ptr[tok + 1]):
+        a = uni_ids[j]
+        x = uni_vals[j]
+        k = _find(u_lab, u_ptr[a], u_ptr[a + 1], g)
+        if k >= 0:
+            nnz = R.collect(acc, mark, idx, nnz, k, x)
+        k = _find(u_lab, u_ptr[a], u_ptr[a + 1], p)
+        if k >= 0:
+            nnz = R.collect(acc, mark, idx, nnz, k, -x)
+    return nnz
+
+
+@inner()
 def _diff(space, data, lo, hi, gold, path, acc, mark, idx):
     """The distinct weights of F(gold) - F(path) into idx / acc; returns (nnz, d)."""
     L, u_ptr, u_lab, b_ptr, b_pair, b_base, t_pair, t_base, t_index = space
@@ -93,15 +109,7 @@ def _diff(space, data, lo, hi, gold, path, acc, mark, idx):
         g, p = gold[lo + t], path[t]
         if g != p:
             d += 1
-            for j in range(uni_ptr[lo + t], uni_ptr[lo + t + 1]):
-                a = uni_ids[j]
-                x = uni_vals[j]
-                k = _find(u_lab, u_ptr[a], u_ptr[a + 1], g)
-                if k >= 0:
-                    nnz = R.collect(acc, mark, idx, nnz, k, x)
-                k = _find(u_lab, u_ptr[a], u_ptr[a + 1], p)
-                if k >= 0:
-                    nnz = R.collect(acc, mark, idx, nnz, k, -x)
+            nnz = _unigram_diff(u_ptr, u_lab, uni_ptr, uni_ids, uni_vals, lo + t, g, p, acc, mark, idx, nnz)
         if t == 0:
             continue
         gp = gold[lo + t - 1] * L + g
