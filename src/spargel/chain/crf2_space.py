@@ -75,13 +75,9 @@ class FeatureSpace2(FeatureSpace):
     def n_states(self):
         return n_states(self.n_labels)
 
-    def as_tuple(self):
-        """The ``space`` tuple the compiled kernels take (``t_index`` over triple codes)."""
-        L = self.n_labels
-        t_index = np.full((L + 1) * L * L, -1, dtype=np.int64)
-        t_index[self.t_pair] = np.arange(len(self.t_pair))
-        return (L, self.u_ptr, self.u_lab, self.b_ptr, self.b_pair, np.int64(self.b_base),
-                self.t_pair, np.int64(self.t_base), t_index)
+    def n_transition_codes(self):
+        """Label triples, the first label possibly the begin marker."""
+        return (self.n_labels + 1) * self.n_labels * self.n_labels
 
     # -- construction ---------------------------------------------------------------
     @classmethod

@@ -49,10 +49,15 @@ class FeatureSpace:
     def n_params(self):
         return self.t_base + len(self.t_pair)
 
+    def n_transition_codes(self):
+        """How many codes a transition weight can have (label pairs here)."""
+        return self.n_labels * self.n_labels
+
     def as_tuple(self):
-        """The ``space`` tuple the compiled kernels take."""
+        """The ``space`` tuple the compiled kernels take (``t_index``: a transition
+        code's weight, -1 for none)."""
         L = self.n_labels
-        t_index = np.full(L * L, -1, dtype=np.int64)
+        t_index = np.full(self.n_transition_codes(), -1, dtype=np.int64)
         t_index[self.t_pair] = np.arange(len(self.t_pair))
         return (L, self.u_ptr, self.u_lab, self.b_ptr, self.b_pair, np.int64(self.b_base),
                 self.t_pair, np.int64(self.t_base), t_index)
