@@ -240,9 +240,6 @@ class CRF(LogLinearCore):
                                   getattr(self, "_uni_vocab", None), getattr(self, "_big_vocab", None),
                                   getattr(self, "_label_vocab", None))
 
-    def _rows(self, X):
-        return self._featurizer().rows(X)
-
     def _dataset(self, X, y=None, grow=False):
         if grow and self.verbose and not isinstance(X, (str, bytes)) and hasattr(X, "__iter__"):
             # a progress line while the training data is read and encoded

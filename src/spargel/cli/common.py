@@ -384,8 +384,8 @@ def csv_text(rows):
     return buf.getvalue()
 
 
-def json_lines(rows):
-    """History rows as JSON lines (numpy scalars as numbers, non-finite values as null)."""
+def json_line(row):
+    """One history row as a JSON object (numpy scalars as numbers, non-finite values as null)."""
     import json
 
     def clean(v):
@@ -395,4 +395,9 @@ def json_lines(rows):
             return None
         return v
 
-    return "".join(json.dumps({k: clean(v) for k, v in row.items()}) + "\n" for row in rows)
+    return json.dumps({k: clean(v) for k, v in row.items()})
+
+
+def json_lines(rows):
+    """History rows as JSON lines (:func:`json_line`)."""
+    return "".join(json_line(row) + "\n" for row in rows)

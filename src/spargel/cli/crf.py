@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import codecs
 import io
-import json
-import math
 import os
 import re
 import signal
 import sys
 import time
 
-from .common import PROG, CommandError, UsageError, check_outputs, read_text, write_output
+from .common import PROG, CommandError, UsageError, check_outputs, json_line, read_text, write_output
 
 #: Stored as the first line of the template of a model trained by ``spargel train``,
 #: so that ``spargel label`` knows how many observation columns the input has.
@@ -60,18 +58,6 @@ def default_template(n_columns, order=1):
     if order == 2:
         lines.append("T")
     return "\n".join(lines)
-
-
-def _json_value(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if hasattr(v, "item"):  # numpy scalar
-        return _json_value(v.item())
-    return v
-
-
-def _json_row(row):
-    return json.dumps({k: _json_value(v) for k, v in row.items()})
 
 
 def _fmt_row(row):
@@ -136,7 +122,7 @@ class _HistoryLog:
         if self.fh is None:
             return
         try:
-            self.fh.write(_json_row(row) + "\n")
+            self.fh.write(json_line(row) + "\n")
             self.fh.flush()
         except OSError as exc:
             self._failed(exc)
