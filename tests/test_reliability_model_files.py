@@ -305,3 +305,19 @@ def test_a9_cli_nbest_huge_k(model_file, tmp_path, capsys):
     rc = cli(*["label", "-m", model_file, "--nbest", "1000000000", long])
     err = capsys.readouterr().err
     assert rc == 1 and err.count("\n") == 1 and "GB" in err and "long.txt" in err
+
+
+def test_a8_inflated_member_size_is_refused_without_a_large_read(model_file, tmp_path):
+    # the archive's directory says the header member is ~2 GB compressed: refused from the
+    # directory (or read in small chunks), never one read sized by the forged number
+    raw = bytearray(model_file.read_bytes())
+    pos = raw.find(b"PK\x01\x02")
+    while raw[pos + 46:pos + 46 + len(b"header.npy")] != b"header.npy":
+        pos = raw.find(b"PK\x01\x02", pos + 4)
+    raw[pos + 23] ^= 0x7F  # high byte of the compressed size
+    path = tmp_path / "inflated.model"
+    path.write_bytes(bytes(raw))
+    result, peak = _load_bounded(path)
+    assert isinstance(result, ModelFileError) and "inflated.model" in str(result), result
+    assert "compressed" in str(result)
+    assert peak < 8, f"{peak:.1f} MB allocated"

@@ -196,10 +196,18 @@ def _read_header(zf, infos, name):
         _fail(name, "not a spargel model file (no header)")
     if info.file_size > MAX_HEADER_BYTES + MAX_NPY_HEADER:
         _fail(name, f"the header declares {info.file_size} bytes (at most {MAX_HEADER_BYTES} allowed)")
-    with zf.open(info) as fh:
-        raw = fh.read(MAX_HEADER_BYTES + MAX_NPY_HEADER + 1)
-    if len(raw) > MAX_HEADER_BYTES + MAX_NPY_HEADER:
-        _fail(name, "the header is too large")
+    limit = min(info.file_size, MAX_HEADER_BYTES + MAX_NPY_HEADER)
+    pieces, size = [], 0
+    with zf.open(info) as fh:  # in chunks: one read(n) would allocate n bytes up front
+        while size <= limit:
+            piece = fh.read(min(_CHUNK, limit + 1 - size))
+            if not piece:
+                break
+            pieces.append(piece)
+            size += len(piece)
+    if size > limit:
+        _fail(name, "the header is larger than its archive entry declares")
+    raw = b"".join(pieces)
     try:
         blob = np.lib.format.read_array(io.BytesIO(raw), allow_pickle=False,
                                         max_header_size=MAX_NPY_HEADER)
@@ -250,6 +258,7 @@ def _load(path, name, kind, memory_limit):
     with open(path, "rb") as raw:
         if not zipfile.is_zipfile(raw):
             _fail(name, "not a spargel model file (not a zip archive of arrays)")
+        archive_size = os.fstat(raw.fileno()).st_size
         raw.seek(0)
         with zipfile.ZipFile(raw) as zf:
             infos = {}
@@ -261,6 +270,9 @@ def _load(path, name, kind, memory_limit):
                     _fail(name, f"member {info.filename!r} appears twice in the archive")
                 if info.flag_bits & 0x1:
                     _fail(name, f"member {info.filename!r} is encrypted")
+                if info.compress_size > archive_size:
+                    _fail(name, f"member {info.filename!r} declares {info.compress_size} compressed "
+                                f"bytes, more than the file's {archive_size}")
                 if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
                     _fail(name, f"member {info.filename!r} uses an unsupported compression "
                                 f"(method {info.compress_type})")
