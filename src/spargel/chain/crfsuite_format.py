@@ -35,7 +35,6 @@ the features must be exactly those the reference lists name. Anything else raise
 :class:`~spargel.errors.ModelFileError` naming the file and the problem.
 """
 
-import os
 import struct
 from dataclasses import dataclass
 
@@ -44,6 +43,7 @@ import numpy as np
 from ..core.jit import kernel
 from ..errors import ModelFileError
 from ..core.files import atomic_write
+from .foreign_files import read_limited, starts_with
 
 MAGIC = b"lCRF"
 MODEL_TYPE = b"FOMC"
@@ -81,11 +81,7 @@ class CRFsuiteModel:
 
 def is_crfsuite_file(path):
     """True when ``path`` starts with CRFsuite's magic bytes."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(4) == MAGIC
-    except OSError:
-        return False
+    return starts_with(path, MAGIC)
 
 
 # --------------------------------------------------------------------------- hashing
@@ -452,13 +448,5 @@ def read_bytes(data, name="<bytes>"):
 
 def read(path):
     """Read the CRFsuite model file ``path`` (see the module documentation)."""
-    name = os.fspath(path)
-    try:
-        size = os.path.getsize(name)
-        if size > MAX_FILE_SIZE:
-            raise ModelFileError(f"{name}: {size} bytes; a CRFsuite model file has at most {MAX_FILE_SIZE}")
-        with open(name, "rb") as fh:
-            data = fh.read(MAX_FILE_SIZE + 1)
-    except OSError as exc:
-        raise ModelFileError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    name, data = read_limited(path, "CRFsuite", MAX_FILE_SIZE)
     return read_bytes(data, name)
