@@ -20,7 +20,7 @@ def node_conditional(G, i, x, node_theta, edge_theta, live, p):
     """The conditional distribution of variable ``i`` given the states ``x`` of the others,
     ``p(x_i = a | x_N(i)) ∝ exp(theta_i(a) + sum_j theta_ij(a, x_j))`` over the ``live``
     edges of ``i``, unnormalised: ``p[a]`` gets ``exp`` of the score minus the largest
-    score, for its ``k`` states. Returns ``sum_a p[a]``."""
+    score, for its ``ns[i]`` states. Returns ``sum_a p[a]``."""
     ns, node_ptr, edge_ptr = G[0], G[1], G[3]
     adj_ptr, adj_nbr, adj_edge, adj_side = G[5], G[6], G[7], G[8]
     k = ns[i]
