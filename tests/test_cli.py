@@ -424,6 +424,22 @@ def test_usage_errors(argv, capsys, tmp_path, monkeypatch):
     assert_one_line_error(rc, err, 2)
 
 
+@pytest.mark.parametrize("argv, option, message", [
+    (["train", "--l1", "abc", "a", "b"], "--l1", "not a number: 'abc'"),
+    (["train", "--tol", "inf", "a", "b"], "--tol", "must be a finite number >= 0, got 'inf'"),
+    (["train", "--max-iter", "x", "a", "b"], "--max-iter", "not an integer: 'x'"),
+    (["train", "--max-iter", "-2", "a", "b"], "--max-iter", "must be >= 0, got '-2'"),
+    (["label", "-m", "m", "--nbest", "0"], "--nbest", "must be >= 1, got '0'"),
+    (["eval", "--gold", "two"], "--gold", "not a column number: 'two'"),
+    (["eval", "--pred", "0"], "--pred", "columns are numbered from 1 (or from -1 at the end)"),
+])
+def test_bad_numbers_say_what_was_expected(argv, option, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(argv, capsys)
+    assert_one_line_error(rc, err, 2)
+    assert "argument " in err and option in err and f": {message} (see " in err, err
+
+
 def test_missing_files(work, tmp_path, capsys):
     missing = tmp_path / "nope.txt"
     cases = [

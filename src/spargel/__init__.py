@@ -7,9 +7,8 @@ compiled kernels are only loaded when a model is first used.
 >>> crf = spargel.CRF(l1=1.0)            # doctest: +SKIP
 """
 
-from importlib import import_module
-
 from .core import kernel_cache as _kernel_cache
+from .core.exports import lazy_exports as _lazy_exports
 
 __version__ = "0.1.0"
 _kernel_cache.check()
@@ -40,18 +39,4 @@ _SUBMODULES = ("metrics",)
 __all__ = sorted(_LAZY) + list(_SUBMODULES) + ["__version__"]
 
 
-def __getattr__(name):
-    if name in _SUBMODULES:
-        value = import_module(f"spargel.{name}")
-        globals()[name] = value
-        return value
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'spargel' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = _lazy_exports(globals(), _LAZY, _SUBMODULES)

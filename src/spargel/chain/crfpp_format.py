@@ -38,6 +38,7 @@ import re
 import numpy as np
 
 from ..errors import ModelFileError
+from .foreign_files import read_limited, starts_with
 
 #: the largest file read
 MAX_FILE_SIZE = 1 << 34
@@ -50,11 +51,7 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\Z")
 
 def is_crfpp_text_file(path):
     """True when ``path`` starts like a CRF++ text model."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(9) == b"version: "
-    except OSError:
-        return False
+    return starts_with(path, b"version: ")
 
 
 class CrfppModel:
@@ -70,15 +67,7 @@ class CrfppModel:
 def read(path, encoding="utf-8"):
     """Read the CRF++ text model ``path`` (see the module documentation); its strings are
     bytes in ``encoding``, the encoding of the data it was trained on."""
-    name = os.fspath(path)
-    try:
-        size = os.path.getsize(name)
-        if size > MAX_FILE_SIZE:
-            raise ModelFileError(f"{name}: {size} bytes; larger than any CRF++ model read here ({MAX_FILE_SIZE})")
-        with open(name, "rb") as fh:
-            data = fh.read(MAX_FILE_SIZE + 1)
-    except OSError as exc:
-        raise ModelFileError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    name, data = read_limited(path, "CRF++", MAX_FILE_SIZE)
     return read_bytes(data, name, encoding)
 
 

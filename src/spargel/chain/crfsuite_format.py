@@ -35,15 +35,15 @@ the features must be exactly those the reference lists name. Anything else raise
 :class:`~spargel.errors.ModelFileError` naming the file and the problem.
 """
 
-import os
 import struct
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.jit import kernel
+from ..core.jit import inner, kernel
 from ..errors import ModelFileError
 from ..core.files import atomic_write
+from .foreign_files import read_limited, starts_with
 
 MAGIC = b"lCRF"
 MODEL_TYPE = b"FOMC"
@@ -81,46 +81,69 @@ class CRFsuiteModel:
 
 def is_crfsuite_file(path):
     """True when ``path`` starts with CRFsuite's magic bytes."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(4) == MAGIC
-    except OSError:
-        return False
+    return starts_with(path, MAGIC)
 
 
 # --------------------------------------------------------------------------- hashing
+_M = 0xFFFFFFFF
+
+
+@inner()
+def _rot(x, k):
+    """lookup3's ``rot``: the 32-bit ``x`` rotated left by ``k`` bits."""
+    return ((x << k) | (x >> (32 - k))) & _M
+
+
+@inner()
+def _mix_step(x, y, z, k):
+    """One of the six steps of lookup3's ``mix``: ``x -= y; x ^= rot(y, k); y += z``."""
+    return ((x - y) & _M) ^ _rot(y, k), (y + z) & _M
+
+
+@inner()
+def _mix(a, b, c):
+    """lookup3's ``mix`` of three 32-bit values."""
+    a, c = _mix_step(a, c, b, 4)
+    b, a = _mix_step(b, a, c, 6)
+    c, b = _mix_step(c, b, a, 8)
+    a, c = _mix_step(a, c, b, 16)
+    b, a = _mix_step(b, a, c, 19)
+    c, b = _mix_step(c, b, a, 4)
+    return a, b, c
+
+
+@inner()
+def _final_step(x, y, k):
+    """One of the seven steps of lookup3's ``final``: ``x ^= y; x -= rot(y, k)``."""
+    return ((x ^ y) - _rot(y, k)) & _M
+
+
+@inner()
+def _final(a, b, c):
+    """lookup3's ``final`` mixing of three 32-bit values; returns ``c``, the hash."""
+    c = _final_step(c, b, 14)
+    a = _final_step(a, c, 11)
+    b = _final_step(b, a, 25)
+    c = _final_step(c, b, 16)
+    a = _final_step(a, c, 4)
+    b = _final_step(b, a, 14)
+    return _final_step(c, b, 24)
+
+
 @kernel()
 def _hashlittle_many(buf, start, length, out):
     """lookup3 ``hashlittle(key, length, 0)`` of every ``buf[start[i]:start[i]+length[i]]``."""
-    M = 0xFFFFFFFF
     for i in range(len(start)):
         n = length[i]
         p = start[i]
-        a = (0xDEADBEEF + n) & M
+        a = (0xDEADBEEF + n) & _M
         b = a
         c = a
         while n > 12:
-            a = (a + (buf[p] | (buf[p + 1] << 8) | (buf[p + 2] << 16) | (buf[p + 3] << 24))) & M
-            b = (b + (buf[p + 4] | (buf[p + 5] << 8) | (buf[p + 6] << 16) | (buf[p + 7] << 24))) & M
-            c = (c + (buf[p + 8] | (buf[p + 9] << 8) | (buf[p + 10] << 16) | (buf[p + 11] << 24))) & M
-            a = (a - c) & M
-            a ^= ((c << 4) | (c >> 28)) & M
-            c = (c + b) & M
-            b = (b - a) & M
-            b ^= ((a << 6) | (a >> 26)) & M
-            a = (a + c) & M
-            c = (c - b) & M
-            c ^= ((b << 8) | (b >> 24)) & M
-            b = (b + a) & M
-            a = (a - c) & M
-            a ^= ((c << 16) | (c >> 16)) & M
-            c = (c + b) & M
-            b = (b - a) & M
-            b ^= ((a << 19) | (a >> 13)) & M
-            a = (a + c) & M
-            c = (c - b) & M
-            c ^= ((b << 4) | (b >> 28)) & M
-            b = (b + a) & M
+            a = (a + (buf[p] | (buf[p + 1] << 8) | (buf[p + 2] << 16) | (buf[p + 3] << 24))) & _M
+            b = (b + (buf[p + 4] | (buf[p + 5] << 8) | (buf[p + 6] << 16) | (buf[p + 7] << 24))) & _M
+            c = (c + (buf[p + 8] | (buf[p + 9] << 8) | (buf[p + 10] << 16) | (buf[p + 11] << 24))) & _M
+            a, b, c = _mix(a, b, c)
             n -= 12
             p += 12
         if n == 0:
@@ -130,26 +153,12 @@ def _hashlittle_many(buf, start, length, out):
         for j in range(n):
             v = np.int64(buf[p + j]) << (8 * (j % 4))
             if j < 4:
-                a = (a + v) & M
+                a = (a + v) & _M
             elif j < 8:
-                b = (b + v) & M
+                b = (b + v) & _M
             else:
-                c = (c + v) & M
-        c ^= b
-        c = (c - (((b << 14) | (b >> 18)) & M)) & M
-        a ^= c
-        a = (a - (((c << 11) | (c >> 21)) & M)) & M
-        b ^= a
-        b = (b - (((a << 25) | (a >> 7)) & M)) & M
-        c ^= b
-        c = (c - (((b << 16) | (b >> 16)) & M)) & M
-        a ^= c
-        a = (a - (((c << 4) | (c >> 28)) & M)) & M
-        b ^= a
-        b = (b - (((a << 14) | (a >> 18)) & M)) & M
-        c ^= b
-        c = (c - (((b << 24) | (b >> 8)) & M)) & M
-        out[i] = c
+                c = (c + v) & _M
+        out[i] = _final(a, b, c)
 
 
 def _hashes(keys):
@@ -452,13 +461,5 @@ def read_bytes(data, name="<bytes>"):
 
 def read(path):
     """Read the CRFsuite model file ``path`` (see the module documentation)."""
-    name = os.fspath(path)
-    try:
-        size = os.path.getsize(name)
-        if size > MAX_FILE_SIZE:
-            raise ModelFileError(f"{name}: {size} bytes; a CRFsuite model file has at most {MAX_FILE_SIZE}")
-        with open(name, "rb") as fh:
-            data = fh.read(MAX_FILE_SIZE + 1)
-    except OSError as exc:
-        raise ModelFileError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    name, data = read_limited(path, "CRFsuite", MAX_FILE_SIZE)
     return read_bytes(data, name)

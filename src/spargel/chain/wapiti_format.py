@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelFileError
+from .foreign_files import read_limited, starts_with
 
 CRF_TYPE = 2
 TYPE_NAMES = {0: "maxent", 1: "MEMM", 2: "CRF"}
@@ -77,11 +78,7 @@ class WapitiModel:
 
 def is_wapiti_file(path):
     """True when ``path`` starts like a Wapiti model file."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(5) == b"#mdl#"
-    except OSError:
-        return False
+    return starts_with(path, b"#mdl#")
 
 
 # --------------------------------------------------------------------------- reading
@@ -138,16 +135,7 @@ class _Cursor:
 def read(path, encoding="utf-8"):
     """Read the Wapiti model file ``path`` (see the module documentation); its strings are
     bytes in ``encoding``, the encoding of the data it was trained on."""
-    name = os.fspath(path)
-    try:
-        size = os.path.getsize(name)
-        if size > MAX_FILE_SIZE:
-            raise ModelFileError(f"{name}: {size} bytes; larger than any Wapiti model read here "
-                                 f"({MAX_FILE_SIZE})")
-        with open(name, "rb") as fh:
-            data = fh.read(MAX_FILE_SIZE + 1)
-    except OSError as exc:
-        raise ModelFileError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    name, data = read_limited(path, "Wapiti", MAX_FILE_SIZE)
     return read_bytes(data, name, encoding)
 
 

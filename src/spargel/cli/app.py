@@ -430,21 +430,23 @@ def build_parser():
 
 # argument types: a bad value is a usage error (exit 2) --------------------------------
 
-def _nonneg_float(text):
+def _parse(text, kind, what):
+    """``kind(text)``; text it cannot read is "not ``what``"."""
     try:
-        v = float(text)
+        return kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+
+
+def _nonneg_float(text):
+    v = _parse(text, float, "a number")
     if not math.isfinite(v) or v < 0:
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
     return v
 
 
 def _nonneg_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    v = _parse(text, int, "an integer")
     if v < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
     return v
@@ -458,10 +460,7 @@ def _pos_int(text):
 
 
 def _column(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a column number: {text!r}") from None
+    v = _parse(text, int, "a column number")
     if v == 0:
         raise argparse.ArgumentTypeError("columns are numbered from 1 (or from -1 at the end)")
     return v

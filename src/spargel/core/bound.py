@@ -52,7 +52,7 @@ import math
 
 import numpy as np
 from numba import njit
-from .jit import kernel
+from .jit import inner, kernel
 
 
 # --------------------------------------------------------------------------- Algorithm 1
@@ -218,6 +218,18 @@ def enet_coordinate(grad, h, z, l1, l2):
     return 0.0
 
 
+@inner()
+def coordinate_step(grad, h, w, delta, j, l1, l2):
+    """One step of coordinate descent on ``g.d + 1/2 d'Md + enet(w + d)`` at coordinate
+    ``j`` (``grad``: the quadratic's gradient there, ``h = M[j, j]``): moves ``delta[j]``
+    by :func:`enet_coordinate` and returns the step (0.0 when it stays)."""
+    z = w[j] + delta[j]
+    step = enet_coordinate(grad, h, z, l1[j], l2[j]) - z
+    if step != 0.0:
+        delta[j] += step
+    return step
+
+
 @kernel()
 def _dense_cd(M, g, w, l1, l2, delta, Sd, max_sweeps, tol):
     """Cyclic coordinate descent on ``g.d + 1/2 d'Md + enet(w + d)``; Sd = M d kept up to date.
@@ -227,16 +239,11 @@ def _dense_cd(M, g, w, l1, l2, delta, Sd, max_sweeps, tol):
         biggest = 0.0
         for j in range(n):
             h = M[j, j]
-            z = w[j] + delta[j]
-            x = enet_coordinate(g[j] + Sd[j], h, z, l1[j], l2[j])
-            step = x - z
+            step = coordinate_step(g[j] + Sd[j], h, w, delta, j, l1, l2)
             if step != 0.0:
-                delta[j] += step
                 for i in range(n):
                     Sd[i] += step * M[i, j]
-                m = abs(step) * math.sqrt(h + l2[j])
-                if m > biggest:
-                    biggest = m
+                biggest = max(biggest, abs(step) * math.sqrt(h + l2[j]))
         if biggest <= tol:
             return sweep + 1
     return max_sweeps

@@ -19,7 +19,7 @@ The public estimators are :class:`spargel.SparseGaussianMRF` and
 solver runs.
 """
 
-from importlib import import_module
+from ..core.exports import lazy_exports
 
 _LAZY = {
     "solve_gaussian": "spargel.gaussian.solve",
@@ -40,14 +40,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'spargel.gaussian' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

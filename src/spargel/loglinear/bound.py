@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 from ..core.jit import kernel
 
-from ..core.bound import DenseCurvature, QuadraticBound, curvature_weight, enet_coordinate, log_add, positive_shift, share
+from ..core.bound import DenseCurvature, QuadraticBound, curvature_weight, coordinate_step, log_add, positive_shift, share
 
 CURVATURES = ("auto", "dense", "woodbury", "cg", "lowrank")
 
@@ -286,19 +286,14 @@ def _class_cd(indptr, indices, data, K, C, diag, g, w, l1, l2, mask, delta, T, m
                 col = 0.0
                 for e in range(lo, hi):
                     col += data[e] * T[indices[e], k]
-                z = w[idx] + delta[idx]
-                x = enet_coordinate(g[idx] + col, h, z, l1[idx], l2[idx])
-                step = x - z
+                step = coordinate_step(g[idx] + col, h, w, delta, idx, l1, l2)
                 if step != 0.0:
-                    delta[idx] += step
                     for e in range(lo, hi):
                         i = indices[e]
                         v = step * data[e]
                         for a in range(K):
                             T[i, a] += v * C[i, a, k]
-                    mm = abs(step) * math.sqrt(h + l2[idx])
-                    if mm > biggest:
-                        biggest = mm
+                    biggest = max(biggest, abs(step) * math.sqrt(h + l2[idx]))
         if biggest <= tol:
             return sweep + 1
     return max_sweeps

@@ -31,7 +31,7 @@ import math
 import numpy as np
 from ..core.jit import kernel
 
-from ..core.bound import enet_coordinate, positive_shift
+from ..core.bound import coordinate_step, positive_shift
 
 
 class LowRankCurvature:
@@ -145,16 +145,11 @@ def _lowrank_cd(Vt, s, D, diag, g, w, l1, l2, delta, a, max_sweeps, tol):
             col = 0.0
             for r in range(k):
                 col += Vt[j, r] * a[r]
-            z = w[j] + delta[j]
-            x = enet_coordinate(g[j] + col + D[j] * delta[j], h, z, l1[j], l2[j])
-            step = x - z
+            step = coordinate_step(g[j] + col + D[j] * delta[j], h, w, delta, j, l1, l2)
             if step != 0.0:
-                delta[j] += step
                 for r in range(k):
                     a[r] += step * s[r] * Vt[j, r]
-                m = abs(step) * math.sqrt(h + l2[j])
-                if m > biggest:
-                    biggest = m
+                biggest = max(biggest, abs(step) * math.sqrt(h + l2[j]))
         if biggest <= tol:
             return sweep + 1
     return max_sweeps

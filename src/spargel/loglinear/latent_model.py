@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .bound import Design, class_bound, log_softmax
-from ..core.protocol import ParameterLayout
+from .model import class_weight_layout
 
 
 class LatentLogLinear:
@@ -49,15 +49,8 @@ class LatentLogLinear:
         self.y, self.K, self.M, self.KM, self.d, self.n = y, K, M, K * M, d, n
         self.fit_intercept = bool(fit_intercept)
         self.sw = None if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
-        KM = self.KM
-        self.n_params = d * KM + (KM if self.fit_intercept else 0)
-        ptr = np.arange(d + 1, dtype=np.int64) * KM
-        scale = None
-        if self.fit_intercept:
-            ptr = np.append(ptr, self.n_params)
-            scale = np.ones(self.n_params)
-            scale[d * KM:] = 0.0
-        self.layout = ParameterLayout(self.n_params, ptr, scale)
+        self.layout = class_weight_layout(d, K * M, self.fit_intercept)
+        self.n_params = self.layout.n_params
         self.design = Design(self.X, self.fit_intercept)
         # the columns of each sample's true class
         self._true_cols = (y[:, None] * M + np.arange(M)[None, :])

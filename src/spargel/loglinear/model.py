@@ -31,6 +31,20 @@ def _csr(X):
     return M
 
 
+def class_weight_layout(n_features, n_columns, fit_intercept):
+    """The layout of ``n_features`` groups of ``n_columns`` weights (a feature's weights
+    for every class, feature-major), then, with ``fit_intercept``, one unpenalised group
+    of ``n_columns`` intercepts."""
+    n_params = n_features * n_columns + (n_columns if fit_intercept else 0)
+    ptr = np.arange(n_features + 1, dtype=np.int64) * n_columns
+    scale = None
+    if fit_intercept:
+        ptr = np.append(ptr, n_params)
+        scale = np.ones(n_params)
+        scale[n_features * n_columns:] = 0.0
+    return ParameterLayout(n_params, ptr, scale)
+
+
 def _logsumexp_rows(Z):
     m = Z.max(axis=1)
     m = np.where(np.isfinite(m), m, 0.0)
@@ -54,14 +68,8 @@ class FlatLogLinear(FlatMapCapability, Sized):
         self.y, self.K, self.d, self.n = y, K, d, n
         self.fit_intercept = bool(fit_intercept)
         self.sw = None if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
-        self.n_params = d * K + (K if self.fit_intercept else 0)
-        ptr = np.arange(d + 1, dtype=np.int64) * K
-        scale = None
-        if self.fit_intercept:
-            ptr = np.append(ptr, self.n_params)
-            scale = np.ones(self.n_params)
-            scale[d * K:] = 0.0
-        self.layout = ParameterLayout(self.n_params, ptr, scale)
+        self.layout = class_weight_layout(d, K, self.fit_intercept)
+        self.n_params = self.layout.n_params
         self.mask = None if mask is None else np.ascontiguousarray(mask, dtype=np.float64)
         self._csc = None
         self._rows = None

@@ -14,7 +14,8 @@ neighbour along edge ``e`` sits where the message *into* ``v`` along ``e`` sits.
 """
 
 import numpy as np
-from ..core.jit import kernel
+from ..core.jit import inner, kernel
+from .graph_kernels import most_states
 
 FAST = {"reassoc", "contract", "nsz", "arcp"}
 TINY = 1e-150
@@ -127,6 +128,13 @@ def _send(i, ns, node_ptr, adj_ptr, adj_nbr, adj_side, adj_in, adj_out, adj_tabl
     return worst
 
 
+@inner(allocates=True)
+def _cavity_buffers(ns, msgs):
+    """The scratch of :func:`_cavities`: the cavities (shaped like the messages) and the
+    suffix products over one variable's states."""
+    return np.empty_like(msgs), np.empty(most_states(ns))
+
+
 @kernel(allocates=True)
 def run_bp(G, node_pot, edge_pot, msgs, schedule, max_iter, tol, damping, maxprod):
     """Loopy BP until the largest message change is below ``tol`` or ``max_iter`` sweeps.
@@ -140,12 +148,8 @@ def run_bp(G, node_pot, edge_pot, msgs, schedule, max_iter, tol, damping, maxpro
     ns, node_ptr, adj_ptr, adj_nbr, adj_side = G[0], G[1], G[5], G[6], G[8]
     adj_in, adj_out, adj_table = G[9], G[10], G[11]
     n = len(ns)
-    kmax = 1
-    for i in range(n):
-        kmax = max(kmax, ns[i])
-    C = np.empty_like(msgs)
-    suf = np.empty(kmax)
-    out = np.empty(kmax)
+    C, suf = _cavity_buffers(ns, msgs)
+    out = np.empty_like(suf)
     resid = np.full(n, np.inf)
     src = msgs
     if schedule == PARALLEL:
@@ -182,11 +186,7 @@ def beliefs(G, node_pot, edge_pot, msgs, active, node_b, edge_b):
     ns, node_ptr, edges, edge_ptr, msg_ptr = G[0], G[1], G[2], G[3], G[4]
     adj_ptr, adj_edge, adj_side = G[5], G[7], G[8]
     n = len(ns)
-    kmax = 1
-    for i in range(n):
-        kmax = max(kmax, ns[i])
-    C = np.empty_like(msgs)
-    suf = np.empty(kmax)
+    C, suf = _cavity_buffers(ns, msgs)
     for i in range(n):
         k = ns[i]
         nb = node_ptr[i]

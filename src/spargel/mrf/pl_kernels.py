@@ -10,6 +10,7 @@ thread, each with its own gradient buffer; the buffers are added at the end.
 import numpy as np
 from numba import prange
 from ..core.jit import kernel
+from .graph_kernels import most_states, node_conditional
 
 
 @kernel()
@@ -27,28 +28,7 @@ def _chunk(X, sw, lo, hi, G, live, node_theta, edge_theta, g_node, g_edge, logit
         for i in range(n):
             k = ns[i]
             nb = node_ptr[i]
-            for a in range(k):
-                logit[a] = th[nb + a]
-            for t in range(adj_ptr[i], adj_ptr[i + 1]):
-                e = adj_edge[t]
-                if not live[e]:
-                    continue
-                xj = x[adj_nbr[t]]
-                eo = edge_ptr[e]
-                if adj_side[t] == 0:
-                    kj = ns[adj_nbr[t]]
-                    for a in range(k):
-                        logit[a] += edge_theta[eo + a * kj + xj]
-                else:
-                    for a in range(k):
-                        logit[a] += edge_theta[eo + xj * k + a]
-            m = logit[0]
-            for a in range(1, k):
-                m = max(m, logit[a])
-            s = 0.0
-            for a in range(k):
-                logit[a] = np.exp(logit[a] - m)
-                s += logit[a]
+            s = node_conditional(G, i, x, th, edge_theta, live, logit)
             xi = x[i]
             loss -= w * (np.log(logit[xi] / s))
             for a in range(k):                      # residual q - onehot, weighted
@@ -82,9 +62,7 @@ def pl_loss_grad(X, sw, G, live, node_theta, edge_theta, g_node, g_edge, resid, 
     ``n_chunks``: sample chunks (one per thread)."""
     N = X.shape[0]
     T = max(1, min(n_chunks, N // 64 + 1))
-    kmax = 1
-    for i in range(len(G[0])):
-        kmax = max(kmax, G[0][i])
+    kmax = most_states(G[0])
     gn = np.zeros((T, len(g_node)))
     ge = np.zeros((T, len(g_edge)))
     losses = np.zeros(T)

@@ -18,20 +18,18 @@ from __future__ import annotations
 
 import numpy as np
 from ..core.jit import kernel
+from .graph_kernels import most_states, node_conditional
 
 __all__ = ["gibbs_sample"]
 
 
 @kernel(allocates=True)
 def _gibbs(G, node_theta, edge_theta, n_samples, burn_in, thin, n_chains, seed, clamp, out):
-    ns, node_ptr, edge_ptr = G[0], G[1], G[3]
-    adj_ptr, adj_nbr, adj_edge, adj_side = G[5], G[6], G[7], G[8]
+    ns = G[0]
     np.random.seed(seed)
     n = len(ns)
-    kmax = 1
-    for i in range(n):
-        kmax = max(kmax, ns[i])
-    p = np.empty(kmax)
+    every_edge = np.ones(G[2].shape[0], np.bool_)
+    p = np.empty(most_states(ns))
     per_chain = (n_samples + n_chains - 1) // n_chains
     row = 0
     x = np.empty(n, np.int64)
@@ -45,27 +43,7 @@ def _gibbs(G, node_theta, edge_theta, n_samples, burn_in, thin, n_chains, seed, 
                 if clamp[i] >= 0:
                     continue
                 k = ns[i]
-                nb = node_ptr[i]
-                for a in range(k):
-                    p[a] = node_theta[nb + a]
-                for t in range(adj_ptr[i], adj_ptr[i + 1]):
-                    e = adj_edge[t]
-                    xj = x[adj_nbr[t]]
-                    eo = edge_ptr[e]
-                    if adj_side[t] == 0:            # table[x_i, x_j]
-                        kj = ns[adj_nbr[t]]
-                        for a in range(k):
-                            p[a] += edge_theta[eo + a * kj + xj]
-                    else:                           # table[x_j, x_i]
-                        for a in range(k):
-                            p[a] += edge_theta[eo + xj * k + a]
-                m = p[0]
-                for a in range(1, k):
-                    m = max(m, p[a])
-                s = 0.0
-                for a in range(k):
-                    p[a] = np.exp(p[a] - m)
-                    s += p[a]
+                s = node_conditional(G, i, x, node_theta, edge_theta, every_edge, p)
                 u = np.random.random() * s
                 a = 0
                 acc = p[0]
