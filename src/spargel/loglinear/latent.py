@@ -53,7 +53,7 @@ class LatentLogLinearClassifier(ParamsMixin):
     verbose : int
         1: one line per start on stderr.
     solver_options : dict or None
-        Extra options of the solver (e.g. ``{"overrelax": True}`` for "bound").
+        Extra options of the solver (e.g. ``{"overrelax": False}``: "bound" without its default over-relaxation).
 
     Examples
     --------
