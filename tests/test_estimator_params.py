@@ -56,6 +56,8 @@ def test_bad_parameters_fail_before_training(chain, params, err, match):
     (lambda: SparseGaussianMRF(alpha=0.1, solver="admm"), "solver"),
 ])
 def test_other_families_raise_parameter_errors(make, match):
+    import spargel
+    assert spargel.ParameterError is ParameterError and issubclass(ParameterError, SpargelError)
     X = np.random.default_rng(0).normal(size=(40, 4))
     y = (X[:, 0] > 0).astype(int)
     with pytest.raises(ParameterError, match=match):
