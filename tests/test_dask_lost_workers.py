@@ -164,3 +164,36 @@ def test_no_worker_comes_back_is_a_clear_error(cluster, client, corpus, monkeypa
     with pytest.raises(SpargelError, match="lost every worker and none came back within 2s"):
         guarded(lambda: CRF(client=client, **FIT).fit(X, y, callback=lose_all))
     assert time.monotonic() - t0 < GUARD
+
+
+def test_both_worker_processes_killed(corpus, monkeypatch):
+    """Worker processes killed together (SIGKILL) on a LocalCluster of processes: the
+    nannies start new ones, the shards are sent to them and the fit ends with the same
+    model. (Should the cluster not restart any worker, the fit must end in the clear
+    error; that case is skipped, as it tests the cluster rather than spargel.)"""
+    import os
+    import signal
+    monkeypatch.setattr(sharded_mod, "WORKER_RESTART_WAIT", 60.0)
+    X, y = _inputs("files", corpus)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    try:
+        with distributed.Client(cluster) as client:
+            reference = CRF(client=client, **FIT).fit(X, y)
+            killed = []
+
+            def kill_all(row):
+                if row["iteration"] == 3 and not killed:
+                    for pid in client.run(os.getpid).values():
+                        os.kill(pid, signal.SIGKILL)
+                    killed.append(True)
+
+            try:
+                crf = guarded(lambda: CRF(client=client, **FIT).fit(X, y, callback=kill_all))
+            except SpargelError as exc:
+                assert "none came back within 60s" in str(exc)
+                pytest.skip("the LocalCluster did not restart its workers")
+            assert killed
+            np.testing.assert_array_equal(crf.weights_, reference.weights_)
+            assert crf.attributes_ == reference.attributes_
+    finally:
+        cluster.close()
