@@ -4,7 +4,8 @@ work (never a numpy error from inside a solver), warnings instead of useless mod
 import numpy as np
 import pytest
 
-from spargel import CRF, ConvergenceWarning, LogLinearClassifier
+from spargel import CRF, ConvergenceWarning, LatentLogLinearClassifier, LogLinearClassifier, SparseGaussianMRF
+from spargel.errors import ParameterError, SpargelError
 from spargel.datasets import make_chain_data
 
 
@@ -35,10 +36,32 @@ def chain():
 ])
 def test_bad_parameters_fail_before_training(chain, params, err, match):
     X, y = chain
-    with pytest.raises(err, match=match):
+    with pytest.raises(err, match=match) as crf_info:
         CRF(**params).fit(X, y)
-    with pytest.raises(err, match=match):
+    with pytest.raises(err, match=match) as flat_info:
         LogLinearClassifier(**params).fit([x[0] for x in X], [s[0] for s in y])
+    for info in (crf_info, flat_info):         # one error type, catchable as either built-in
+        assert isinstance(info.value, ParameterError) and isinstance(info.value, SpargelError)
+        assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: LatentLogLinearClassifier(n_components=0), "n_components"),
+    (lambda: LatentLogLinearClassifier(tol=float("nan")), "tol"),
+    (lambda: LatentLogLinearClassifier(solver="em", l2=1.0), "solver='em'"),
+    (lambda: SparseGaussianMRF(alpha=-1.0), "alpha"),
+    (lambda: SparseGaussianMRF(alpha="0.1"), "alpha"),
+    (lambda: SparseGaussianMRF(mode="newton"), "mode"),
+    (lambda: SparseGaussianMRF(alpha=0.1, tol=-1.0), "tol"),
+    (lambda: SparseGaussianMRF(alpha=0.1, solver="admm"), "solver"),
+])
+def test_other_families_raise_parameter_errors(make, match):
+    import spargel
+    assert spargel.ParameterError is ParameterError and issubclass(ParameterError, SpargelError)
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ParameterError, match=match):
+        make().fit(X, y)
 
 
 def test_huge_attribute_values_warn_instead_of_a_silent_useless_model(chain):

@@ -309,3 +309,32 @@ def test_estimators_accept_the_solvers():
     r = PairwiseMRF(l1=8.0, inference="exact", adaptive=False).fit(Xd)
     assert m.objective_ == pytest.approx(r.objective_, rel=1e-5)
     assert len(m.edges_) == len(r.edges_)
+
+
+# ------------------------------------------------------------------ the default unit
+def test_auto_unit_is_the_square_root_of_the_candidates():
+    from spargel.solvers.grafting import auto_unit
+    assert [auto_unit(n) for n in (0, 1, 2, 4, 5, 50, 10 ** 4, 10 ** 4 + 1)] == [1, 1, 2, 2, 3, 8, 100, 101]
+
+
+def test_default_unit_scales_with_the_candidates_and_reaches_the_optimum():
+    """The default select_unit ("auto"): the first selection brings ceil(sqrt(#candidates))
+    weights (when that many violate), the solvers reach OWL-QN's optimum, and
+    Grafting-Light needs fewer evaluations than with one weight per selection."""
+    from spargel.solvers.grafting import auto_unit
+    model = loglinear(5, n=300, d=120, K=4)
+    pen = ElasticNet(2.0, 0.1, model.layout.penalty_scale)        # l2: a unique optimum
+    ref = minimize_owlqn(model, pen, max_iter=20000, tol=1e-14, gtol=1e-10)
+    n_fixed = int(np.count_nonzero(model.layout.penalty_scale == 0))      # the intercepts start in S
+    n_cands = model.n_params - n_fixed
+    assert auto_unit(n_cands) == 22
+    for solver in (minimize_grafting_light, minimize_grafting):
+        res = solver(model, pen, **TIGHT)
+        first = res.history[0]
+        # the selection before the first step (a row's "selected" came after its step)
+        assert first["working_set"] - first["selected"] == n_fixed + 22
+        check_optimum(model, pen, res, ref)
+    default = minimize_grafting_light(model, pen)                 # its default tol and gtol
+    one = minimize_grafting_light(model, pen, select_unit=1)
+    assert default.stop_reason in ("tol", "gtol") and default.n_evals < one.n_evals
+    assert default.objective == pytest.approx(ref.objective, rel=1e-4)

@@ -25,6 +25,7 @@ _LAZY = {
     "SpargelError": "spargel.errors",
     "DataFormatError": "spargel.errors",
     "ModelFileError": "spargel.errors",
+    "ParameterError": "spargel.errors",
     "CapabilityError": "spargel.errors",
     "NotFittedError": "spargel.errors",
     "ConvergenceWarning": "spargel.errors",

@@ -7,6 +7,10 @@ have caught (``ValueError``, ``TypeError``), so ``except ValueError`` keeps work
 * :class:`DataFormatError` -- bad input data, naming the file and line;
 * :class:`ModelFileError` -- a model file that cannot be used (corrupt, truncated,
   tampered with, foreign, or from an unsupported version);
+* :class:`ParameterError` -- an estimator's (or solver's) parameter has a bad value or
+  type; it names the parameter and the value, and is both a ``ValueError`` and a
+  ``TypeError`` (as scikit-learn's ``InvalidParameterError``), so code that catches
+  either keeps working;
 * :class:`CapabilityError` -- a solver was given a model (or penalty) that lacks what the
   solver needs;
 * :class:`NotFittedError` -- an estimator was used before ``fit`` (scikit-learn's
@@ -28,8 +32,8 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["SpargelError", "DataFormatError", "NonNumericDataError", "ModelFileError", "CapabilityError",
-           "NotFittedError", "SpargelWarning", "ConvergenceWarning", "DataConversionWarning"]
+__all__ = ["SpargelError", "DataFormatError", "NonNumericDataError", "ModelFileError", "ParameterError",
+           "CapabilityError", "NotFittedError", "SpargelWarning", "ConvergenceWarning", "DataConversionWarning"]
 
 
 class SpargelError(Exception):
@@ -71,6 +75,17 @@ class NonNumericDataError(DataFormatError, TypeError):
 
 class ModelFileError(SpargelError, ValueError):
     """A model file that cannot be used: corrupt, truncated, tampered with or foreign."""
+
+
+class ParameterError(SpargelError, ValueError, TypeError):
+    """A parameter with a bad value or type, checked before any work; the message names
+    the parameter and the value. Both a ``ValueError`` and a ``TypeError``, as
+    scikit-learn's ``InvalidParameterError``, so either ``except`` catches it.
+
+    >>> err = ParameterError("tol must be a finite number >= 0, got nan")
+    >>> isinstance(err, ValueError) and isinstance(err, TypeError)
+    True
+    """
 
 
 class CapabilityError(SpargelError, TypeError):

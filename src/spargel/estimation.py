@@ -8,7 +8,7 @@ import numpy as np
 from .core import model_file as io
 from .data.dataset import build_dataset
 from .data.vocab import Vocabulary, by_frequency
-from .errors import ConvergenceWarning
+from .errors import ConvergenceWarning, ParameterError
 from .data.feature_space import FEATURE_SPACES, FeatureSpace
 from .core.penalties import ElasticNet
 from .core.interrupts import note_interrupt
@@ -82,9 +82,9 @@ def check_common_params(est):
     check_number("max_iter", est.max_iter, integer=True, allow_none=True)
     check_number("n_shards", getattr(est, "n_shards", None), low=1, integer=True, allow_none=True)
     if solver == "lbfgs" and np.any(np.asarray(est._effective("l1")) > 0):
-        raise ValueError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
+        raise ParameterError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
     if est.solver_options is not None and not isinstance(est.solver_options, dict):
-        raise TypeError(f"solver_options must be a dict or None, got {est.solver_options!r}")
+        raise ParameterError(f"solver_options must be a dict or None, got {est.solver_options!r}")
     from .core.threads import resolve_n_jobs
     resolve_n_jobs(est.n_jobs)
 
@@ -139,7 +139,7 @@ class LogLinearCore(ParamsMixin):
 
     def _check_params(self):
         if self.feature_space not in FEATURE_SPACES:
-            raise ValueError(f"feature_space must be one of {FEATURE_SPACES}, got {self.feature_space!r}")
+            raise ParameterError(f"feature_space must be one of {FEATURE_SPACES}, got {self.feature_space!r}")
         check_common_params(self)
 
     # -- fitting -----------------------------------------------------------------------

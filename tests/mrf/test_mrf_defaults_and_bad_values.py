@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from spargel.core import model_file as io
-from spargel.errors import ConvergenceWarning, DataFormatError, ModelFileError
+from spargel.errors import ConvergenceWarning, DataFormatError, ModelFileError, ParameterError, SpargelError
 from spargel.mrf.estimator import PairwiseMRF
 from spargel.mrf.model import PairwiseMRFModel
 from spargel.mrf.exact import brute_force, junction_tree
@@ -72,8 +72,12 @@ def test_auto_inference_choice():
 ])
 def test_bad_parameters_are_refused_at_fit(name, value, kind):
     X = _quick_example()
-    with pytest.raises(kind, match=name):
+    with pytest.raises(kind, match=name) as info:
         PairwiseMRF(**{"l1": 20.0, name: value}).fit(X)
+    # a ParameterError (a SpargelError, and both a ValueError and a TypeError) naming the value
+    assert isinstance(info.value, ParameterError) and isinstance(info.value, SpargelError)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
+    assert repr(value) in str(info.value)
 
 
 def test_states_are_checked_against_samples_before_allocating():

@@ -4,7 +4,7 @@ and the conversion between a fitted CRF and a CRFsuite model file."""
 
 import numpy as np
 
-from ..errors import ModelFileError
+from ..errors import ModelFileError, ParameterError
 
 #: CRFsuite's trainers: (description, spargel solver or None: the ``solver`` parameter decides)
 ALGORITHMS = {
@@ -82,8 +82,8 @@ def check_params(est):
     for name in ALL_TRAINER_PARAMS:
         if _given(est, name) and name not in TRAINER_PARAMS[alg]:
             users = [a for a, ps in TRAINER_PARAMS.items() if name in ps]
-            raise ValueError(f"{name}={getattr(est, name)!r} is a parameter of CRFsuite's "
-                             f"{', '.join(repr(u) for u in users)} trainer(s), not of algorithm={alg!r}")
+            raise ParameterError(f"{name}={getattr(est, name)!r} is a parameter of CRFsuite's "
+                                 f"{', '.join(repr(u) for u in users)} trainer(s), not of algorithm={alg!r}")
     for name in ("c1", "c2", "epsilon", "delta", "calibration_eta", "c", "variance", "gamma"):
         check_number(name, getattr(est, name), allow_none=True)
     for name in ("max_iterations", "num_memories", "period", "max_linesearch", "calibration_samples",
@@ -91,18 +91,18 @@ def check_params(est):
         check_number(name, getattr(est, name), integer=True, allow_none=True)
     check_number("min_freq", est.min_freq, allow_none=True)
     if _given(est, "period") and est.period < 1:
-        raise ValueError(f"period must be >= 1, got {est.period!r}")
+        raise ParameterError(f"period must be >= 1, got {est.period!r}")
     if _given(est, "calibration_rate"):
         check_number("calibration_rate", est.calibration_rate)
         if est.calibration_rate <= 1:
-            raise ValueError(f"calibration_rate must be > 1, got {est.calibration_rate!r}")
+            raise ParameterError(f"calibration_rate must be > 1, got {est.calibration_rate!r}")
     if _given(est, "linesearch") and est.linesearch not in LINESEARCHES:
-        raise ValueError(f"linesearch must be one of {LINESEARCHES}, got {est.linesearch!r}")
+        raise ParameterError(f"linesearch must be one of {LINESEARCHES}, got {est.linesearch!r}")
     if _given(est, "pa_type") and (isinstance(est.pa_type, bool) or est.pa_type not in (0, 1, 2)):
-        raise ValueError(f"pa_type must be 0, 1 or 2, got {est.pa_type!r}")
+        raise ParameterError(f"pa_type must be 0, 1 or 2, got {est.pa_type!r}")
     if est.trainer_cls is not None:
-        raise ValueError("trainer_cls (a python-crfsuite Trainer class) has no meaning in spargel: training "
-                         "does not go through python-crfsuite")
+        raise ParameterError("trainer_cls (a python-crfsuite Trainer class) has no meaning in spargel: training "
+                             "does not go through python-crfsuite")
     # one setting, two spellings
     pairs = [("c1", "l1", est.c1, est.l1, est.l1 is not None),
              ("c2", "l2", None if est.c2 is None else 2.0 * est.c2, est.l2, not _same_value(est.l2, 0.0)),
@@ -115,16 +115,16 @@ def check_params(est):
             shown = f"{crfsuite}={getattr(est, crfsuite)!r}"
             if crfsuite == "c2":
                 shown += f" (l2 = 2 * c2 = {theirs_value!r})"
-            raise ValueError(f"{shown} and {ours}={our_value!r} set the same thing to different values; give one")
+            raise ParameterError(f"{shown} and {ours}={our_value!r} set the same thing to different values; give one")
     opts = est.solver_options or {}
     if isinstance(opts, dict):
         for crfsuite, ours in (("num_memories", "memory"), ("max_linesearch", "max_linesearch"),
                                ("calibration_samples", "calibration_samples")):
             if _given(est, crfsuite) and ours in opts and opts[ours] != getattr(est, crfsuite):
-                raise ValueError(f"{crfsuite}={getattr(est, crfsuite)!r} and solver_options[{ours!r}]="
-                                 f"{opts[ours]!r} set the same thing to different values; give one")
+                raise ParameterError(f"{crfsuite}={getattr(est, crfsuite)!r} and solver_options[{ours!r}]="
+                                     f"{opts[ours]!r} set the same thing to different values; give one")
     if est.c1 is not None and est.c1 > 0 and effective_solver(est) == "lbfgs":
-        raise ValueError("c1 > 0 needs solver='owlqn' (CRFsuite's 'lbfgs' with c1 > 0 is OWL-QN)")
+        raise ParameterError("c1 > 0 needs solver='owlqn' (CRFsuite's 'lbfgs' with c1 > 0 is OWL-QN)")
 
 
 def effective(est, name):

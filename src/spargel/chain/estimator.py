@@ -5,6 +5,7 @@ import sys
 import numpy as np
 
 from ..data.templates import Template
+from ..errors import ParameterError
 from ..core.interrupts import reraise_interrupt
 from ..estimation import LogLinearCore
 from .featurizer import SequenceFeaturizer
@@ -195,7 +196,7 @@ class CRF(LogLinearCore):
         check_number("l1", self.l1, allow_array=True, allow_none=True)
         check_params(self)
         if self.value_sep not in ("=", ":"):
-            raise ValueError(f"value_sep must be ':' (python-crfsuite's naming) or '=', got {self.value_sep!r}")
+            raise ParameterError(f"value_sep must be ':' (python-crfsuite's naming) or '=', got {self.value_sep!r}")
         super()._check_params()
         self._check_order()
 
@@ -254,16 +255,16 @@ class CRF(LogLinearCore):
     # -- order ---------------------------------------------------------------------------
     def _check_order(self):
         if isinstance(self.order, bool) or self.order not in (1, 2):
-            raise ValueError(f"order must be 1 or 2, got {self.order!r}")
+            raise ParameterError(f"order must be 1 or 2, got {self.order!r}")
         tpl = self._template()
         if tpl is None:
             return
         if self.order == 1 and tpl.triples:
-            raise ValueError(f"the template has a 'T' line (label triples, {tpl.source}): that needs a "
-                             f"second-order model, order=2")
+            raise ParameterError(f"the template has a 'T' line (label triples, {tpl.source}): that needs a "
+                                 f"second-order model, order=2")
         if self.order == 2 and not tpl.triples:
-            raise ValueError(f"order=2 needs the label triples: add a line 'T' to the template ({tpl.source}); "
-                             f"without them the model is a first-order one")
+            raise ParameterError(f"order=2 needs the label triples: add a line 'T' to the template ({tpl.source}); "
+                                 f"without them the model is a first-order one")
 
     def _model_kind(self):
         return "crf2" if self.order == 2 else "crf"

@@ -171,15 +171,39 @@ def build(est, X, y=None, client=None, sample_weight=None, encoding="utf-8", unk
         if sample_weight is not None:
             raise ValueError("sample_weight needs in-memory sequences; with files or a Dask bag, give none")
         if is_file_list(X):
-            built = _build_from_files(est, client, threads, file_list(X), n_shards, encoding, unknown_label)
+            def from_source(threads):
+                return _build_from_files(est, client, threads, file_list(X), n_shards, encoding, unknown_label)
         else:
-            built = _build_from_bag(est, client, threads, X, n_shards)
+            def from_source(threads):
+                return _build_from_bag(est, client, threads, X, n_shards)
+        built = from_source(threads)
+        resend = None
     else:
         built = _build_in_memory(est, client, threads, X, label_lists(y, "y"), n_shards, sample_weight,
                                  lambda sw, n: check_sample_weight(sw, n, "sequence"))
+        held, resend = built[-1]
+        built = built[:-1] + (held,)
     space, models, n_samples, vocab_f, w0, keep = built
     model = make_model("sharded", client, models, crf_layout(space), n_samples)
-    return Built(model, space, vocab_f, w0, keep)
+    out = Built(model, space, vocab_f, w0, keep)
+
+    def rebuild():
+        # every worker was lost: the shards again, placed on the workers there are now
+        # (in-memory data sent again from here; files and bags read and encoded again,
+        # which gives the same vocabularies and feature space)
+        threads = cluster.workers(client)
+        if resend is not None:
+            return resend(threads)
+        space2, models2, _, vocab2, _, keep2 = from_source(threads)
+        if space2.n_params != space.n_params:
+            from ..errors import SpargelError
+            raise SpargelError("the training data read again after the Dask cluster lost every worker "
+                               "differ from the first reading (the files changed?)")
+        out.vocab, out.keep = vocab2, keep2
+        return models2
+
+    model.rebuild = rebuild
+    return out
 
 
 def _refuse_unsupported_solver(est):
@@ -228,14 +252,22 @@ def _build_in_memory(est, client, threads, X, y, n_shards, sample_weight, check_
     w0 = est._warm_start_weights(space) if est.warm_start else None
     bounds = balanced_chunks(data.seq_ptr, n_shards)
     where, n_jobs = cluster.placement(threads, len(bounds) - 1)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*[Ll]arge")       # the data travel with their tasks
-        space_f = client.submit(_same, space, pure=False)
-        models = [client.submit(S.crf_shard, S.slice_sequences(data, lo, hi), space_f, n_jobs[k],
-                                None if sw is None else sw[lo:hi], workers=[where[k]], allow_other_workers=True,
-                                pure=False)
-                  for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
-    return space, models, data.n_sequences, None, w0, (space_f,)
+    held = []
+
+    def send(threads):
+        """The shard models' futures, built on ``threads``' workers from the data here."""
+        where, n_jobs = cluster.placement(threads, len(bounds) - 1)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*[Ll]arge")       # the data travel with their tasks
+            space_f = client.submit(_same, space, pure=False)
+            held[:] = [space_f]
+            return [client.submit(S.crf_shard, S.slice_sequences(data, lo, hi), space_f, n_jobs[k],
+                                  None if sw is None else sw[lo:hi], workers=[where[k]], allow_other_workers=True,
+                                  pure=False)
+                    for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+
+    models = send(threads)
+    return space, models, data.n_sequences, None, w0, (held, send)
 
 
 def _build_from_files(est, client, threads, paths, n_shards, encoding, unknown_label):

@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from ..errors import NotFittedError
+from ..errors import NotFittedError, ParameterError
 
 
 def check_number(name, value, *, low=0.0, allow_array=False, integer=False, allow_none=False):
@@ -17,17 +17,17 @@ def check_number(name, value, *, low=0.0, allow_array=False, integer=False, allo
     if value is None and allow_none:
         return
     if isinstance(value, (str, bytes, bool)) or (isinstance(value, np.ndarray) and value.dtype.kind in "USOb"):
-        raise TypeError(f"{name} must be a number, got {value!r}")
+        raise ParameterError(f"{name} must be a number, got {value!r}")
     if isinstance(value, (np.ndarray, list, tuple)) and allow_array:
         arr = np.asarray(value, dtype=float)
     elif isinstance(value, numbers.Number):
         arr = np.asarray(float(value))
     else:
-        raise TypeError(f"{name} must be a number, got {value!r}")
+        raise ParameterError(f"{name} must be a number, got {value!r}")
     if integer and (not isinstance(value, numbers.Integral)):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
+        raise ParameterError(f"{name} must be an integer, got {value!r}")
     if not np.all(np.isfinite(arr)) or np.any(arr < low):
-        raise ValueError(f"{name} must be a finite number >= {low:g}, got {value!r}")
+        raise ParameterError(f"{name} must be a finite number >= {low:g}, got {value!r}")
 
 
 def check_sample_weight(sample_weight, n, what="sample"):
@@ -67,8 +67,8 @@ class ParamsMixin:
         valid = self._param_names()
         for name, value in params.items():
             if name not in valid:
-                raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}; "
-                                 f"valid parameters: {', '.join(valid)}")
+                raise ParameterError(f"invalid parameter {name!r} for {type(self).__name__}; "
+                                     f"valid parameters: {', '.join(valid)}")
             setattr(self, name, value)
         return self
 

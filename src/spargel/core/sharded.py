@@ -23,6 +23,14 @@ run -- also when a worker is lost and Dask recomputes its shards elsewhere from 
 source (the tasks that build a shard are part of the task graph; nothing is scattered
 but ``w``).
 
+When *every* worker is lost at once (mid-round or between rounds), Dask cannot be left
+to recompute the shards: a task placed on a worker that no longer exists stays
+unrunnable once new workers join. The model then waits for workers to come back (at
+most :data:`WORKER_RESTART_WAIT` seconds, then a clear error), sends its shards again
+through its ``rebuild`` function (the builders give one: the data again from the client,
+or the files read again, placed on the new workers) and runs the round again, at most
+:data:`RETRIES` times per evaluation.
+
 This module imports nothing from Dask: it only calls the ``client`` it is given
 (``submit``, ``scatter``, ``gather``).
 
@@ -159,6 +167,9 @@ class ShardedModel:
     ----------
     n_evals : number of loss / gradient evaluations
     retries : evaluations run again because a worker was lost during them
+    resent : how many times the shards were sent again because every worker was lost
+    rebuild : None, or a function of no arguments that sends the shards again and
+        returns their new futures (set by the builders; see the module doc)
     timings : one dict per evaluation: ``wall`` (seconds on the client), ``compute``
         (the longest time one worker spent on its shards), ``overhead`` (``wall -
         compute``: sending w, scheduling, moving and adding gradients), ``busy`` (the
@@ -175,7 +186,10 @@ class ShardedModel:
         self.fanin = max(2, int(fanin))
         self.n_evals = 0
         self.retries = 0
+        self.resent = 0
+        self.rebuild = None
         self.timings = []
+        self._workers = None            # the workers known at the last round
 
     @property
     def n_params(self):
@@ -194,6 +208,7 @@ class ShardedModel:
         w = np.ascontiguousarray(w, dtype=np.float64)
         if w.shape != (self.n_params,):
             raise ValueError(f"weights have shape {w.shape}, the model {self.n_params} parameters")
+        self._check_workers()
         for attempt in range(RETRIES + 1):
             try:
                 loss, g, spans = self._evaluate_once(w, want_grad)
@@ -202,7 +217,8 @@ class ShardedModel:
                 # a worker was lost while w was sent or parts came back: Dask rebuilds
                 # its shards elsewhere from their source; run the evaluation again. When
                 # every worker was lost at once, the scattered w went with them and the
-                # round's tasks come back cancelled: the same retry, once workers are back
+                # round's tasks come back cancelled: once workers are back, the shards
+                # are sent again and the round runs again
                 if attempt == RETRIES:
                     if isinstance(exc, CancelledError):
                         from ..errors import SpargelError
@@ -212,7 +228,7 @@ class ShardedModel:
                                            f"{exc}") from None
                     raise
                 self.retries += 1
-                wait_for_a_worker(self.client)
+                self._check_workers()
         wall = time.perf_counter() - t0
         per_worker = {}
         for name, start, end in spans:
@@ -222,6 +238,23 @@ class ShardedModel:
         self.timings.append({"wall": wall, "compute": compute, "overhead": max(0.0, wall - compute),
                              "busy": sum(end - start for _, start, end in spans), "workers": len(per_worker)})
         return loss, g
+
+    def _check_workers(self):
+        """Before a round: wait for a worker when there is none (a clear error after
+        :data:`WORKER_RESTART_WAIT` seconds), and send the shards again when none of the
+        workers of the last round is left (their tasks could not run anywhere)."""
+        try:
+            now = set(self.client.nthreads())
+        except (OSError, TimeoutError):
+            now = set()
+        if not now:
+            wait_for_a_worker(self.client)
+            now = set(self.client.nthreads())
+        if self._workers and not (now & self._workers) and self.rebuild is not None:
+            self.shards = list(self.rebuild())
+            self.resent += 1
+            now = set(self.client.nthreads())
+        self._workers = now
 
     def _evaluate_once(self, w, want_grad):
         client = self.client
@@ -252,6 +285,7 @@ class ShardedModel:
         from .bound import DenseCurvature, QuadraticBound
         w = np.ascontiguousarray(w, dtype=np.float64)
         self.n_evals += 1
+        self._check_workers()
         client = self.client
         wf = client.scatter(w, hash=False, direct=False)
         try:

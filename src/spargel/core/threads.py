@@ -5,19 +5,21 @@ import os
 
 import numpy as np
 
+from ..errors import ParameterError
+
 
 def resolve_n_jobs(n_jobs):
     """scikit-learn's convention: None -> 1, -1 -> all cores, -2 -> all but one."""
     if n_jobs is None:
         return 1
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)):
-        raise ValueError(f"n_jobs must be an integer or None, got {n_jobs!r}")
+        raise ParameterError(f"n_jobs must be an integer or None, got {n_jobs!r}")
     n_jobs = int(n_jobs)
     cores = os.cpu_count() or 1
     if n_jobs < 0:
         return max(1, cores + 1 + n_jobs)
     if n_jobs == 0:
-        raise ValueError("n_jobs must be a non-zero integer or None")
+        raise ParameterError("n_jobs must be a non-zero integer or None")
     return n_jobs
 
 

@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import DataFormatError, NotFittedError
+from ..errors import DataFormatError, NotFittedError, ParameterError
 from ..core.params import ParamsMixin
 
 __all__ = ["SparseGaussianMRF", "SparseGaussianMRFCV"]
@@ -72,13 +72,13 @@ def _check_compat(est):
     """scikit-learn's ``mode``, ``enet_tol`` and ``eps``: accepted and checked, and
     without effect (see the class docstring)."""
     if est.mode not in _MODES:
-        raise ValueError(f"mode must be 'cd' or 'lars', got {est.mode!r}")
+        raise ParameterError(f"mode must be 'cd' or 'lars', got {est.mode!r}")
     for name in ("enet_tol", "eps"):
         v = getattr(est, name)
         if isinstance(v, (bool, str)) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{name} must be a number, got {v!r}")
+            raise ParameterError(f"{name} must be a number, got {v!r}")
         if not (np.isfinite(v) and v > 0):
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+            raise ParameterError(f"{name} must be a finite number > 0, got {v!r}")
 
 
 class _FittedMixin:
@@ -423,7 +423,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         matrix when ``covariance='precomputed'``."""
         _check_compat(self)
         if self.covariance not in (None, "precomputed"):
-            raise ValueError(f"covariance must be None or 'precomputed', got {self.covariance!r}")
+            raise ParameterError(f"covariance must be None or 'precomputed', got {self.covariance!r}")
         if self.covariance == "precomputed":
             return self.fit_covariance(X)
         from .objective import empirical_covariance
@@ -574,16 +574,16 @@ def _check_alphas(alphas):
         try:
             values = list(alphas)
         except TypeError:
-            raise TypeError(f"alphas must be a grid size (int) or a list of alphas, got "
-                            f"{alphas!r}") from None
+            raise ParameterError(f"alphas must be a grid size (int) or a list of alphas, got "
+                                 f"{alphas!r}") from None
     if not values:
-        raise ValueError("alphas is an empty list; give at least one alpha > 0")
+        raise ParameterError("alphas is an empty list; give at least one alpha > 0")
     for k, a in enumerate(values):
         if isinstance(a, (bool, np.bool_)) or not isinstance(a, numbers.Real):
-            raise TypeError(f"alphas[{k}] must be an instance of float, not "
-                            f"{type(a).__qualname__}")
+            raise ParameterError(f"alphas[{k}] must be an instance of float, not "
+                                 f"{type(a).__qualname__}")
         if not a > 0:
-            raise ValueError(f"alphas[{k}] == {a}, must be > 0")
+            raise ParameterError(f"alphas[{k}] == {a}, must be > 0")
     return np.asarray(values, dtype=np.float64)
 
 
@@ -718,7 +718,7 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
 
         _check_compat(self)
         if self.center_test not in ("train", "test"):
-            raise ValueError(f"center_test must be 'train' or 'test', got {self.center_test!r}")
+            raise ParameterError(f"center_test must be 'train' or 'test', got {self.center_test!r}")
         X = self._data(X, reset=True)
         m, n = X.shape
         if m < 2:
@@ -732,7 +732,7 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
                                 blocks=self.blocks, block_weight=self.block_weight)
             nr = self.n_refinements
             if isinstance(nr, bool) or not isinstance(nr, numbers.Integral) or nr < 1:
-                raise ValueError(f"n_refinements must be an integer >= 1, got {nr!r}")
+                raise ParameterError(f"n_refinements must be an integer >= 1, got {nr!r}")
             n_ref = int(nr)
         else:
             alphas = np.sort(_check_alphas(self.alphas))[::-1]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack
 
-from ..errors import DataFormatError, NonNumericDataError
+from ..errors import DataFormatError, NonNumericDataError, ParameterError
 
 __all__ = [
     "as_matrix",
@@ -164,15 +164,17 @@ def penalty_matrix(alpha, n, penalize_diagonal=False):
     array([[0. , 0.5],
            [0.5, 0. ]])
     """
+    if isinstance(alpha, (str, bytes, bool, np.bool_)):
+        raise ParameterError(f"alpha must be a number or an (n, n) array, got {alpha!r}")
     if np.ndim(alpha) == 0:
         try:
             a = float(alpha)
         except (TypeError, ValueError):
-            raise ValueError(f"alpha must be a number or an (n, n) array, got {alpha!r}") from None
+            raise ParameterError(f"alpha must be a number or an (n, n) array, got {alpha!r}") from None
         if not np.isfinite(a):
-            raise ValueError("alpha must be finite")
+            raise ParameterError("alpha must be finite")
         if a < 0:
-            raise ValueError(f"alpha must be non-negative, got {a}")
+            raise ParameterError(f"alpha must be non-negative, got {a}")
         L = np.full((n, n), a)
         if not penalize_diagonal:
             np.fill_diagonal(L, 0.0)
@@ -180,14 +182,14 @@ def penalty_matrix(alpha, n, penalize_diagonal=False):
     try:
         L = np.array(alpha, dtype=np.float64, order="C", copy=True)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"alpha must be a number or an (n, n) array: {exc}") from None
+        raise ParameterError(f"alpha must be a number or an (n, n) array: {exc}") from None
     if L.shape != (n, n):
-        raise ValueError(f"alpha as a weight matrix must have shape ({n}, {n}), got {L.shape}")
+        raise ParameterError(f"alpha as a weight matrix must have shape ({n}, {n}), got {L.shape}")
     _check_finite(L, "alpha (weight matrix)")
     if np.any(L < 0):
-        raise ValueError("alpha (weight matrix) has negative weights; weights must be >= 0")
+        raise ParameterError("alpha (weight matrix) has negative weights; weights must be >= 0")
     if float(np.max(np.abs(L - L.T))) > 1e-12 * max(1.0, float(np.max(L))):
-        raise ValueError("alpha (weight matrix) is not symmetric")
+        raise ParameterError("alpha (weight matrix) is not symmetric")
     L = 0.5 * (L + L.T)
     if not penalize_diagonal:
         np.fill_diagonal(L, 0.0)

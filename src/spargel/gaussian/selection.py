@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 
 from ..core.params import ParamsMixin
-from ..errors import DataFormatError, NotFittedError
+from ..errors import DataFormatError, NotFittedError, ParameterError
 from .estimator import _check_alphas, _FittedMixin
 
 __all__ = ["SparseGaussianMRFSelect", "Nonparanormal"]
@@ -123,13 +123,13 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
                                              stars_choice, stars_variability)
 
         if self.criterion not in _CRITERIA:
-            raise ValueError(f"criterion must be one of {', '.join(map(repr, _CRITERIA))}, "
-                             f"got {self.criterion!r}")
+            raise ParameterError(f"criterion must be one of {', '.join(map(repr, _CRITERIA))}, "
+                                 f"got {self.criterion!r}")
         for name in ("gamma", "stars_threshold"):
             v = getattr(self, name)
             if isinstance(v, (bool, str)) or not isinstance(v, numbers.Real) or \
                     not np.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+                raise ParameterError(f"{name} must be a finite number >= 0, got {v!r}")
         X = self._data(X, reset=True)
         n, p = X.shape
         if n < 3:
@@ -227,7 +227,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             raise ValueError(f"subsample_size must be in [3, {n}], got {size}")
         k = int(self.n_subsamples)
         if k < 1:
-            raise ValueError(f"n_subsamples must be >= 1, got {self.n_subsamples!r}")
+            raise ParameterError(f"n_subsamples must be >= 1, got {self.n_subsamples!r}")
         return [np.sort(rng.choice(n, size=size, replace=False)) for _ in range(k)]
 
     def _rotations(self, n, rng):
@@ -238,7 +238,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             return rot
         k = int(self.n_rotations)
         if k < 1:
-            raise ValueError(f"n_rotations must be >= 1, got {self.n_rotations!r}")
+            raise ParameterError(f"n_rotations must be >= 1, got {self.n_rotations!r}")
         if n <= k:
             return list(range(1, n + 1))
         return [int(r) + 1 for r in rng.choice(n, size=k, replace=False)]
@@ -277,8 +277,8 @@ class Nonparanormal(ParamsMixin):
 
     def _check(self):
         if self.method not in _NPN_METHODS:
-            raise ValueError(f"method must be one of {', '.join(map(repr, _NPN_METHODS))}, "
-                             f"got {self.method!r}")
+            raise ParameterError(f"method must be one of {', '.join(map(repr, _NPN_METHODS))}, "
+                                 f"got {self.method!r}")
 
     def fit(self, X, y=None):
         from spargel.gaussian.npn import (npn_shrinkage, npn_truncation, skeptic_correlation,

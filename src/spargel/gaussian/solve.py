@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..errors import ConvergenceWarning, DataFormatError
+from ..errors import ConvergenceWarning, DataFormatError, ParameterError
 from .objective import penalty_matrix, validate_covariance
 from .result import GaussianResult
 
@@ -57,21 +57,21 @@ def _check_common(tol, atol, max_iter):
     for name, v in (("tol", 0.0 if tol is None else tol), ("atol", atol)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
                 or not np.isfinite(v) or v < 0:
-            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+            raise ParameterError(f"{name} must be a finite number >= 0, got {v!r}")
     if max_iter is not None and (isinstance(max_iter, bool) or
                                  not isinstance(max_iter, (int, np.integer)) or max_iter < 1):
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+        raise ParameterError(f"max_iter must be a positive integer, got {max_iter!r}")
 
 
 def resolve_solver(solver, blocks):
     """The solver that will run: 'newton-cg', 'newton-cd', 'projected-gradient'
     or 'block-l1' (Algorithm 3, for block penalties)."""
     if solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {solver!r}")
+        raise ParameterError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {solver!r}")
     if blocks is not None:
         if solver in ("newton-cg", "newton-cd"):
-            raise ValueError(f"solver={solver!r} handles plain l1 weights only; block penalties "
-                             "need solver='projected-gradient' (Algorithm 3) or 'auto'")
+            raise ParameterError(f"solver={solver!r} handles plain l1 weights only; block penalties "
+                                 "need solver='projected-gradient' (Algorithm 3) or 'auto'")
         return "block-l1"
     return "newton-cg" if solver == "auto" else solver
 

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from ..errors import ConvergenceWarning
+from ..errors import ConvergenceWarning, ParameterError
 from .latent_model import LatentLogLinear, em_fit
 from ..core.penalties import ElasticNet
 from ..core.params import ParamsMixin, check_number, check_sample_weight
@@ -53,7 +53,7 @@ class LatentLogLinearClassifier(ParamsMixin):
     verbose : int
         1: one line per start on stderr.
     solver_options : dict or None
-        Extra options of the solver (e.g. ``{"overrelax": True}`` for "bound").
+        Extra options of the solver (e.g. ``{"overrelax": False}``: "bound" without its default over-relaxation).
 
     Examples
     --------
@@ -87,7 +87,7 @@ class LatentLogLinearClassifier(ParamsMixin):
     # -- checks ------------------------------------------------------------------------
     def _check_params(self):
         if self.solver not in LATENT_SOLVERS:
-            raise ValueError(f"solver must be one of {LATENT_SOLVERS}, got {self.solver!r}")
+            raise ParameterError(f"solver must be one of {LATENT_SOLVERS}, got {self.solver!r}")
         check_number("n_components", self.n_components, low=1, integer=True)
         check_number("n_init", self.n_init, low=1, integer=True)
         check_number("l1", self.l1)
@@ -97,15 +97,15 @@ class LatentLogLinearClassifier(ParamsMixin):
         check_number("max_iter", self.max_iter, integer=True, allow_none=True)
         check_number("init_scale", self.init_scale)
         if self.l1 > 0 and self.solver not in ("bound", "lbfgs"):
-            raise ValueError(f"solver={self.solver!r} handles smooth objectives only: set l1=0 or use "
-                             f"solver='bound' or 'lbfgs'")
+            raise ParameterError(f"solver={self.solver!r} handles smooth objectives only: set l1=0 or use "
+                                 f"solver='bound' or 'lbfgs'")
         if self.solver == "em" and (self.l1 > 0 or self.l2 > 0):
-            raise ValueError("solver='em' fits the generative mixture by maximum likelihood and takes no penalty: "
-                             "set l1=0 and l2=0")
+            raise ParameterError("solver='em' fits the generative mixture by maximum likelihood and takes no penalty: "
+                                 "set l1=0 and l2=0")
         if self.solver == "em" and not self.fit_intercept:
-            raise ValueError("solver='em' needs fit_intercept=True (the mixing weights live in the intercepts)")
+            raise ParameterError("solver='em' needs fit_intercept=True (the mixing weights live in the intercepts)")
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
-            raise TypeError(f"solver_options must be a dict or None, got {self.solver_options!r}")
+            raise ParameterError(f"solver_options must be a dict or None, got {self.solver_options!r}")
 
     # -- fitting -------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None):

@@ -37,17 +37,30 @@ def sharded_model(est, M, ids, n_classes, sample_weight, mask):
     threads = cluster.workers(client)
     n = M.shape[0]
     bounds = balanced_chunks(np.arange(n + 1, dtype=np.int64), est.n_shards or len(threads))
-    where, _ = cluster.placement(threads, len(bounds) - 1)
     layout = FlatLogLinear(M[:1], ids[:1], n_classes, fit_intercept=est.fit_intercept).layout
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*[Ll]arge")       # the data travel with their tasks
-        mask_f = client.submit(_same, mask, pure=False)
-        shards = [client.submit(_flat_shard, M[lo:hi], ids[lo:hi], n_classes, est.fit_intercept,
-                                None if sample_weight is None else sample_weight[lo:hi], mask_f,
-                                workers=[where[k]], allow_other_workers=True, pure=False)
-                  for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+
+    def send(threads):
+        """The shards' futures, built on ``threads``' workers from the rows here (again
+        after the cluster lost every worker: ``ShardedModel.rebuild``)."""
+        where, _ = cluster.placement(threads, len(bounds) - 1)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*[Ll]arge")       # the data travel with their tasks
+            mask_f = client.submit(_same, mask, pure=False)
+            shards = [client.submit(_flat_shard, M[lo:hi], ids[lo:hi], n_classes, est.fit_intercept,
+                                    None if sample_weight is None else sample_weight[lo:hi], mask_f,
+                                    workers=[where[k]], allow_other_workers=True, pure=False)
+                      for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        return shards, mask_f
+
+    shards, mask_f = send(threads)
     model = make_model("sharded", client, shards, layout, n)
     model._keep = mask_f
+
+    def rebuild():
+        shards, model._keep = send(cluster.workers(client))
+        return shards
+
+    model.rebuild = rebuild
     est.timings_ = model.timings
     return model
 

@@ -30,7 +30,8 @@ import warnings
 
 import numpy as np
 
-from ..errors import CapabilityError, ConvergenceWarning, DataFormatError, ModelFileError, NotFittedError
+from ..errors import (CapabilityError, ConvergenceWarning, DataFormatError, ModelFileError, NotFittedError,
+                      ParameterError)
 from ..core.params import ParamsMixin
 from ..core.interrupts import note_interrupt, reraise_interrupt
 
@@ -194,7 +195,7 @@ class PairwiseMRF(ParamsMixin):
         def one_of(name, choices):
             v = getattr(self, name)
             if not isinstance(v, str) or v not in choices:
-                raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {v!r}")
+                raise ParameterError(f"{name} must be one of {', '.join(map(repr, choices))}, got {v!r}")
 
         one_of("inference", INFERENCES)
         one_of("penalty", PENALTIES)
@@ -203,36 +204,36 @@ class PairwiseMRF(ParamsMixin):
         if self.candidate_estimate is not None:
             one_of("candidate_estimate", ("independent", "clamp"))
         if not isinstance(self.solver, str):
-            raise TypeError(f"solver must be a solver's name, got {self.solver!r}")
+            raise ParameterError(f"solver must be a solver's name, got {self.solver!r}")
         if not (self.adaptive == "auto" if isinstance(self.adaptive, str) else isinstance(self.adaptive, (bool, np.bool_))):
-            raise ValueError(f"adaptive must be True, False or 'auto', got {self.adaptive!r}")
+            raise ParameterError(f"adaptive must be True, False or 'auto', got {self.adaptive!r}")
         for name in ("tie_features", "verbose"):
             if not isinstance(getattr(self, name), (bool, np.bool_, int)):
-                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+                raise ParameterError(f"{name} must be True or False, got {getattr(self, name)!r}")
         check_number("l1", self.l1)
         check_number("l2", self.l2)
         check_number("tol", self.tol)
         check_number("bp_tol", self.bp_tol)
         check_number("bp_damping", self.bp_damping)
         if self.bp_damping >= 1:
-            raise ValueError(f"bp_damping must be in [0, 1), got {self.bp_damping!r}")
+            raise ParameterError(f"bp_damping must be in [0, 1), got {self.bp_damping!r}")
         check_number("max_iter", self.max_iter, low=1, integer=True, allow_none=True)
         check_number("bp_max_iter", self.bp_max_iter, low=1, integer=True)
         if self.bp_max_iter > BP_MAX_ITER_LIMIT:
-            raise ValueError(f"bp_max_iter must be at most {BP_MAX_ITER_LIMIT}, got {self.bp_max_iter!r}")
+            raise ParameterError(f"bp_max_iter must be at most {BP_MAX_ITER_LIMIT}, got {self.bp_max_iter!r}")
         check_number("n_jobs", self.n_jobs, low=-1, integer=True, allow_none=True)
         if self.n_states is not None:
             ns = self.n_states
             if isinstance(ns, (str, bytes)):
-                raise TypeError(f"n_states must be an integer >= 2 or one per variable, got {ns!r}")
+                raise ParameterError(f"n_states must be an integer >= 2 or one per variable, got {ns!r}")
             items = list(np.ravel(np.asarray(ns, dtype=object)))
             if not items or not all(isinstance(k, numbers.Integral) and not isinstance(k, (bool, np.bool_))
                                     and k >= 2 for k in items):
-                raise ValueError(f"n_states must be an integer >= 2 or one per variable, got {ns!r}")
+                raise ParameterError(f"n_states must be an integer >= 2 or one per variable, got {ns!r}")
         rs = self.random_state
         if not (rs is None or isinstance(rs, (numbers.Integral, np.random.Generator, np.random.RandomState))) \
                 or isinstance(rs, (bool, np.bool_)):
-            raise TypeError(f"random_state must be None, an integer or a numpy random generator, got {rs!r}")
+            raise ParameterError(f"random_state must be None, an integer or a numpy random generator, got {rs!r}")
 
     def _choose_inference(self, ns, candidates, conditional):
         """What ``inference="auto"`` trains with (see the class documentation)."""

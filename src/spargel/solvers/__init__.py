@@ -8,6 +8,8 @@ window, monitor, **options) -> SolverResult``; estimators pick one by name.
 
 from importlib import import_module
 
+from ..errors import ParameterError
+
 # name -> (module, function, what it does)
 SOLVERS = {
     "lbfgs": ("spargel.solvers.owlqn", "minimize_owlqn", "L-BFGS, smooth objectives (l1 = 0)"),
@@ -66,9 +68,9 @@ def available_solvers():
 def get_solver(name):
     """The minimise function of solver ``name``."""
     if name not in SOLVERS:
-        raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(available_solvers())}")
+        raise ParameterError(f"unknown solver {name!r}; choose one of {', '.join(available_solvers())}")
     module, func, _ = SOLVERS[name]
     try:
         return getattr(import_module(module), func)
     except (ImportError, AttributeError):
-        raise ValueError(f"solver {name!r} is not available in this version of spargel") from None
+        raise ParameterError(f"solver {name!r} is not available in this version of spargel") from None

@@ -36,9 +36,15 @@ the start. ``w0`` warm-starts: its non-zero weights start in the working set.
 
 Options (``solver_options`` of the estimators):
 
-``select_unit`` (1)
+``select_unit`` ("auto"; Gauss-Seidel: 1)
     M: weights (or groups, or blocks) added per selection; ``None`` puts every
     candidate in the working set at once (Grafting-Light is then OWL-QN, step for step).
+    ``"auto"``: the square root of the number of candidates left (weights, or groups
+    with ``select_by="group"``), rounded up -- one weight at a time is right for a few
+    dozen candidates, but with 10^5 candidates and a few thousand weights in the
+    solution it needs thousands of selections (and as many gradient evaluations)
+    before the working set holds the solution's support; sqrt(n) brings it in within
+    a few dozen selections while still picking only the strongest violators.
 ``select_by`` ("weight")
     "group": select whole groups of the model's layout (an MRF edge's table, a CRF
     attribute's label weights), ranked by their most violating weight.
@@ -54,10 +60,13 @@ Options (``solver_options`` of the estimators):
     largest change of one weight in one block step.
 
 Stopping: ``gtol`` -- the pseudo-gradient over *every* weight (the working set's and
-the candidates' violations) is at most ``gtol * max(1, ||w||)``; ``tol`` -- the
-objective improved by less than a relative ``tol`` over ``window`` iterations during
-which the working set did not change, and (Grafting-Light, Grafting) no candidate
-violates, or (Gauss-Seidel) over ``window`` selections; ``linesearch`` -- no decrease
+the candidates' violations) is at most ``gtol * max(1, ||w||)``; ``tol`` --
+(Grafting-Light) the objective improved by less than a relative ``tol`` over ``window``
+iterations, selections included: weights that join and do not move the objective are
+selection noise, and the stop does not wait for the last of them (OWL-QN's rule over
+every weight); (Grafting) the same over ``window`` iterations during which the working
+set did not change, and no candidate violates; (Gauss-Seidel) over ``window``
+selections; ``linesearch`` -- no decrease
 over the working set and no candidate to add; ``max_iter`` (iterations = OWL-QN steps,
 or block sweeps), ``interrupted``, ``callback``.
 
@@ -335,9 +344,12 @@ class Selector:
         hot = v > 0
         self.violation = float(norm(v[hot])) if hot.any() else 0.0
         self.violating = int(hot.sum())
+        M = self.M
+        if M == "auto":
+            M = auto_unit(len(np.unique(self.cands.group_of[cand])) if self.cands.by_group else len(cand))
         # a violation below the gtol threshold cannot hold up convergence, and a step on
         # it would be lost in the rounding of the objective (a line search down to 1e-12)
-        pos = self.cands.top(cand, v, self.M, self.gtol * max(1.0, float(norm(P.x))))
+        pos = self.cands.top(cand, v, M, self.gtol * max(1.0, float(norm(P.x))))
         if not len(pos):
             return 0
         P.add(cand[pos], gl[pos])
@@ -377,12 +389,21 @@ class Selector:
 
 # --------------------------------------------------------------------------- the solvers
 def _check_unit(select_unit):
-    if select_unit is None:
-        return None
+    if select_unit is None or (isinstance(select_unit, str) and select_unit == "auto"):
+        return select_unit
     if isinstance(select_unit, bool) or not isinstance(select_unit, (int, np.integer)) or select_unit < 1:
-        raise ValueError(f"select_unit must be an integer >= 1 or None (every candidate at once), "
+        raise ValueError(f"select_unit must be an integer >= 1, 'auto' or None (every candidate at once), "
                          f"got {select_unit!r}")
     return int(select_unit)
+
+
+def auto_unit(n_candidates):
+    """The ``select_unit="auto"`` of ``n_candidates`` candidates: ceil(sqrt(n)), at least 1.
+
+    >>> auto_unit(1), auto_unit(50), auto_unit(10 ** 5)
+    (1, 8, 317)
+    """
+    return max(1, math.isqrt(max(int(n_candidates) - 1, 0)) + 1)
 
 
 def _relative_drop(values, k, window, F):
@@ -396,7 +417,7 @@ def _incremental(name, model, penalty, w0, max_iter, tol, gtol, window, monitor,
     require(model, name, "loss_grad")
     require_separable(penalty, name)
     M = _check_unit(select_unit)
-    if mode == "gauss-seidel" and M is None:
+    if mode == "gauss-seidel" and not isinstance(M, int):
         raise ValueError("solver 'gauss-seidel' needs select_unit >= 1")
     w = check_start(model, w0)
     n = model.n_params
@@ -445,11 +466,13 @@ def _incremental(name, model, penalty, w0, max_iter, tol, gtol, window, monitor,
             pg_ws = norm(P.pg)
             if converged is None and mode != "light" and pg_ws <= gtol * max(1.0, norm(P.x)):
                 converged = "gtol"
-            if converged is None and tol > 0 and it - last_change >= window \
-                    and _relative_drop(objectives, it, window, P.F) < tol:
+            if converged is None and tol > 0 and (mode == "light" or it - last_change >= window) \
+                    and it >= window and _relative_drop(objectives, it, window, P.F) < tol:
                 converged = "tol"
             selected = 0
-            if mode == "light" or converged is not None:
+            if mode == "light" and converged == "tol" and not cands.pending:
+                pass            # the objective settled, selections included: what is left is noise
+            elif mode == "light" or converged is not None:
                 selected = select(converged is not None)
             if mode == "gauss-seidel" and converged is not None:
                 outer.append(P.F)
@@ -485,6 +508,7 @@ def minimize_grafting_light(model, penalty, w0=None, *, max_iter=1000, tol=1e-5,
                             monitor=None, **options):
     """Grafting-Light (Zhu, Lao & Xing): one OWL-QN step over the working set, then the
     ``select_unit`` most violating weights join it (see the module documentation)."""
+    options.setdefault("select_unit", "auto")
     return _incremental("grafting-light", model, penalty, w0, max_iter, tol, gtol, window, monitor, **options)
 
 
@@ -492,6 +516,7 @@ def minimize_grafting(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=
                       monitor=None, **options):
     """Grafting (Perkins, Lacker & Theiler): the working set is optimised to convergence
     (OWL-QN) after every selection of the ``select_unit`` most violating weights."""
+    options.setdefault("select_unit", "auto")
     return _incremental("grafting", model, penalty, w0, max_iter, tol, gtol, window, monitor, **options)
 
 
