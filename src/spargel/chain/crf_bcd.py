@@ -297,7 +297,7 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
                 C.forward_step(alpha[t - 1], cur, trans, ci, cj, cc, q0, q1)
                 for y in range(Sp):
                     cur[y] *= psi[t, y]
-            lc = shift[t] + trans[3][0]
+            lc = shift[t] + trans.tshift[0]
         c = 0.0
         for y in range(Sp):
             c += cur[y]
