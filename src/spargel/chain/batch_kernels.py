@@ -160,8 +160,7 @@ def chunk_logz_grad(w, space, data, aux, trans, bl, first, second, order, want_g
         buf.pcache[1] = 0.0
     total = 0.0
     for r in range(len(order)):
-        s = order[r]
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        s, lo, hi = K.span(seq_ptr, order, r)
         n = hi - lo
         c = sequence_weight(sw, s, clamp)
         shared = False
@@ -198,8 +197,7 @@ def chunk_logz_grad_log(w, space, data, aux, trans, bl, first, second, order, wa
     need = buf.need
     total = 0.0
     for r in range(len(order)):
-        s = order[r]
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        s, lo, hi = K.span(seq_ptr, order, r)
         n = hi - lo
         c = sequence_weight(sw, s, clamp)
         state_rows(w, space, data, aux, trans, bl, lo, hi, buf, labels, clamp, None, first, second)
@@ -298,8 +296,7 @@ def marginals_log(w, space, data, aux, trans, bl, first, second, order, out, log
     L = space.L
     seq_ptr = data.seq_ptr
     for r in range(len(order)):
-        s = order[r]
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        s, lo, hi = K.span(seq_ptr, order, r)
         n = hi - lo
         state_rows(w, space, data, aux, trans, bl, lo, hi, buf, data.labels, None, None, first, second)
         buf.need[:n] = 0
@@ -332,8 +329,7 @@ def gold_scores(w, space, data, aux, first, second, order, out, buf):
     """Gold path score of every sequence of ``order`` into out."""
     seq_ptr = data.seq_ptr
     for r in range(len(order)):
-        s = order[r]
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        s, lo, hi = K.span(seq_ptr, order, r)
         if first is not None:
             K.emissions(w, space, aux, lo, hi, buf.E)
             out[r] = K.gold_score(w, buf.nomask, 1.0, space, data, s, buf.E)

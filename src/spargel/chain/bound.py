@@ -69,8 +69,7 @@ def chain_bound_build(w, space, data, aux, T, order, iptr, items, refs, pw, wtr,
     L = space.L
     seq_ptr = data.seq_ptr
     for r in range(len(order)):
-        s = order[r]
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        s, lo, hi = K.span(seq_ptr, order, r)
         n = hi - lo
         K.emissions(w, space, aux, lo, hi, E)
         q = iptr[r]
@@ -158,8 +157,7 @@ def chain_bound_matvec(v, space, data, aux_v, aux, Tv, order, iptr, items, refs,
     Lp = aux[0]
     seq_ptr = data.seq_ptr
     for r in range(len(order)):
-        s = order[r]
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        s, lo, hi = K.span(seq_ptr, order, r)
         n = hi - lo
         K.emissions(v, space, aux_v, lo, hi, E)
         q = iptr[r]

@@ -31,7 +31,7 @@ from . import crf_kernels as K
 from . import crf_sgd as S1
 from .crf_sgd import LOSS, MARK, SETTLE     # what a step does with the blocks it meets
 
-LOSS_ONLY = -1                        # variant code of a pass that only sums the losses
+from .crf_sgd import LOSS_ONLY      # variant code of a pass that only sums the losses
 
 
 @inner(fastmath=C.FAST)
@@ -249,9 +249,7 @@ def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None)
 def summed_loss(view, trans, order, w, sw=None, partial=None):
     """Sum of ``c_s (-log p(y_s | x_s))`` over the sequences ``order`` at w (the pass's
     ``LOSS_ONLY`` variant)."""
-    st = np.zeros(6)
-    prm = np.zeros(8)
-    prm[3], prm[4], prm[6] = LOSS_ONLY, 1.0, 1.0
+    st, prm = S1.loss_only()
     nothing = np.zeros(0)
     run_pass(view, trans, order, w, nothing, nothing, nothing, st, prm, sw, partial)
     return float(st[4])

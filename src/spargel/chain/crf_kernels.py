@@ -1,18 +1,20 @@
 """Compiled kernels of the first-order linear-chain CRF: what is specific to its
 features (emission scores, bigram-attribute corrections, gold scores, scattering the
-expectations into the gradient). Inference itself is :mod:`spargel.chain.inference`.
+expectations into the gradient). Inference itself is :mod:`spargel.chain.inference`;
+the batch and prediction kernels of both orders are :mod:`spargel.chain.batch_kernels`.
 
-Two tuples of flat arrays describe a model:
+Two named tuples of flat arrays describe a model (read by name in the kernels):
 
-``space = (L, u_ptr, u_lab, b_ptr, b_pair, b_base, t_pair, t_base, t_index)``
+``space = Space(L, u_ptr, u_lab, b_ptr, b_pair, b_base, t_pair, t_base, t_index)``
     the parameter layout (:class:`~spargel.data.feature_space.FeatureSpace`): unigram
     attribute ``a`` owns weights ``k`` in ``u_ptr[a]:u_ptr[a+1]`` for labels ``u_lab[k]``;
     bigram attribute ``a`` owns weights ``b_base + k`` for label pairs ``b_pair[k] = prev *
     L + cur``; the transition weight of pair ``t_pair[k]`` is ``w[t_base + k]`` and
     ``t_index[pair]`` is that ``k`` (or -1).
 
-``data = (seq_ptr, uni_ptr, uni_ids, uni_vals, big_ptr, big_ids, big_vals, labels)``
-    a :class:`~spargel.data.dataset.SequenceData` as a tuple.
+``data = Data(seq_ptr, uni_ptr, uni_ids, uni_vals, big_ptr, big_ids, big_vals, labels)``
+    a :class:`~spargel.data.dataset.SequenceData` as a tuple
+    (:mod:`spargel.chain.kernel_data`).
 
 The unigram features are read through a second, SIMD-friendly view, the ``aux`` tuple
 ``(Lp, binary, dptr, drows, dval, eptr, ek, evals, Wd, dnz, el)`` (built once per data set
@@ -352,6 +354,13 @@ def gold_score(v, m, a, space, data, s, E):
                     total += big_vals[j] * Z.weight(v, m, a, b_base + k)
                     break
     return total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def span(seq_ptr, order, r):
+    """``(s, lo, hi)`` of the r-th sequence of ``order``: its id and its tokens lo..hi-1."""
+    s = order[r]
+    return s, seq_ptr[s], seq_ptr[s + 1]
 
 
 # --------------------------------------------------------------------------- buffers

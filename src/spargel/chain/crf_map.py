@@ -23,20 +23,40 @@ from .crf_kernels import order_flags
 
 
 @inner()
+def _best_state(row, S):
+    """The first of the states 0..S-1 with the highest score in ``row`` (the end of
+    both orders' Viterbi)."""
+    best = -np.inf
+    arg = 0
+    for s in range(S):
+        if row[s] > best:
+            best = row[s]
+            arg = s
+    return arg
+
+
+@inner()
+def _unigram_row(w, space, data, tok, row):
+    """row[:L] = the unigram scores of token ``tok`` (both orders' Viterbi)."""
+    u_ptr, u_lab = space.u_ptr, space.u_lab
+    uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
+    for y in range(space.L):
+        row[y] = 0.0
+    for j in range(uni_ptr[tok], uni_ptr[tok + 1]):
+        a = uni_ids[j]
+        x = uni_vals[j]
+        for k in range(u_ptr[a], u_ptr[a + 1]):
+            row[u_lab[k]] += w[k] * x
+
+
+@inner()
 def _viterbi(w, space, data, lo, hi, E, D, back, T, Tt, path):
     """The best path of tokens lo..hi-1 under w into path[0:hi-lo] (ties: lowest label)."""
     L, u_ptr, u_lab, b_ptr, b_pair, b_base, t_pair, t_base, t_index = space
-    uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
     big_ptr, big_ids, big_vals = data.big_ptr, data.big_ids, data.big_vals
     n = hi - lo
     for t in range(n):
-        for y in range(L):
-            E[t, y] = 0.0
-        for j in range(uni_ptr[lo + t], uni_ptr[lo + t + 1]):
-            a = uni_ids[j]
-            x = uni_vals[j]
-            for k in range(u_ptr[a], u_ptr[a + 1]):
-                E[t, u_lab[k]] += w[k] * x
+        _unigram_row(w, space, data, lo + t, E[t])
     for y in range(L):
         D[0, y] = E[0, y]
     if n > 1:
@@ -68,13 +88,7 @@ def _viterbi(w, space, data, lo, hi, E, D, back, T, Tt, path):
                     back[t, b] = a
         for b in range(L):
             D[t, b] += E[t, b]
-    best = -np.inf
-    arg = 0
-    for y in range(L):
-        if D[n - 1, y] > best:
-            best = D[n - 1, y]
-            arg = y
-    path[n - 1] = arg
+    path[n - 1] = _best_state(D[n - 1], L)
     for t in range(n - 1, 0, -1):
         path[t - 1] = back[t, path[t]]
 
@@ -107,23 +121,17 @@ def _unigram_diff(u_ptr, u_lab, uni_ptr, uni_ids, uni_vals, tok, g, p, acc, mark
 def _viterbi2(w, space, data, lo, hi, E, D, back, Tq, path):
     """The best path over the pair states of tokens lo..hi-1 into path[0:hi-lo]."""
     L, u_ptr, u_lab, b_ptr, b_pair, b_base, t_pair, t_base, t_index = space
-    uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
     big_ptr, big_ids, big_vals = data.big_ptr, data.big_ids, data.big_vals
     n = hi - lo
     S = (L + 1) * L
     # E[t, s]: the score of state s = a * L + b at token t (unigram weights of b, pair
     # weights of (a, b)), without the triple weights
     for t in range(n):
-        for s in range(S):
-            E[t, s] = 0.0
-        for j in range(uni_ptr[lo + t], uni_ptr[lo + t + 1]):
-            a = uni_ids[j]
-            x = uni_vals[j]
-            for k in range(u_ptr[a], u_ptr[a + 1]):
-                y = u_lab[k]
-                v = w[k] * x
-                for p in range(L + 1):
-                    E[t, p * L + y] += v
+        u = D[t]                        # (scratch here: D is filled below)
+        _unigram_row(w, space, data, lo + t, u)
+        for p in range(L + 1):
+            for y in range(L):
+                E[t, p * L + y] = u[y]
         for j in range(big_ptr[lo + t], big_ptr[lo + t + 1]):
             a = big_ids[j]
             x = big_vals[j]
@@ -156,13 +164,7 @@ def _viterbi2(w, space, data, lo, hi, E, D, back, Tq, path):
                         back[t, dst] = a2
         for s in range(L * L):
             D[t, s] += E[t, s]
-    best = -np.inf
-    arg = 0
-    for s in range(S):
-        if D[n - 1, s] > best:
-            best = D[n - 1, s]
-            arg = s
-    state = arg
+    state = _best_state(D[n - 1], S)
     for t in range(n - 1, -1, -1):
         path[t] = state % L
         if t > 0:

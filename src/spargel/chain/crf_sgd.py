@@ -396,13 +396,20 @@ def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None)
     return status
 
 
+def loss_only():
+    """``(st, prm)`` of a pass that only sums the losses (variant ``LOSS_ONLY``, one
+    step over every sequence): both orders' :func:`summed_loss`."""
+    st = np.zeros(6)
+    prm = np.zeros(8)
+    prm[3], prm[4], prm[6] = LOSS_ONLY, 1.0, 1.0
+    return st, prm
+
+
 def summed_loss(view, trans, order, w, sw=None, partial=None):
     """Sum of ``c_s (-log p(y_s | x_s))`` over the sequences ``order`` at w (the pass's
     ``LOSS_ONLY`` variant)."""
     wk, _ = work(view, order, w, np.zeros(len(w)), True, False, sw, partial)
-    st = np.zeros(6)
-    prm = np.zeros(8)
-    prm[3], prm[4], prm[6] = LOSS_ONLY, 1.0, 1.0
+    st, prm = loss_only()
     nothing = np.zeros(0)
     # nothing moves (whatever the labels): a stopped sum restarts from its beginning
     _resumed_pass(view, trans, order, w, nothing, nothing, nothing, st, prm, wk, None)
