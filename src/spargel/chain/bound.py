@@ -66,11 +66,10 @@ def chain_bound_build(w, space, data, aux, T, order, iptr, items, refs, pw, wtr,
     accumulates the transition weights ``2 D_{s, j}`` of positions whose reference is r;
     ``logz[r]`` log Z. ``T`` the S x S transition scores (flat); E, la (maxlen x Lp) and
     lam, lzb, us (S), Dm (S x S) scratch."""
-    L = space[0]
-    seq_ptr = data[0]
+    L = space.L
+    seq_ptr = data.seq_ptr
     for r in range(len(order)):
-        s = order[r]
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        s, lo, hi = K.span(seq_ptr, order, r)
         n = hi - lo
         K.emissions(w, space, aux, lo, hi, E)
         q = iptr[r]
@@ -154,12 +153,11 @@ def chain_bound_matvec(v, space, data, aux_v, aux, Tv, order, iptr, items, refs,
     sequences of ``order``: emission scores of the direction (``aux_v`` holds its dense
     rows), the forward scalars ``rho[t, s] = mu_{t,s} . v``, the curvature coefficients
     and the adjoint pass, scattered with the model's own token lists (``aux``)."""
-    L = space[0]
+    L = space.L
     Lp = aux[0]
-    seq_ptr = data[0]
+    seq_ptr = data.seq_ptr
     for r in range(len(order)):
-        s = order[r]
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
+        s, lo, hi = K.span(seq_ptr, order, r)
         n = hi - lo
         K.emissions(v, space, aux_v, lo, hi, E)
         q = iptr[r]

@@ -13,7 +13,9 @@ import numpy as np
 
 from ..core.vec import dot
 from . import inference as C
+from . import batch_kernels as B
 from . import crf_kernels as K
+from .kernel_data import data_tuple
 from ..core.protocol import ParameterLayout
 from ..core.ranges import concat_ranges, owners
 from ..core.sizes import Sized
@@ -34,12 +36,6 @@ DENSE_FRACTION = 0.25
 MATRIX_BUDGET = 64 * 2 ** 20
 # tokens whose per-token lists token_lists builds at a time
 TOKEN_CHUNK = 1 << 16
-
-
-def data_tuple(data):
-    labels = data.labels if data.labels is not None else np.zeros(data.n_tokens, np.int32)
-    return (data.seq_ptr, data.uni_ptr, data.uni_ids, data.uni_vals,
-            data.big_ptr, data.big_ids, data.big_vals, labels)
 
 
 def crf_layout(space, penalty_scale=None):
@@ -112,6 +108,7 @@ class CRFView:
         self.space, self.data, self.inference = space, data, inference
         self.space_t = space.as_tuple()
         self.data_t = data_tuple(data)
+        self.flags = K.order_flags(space)       # the order, as the batch kernels take it
         L = space.n_labels
         self.L, self.Lp = L, C.padded(L)
         sizes = np.diff(space.u_ptr)
@@ -132,7 +129,7 @@ class CRFView:
         listed = self.has_bigrams and self.compacts_bigrams
         nb = len(space.b_pair) if listed else 0
         n_ba = len(space.b_ptr) - 1 if listed else 0
-        self.bl = (np.zeros(n_ba + 1, dtype=np.int64), np.zeros(nb, dtype=self.space_t[4].dtype), 0, np.zeros(nb),
+        self.bl = (np.zeros(n_ba + 1, dtype=np.int64), np.zeros(nb, dtype=self.space_t.b_pair.dtype), 0, np.zeros(nb),
                    np.zeros(nb, dtype=np.int32), np.zeros(nb, dtype=np.int32), np.zeros(nb),
                    np.full(n_ba, -1, dtype=np.int64))
         self.has_transitions = len(space.t_pair) > 0
@@ -190,27 +187,26 @@ class CRFView:
         """Scratch of the log-space and decoding kernels for the sequences ``order``."""
         return K.log_buffers(self.L, self.Lp, K.max_length(self.data.seq_ptr, order))
 
-    kernels = K
-
     def kernel_args(self, trans):
-        """The leading arguments of this view's prediction kernels (the bigram list is
-        None without bigram attributes: the kernels then compile without corrections)."""
-        return self.space_t, self.data_t, self.aux, trans, self.bl if self.has_bigrams else None
+        """The leading arguments of the batch and prediction kernels
+        (:mod:`spargel.chain.batch_kernels`): the layout, data and padded tuples, the
+        transition structure, the bigram list (None without bigram attributes: the
+        kernels then compile without corrections) and the order flags."""
+        listed = self.has_bigrams and self.compacts_bigrams
+        return self.space_t, self.data_t, self.aux, trans, self.bl if listed else None, *self.flags
 
     def accumulators(self, trans):
         outer = np.zeros((self.Lp, self.Lp)) if self.has_transitions else np.zeros((1, 1))
-        return outer, np.zeros(len(trans[6])), np.zeros(len(trans[11]) if self.has_transitions else 0)
+        return outer, np.zeros(len(trans.gi)), np.zeros(len(trans.fv) if self.has_transitions else 0)
 
 
 class BatchChain(Sized):
     """What the first- and second-order chain CRFs share: the fixed chunks of sequences,
     the per-chunk gradient buffers, the free and the clamped (partially labelled) passes,
     the log-space redo of the sequences whose scaled recursion failed, and the reduction.
-    A subclass gives its view (:meth:`_make_view`), its kernel module (``kernels``: with
-    ``empirical_counts`` and ``finish_gradient``) and how a chunk runs (:meth:`_chunk`,
-    :meth:`_chunk_log`, :meth:`_scratch`)."""
-
-    kernels = K
+    The kernels are those of :mod:`spargel.chain.batch_kernels`, the order a parameter;
+    a subclass gives its view (:meth:`_make_view`), whose ``kernel_args`` carry what
+    differs per order."""
     convex_loss = True          # a log-linear negative log-likelihood (protocol.convex_loss)
 
     def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None, sample_weight=None):
@@ -232,8 +228,8 @@ class BatchChain(Sized):
         self.partial[tok_seq[data.labels < 0]] = 1
         self._partial = [o[self.partial[o] == 1] for o in self._orders]
         self._emp = np.zeros(self.n_params)
-        self.kernels.empirical_counts(self.view.space_t, self.view.data_t,
-                                      np.flatnonzero(self.partial == 0).astype(np.int64), self.sw, self._emp)
+        B.empirical_counts(self.view.space_t, self.view.data_t, np.flatnonzero(self.partial == 0).astype(np.int64),
+                           self._sw(), self._emp, *self.view.flags)
         n_dense = len(self.view.d_attr)
         self._gbufs = [np.zeros(self.n_params) for _ in self._orders]
         self._Gdbufs = [np.zeros((n_dense, self.view.Lp)) for _ in self._orders]
@@ -256,7 +252,7 @@ class BatchChain(Sized):
         bufs = self._work
         n_chunks = len(self._orders)
         accs = [v.accumulators(trans) for _ in range(n_chunks)]
-        scratch = [self._scratch(trans) for _ in range(n_chunks)]
+        scratch = [v.accumulators(trans) for _ in range(n_chunks)]
         # per chunk: the free pass over all its sequences, the clamped pass over its
         # partially labelled ones (each flags the sequences that need log space)
         passes = [(self._orders[c], False) for c in range(n_chunks)]
@@ -281,8 +277,8 @@ class BatchChain(Sized):
         else:
             with ThreadPoolExecutor(max_workers=min(self.n_jobs, n_chunks)) as pool:
                 logz = list(pool.map(run, range(n_chunks)))
-        tcount = np.zeros(len(trans[11]))
-        tcount1 = np.zeros(len(trans[11]))
+        tcount = np.zeros(len(trans.fv))
+        tcount1 = np.zeros(len(trans.fv))
         for c in range(n_chunks):
             for p in (c, c + n_chunks):
                 order, clamp = passes[p]
@@ -301,8 +297,23 @@ class BatchChain(Sized):
             g += self._gbufs[c]
             Gd += self._Gdbufs[c]
         out = g.copy()
-        self.kernels.finish_gradient(v.space_t, v.d_attr, Gd, tcount, self._emp, out)
+        B.finish_gradient(v.space_t, v.d_attr, Gd, tcount, self._emp, out, *v.flags)
         return total, out
+
+    def _sw(self):
+        """The sample weights for the kernels: None when there are none (the kernels
+        then compile without the code for other sequence weights than 1)."""
+        return self.sw if len(self.sw) else None
+
+    def _chunk(self, w, trans, order, want_grad, c, acc, failed, buf, clamp, scratch):
+        v = self.view
+        return B.chunk_logz_grad(w, *v.kernel_args(trans), order, want_grad, self._gbufs[c], self._Gdbufs[c], acc,
+                                 failed, buf, self._sw(), True if clamp else None, scratch)
+
+    def _chunk_log(self, w, trans, bad, want_grad, c, tcount, buf, lbuf, clamp, tcount1):
+        v = self.view
+        return B.chunk_logz_grad_log(w, *v.kernel_args(trans), bad, want_grad, self._gbufs[c], self._Gdbufs[c],
+                                     tcount, buf, lbuf, self._sw(), True if clamp else None, tcount1)
 
     def loss_grad(self, w):
         """(loss, gradient) at w."""
@@ -315,6 +326,26 @@ class BatchChain(Sized):
         w = np.ascontiguousarray(w, dtype=np.float64)
         logz, _ = self._run(w, False)
         return float(logz - dot(w, self._emp))
+
+    def entry_kernels(self, solver):
+        """The compiled entry points a solver will call first (for the first-use note)."""
+        if solver == "sgd-l1":
+            return [self._sgd_module().sgd_pass]
+        return [B.chunk_logz_grad]
+
+    # -- the "sgd" capability: the order's pass (crf_sgd / crf2_sgd), its structures --
+    def sgd_pass(self, order, v, aux, l1w, m, st, prm):
+        """One compiled pass of lazily penalised SGD over the sequences ``order`` (see
+        :mod:`spargel.chain.crf_sgd`, :mod:`spargel.chain.crf2_sgd`); returns 0, or 1 on
+        divergence."""
+        return self._sgd_module().run_pass(self.view, self._sgd_trans(), order, v, aux, l1w, m, st, prm, self.sw,
+                                           self.partial)
+
+    def sample_loss(self, order, w):
+        """Sum of -log p(y_s | x_s) over the sequences ``order`` at w."""
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        return self._sgd_module().summed_loss(self.view, self._sgd_trans(), order, w, self.sw, self.partial)
 
 
 class ChainCRF(MapCapability, BatchChain):
@@ -344,52 +375,15 @@ class ChainCRF(MapCapability, BatchChain):
     def _make_view(self, space, data, inference):
         return CRFView(space, data, inference)
 
-    def entry_kernels(self, solver):
-        """The compiled entry points a solver will call first (for the first-use note)."""
-        if solver == "sgd-l1":
-            from . import crf_sgd
-            return [crf_sgd.sgd_pass]
-        return [K.chunk_logz_grad]
-
-    def _scratch(self, trans):
-        return self.view.accumulators(trans)
-
-    def _kernel_args(self, clamp):
-        """(bl, sw, clamp) for the chunk kernels, None where the model has no bigram
-        attributes, no sample weights, no clamping: the kernels then compile without
-        the corrections and without the code for other sequence weights than 1."""
-        v = self.view
-        return v.bl if v.has_bigrams else None, self.sw if len(self.sw) else None, True if clamp else None
-
-    def _chunk(self, w, trans, order, want_grad, c, acc, failed, buf, clamp, scratch):
-        v = self.view
-        bl, sw, clamp = self._kernel_args(clamp)
-        return K.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, bl, order, want_grad, self._gbufs[c],
-                                 self._Gdbufs[c], acc, failed, buf, sw, clamp, scratch)
-
-    def _chunk_log(self, w, trans, bad, want_grad, c, tcount, buf, lbuf, clamp, tcount1):
-        v = self.view
-        bl, sw, clamp = self._kernel_args(clamp)
-        return K.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, bl, bad, want_grad, self._gbufs[c],
-                                     self._Gdbufs[c], tcount, buf, lbuf, sw, clamp, tcount1)
-
     # -- the "sgd" capability ---------------------------------------------------------
+    def _sgd_module(self):
+        from . import crf_sgd
+        return crf_sgd
+
     def _sgd_trans(self):
+        """The pass's (DENSE) transition structure, used as scratch."""
         L = self.space.n_labels
         return C.make_transitions(L, np.zeros(0), np.zeros(0), np.zeros(0), kind=C.DENSE)
-
-    def sgd_pass(self, order, v, aux, l1w, m, st, prm):
-        """One compiled pass of lazily penalised SGD over the sequences ``order``
-        (see :mod:`spargel.chain.crf_sgd`); returns 0, or 1 on divergence."""
-        from . import crf_sgd
-        return crf_sgd.run_pass(self.view, self._sgd_trans(), order, v, aux, l1w, m, st, prm, self.sw, self.partial)
-
-    def sample_loss(self, order, w):
-        """Sum of -log p(y_s | x_s) over the sequences ``order`` at w."""
-        from . import crf_sgd
-        order = np.ascontiguousarray(order, dtype=np.int64)
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        return crf_sgd.summed_loss(self.view, self._sgd_trans(), order, w, self.sw, self.partial)
 
     # -- the "blocks" capability (block coordinate descent, models/crf_bcd.py) ----------
     def block_layout(self, group_blocks=True, split_blocks=True, single=False):
@@ -456,8 +450,8 @@ class ChainCRF(MapCapability, BatchChain):
 
 
 # --------------------------------------------------------------------------- prediction
-# One implementation for every chain model: a view gives its kernel module (``kernels``)
-# and the leading arguments of its prediction kernels (``kernel_args``).
+# One implementation for every chain model: a view gives the leading arguments of the
+# prediction kernels (``kernel_args``: its tuples and order flags).
 def _fixed_or_free(fixed, n_tokens):
     if fixed is None:
         return np.full(n_tokens, -1, dtype=np.int32)
@@ -473,7 +467,7 @@ def decode_view(view, w, fixed=None):
     out = np.empty(data.n_tokens, dtype=np.int32)
     scores = np.empty(data.n_sequences)
     order = np.arange(data.n_sequences, dtype=np.int64)
-    view.kernels.decode_all(w, *view.kernel_args(trans), _fixed_or_free(fixed, data.n_tokens), out, scores,
+    B.decode_all(w, *view.kernel_args(trans), _fixed_or_free(fixed, data.n_tokens), out, scores,
                             view.buffers(order), view.log_buffers(order))
     return out, scores
 
@@ -488,12 +482,12 @@ def marginals_view(view, w):
     logz = np.empty(data.n_sequences)
     failed = np.zeros(data.n_sequences, np.uint8)
     buf = view.buffers(np.arange(data.n_sequences, dtype=np.int64))
-    tcount = np.zeros(len(trans[11]))
+    tcount = np.zeros(len(trans.fv))
     args = view.kernel_args(trans)
-    view.kernels.marginals_all(w, *args, out, logz, failed, buf, tcount)
+    B.marginals_all(w, *args, out, logz, failed, buf, tcount)
     bad = np.flatnonzero(failed).astype(np.int64)
     if len(bad):
-        view.kernels.marginals_log(w, *args, bad, out, logz, buf, view.log_buffers(bad), tcount)
+        B.marginals_log(w, *args, bad, out, logz, buf, view.log_buffers(bad), tcount)
     return out, logz
 
 
@@ -511,7 +505,7 @@ def nbest_view(view, w, k, fixed=None):
         n = data.seq_ptr[s + 1] - data.seq_ptr[s]
         paths = np.zeros((k, n), dtype=np.int32)
         scores = np.empty(k)
-        found = view.kernels.nbest_one(w, *args, s, fixed, k, paths, scores, buf, lbuf)
+        found = B.nbest_one(w, *args, s, fixed, k, paths, scores, buf, lbuf)
         result.append([(paths[r].copy(), float(scores[r])) for r in range(found)])
     return result
 
@@ -523,25 +517,32 @@ def sequence_loss_view(view, w):
     data = view.data
     order = np.arange(data.n_sequences, dtype=np.int64)
     gold = np.empty(data.n_sequences)
-    view.kernels.gold_scores(w, view.space_t, view.data_t, view.aux, order, gold, view.buffers(order))
+    B.gold_scores(w, view.space_t, view.data_t, view.aux, *view.flags, order, gold, view.buffers(order))
     return logz - gold
 
 
-def decode(space, data, w, fixed=None, inference="auto"):
-    """:func:`decode_view` of the first-order chain."""
-    return decode_view(CRFView(space, data, inference), w, fixed)
+def prediction_functions(view_class):
+    """``(decode, marginals, nbest, sequence_loss)`` over a layout and a data set, for the
+    chain whose view is ``view_class`` (one set per order)."""
+
+    def decode(space, data, w, fixed=None, inference="auto"):
+        """Viterbi label ids (one flat array over all tokens) and the path scores;
+        ``fixed[t] >= 0`` forces the label of token t."""
+        return decode_view(view_class(space, data, inference), w, fixed)
+
+    def marginals(space, data, w):
+        """Label marginals (n_tokens x L) and log Z per sequence."""
+        return marginals_view(view_class(space, data), w)
+
+    def nbest(space, data, w, k, fixed=None):
+        """Per sequence, a list of (label id array, score) for the k best paths, best first."""
+        return nbest_view(view_class(space, data), w, k, fixed)
+
+    def sequence_loss(space, data, w):
+        """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
+        return sequence_loss_view(view_class(space, data), w)
+
+    return decode, marginals, nbest, sequence_loss
 
 
-def marginals(space, data, w):
-    """Point marginals (n_tokens x L) and log Z per sequence."""
-    return marginals_view(CRFView(space, data), w)
-
-
-def nbest(space, data, w, k, fixed=None):
-    """Per sequence, a list of (label id array, score) for the k best paths, best first."""
-    return nbest_view(CRFView(space, data), w, k, fixed)
-
-
-def sequence_loss(space, data, w):
-    """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
-    return sequence_loss_view(CRFView(space, data), w)
+decode, marginals, nbest, sequence_loss = prediction_functions(CRFView)

@@ -19,8 +19,8 @@ import numpy as np
 from . import inference as C
 from . import crf2_kernels as K2
 from . import crf_kernels as K
-from .crf import BatchChain, CRFView, decode_view, marginals_view, nbest_view, sequence_loss_view
-from .crf2_map import MapCapability2
+from .crf import BatchChain, CRFView, prediction_functions
+from .crf_map import MapCapability
 
 
 class CRF2View(CRFView):
@@ -65,12 +65,6 @@ class CRF2View(CRFView):
         score[self._list_k] = x
         return C.make_transitions(S, self._list_all[0], self._list_all[1], score, kind=C.LIST, all_pairs=False)
 
-    kernels = K2
-
-    def kernel_args(self, trans):
-        """The leading arguments of this view's prediction kernels."""
-        return self.space_t, self.data_t, self.aux, trans
-
     def buffers(self, order):
         return K2.work_buffers(self.L, K.max_length(self.data.seq_ptr, order))
 
@@ -78,10 +72,10 @@ class CRF2View(CRFView):
         return K2.log_buffers(self.L, K.max_length(self.data.seq_ptr, order))
 
     def accumulators(self, trans):
-        return np.zeros((1, 1)), np.zeros(len(trans[6])), np.zeros(0)
+        return np.zeros((1, 1)), np.zeros(len(trans.gi)), np.zeros(0)
 
 
-class ChainCRF2(MapCapability2, BatchChain):
+class ChainCRF2(MapCapability, BatchChain):
     """Negative log-likelihood ``sum_i -log p(y_i | x_i)`` of a second-order
     linear-chain CRF over the layout ``space`` (a
     :class:`~spargel.chain.crf2_space.FeatureSpace2`) and the data set ``data``.
@@ -97,8 +91,6 @@ class ChainCRF2(MapCapability2, BatchChain):
     ``-log sum_{y consistent} p(y|x)``.
     """
 
-    kernels = K2
-
     def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None, sample_weight=None):
         if getattr(space, "order", 1) != 2:
             raise ValueError("ChainCRF2 needs a second-order layout (FeatureSpace2)")
@@ -107,75 +99,18 @@ class ChainCRF2(MapCapability2, BatchChain):
     def _make_view(self, space, data, inference):
         return CRF2View(space, data, inference)
 
-    def entry_kernels(self, solver):
-        """The compiled entry points a solver will call first (for a first-use note)."""
-        if solver == "sgd-l1":
-            from . import crf2_sgd
-            return [crf2_sgd.sgd_pass]
-        return [K2.chunk_logz_grad]
-
-    def _scratch(self, trans):
-        return np.zeros(len(trans[6]))
-
-    def _chunk(self, w, trans, order, want_grad, c, acc, failed, buf, clamp, scratch):
-        v = self.view
-        return K2.chunk_logz_grad(w, v.space_t, v.data_t, v.aux, trans, order, want_grad, self._gbufs[c],
-                                  self._Gdbufs[c], acc, failed, buf, self.sw, clamp, scratch)
-
-    def _chunk_log(self, w, trans, bad, want_grad, c, tcount, buf, lbuf, clamp, tcount1):
-        v = self.view
-        return K2.chunk_logz_grad_log(w, v.space_t, v.data_t, v.aux, trans, bad, want_grad, self._gbufs[c],
-                                      self._Gdbufs[c], tcount, buf, lbuf, self.sw, clamp, tcount1)
-
-    # -- the "sgd" capability ---------------------------------------------------------
-    def _sgd_structures(self):
+    def _sgd_module(self):
         from . import crf2_sgd
+        return crf2_sgd
+
+    def _sgd_trans(self):
+        """The pass's transition structures (PAIR_ONES, LIST, list index of each triple;
+        built once, refreshed in place per step)."""
         if getattr(self, "_structures", None) is None:
-            self._structures = crf2_sgd.structures(self.view.space_t)
+            self._structures = self._sgd_module().structures(self.view.space_t)
         return self._structures
-
-    def sgd_pass(self, order, v, aux, l1w, m, st, prm):
-        """One compiled pass of lazily penalised SGD over the sequences ``order``
-        (see :mod:`spargel.chain.crf2_sgd`); returns 0, or 1 on divergence."""
-        from . import crf2_sgd
-        st_, dt_ = self.view.space_t, self.view.data_t
-        order = np.ascontiguousarray(order, dtype=np.int64)
-        ones, lst, list_k = self._sgd_structures()
-        wk = crf2_sgd.work(st_, dt_, order, self.n_params, self.sw, self.partial)
-        return crf2_sgd.sgd_pass(st_, dt_, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk)
-
-    def sample_loss(self, order, w):
-        """Sum of -log p(y_s | x_s) over the sequences ``order`` at w."""
-        from . import crf2_sgd
-        st_, dt_ = self.view.space_t, self.view.data_t
-        order = np.ascontiguousarray(order, dtype=np.int64)
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        ones, lst, list_k = self._sgd_structures()
-        wk = crf2_sgd.work(st_, dt_, order, self.n_params, self.sw, self.partial)
-        st = np.zeros(6)
-        prm = np.zeros(8)
-        prm[3], prm[4], prm[6] = crf2_sgd.LOSS_ONLY, 1.0, 1.0
-        crf2_sgd.sgd_pass(st_, dt_, ones, lst, list_k, order, w, np.zeros(0), np.zeros(0), np.zeros(0), st, prm, wk)
-        return float(st[4])
 
 
 # --------------------------------------------------------------------------- prediction
-def decode(space, data, w, fixed=None, inference="auto"):
-    """Viterbi label ids (one flat array over all tokens) and the path scores;
-    ``fixed[t] >= 0`` forces the label of token t."""
-    return decode_view(CRF2View(space, data, inference), w, fixed)
-
-
-def marginals(space, data, w):
-    """Label marginals (n_tokens x L, summed from the pair states) and log Z per sequence."""
-    return marginals_view(CRF2View(space, data), w)
-
-
-def nbest(space, data, w, k, fixed=None):
-    """Per sequence, a list of (label id array, score) for the k best paths, best first."""
-    return nbest_view(CRF2View(space, data), w, k, fixed)
-
-
-def sequence_loss(space, data, w):
-    """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
-    return sequence_loss_view(CRF2View(space, data), w)
+# decode, marginals (summed from the pair states), nbest, sequence_loss
+decode, marginals, nbest, sequence_loss = prediction_functions(CRF2View)

@@ -21,7 +21,6 @@ weight. Weights are read as ``lazy_l1.weight(v, m, a, k)`` (lazily scaled).
 """
 
 import numpy as np
-from numba import njit
 
 from ..core.jit import inner, kernel
 
@@ -32,7 +31,7 @@ from . import crf_kernels as K
 from . import crf_sgd as S1
 from .crf_sgd import LOSS, MARK, SETTLE     # what a step does with the blocks it meets
 
-LOSS_ONLY = -1                        # variant code of a pass that only sums the losses
+from .crf_sgd import LOSS_ONLY      # variant code of a pass that only sums the losses
 
 
 @inner(fastmath=C.FAST)
@@ -43,32 +42,15 @@ def _unigram_rows(v, m, a, space, data, lo, hi, U, pen, marks, mode):
     S1.flat_emissions(v, m, a, space, data, lo, hi, U, pen, marks[0], marks[1], marks[2], marks[6], mode)
 
 
-@inner()
-def _mark_pairs(v, m, space, data, lo, hi, pen, marks, mode):
-    """Record (and settle) the pair attribute blocks of tokens lo..hi-1."""
-    aux, l1w, l1, us, up, variant = pen
-    bmark, tb, ntb, stamp = marks[3], marks[4], marks[5], marks[6]
-    b_ptr, b_base = space[3], space[5]
-    big_ptr, big_ids = data[4], data[5]
-    for j in range(big_ptr[lo], big_ptr[hi]):
-        at = big_ids[j]
-        if bmark[at] != stamp:
-            bmark[at] = stamp
-            tb[ntb[0]] = at
-            ntb[0] += 1
-            if mode == SETTLE:
-                Z.penalise_block(v, aux, l1w, l1, m, us, up, b_base + b_ptr[at], b_base + b_ptr[at + 1], variant)
-
-
 @inner(fastmath=C.FAST)
 def _scatter(space, data, lo, hi, gamma, lm, tcount, coef, gold, g):
     """g += coef * (expected counts - gold counts if ``gold``) of the sequence's unigram,
     pair and triple weights (gamma: state marginals, lm: label marginals, tcount:
     transition counts by list index)."""
-    L, u_ptr, u_lab, b_ptr, b_pair, b_base = space[0], space[1], space[2], space[3], space[4], space[5]
-    t_pair, t_base, t_index = space[6], space[7], space[8]
-    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
-    big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
+    L, u_ptr, u_lab, b_ptr, b_pair, b_base = space.L, space.u_ptr, space.u_lab, space.b_ptr, space.b_pair, space.b_base
+    t_pair, t_base, t_index = space.t_pair, space.t_base, space.t_index
+    uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
+    big_ptr, big_ids, big_vals, labels = data.big_ptr, data.big_ids, data.big_vals, data.labels
     g1 = 1.0 if gold else 0.0
     prev2, prev = L, L
     for t in range(lo, hi):
@@ -96,27 +78,26 @@ def _scatter(space, data, lo, hi, gamma, lm, tcount, coef, gold, g):
         g[t_base + q] += coef * tcount[K2.list_index(t_pair[q], L)]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@inner()
 def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, pen, marks, fallbacks, sw, partial):
     """``c_s (-log p(y_s | x_s))`` at the weights ``w = weight(v, m, a, .)`` (after
     settling the blocks it meets, mode SETTLE), ``c_s`` the sequence's weight (``sw``
-    empty: 1); with ``coef != 0``, adds ``coef`` times its gradient to ``g``. A partially
+    None: 1, and the code for other weights is not compiled); with ``coef != 0``, adds ``coef`` times its gradient to ``g``. A partially
     labelled sequence (``partial[s]``, label -1 where unknown) has the numerator ``log
     sum_{y consistent} exp(score)``: a second, clamped forward-backward instead of the
     gold score. ``trans`` is the transition structure at the current weights;
     ``fallbacks[0]`` counts the passes that needed log space. Returns NaN when even log
     space fails."""
-    U, E, psi, alpha, beta, scale, shift, tmp, kbuf, lm, need, P, corr = buf[:13]
-    la, lb, gam, fv_t, cand, tcount, acc = xbuf
-    L = space[0]
+    U, E, psi, alpha, beta, scale, shift, tmp = buf.U, buf.E, buf.psi, buf.alpha, buf.beta, buf.scale, buf.shift, buf.tmp
+    kbuf, lm, need, P, corr = buf.kbuf, buf.lm, buf.need, buf.P, buf.corr
+    gam, tcount = xbuf[2], xbuf[5]
+    L = space.L
     S = (L + 1) * L
-    seq_ptr, labels = data[0], data[7]
-    lo, hi = seq_ptr[s], seq_ptr[s + 1]
+    labels = data.labels
+    lo, hi, c, clamped = S1.sample_of(data, s, sw, partial)
     n = hi - lo
-    c = sw[s] if len(sw) > 0 else 1.0
-    clamped = len(partial) > 0 and partial[s] != 0
     if mode != LOSS:
-        _mark_pairs(v, m, space, data, lo, hi, pen, marks, mode)
+        S1.mark_bigrams(v, m, space, data, lo, hi, pen, marks[3], marks[4], marks[5], marks[6], mode)
     _unigram_rows(v, m, a, space, data, lo, hi, U, pen, marks, mode)
     K2.pair_scores(v, m, a, space, data, lo, hi, U, E)
     total = 0.0 if clamped else -K2.gold_score(v, m, a, space, data, s, E)
@@ -129,24 +110,14 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, pen, m
         sign = 1.0 if phase == 0 else -1.0
         if phase == 1:
             K2.constrain(E, labels, lo, n, L)
-        C.exp_rows(E, psi, shift, n, S, kbuf)
-        logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
-        for q in range(len(tcount)):
-            tcount[q] = 0.0
-        if logz != logz:
+        logz, how = S1.phase_marginals(E, n, S, trans, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, corr,
+                                       xbuf, want, True)
+        gamma = alpha
+        if how == S1.LOG_SPACE:
             fallbacks[0] += 1.0
-            logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gam, tcount, need, P, fv_t, cand)
             if not (logz > -np.inf and logz < np.inf):
                 return np.nan
             gamma = gam
-        else:
-            gamma = alpha
-            if want:
-                glob = acc[1]
-                for q in range(len(glob)):
-                    glob[q] = 0.0
-                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
-                C.transition_counts(trans, acc, tcount)
         total += sign * logz
         if want:
             K2.label_marginals(gamma, n, L, lm)
@@ -159,24 +130,25 @@ def work(space, data, order, n_params, sw=None, partial=None):
     """Everything a pass needs, allocated here (kernels allocate nothing):
     ``(umark, bmark, tu, tb, ntu, ntb, g, x, buf, xbuf_ones, xbuf_list, sw, partial)``;
     ``sw`` the per-sequence weights and ``partial`` the 0/1 flags of partially labelled
-    sequences (None: none)."""
-    L = space[0]
+    sequences (None, in the tuple too: all weights 1, no partial labels among ``order``;
+    the pass then compiles without their code, as the first order's)."""
+    L = space.L
     S = (L + 1) * L
-    maxlen = K.max_length(data[0], order)
+    maxlen = K.max_length(data.seq_ptr, order)
     buf = K2.work_buffers(L, maxlen)
     lb = K2.log_buffers(L, maxlen)
-    n_t = len(space[6])
+    n_t = len(space.t_pair)
 
     def xbuf(n_glob):
         return (lb[0], lb[1], lb[2], lb[3], lb[4], np.zeros(S * L),
                 (np.zeros((1, 1)), np.zeros(n_glob), np.zeros(0)))
 
-    n_u, n_b = len(space[1]) - 1, len(space[3]) - 1
+    n_u, n_b = len(space.u_ptr) - 1, len(space.b_ptr) - 1
     return (np.full(n_u, -1, dtype=np.int64), np.full(n_b, -1, dtype=np.int64), np.empty(n_u, dtype=np.int64),
             np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
             np.zeros(n_params), np.zeros(n_t), buf, xbuf(n_t), xbuf(S * L),
-            np.zeros(0) if sw is None else np.ascontiguousarray(sw, dtype=np.float64),
-            np.zeros(0, np.uint8) if partial is None else np.ascontiguousarray(partial, dtype=np.uint8))
+            None if sw is None or len(sw) == 0 else np.ascontiguousarray(sw, dtype=np.float64),
+            np.ascontiguousarray(partial, dtype=np.uint8) if S1.has_partial(partial, order) else None)
 
 
 @kernel()
@@ -188,7 +160,7 @@ def sgd_pass(space, data, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk)
     ``lst`` the LIST of every transition (``list_k``: the list index of each triple),
     both refreshed in place per step; ``wk`` the scratch of :func:`work`. With variant
     ``LOSS_ONLY`` nothing moves: st[4] receives the summed loss at v."""
-    u_ptr, b_ptr, b_base, t_base = space[1], space[3], space[5], space[7]
+    t_base = space.t_base
     l1 = prm[7]
     variant, B = int(prm[3]), max(1, int(prm[6]))
     n = len(v)
@@ -241,26 +213,7 @@ def sgd_pass(space, data, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk)
             break
         st[4] += step_loss
         inc = Z.step_done(st, prm, eta, nb, a_new, lazy)
-        # the gradient step of the touched weights; their own penalty of this step
-        # reaches them at their next settlement
-        if lazy:
-            inv_a = 1.0 / a_new
-            for r in range(ntu[0]):
-                at = tu[r]
-                Z.step_block(v, g, m, inv_a, eta, u_ptr[at], u_ptr[at + 1])
-            for r in range(ntb[0]):
-                at = tb[r]
-                Z.step_block(v, g, m, inv_a, eta, b_base + b_ptr[at], b_base + b_ptr[at + 1])
-            Z.step_block(v, g, m, inv_a, eta, t_base, n)
-        else:
-            Z.naive_step(v, g, l1w, l1, m, eta, nb, prm[5], prm[4], inc)
-            for r in range(ntu[0]):
-                at = tu[r]
-                g[u_ptr[at]:u_ptr[at + 1]] = 0.0
-            for r in range(ntb[0]):
-                at = tb[r]
-                g[b_base + b_ptr[at]:b_base + b_ptr[at + 1]] = 0.0
-            g[t_base:] = 0.0
+        S1.step_touched(v, g, l1w, l1, m, space, prm, eta, nb, a_new, inc, lazy, tu, ntu, tb, ntb)
         if st[1] < Z.RENORMALISE_BELOW:
             Z.renormalise(v, aux, m, st, variant)
     return status
@@ -269,7 +222,7 @@ def sgd_pass(space, data, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk)
 def structures(space_t):
     """(PAIR_ONES over the layout's triples, LIST of every transition, list index of each
     triple), all with zero scores: :func:`sgd_pass` loads the weights per step."""
-    L, t_pair = space_t[0], space_t[6].astype(np.int64)
+    L, t_pair = space_t.L, space_t.t_pair.astype(np.int64)
     A = L + 1
     S = A * L
     src = t_pair // L
@@ -280,3 +233,23 @@ def structures(space_t):
     lst = C.make_transitions(S, a * L + j // L, j, np.zeros(S * L), kind=C.LIST, all_pairs=False)
     list_k = ((src % L) * L + t_pair % L) * A + src // L
     return ones, lst, list_k
+
+
+def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None):
+    """One pass of SGD-L1 (:func:`sgd_pass`) over the sequences ``order`` of a
+    :class:`~spargel.chain.crf2.CRF2View`, with its scratch; ``trans`` are the
+    :func:`structures` of its layout. Returns 0, or 1 on divergence (as
+    :func:`spargel.chain.crf_sgd.run_pass`)."""
+    ones, lst, list_k = trans
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    wk = work(view.space_t, view.data_t, order, len(v), sw, partial)
+    return sgd_pass(view.space_t, view.data_t, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk)
+
+
+def summed_loss(view, trans, order, w, sw=None, partial=None):
+    """Sum of ``c_s (-log p(y_s | x_s))`` over the sequences ``order`` at w (the pass's
+    ``LOSS_ONLY`` variant)."""
+    st, prm = S1.loss_only()
+    nothing = np.zeros(0)
+    run_pass(view, trans, order, w, nothing, nothing, nothing, st, prm, sw, partial)
+    return float(st[4])

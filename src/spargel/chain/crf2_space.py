@@ -31,7 +31,7 @@ fires at every token, named ``B``.
 
 import numpy as np
 
-from ..data.feature_space import FeatureSpace, _seen_csr
+from ..data.feature_space import FeatureSpace
 
 #: display name of the begin marker (``bigram_features_``, ``transition_features_``,
 #: ``spargel dump``); a training label with this name is refused
@@ -70,78 +70,23 @@ class FeatureSpace2(FeatureSpace):
     and triple codes in ``t_pair``."""
 
     order = 2
+    max_labels = 1000
+    pair_name, transition_name = "pair", "label triples"
 
     @property
     def n_states(self):
         return n_states(self.n_labels)
 
-    def n_transition_codes(self):
-        """Label triples, the first label possibly the begin marker."""
-        return (self.n_labels + 1) * self.n_labels * self.n_labels
-
-    # -- construction ---------------------------------------------------------------
     @classmethod
-    def full(cls, n_labels, n_uni_attrs, n_big_attrs, transitions=True):
-        """Every attribute with every label (pair); every triple when ``transitions``."""
-        L = n_labels
-        S = n_states(L)
-        return cls(
-            L,
-            np.arange(n_uni_attrs + 1, dtype=np.int64) * L,
-            np.tile(np.arange(L, dtype=np.int32), n_uni_attrs),
-            np.arange(n_big_attrs + 1, dtype=np.int64) * S,
-            np.tile(np.arange(S, dtype=np.int32), n_big_attrs),
-            np.arange(S * L, dtype=np.int32) if transitions else np.zeros(0, np.int32),
-        )
+    def codes(cls, L):
+        """(pair codes, transition codes): pair states and label triples, the first label
+        possibly the begin marker."""
+        return n_states(L), n_states(L) * L
 
     @classmethod
-    def observed(cls, data, n_labels, n_uni_attrs, n_big_attrs, transitions=True, all_states=False,
-                 all_transitions=False):
-        """Only the (attribute, label), (attribute, label pair) combinations and the label
-        triples seen in the labelled ``data`` (unknown labels, -1, are skipped);
-        ``all_states`` gives every unigram attribute every label, ``all_transitions``
-        every triple a weight."""
-        L = n_labels
-        y = data.labels.astype(np.int64)
-        pair, triple = token_contexts(data, L)
-        if all_states:
-            u_ptr = np.arange(n_uni_attrs + 1, dtype=np.int64) * L
-            u_lab = np.tile(np.arange(L, dtype=np.int32), n_uni_attrs)
-        else:
-            u_ptr, u_lab = _seen_csr(data.uni_ptr, data.uni_ids, y, n_uni_attrs, L)
-        b_ptr, b_pair = _seen_csr(data.big_ptr, data.big_ids, pair, n_big_attrs, n_states(L))
-        if not transitions:
-            t_pair = np.zeros(0, np.int32)
-        elif all_transitions:
-            t_pair = np.arange(n_states(L) * L, dtype=np.int32)
-        else:
-            t_pair = np.unique(triple[triple >= 0]).astype(np.int32)
-        return cls(L, u_ptr, u_lab, b_ptr, b_pair, t_pair)
-
-    def compact(self, w):
-        space, new_w, u_attrs, b_attrs = super().compact(w)
-        return (FeatureSpace2(space.n_labels, space.u_ptr, space.u_lab, space.b_ptr, space.b_pair, space.t_pair),
-                new_w, u_attrs, b_attrs)
-
-    def validate(self, n_uni_attrs, n_big_attrs):
-        """Raise ``ValueError`` when the arrays do not describe a consistent layout."""
-        L = self.n_labels
-        if not isinstance(L, (int, np.integer)) or L < 1:
-            raise ValueError("number of labels must be a positive integer")
-        if L > 1000:
-            raise ValueError(f"a second-order model over {L} labels is too large (at most 1000)")
-        S = n_states(L)
-        for name, ptr, vals, n_attr, upper in (("unigram", self.u_ptr, self.u_lab, n_uni_attrs, L),
-                                               ("pair", self.b_ptr, self.b_pair, n_big_attrs, S)):
-            if ptr.ndim != 1 or len(ptr) != n_attr + 1 or ptr[0] != 0 or ptr[-1] != len(vals):
-                raise ValueError(f"{name} block offsets do not match the attribute list")
-            if np.any(np.diff(ptr) < 0):
-                raise ValueError(f"{name} block offsets are not increasing")
-            if len(vals) and (vals.min() < 0 or vals.max() >= upper):
-                raise ValueError(f"{name} label ids out of range")
-        if len(self.t_pair) and (self.t_pair.min() < 0 or self.t_pair.max() >= S * L
-                                 or len(np.unique(self.t_pair)) != len(self.t_pair)):
-            raise ValueError("label triples out of range or repeated")
+    def contexts(cls, data, L):
+        """Per token, its pair code and its triple code (:func:`token_contexts`)."""
+        return token_contexts(data, L)
 
 
 def is_order2(space):

@@ -49,6 +49,7 @@ from ..core.jit import inner, kernel
 from ..core import penalty_kernels as PK
 from . import inference as C
 from . import crf_kernels as K
+from .kernel_data import Data
 from ..core.ranges import concat_ranges, owners, row_pointers
 
 FAST = C.FAST
@@ -268,7 +269,7 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
                     # the bigram list of the layout (the data fields it does not read are empty)
                     i64, f64 = vptr[:0], big_vals[:0]
                     bl = (vptr, nz_pair, j0 - j0, NZF[1], nz_pair[:0], nz_pair[:0], f64)
-                    data2 = (i64, i64, big_ids2[:0], f64, big_ptr, big_ids2, big_vals, big_ids2[:0])
+                    data2 = Data(i64, i64, big_ids2[:0], f64, big_ptr, big_ids2, big_vals, big_ids2[:0])
                     corr = (CI[0], CI[1], CI[2], CF[0], CF[1], CI[3])
                     K.corrections(f64, 1.0, bl, data2, tf - 1, tf + 1, trans, corr, CF[2], U8[:LL], U8[LL:], i64)
                     q0, q1 = CI[0][1], CI[0][2]
@@ -297,7 +298,7 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
                 C.forward_step(alpha[t - 1], cur, trans, ci, cj, cc, q0, q1)
                 for y in range(Sp):
                     cur[y] *= psi[t, y]
-            lc = shift[t] + trans[3][0]
+            lc = shift[t] + trans.tshift[0]
         c = 0.0
         for y in range(Sp):
             c += cur[y]

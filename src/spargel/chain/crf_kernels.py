@@ -1,18 +1,20 @@
 """Compiled kernels of the first-order linear-chain CRF: what is specific to its
 features (emission scores, bigram-attribute corrections, gold scores, scattering the
-expectations into the gradient). Inference itself is :mod:`spargel.chain.inference`.
+expectations into the gradient). Inference itself is :mod:`spargel.chain.inference`;
+the batch and prediction kernels of both orders are :mod:`spargel.chain.batch_kernels`.
 
-Two tuples of flat arrays describe a model:
+Two named tuples of flat arrays describe a model (read by name in the kernels):
 
-``space = (L, u_ptr, u_lab, b_ptr, b_pair, b_base, t_pair, t_base, t_index)``
+``space = Space(L, u_ptr, u_lab, b_ptr, b_pair, b_base, t_pair, t_base, t_index)``
     the parameter layout (:class:`~spargel.data.feature_space.FeatureSpace`): unigram
     attribute ``a`` owns weights ``k`` in ``u_ptr[a]:u_ptr[a+1]`` for labels ``u_lab[k]``;
     bigram attribute ``a`` owns weights ``b_base + k`` for label pairs ``b_pair[k] = prev *
     L + cur``; the transition weight of pair ``t_pair[k]`` is ``w[t_base + k]`` and
     ``t_index[pair]`` is that ``k`` (or -1).
 
-``data = (seq_ptr, uni_ptr, uni_ids, uni_vals, big_ptr, big_ids, big_vals, labels)``
-    a :class:`~spargel.data.dataset.SequenceData` as a tuple.
+``data = Data(seq_ptr, uni_ptr, uni_ids, uni_vals, big_ptr, big_ids, big_vals, labels)``
+    a :class:`~spargel.data.dataset.SequenceData` as a tuple
+    (:mod:`spargel.chain.kernel_data`).
 
 The unigram features are read through a second, SIMD-friendly view, the ``aux`` tuple
 ``(Lp, binary, dptr, drows, dval, eptr, ek, evals, Wd, dnz, el)`` (built once per data set
@@ -49,52 +51,26 @@ from numba import njit
 from ..core import lazy_l1 as Z
 from ..core.jit import inner, kernel
 
-from . import decoding as D
 from . import inference as C
+from .kernel_data import LogWork, Work
 
 FAST = C.FAST
 
 
+def order_flags(space):
+    """The chain's order as the two flags ``(first, second)`` that kernels written for
+    both orders take: ``(True, None)`` at order 1, ``(None, True)`` at order 2. numba
+    compiles no code under a test that an argument ``is not None`` when that argument is
+    None (and compiles it when it is anything else), so each order's kernels hold only
+    that order's code."""
+    return (None, True) if getattr(space, "order", 1) == 2 else (True, None)
+
+
 # --------------------------------------------------------------------------- layout views
-@kernel()
-def empirical_counts(space, data, order, sw, emp):
-    """emp += feature counts of the gold label sequences ``order`` (unigram, bigram,
-    transitions), each times its weight ``sw[s]`` (``sw`` empty: 1)."""
-    L, u_ptr, u_lab = space[0], space[1], space[2]
-    b_ptr, b_pair, b_base = space[3], space[4], space[5]
-    t_base, t_index = space[7], space[8]
-    seq_ptr, uni_ptr, uni_ids, uni_vals = data[0], data[1], data[2], data[3]
-    big_ptr, big_ids, big_vals, labels = data[4], data[5], data[6], data[7]
-    for r in range(len(order)):
-        s = order[r]
-        c = sw[s] if len(sw) > 0 else 1.0
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
-        for t in range(lo, hi):
-            y = labels[t]
-            for j in range(uni_ptr[t], uni_ptr[t + 1]):
-                a = uni_ids[j]
-                for k in range(u_ptr[a], u_ptr[a + 1]):
-                    if u_lab[k] == y:
-                        emp[k] += c * uni_vals[j]
-                        break
-            if t == lo:
-                continue
-            pair = labels[t - 1] * L + y
-            ti = t_index[pair]
-            if ti >= 0:
-                emp[t_base + ti] += c
-            for j in range(big_ptr[t], big_ptr[t + 1]):
-                a = big_ids[j]
-                for k in range(b_ptr[a], b_ptr[a + 1]):
-                    if b_pair[k] == pair:
-                        emp[b_base + k] += c * big_vals[j]
-                        break
-
-
 @kernel()
 def refresh_weights(w, space, d_attr, Wd, dnz):
     """Fill the padded dense rows Wd and their non-zero flags dnz from w."""
-    u_ptr, u_lab = space[1], space[2]
+    u_ptr, u_lab = space.u_ptr, space.u_lab
     for r in range(len(d_attr)):
         a = d_attr[r]
         Wd[r, :] = 0.0
@@ -158,8 +134,8 @@ def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT, mscores)
     raw scores ``T_ij + w_ij`` in ``mscores[slot][j * L + i]``, their least and largest in
     ``mscores[slot][L * L]`` and ``[L * L + 1]``); ``bl[7][at]`` says which
     attributes have one (-1: none)."""
-    fv = trans[11]
-    L, b_ptr, b_pair, b_base = space[0], space[3], space[4], space[5]
+    fv = trans.fv
+    L, b_ptr, b_pair, b_base = space.L, space.b_ptr, space.b_pair, space.b_base
     bptr, bpair, _, bw, bi, bj, bc, amat = bl
     Sp = mats.shape[1] if len(mats) else 0
     q = 0
@@ -219,13 +195,13 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
     carries its labels and corrections (a compacted list: ``bc`` not empty), or names the
     attribute's stored matrix (``chain.MAT``) when ``amat[at] >= 0`` (``amat`` empty: no
     matrices; see :func:`compact_bigrams`)."""
-    L = trans[1]
+    L = trans.S
     # under ONES the base entry is exp(T) itself: 1 + expm1(T) + exp(T) expm1(v) cancels
     # when T + v is strongly negative too
-    ones = trans[0] == C.ONES
-    fv = trans[11]
+    ones = trans.kind == C.ONES
+    fv = trans.fv
     b_ptr, b_pair, b_base, v, bi, bj, bc = bl[0], bl[1], bl[2], bl[3], bl[4], bl[5], bl[6]
-    big_ptr, big_ids, big_vals = data[4], data[5], data[6]
+    big_ptr, big_ids, big_vals = data.big_ptr, data.big_ids, data.big_vals
     cptr, ci, cj, cc, cv, ck = corr
     n = hi - lo
     q = 0
@@ -320,8 +296,8 @@ def add_bigram_counts(space, data, t, marg, coef, g):
     attribute of t times its value and ``marg[pair]`` (the pair marginals of t for a
     first-order chain, the state marginals for a second-order one, whose states are
     label pairs)."""
-    b_ptr, b_pair, b_base = space[3], space[4], space[5]
-    big_ptr, big_ids, big_vals = data[4], data[5], data[6]
+    b_ptr, b_pair, b_base = space.b_ptr, space.b_pair, space.b_base
+    big_ptr, big_ids, big_vals = data.big_ptr, data.big_ids, data.big_vals
     for j in range(big_ptr[t], big_ptr[t + 1]):
         a = big_ids[j]
         v = coef * big_vals[j]
@@ -361,8 +337,8 @@ def scatter(space, data, aux, lo, hi, gamma, P, need, coef, g, Gd):
 def gold_score(v, m, a, space, data, s, E):
     """Score of the gold labels of sequence s at the weights ``lazy_l1.weight(v, m, a, .)`` (E
     holds its emission rows)."""
-    L, b_ptr, b_pair, b_base, t_base, t_index = space[0], space[3], space[4], space[5], space[7], space[8]
-    seq_ptr, big_ptr, big_ids, big_vals, labels = data[0], data[4], data[5], data[6], data[7]
+    L, b_ptr, b_pair, b_base, t_base, t_index = space.L, space.b_ptr, space.b_pair, space.b_base, space.t_base, space.t_index
+    seq_ptr, big_ptr, big_ids, big_vals, labels = data.seq_ptr, data.big_ptr, data.big_ids, data.big_vals, data.labels
     lo, hi = seq_ptr[s], seq_ptr[s + 1]
     total = E[0, labels[lo]]
     for t in range(lo + 1, hi):
@@ -380,39 +356,49 @@ def gold_score(v, m, a, space, data, s, E):
     return total
 
 
+@njit(cache=True, nogil=True, inline="always")
+def span(seq_ptr, order, r):
+    """``(s, lo, hi)`` of the r-th sequence of ``order``: its id and its tokens lo..hi-1."""
+    s = order[r]
+    return s, seq_ptr[s], seq_ptr[s + 1]
+
+
 # --------------------------------------------------------------------------- buffers
 def max_length(seq_ptr, order):
     return max(1, int(np.max(seq_ptr[order + 1] - seq_ptr[order]))) if len(order) else 1
 
 
 def log_buffers(L, Lp, maxlen):
-    """Scratch of the log-space and decoding kernels: (la, lb, gamma, fv_t, cand, back)."""
-    return (np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
-            np.empty(2 * L + 1), np.zeros((maxlen, L), np.int32))
+    """Scratch of the log-space and decoding kernels (a :class:`~spargel.chain.kernel_data.LogWork`)."""
+    return LogWork(np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
+                   np.empty(2 * L + 1), np.zeros((maxlen, L), np.int32))
 
 
 def work_buffers(L, Lp, maxlen, n_corr, pairs):
     """Scratch of one thread (allocated here, in Python: kernels allocate nothing, which
-    keeps their compilation short): (E, psi, alpha, beta, scale, shift, tmp, kbuf, P,
-    need, acc, mark, corr). ``n_corr``: capacity of the correction lists; ``pairs``:
-    allocate the pair-marginal rows (models with bigram attributes; else P is None: the
-    kernels then compile without the pair-marginal code). The last entry is an empty
-    float array: the "no mask" of :func:`weight`."""
+    keeps their compilation short): a :class:`~spargel.chain.kernel_data.Work` whose
+    first fields are (E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark,
+    corr, nomask). ``n_corr``: capacity of the correction lists; ``pairs``: allocate the
+    pair-marginal rows (models with bigram attributes; else P is None: the kernels then
+    compile without the pair-marginal code). ``nomask`` is an empty float array: the
+    "no mask" of :func:`weight`. The second order's fields are empty (``U`` is ``E``)."""
     cap = max(n_corr, 1)
     corr = (np.zeros(maxlen + 1, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap),
             np.zeros(cap), np.zeros(cap, np.int64))
     P = np.zeros((maxlen, L * L)) if pairs else None
-    return (np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)),
-            np.zeros(maxlen), np.zeros(maxlen), np.zeros(Lp), C.exp_scratch(maxlen, Lp), P,
-            np.zeros(maxlen, np.uint8), np.zeros(L * L), np.zeros(L * L, np.uint8), corr, np.zeros(0))
+    E = np.zeros((maxlen, Lp))
+    return Work(E, np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)),
+                np.zeros(maxlen), np.zeros(maxlen), np.zeros(Lp), C.exp_scratch(maxlen, Lp), P,
+                np.zeros(maxlen, np.uint8), np.zeros(L * L), np.zeros(L * L, np.uint8), corr, np.zeros(0),
+                E, np.zeros((1, 1)), np.zeros(0), np.zeros(0), np.zeros(2))
 
 
 @kernel()
 def correction_capacity(space, data, cnt, order):
     """Largest number of corrections a sequence of ``order`` can need: a position with
     bigram attributes may list its whole matrix (|Y|^2 + 1 entries)."""
-    L = space[0]
-    seq_ptr, big_ptr, big_ids = data[0], data[4], data[5]
+    L = space.L
+    seq_ptr, big_ptr, big_ids = data.seq_ptr, data.big_ptr, data.big_ids
     best = 0
     for r in range(len(order)):
         s = order[r]
@@ -441,7 +427,7 @@ def clamp_labels(E, labels, lo, n, L):
 
 
 @inner()
-def _add_scaled_acc(acc, part, c):
+def add_scaled_acc(acc, part, c):
     """acc += c * part (transition accumulators); part is left zeroed."""
     for i in range(acc[0].shape[0]):
         for y in range(acc[0].shape[1]):
@@ -453,206 +439,3 @@ def _add_scaled_acc(acc, part, c):
     for q in range(len(acc[2])):
         acc[2][q] += c * part[2][q]
         part[2][q] = 0.0
-
-
-@kernel()
-def chunk_logz_grad(w, space, data, aux, trans, bl, order, want_grad, g, Gd, acc, failed, buf, sw, clamp,
-                    acc1):
-    """``sum_s c_s log Z_s`` over the sequences ``order``, ``c_s`` their weight ``sw[s]``
-    (``sw`` None: 1); with want_grad, adds ``c_s`` times their expected feature counts
-    to ``g`` (sparse unigram and bigram weights), ``Gd`` (dense unigram rows) and the
-    transition accumulators ``acc`` (see ``chain.backward``; ``acc1`` is zeroed scratch of
-    the same shapes). With ``clamp`` True (else None) the partition functions are those
-    of the known labels (label -1: unknown, summed over) and ``c_s`` is negated: the
-    numerator of a partially labelled sequence. ``bl`` None: the model has no bigram
-    attributes (no corrections, and none compiled). With ``sw`` and ``clamp`` None (the
-    common case) the code for other weights than 1 is not compiled either. A sequence
-    whose scaled recursion underflows is skipped and flagged in ``failed`` (the caller
-    redoes it with :func:`chunk_logz_grad_log`)."""
-    L = space[0]
-    seq_ptr, labels = data[0], data[7]
-    E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
-    nomask = buf[13]
-    total = 0.0
-    for r in range(len(order)):
-        s = order[r]
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
-        n = hi - lo
-        c = 1.0
-        if sw is not None:
-            c = sw[s]
-        if clamp is not None:
-            c = -c
-        emissions(w, space, aux, lo, hi, E)
-        if clamp is not None:
-            clamp_labels(E, labels, lo, n, L)
-        C.exp_rows(E, psi, shift, n, L, kbuf)
-        if bl is not None:   # else cptr and need stay all zero: no corrections anywhere
-            corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7])
-        logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
-        if math.isnan(logz):
-            failed[r] = 1
-            continue
-        total += c * logz
-        if want_grad:
-            if (sw is None and clamp is None) or c == 1.0:
-                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
-            else:
-                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc1, need, P, tmp)
-                _add_scaled_acc(acc, acc1, c)
-            scatter(space, data, aux, lo, hi, alpha, P, need, c, g, Gd)
-    return total
-
-
-@kernel()
-def chunk_logz_grad_log(w, space, data, aux, trans, bl, order, want_grad, g, Gd, tcount, buf, lbuf, sw,
-                        clamp, tcount1):
-    """:func:`chunk_logz_grad` in log space (for the sequences whose scaled recursion
-    underflowed); the transition counts go straight to ``tcount`` (by list index;
-    ``tcount1`` is zeroed scratch of the same length). ``sw`` and ``clamp`` as there."""
-    L = space[0]
-    seq_ptr, labels = data[0], data[7]
-    nomask = buf[13]
-    E, scale, P, need, cacc, mark, corr = buf[0], buf[4], buf[8], buf[9], buf[10], buf[11], buf[12]
-    la, lb, gamma, fv_t, cand = lbuf[0], lbuf[1], lbuf[2], lbuf[3], lbuf[4]
-    total = 0.0
-    for r in range(len(order)):
-        s = order[r]
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
-        n = hi - lo
-        c = 1.0
-        if sw is not None:
-            c = sw[s]
-        if clamp is not None:
-            c = -c
-        emissions(w, space, aux, lo, hi, E)
-        if clamp is not None:
-            clamp_labels(E, labels, lo, n, L)
-        if bl is not None:
-            corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
-        if not want_grad:
-            need[:n] = 0
-        logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount1, need, P, fv_t, cand)
-        total += c * logz
-        for k in range(len(tcount)):
-            tcount[k] += c * tcount1[k]
-            tcount1[k] = 0.0
-        if want_grad and math.isfinite(logz):
-            scatter(space, data, aux, lo, hi, gamma, P, need, c, g, Gd)
-    return total
-
-
-@kernel()
-def finish_gradient(space, d_attr, Gd, tcount, emp, g):
-    """g += dense-row expectations scattered to their weights and the transition counts
-    (``tcount`` by chain list index ``j * L + i``); g -= empirical counts."""
-    L, u_ptr, u_lab, t_pair, t_base = space[0], space[1], space[2], space[6], space[7]
-    for r in range(len(d_attr)):
-        a = d_attr[r]
-        for k in range(u_ptr[a], u_ptr[a + 1]):
-            g[k] += Gd[r, u_lab[k]]
-    for k in range(len(t_pair)):
-        p = t_pair[k]
-        i = p // L
-        g[t_base + k] += tcount[(p - i * L) * L + i]
-    for k in range(len(g)):
-        g[k] -= emp[k]
-
-
-# --------------------------------------------------------------------------- prediction
-@kernel()
-def decode_all(w, space, data, aux, trans, bl, fixed, out, scores, buf, lbuf):
-    """Viterbi labels of every sequence into out (flat over tokens), path scores into
-    scores; ``fixed[t] >= 0`` forces the label of token t."""
-    L = space[0]
-    seq_ptr = data[0]
-    nomask = buf[13]
-    E, alpha, cacc, mark, need, corr = buf[0], buf[2], buf[10], buf[11], buf[9], buf[12]
-    fv_t, back = lbuf[3], lbuf[5]
-    for s in range(len(seq_ptr) - 1):
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
-        n = hi - lo
-        emissions(w, space, aux, lo, hi, E)
-        clamp_labels(E, fixed, lo, n, L)
-        if bl is not None:
-            corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7])
-        scores[s] = D.viterbi(E, n, trans, corr, alpha, back, fv_t, out[lo:hi])
-
-
-@kernel()
-def marginals_all(w, space, data, aux, trans, bl, out, logz, failed, buf, tcount):
-    """Point marginals of every token into out (n_tokens x L) and log Z per sequence by
-    the scaled recursion; sequences where it underflows are flagged in ``failed``.
-    ``tcount`` is scratch of the chain's list length (transition expectations, unused)."""
-    L = space[0]
-    seq_ptr = data[0]
-    nomask = buf[13]
-    E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
-    acc = (alpha[:1, :1], tcount, tcount[:0])
-    for s in range(len(seq_ptr) - 1):
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
-        n = hi - lo
-        emissions(w, space, aux, lo, hi, E)
-        C.exp_rows(E, psi, shift, n, L, kbuf)
-        if bl is not None:
-            corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7])
-        z = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
-        logz[s] = z
-        if math.isnan(z):
-            failed[s] = 1
-            continue
-        need[:n] = 0
-        C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
-        for t in range(n):
-            for y in range(L):
-                out[lo + t, y] = alpha[t, y]
-
-
-@kernel()
-def marginals_log(w, space, data, aux, trans, bl, order, out, logz, buf, lbuf, tcount):
-    """:func:`marginals_all` in log space for the sequences ``order``."""
-    L = space[0]
-    seq_ptr = data[0]
-    nomask = buf[13]
-    E, scale, P, need, cacc, mark, corr = buf[0], buf[4], buf[8], buf[9], buf[10], buf[11], buf[12]
-    la, lb, gamma, fv_t, cand = lbuf[0], lbuf[1], lbuf[2], lbuf[3], lbuf[4]
-    for r in range(len(order)):
-        s = order[r]
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
-        n = hi - lo
-        emissions(w, space, aux, lo, hi, E)
-        if bl is not None:
-            corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
-        need[:n] = 0
-        logz[s] = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gamma, tcount, need, P, fv_t, cand)
-        for t in range(n):
-            for y in range(L):
-                out[lo + t, y] = gamma[t, y]
-
-
-@kernel(allocates=True)        # chain.nbest allocates its lists
-def nbest_one(w, space, data, aux, trans, bl, s, fixed, K, paths, scores, buf, lbuf):
-    """The K best label sequences of sequence s (see ``chain.nbest``)."""
-    L = space[0]
-    seq_ptr = data[0]
-    nomask = buf[13]
-    E, cacc, mark, need, corr = buf[0], buf[10], buf[11], buf[9], buf[12]
-    lo, hi = seq_ptr[s], seq_ptr[s + 1]
-    n = hi - lo
-    emissions(w, space, aux, lo, hi, E)
-    clamp_labels(E, fixed, lo, n, L)
-    if bl is not None:
-        corrections(nomask, 1.0, bl, data, lo, hi, trans, corr, cacc, mark, need, bl[7][:0])
-    return D.nbest(E, n, trans, corr, K, lbuf[3], paths, scores)
-
-
-@kernel()
-def gold_scores(w, space, data, aux, order, out, buf):
-    """Gold path score of every sequence of ``order`` into out."""
-    seq_ptr = data[0]
-    E = buf[0]
-    for r in range(len(order)):
-        s = order[r]
-        lo, hi = seq_ptr[s], seq_ptr[s + 1]
-        emissions(w, space, aux, lo, hi, E)
-        out[r] = gold_score(w, buf[13], 1.0, space, data, s, E)

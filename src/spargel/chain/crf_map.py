@@ -1,35 +1,62 @@
-"""The first-order CRF's ``map`` capability (:mod:`spargel.core.protocol`): a compiled
-pass that decodes each sequence with the current weights (Viterbi), forms the sparse
-difference of the gold and the decoded path's feature counts and applies an online
-update rule of :mod:`spargel.core.online_rules` (perceptron, passive-aggressive, AROW).
+"""The chain CRFs' ``map`` capability (:mod:`spargel.core.protocol`), both orders: a
+compiled pass that decodes each sequence with the current weights (Viterbi), forms the
+sparse difference of the gold and the decoded path's feature counts and applies an
+online update rule of :mod:`spargel.core.online_rules` (perceptron, passive-aggressive,
+AROW).
 
 The pass reads the plain data and space tuples (``crf.data_tuple``,
-``FeatureSpace.as_tuple``): per token the state scores of its attributes, per position
-the transition weights plus the observation-conditioned pair weights of its bigram
-attributes. A sequence with an unlabelled token (label -1) is skipped.
+``FeatureSpace.as_tuple``). At order 1 a token's state scores are its attributes'
+label weights, a position's transition the transition weights plus the
+observation-conditioned pair weights of its bigram attributes. At order 2 the Viterbi
+runs over the pair states ``(y_{t-1}, y_t)`` (the begin marker ``L`` before the first
+token, :mod:`spargel.chain.crf2_space`) and the difference covers unigram, pair and
+triple weights. What differs per order is the Viterbi and which codes a position's
+pair and transition weights have; the pass, its buffers and the difference's
+collection are one. A sequence with an unlabelled token (label -1) is skipped.
 """
 
 import numpy as np
 
 from ..core import online_rules as R
 from ..core.jit import inner, kernel
+from .crf_kernels import order_flags
+
+
+@inner()
+def _best_state(row, S):
+    """The first of the states 0..S-1 with the highest score in ``row`` (the end of
+    both orders' Viterbi)."""
+    best = -np.inf
+    arg = 0
+    for s in range(S):
+        if row[s] > best:
+            best = row[s]
+            arg = s
+    return arg
+
+
+@inner()
+def _unigram_row(w, space, data, tok, row):
+    """row[:L] = the unigram scores of token ``tok`` (both orders' Viterbi)."""
+    u_ptr, u_lab = space.u_ptr, space.u_lab
+    uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
+    for y in range(space.L):
+        row[y] = 0.0
+    for j in range(uni_ptr[tok], uni_ptr[tok + 1]):
+        a = uni_ids[j]
+        x = uni_vals[j]
+        for k in range(u_ptr[a], u_ptr[a + 1]):
+            row[u_lab[k]] += w[k] * x
 
 
 @inner()
 def _viterbi(w, space, data, lo, hi, E, D, back, T, Tt, path):
     """The best path of tokens lo..hi-1 under w into path[0:hi-lo] (ties: lowest label)."""
     L, u_ptr, u_lab, b_ptr, b_pair, b_base, t_pair, t_base, t_index = space
-    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
-    big_ptr, big_ids, big_vals = data[4], data[5], data[6]
+    big_ptr, big_ids, big_vals = data.big_ptr, data.big_ids, data.big_vals
     n = hi - lo
     for t in range(n):
-        for y in range(L):
-            E[t, y] = 0.0
-        for j in range(uni_ptr[lo + t], uni_ptr[lo + t + 1]):
-            a = uni_ids[j]
-            x = uni_vals[j]
-            for k in range(u_ptr[a], u_ptr[a + 1]):
-                E[t, u_lab[k]] += w[k] * x
+        _unigram_row(w, space, data, lo + t, E[t])
     for y in range(L):
         D[0, y] = E[0, y]
     if n > 1:
@@ -61,13 +88,7 @@ def _viterbi(w, space, data, lo, hi, E, D, back, T, Tt, path):
                     back[t, b] = a
         for b in range(L):
             D[t, b] += E[t, b]
-    best = -np.inf
-    arg = 0
-    for y in range(L):
-        if D[n - 1, y] > best:
-            best = D[n - 1, y]
-            arg = y
-    path[n - 1] = arg
+    path[n - 1] = _best_state(D[n - 1], L)
     for t in range(n - 1, 0, -1):
         path[t - 1] = back[t, path[t]]
 
@@ -97,11 +118,100 @@ def _unigram_diff(u_ptr, u_lab, uni_ptr, uni_ids, uni_vals, tok, g, p, acc, mark
 
 
 @inner()
-def _diff(space, data, lo, hi, gold, path, acc, mark, idx):
-    """The distinct weights of F(gold) - F(path) into idx / acc; returns (nnz, d)."""
+def _viterbi2(w, space, data, lo, hi, E, D, back, Tq, path):
+    """The best path over the pair states of tokens lo..hi-1 into path[0:hi-lo]."""
     L, u_ptr, u_lab, b_ptr, b_pair, b_base, t_pair, t_base, t_index = space
-    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
-    big_ptr, big_ids, big_vals = data[4], data[5], data[6]
+    big_ptr, big_ids, big_vals = data.big_ptr, data.big_ids, data.big_vals
+    n = hi - lo
+    S = (L + 1) * L
+    # E[t, s]: the score of state s = a * L + b at token t (unigram weights of b, pair
+    # weights of (a, b)), without the triple weights
+    for t in range(n):
+        u = D[t]                        # (scratch here: D is filled below)
+        _unigram_row(w, space, data, lo + t, u)
+        for p in range(L + 1):
+            for y in range(L):
+                E[t, p * L + y] = u[y]
+        for j in range(big_ptr[lo + t], big_ptr[lo + t + 1]):
+            a = big_ids[j]
+            x = big_vals[j]
+            for k in range(b_ptr[a], b_ptr[a + 1]):
+                E[t, b_pair[k]] += w[b_base + k] * x
+    if n > 1:
+        for q in range(S * L):
+            Tq[q] = 0.0
+        for i in range(len(t_pair)):
+            Tq[t_pair[i]] = w[t_base + i]
+    for s in range(S):
+        D[0, s] = E[0, s] if s >= L * L else -np.inf
+    for t in range(1, n):
+        for s in range(S):
+            D[t, s] = -np.inf
+            back[t, s] = 0
+        # (a2, a) -> (a, b): the triple (a2, a, b)
+        for a2 in range(L + 1):
+            for a in range(L):
+                src = a2 * L + a
+                ds = D[t - 1, src]
+                if ds == -np.inf:
+                    continue
+                base = src * L
+                for b in range(L):
+                    sc = ds + Tq[base + b]
+                    dst = a * L + b
+                    if sc > D[t, dst]:
+                        D[t, dst] = sc
+                        back[t, dst] = a2
+        for s in range(L * L):
+            D[t, s] += E[t, s]
+    state = _best_state(D[n - 1], S)
+    for t in range(n - 1, -1, -1):
+        path[t] = state % L
+        if t > 0:
+            a = state // L
+            state = back[t, state] * L + a
+
+
+@inner()
+def _pair_diff(space, data, tok, gp, pp, acc, mark, idx, nnz):
+    """The pair weights of token ``tok``'s bigram attributes under the pair code ``gp``
+    (+x) and ``pp`` (-x) into idx / acc; returns the new nnz."""
+    b_ptr, b_pair, b_base = space.b_ptr, space.b_pair, space.b_base
+    big_ptr, big_ids, big_vals = data.big_ptr, data.big_ids, data.big_vals
+    for j in range(big_ptr[tok], big_ptr[tok + 1]):
+        a = big_ids[j]
+        x = big_vals[j]
+        k = _find(b_pair, b_ptr[a], b_ptr[a + 1], gp)
+        if k >= 0:
+            nnz = R.collect(acc, mark, idx, nnz, b_base + k, x)
+        k = _find(b_pair, b_ptr[a], b_ptr[a + 1], pp)
+        if k >= 0:
+            nnz = R.collect(acc, mark, idx, nnz, b_base + k, -x)
+    return nnz
+
+
+@inner()
+def _transition_diff(space, gq, pq, acc, mark, idx, nnz):
+    """The transition weights of the codes ``gq`` (+1) and ``pq`` (-1) into idx / acc."""
+    t_base, t_index = space.t_base, space.t_index
+    ti = t_index[gq]
+    if ti >= 0:
+        nnz = R.collect(acc, mark, idx, nnz, t_base + ti, 1.0)
+    ti = t_index[pq]
+    if ti >= 0:
+        nnz = R.collect(acc, mark, idx, nnz, t_base + ti, -1.0)
+    return nnz
+
+
+@inner()
+def _diff(space, data, lo, hi, gold, path, acc, mark, idx, first, second):
+    """The distinct weights of F(gold) - F(path) into idx / acc; returns (nnz, d).
+    The order (``crf_kernels.order_flags``): ``first`` True at order 1 (pairs and
+    transitions are label pairs, from the second token on), ``second`` True at order 2
+    (pairs from the first token, the begin marker before it; transitions are label
+    triples)."""
+    L, u_ptr, u_lab = space.L, space.u_ptr, space.u_lab
+    uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
     nnz = 0
     d = 0
     n = hi - lo
@@ -110,37 +220,42 @@ def _diff(space, data, lo, hi, gold, path, acc, mark, idx):
         if g != p:
             d += 1
             nnz = _unigram_diff(u_ptr, u_lab, uni_ptr, uni_ids, uni_vals, lo + t, g, p, acc, mark, idx, nnz)
-        if t == 0:
-            continue
-        gp = gold[lo + t - 1] * L + g
-        pp = path[t - 1] * L + p
-        if gp == pp:
-            continue
-        ti = t_index[gp]
-        if ti >= 0:
-            nnz = R.collect(acc, mark, idx, nnz, t_base + ti, 1.0)
-        ti = t_index[pp]
-        if ti >= 0:
-            nnz = R.collect(acc, mark, idx, nnz, t_base + ti, -1.0)
-        for j in range(big_ptr[lo + t], big_ptr[lo + t + 1]):
-            a = big_ids[j]
-            x = big_vals[j]
-            k = _find(b_pair, b_ptr[a], b_ptr[a + 1], gp)
-            if k >= 0:
-                nnz = R.collect(acc, mark, idx, nnz, b_base + k, x)
-            k = _find(b_pair, b_ptr[a], b_ptr[a + 1], pp)
-            if k >= 0:
-                nnz = R.collect(acc, mark, idx, nnz, b_base + k, -x)
+        if first is not None:
+            if t == 0:
+                continue
+            gp = gold[lo + t - 1] * L + g
+            pp = path[t - 1] * L + p
+            if gp == pp:
+                continue
+            nnz = _transition_diff(space, gp, pp, acc, mark, idx, nnz)
+            nnz = _pair_diff(space, data, lo + t, gp, pp, acc, mark, idx, nnz)
+        if second is not None:
+            g1 = gold[lo + t - 1] if t > 0 else L
+            p1 = path[t - 1] if t > 0 else L
+            gp, pp = g1 * L + g, p1 * L + p
+            if gp != pp:
+                nnz = _pair_diff(space, data, lo + t, gp, pp, acc, mark, idx, nnz)
+            if t == 0:
+                continue
+            # the triples differ where the pairs do, or two tokens back
+            g2 = gold[lo + t - 2] if t > 1 else L
+            p2 = path[t - 2] if t > 1 else L
+            gq, pq = (g2 * L + g1) * L + g, (p2 * L + p1) * L + p
+            if gq != pq:
+                nnz = _transition_diff(space, gq, pq, acc, mark, idx, nnz)
     return nnz, d
 
 
 @kernel()
-def map_pass(space, data, order, w, ws, cov, sw, prm, st, bufs):
+def map_pass(space, data, order, w, ws, cov, sw, prm, st, bufs, first, second):
     """One pass of the rule prm[0] over the sequences ``order`` (see
     :mod:`spargel.core.online_rules`); with rule ``DIFF_ONLY`` only the first sequence's
-    difference is reported: idx[:nnz], val[:nnz] and info = [nnz, d, n_tokens]."""
+    difference is reported: idx[:nnz], val[:nnz] and info = [nnz, d, n_tokens].
+    ``sw`` None: every sequence weighs 1 (the code for other weights is not compiled);
+    ``first`` / ``second``: the order (``crf_kernels.order_flags``; numba compiles only
+    that order's Viterbi and difference)."""
     E, D, back, T, Tt, path, acc, mark, idx, val, info = bufs
-    seq_ptr, labels = data[0], data[7]
+    seq_ptr, labels = data.seq_ptr, data.labels
     for r in range(len(order)):
         s = order[r]
         lo, hi = seq_ptr[s], seq_ptr[s + 1]
@@ -153,23 +268,32 @@ def map_pass(space, data, order, w, ws, cov, sw, prm, st, bufs):
             if prm[0] != R.DIFF_ONLY:
                 st[0] += 1.0
             continue
-        _viterbi(w, space, data, lo, hi, E, D, back, T, Tt, path)
-        nnz, d = _diff(space, data, lo, hi, labels, path, acc, mark, idx)
+        if first is not None:
+            _viterbi(w, space, data, lo, hi, E, D, back, T, Tt, path)
+        if second is not None:
+            _viterbi2(w, space, data, lo, hi, E, D, back, T, path)
+        nnz, d = _diff(space, data, lo, hi, labels, path, acc, mark, idx, first, second)
         R.gather(acc, mark, idx, val, nnz)
         if prm[0] == R.DIFF_ONLY:
             info[0] = nnz
             info[1] = d
             info[2] = n
             return
-        weight = sw[s] if len(sw) > 0 else 1.0
+        weight = 1.0
+        if sw is not None:
+            weight = sw[s]
         R.update(w, ws, cov, idx, val, nnz, d, n, weight, prm, st)
 
 
 def make_buffers(space, data):
-    """The pass's scratch arrays for the longest sequence: a path difference touches at
-    most each token's attributes twice, and two transitions and each bigram attribute
-    twice per position."""
+    """The pass's scratch arrays for the longest sequence: ``(E, D, back, T, Tt, path,
+    acc, mark, idx, val, info)`` over the chain's states (labels, or pair states at
+    order 2; ``T`` the transition scores, ``Tt`` a position's at order 1). A path
+    difference touches at most each token's attributes twice, and two transitions and
+    each bigram attribute twice per position."""
     L = int(space.n_labels)
+    second = order_flags(space)[1] is not None
+    S = (L + 1) * L if second else L
     seq_ptr = np.asarray(data.seq_ptr, dtype=np.int64)
     lens = np.diff(seq_ptr)
     n = max(int(lens.max()) if len(lens) else 1, 1)
@@ -178,14 +302,15 @@ def make_buffers(space, data):
     most = int((csum[seq_ptr[1:]] - csum[seq_ptr[:-1]]).max()) if len(seq_ptr) > 1 else 0
     m = 2 * most + 2 * n + 2
     npar = int(space.n_params)
-    return (np.zeros((n, L)), np.zeros((n, L)), np.zeros((n, L), dtype=np.int64), np.zeros(L * L), np.zeros(L * L),
-            np.zeros(n, dtype=np.int64), np.zeros(npar), np.zeros(npar, dtype=np.uint8),
-            np.zeros(m, dtype=np.int64), np.zeros(m), np.zeros(3, dtype=np.int64))
+    return (np.zeros((n, S)), np.zeros((n, S)), np.zeros((n, S), dtype=np.int64), np.zeros(S * L),
+            np.zeros(0 if second else L * L), np.zeros(n, dtype=np.int64), np.zeros(npar),
+            np.zeros(npar, dtype=np.uint8), np.zeros(m, dtype=np.int64), np.zeros(m), np.zeros(3, dtype=np.int64))
 
 
 class MapCapability:
     """The ``map`` capability of a chain model whose view offers the plain ``space_t``
-    / ``data_t`` tuples of a first-order CRF (mixed into :class:`~spargel.chain.crf.ChainCRF`)."""
+    / ``data_t`` tuples (mixed into :class:`~spargel.chain.crf.ChainCRF` and
+    :class:`~spargel.chain.crf2.ChainCRF2`)."""
 
     def _map_buffers(self):
         bufs = getattr(self, "_map_bufs", None)
@@ -195,10 +320,11 @@ class MapCapability:
 
     def map_pass(self, order, w, ws, cov, st, prm):
         """One compiled pass of an online rule over the sequences ``order`` (see
-        :mod:`spargel.core.online_rules`): decodes each with the current ``w`` (Viterbi)
-        and updates ``w`` (and ``ws``, ``cov``, ``st``) in place."""
+        :mod:`spargel.core.online_rules`): decodes each with the current ``w`` (Viterbi,
+        over the pair states at order 2) and updates ``w`` (and ``ws``, ``cov``, ``st``) in place."""
         order = np.ascontiguousarray(order, dtype=np.int64)
-        map_pass(self.view.space_t, self.view.data_t, order, w, ws, cov, self.sw, prm, st, self._map_buffers())
+        map_pass(self.view.space_t, self.view.data_t, order, w, ws, cov, self.sw if len(self.sw) else None, prm, st,
+                 self._map_buffers(), *order_flags(self.space))
 
     def map_sample(self, i, w):
         """The Viterbi labels' difference for sequence ``i`` at ``w``: ``(idx, delta, d,

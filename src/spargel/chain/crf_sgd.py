@@ -48,13 +48,14 @@ LOSS, MARK, SETTLE = 0, 1, 2          # what a step does with the blocks it meet
 LOSS_ONLY = -1                        # variant code of a pass that only sums the losses
 DONE, DIVERGED, NEEDS_LOG = 0, 1, 2   # what a pass returns (with the step to resume from)
 FELL_BACK, STOPPED = -1.0, -2.0       # buf[4][0] after a step: it used log space / it needs it
+SCALED, LOG_SPACE = 0, 1              # how phase_marginals ran (or NEEDS_LOG)
 
 
 # --------------------------------------------------------------------------- layouts
 def row_lanes(space, row_attrs):
     """``(k, r, lab)``: during a padded-rows pass weight ``k[i]`` lives in row ``r[i]``,
     lane ``lab[i]`` (``row_attrs[r]`` owns row r)."""
-    u_ptr, u_lab = space[1], space[2]
+    u_ptr, u_lab = space.u_ptr, space.u_lab
     starts, ends = u_ptr[row_attrs], u_ptr[row_attrs + 1]
     k = concat_ranges(starts, ends)
     return k, np.repeat(np.arange(len(row_attrs), dtype=np.int64), ends - starts), u_lab[k]
@@ -86,8 +87,8 @@ def flat_emissions(v, m, a, space, data, lo, hi, E, pen, umark, tu, ntu, stamp, 
     the first time in this step (``umark[at] != stamp``) is recorded in ``tu`` (and
     settled first). Shared by the first- and second-order chains' general passes."""
     aux, l1w, l1, us, up, variant = pen
-    u_ptr, u_lab = space[1], space[2]
-    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
+    u_ptr, u_lab = space.u_ptr, space.u_lab
+    uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
     Lp = E.shape[1]
     for t in range(lo, hi):
         row = E[t - lo]
@@ -136,21 +137,21 @@ def settle_tokens(v, lo, hi, rows, tok, pen, stamp):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode):
-    """Record (and settle) the bigram attribute blocks of tokens lo+1..hi-1."""
+def mark_bigrams(v, m, space, data, lo, hi, pen, bmark, tb, ntb, stamp, mode):
+    """Record in ``tb`` (and settle, mode SETTLE) the bigram attribute blocks of tokens
+    lo..hi-1 that this step (``stamp``) meets for the first time (``bmark``): both
+    orders' passes (pair attributes at order 2)."""
     aux, l1w, l1, us, up, variant = pen
-    bmark, tb, ntb, stamp = marks[0], marks[5], marks[6], marks[4]
-    b_ptr, b_base = space[3], space[5]
-    big_ptr, big_ids = data[4], data[5]
-    for tok in range(lo + 1, hi):
-        for j in range(big_ptr[tok], big_ptr[tok + 1]):
-            at = big_ids[j]
-            if bmark[at] != stamp:
-                bmark[at] = stamp
-                tb[ntb[0]] = at
-                ntb[0] += 1
-                if mode == SETTLE:
-                    Z.penalise_block(v, aux, l1w, l1, m, us, up, b_base + b_ptr[at], b_base + b_ptr[at + 1], variant)
+    b_ptr, b_base = space.b_ptr, space.b_base
+    big_ptr, big_ids = data.big_ptr, data.big_ids
+    for j in range(big_ptr[lo], big_ptr[hi]):
+        at = big_ids[j]
+        if bmark[at] != stamp:
+            bmark[at] = stamp
+            tb[ntb[0]] = at
+            ntb[0] += 1
+            if mode == SETTLE:
+                Z.penalise_block(v, aux, l1w, l1, m, us, up, b_base + b_ptr[at], b_base + b_ptr[at + 1], variant)
 
 
 @inner()
@@ -169,8 +170,8 @@ def scatter_flat(space, data, lo, hi, gamma, P, need, coef, g):
     """g += coef * the counts of tokens lo..hi-1 weighted by ``gamma`` (unigram weights,
     each attribute read as its block) and by ``P`` (bigram weights where needed): the
     general pass's :func:`crf_kernels.scatter`."""
-    u_ptr, u_lab = space[1], space[2]
-    uni_ptr, uni_ids, uni_vals = data[1], data[2], data[3]
+    u_ptr, u_lab = space.u_ptr, space.u_lab
+    uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
     for t in range(hi - 1, lo - 1, -1):          # last tokens first: their rows are still cached
         marg = gamma[t - lo]
         for j in range(uni_ptr[t], uni_ptr[t + 1]):
@@ -181,6 +182,53 @@ def scatter_flat(space, data, lo, hi, gamma, P, need, coef, g):
         if P is not None:
             if t > lo and need[t - lo]:
                 K.add_bigram_counts(space, data, t, P[t - lo], coef, g)
+
+
+@inner()
+def sample_of(data, s, sw, partial):
+    """``(lo, hi, c, clamped)`` of sequence s: its tokens, its weight (``sw`` None: 1)
+    and whether it is partially labelled (``partial`` None: none is). Both orders'
+    :func:`sample_step`."""
+    c = 1.0
+    if sw is not None:
+        c = sw[s]
+    clamped = False
+    if partial is not None:
+        clamped = partial[s] != 0
+    return data.seq_ptr[s], data.seq_ptr[s + 1], c, clamped
+
+
+@inner(fastmath=FAST)
+def phase_marginals(E, n, S, trans, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, corr, xbuf, want, logsp):
+    """log Z of a sequence's ``n`` rows of state scores ``E`` (``S`` states) and, with
+    ``want``, its marginals and transition counts (``xbuf[5]``, by list index): returns
+    ``(log Z, how)``, ``how`` SCALED when the scaled recursion held (marginals in
+    ``alpha``), LOG_SPACE when it took log space (marginals in ``xbuf[2]``), ``NEEDS_LOG`` when
+    it would need log space but ``logsp`` is None (the fallback is then not compiled;
+    nothing was computed). One phase of both orders' :func:`sample_step` (compiled on
+    its own, so that the fallback's code is left out where ``logsp`` is None)."""
+    la, lb, gam, fv_t, cand, tcount, acc = xbuf
+    C.exp_rows(E, psi, shift, n, S, kbuf)
+    logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
+    for q in range(len(tcount)):
+        tcount[q] = 0.0
+    if logz != logz:
+        if logsp is not None:
+            logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gam, tcount, need, P, fv_t, cand)
+            return logz, LOG_SPACE
+        return logz, NEEDS_LOG
+    if want:
+        outer, glob, pos = acc
+        for i in range(outer.shape[0]):
+            for y in range(outer.shape[1]):
+                outer[i, y] = 0.0
+        for q in range(len(glob)):
+            glob[q] = 0.0
+        for q in range(len(pos)):
+            pos[q] = 0.0
+        C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
+        C.transition_counts(trans, acc, tcount)
+    return logz, SCALED
 
 
 @inner(fastmath=FAST)
@@ -207,21 +255,15 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     it writes any gradient (``buf[4][0] = STOPPED``, returns 0) and the pass is resumed
     by the variant that has it (see :func:`run_pass`)."""
     E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
-    la, lb, gam, fv_t, cand, tcount, acc = xbuf
-    L, t_pair, t_base, t_index = space[0], space[6], space[7], space[8]
-    seq_ptr, labels = data[0], data[7]
-    lo, hi = seq_ptr[s], seq_ptr[s + 1]
+    gam, tcount = xbuf[2], xbuf[5]
+    L, t_pair, t_base, t_index = space.L, space.t_pair, space.t_base, space.t_index
+    labels = data.labels
+    lo, hi, c, clamped = sample_of(data, s, sw, partial)
     n = hi - lo
-    c = 1.0
-    if sw is not None:
-        c = sw[s]
-    clamped = False
-    if partial is not None:
-        clamped = partial[s] != 0
     stamp = marks[4]
     if big is not None:
-        if n > 1 and data[4][hi] > data[4][lo + 1] and mode != LOSS:
-            _mark_bigrams(v, m, space, data, lo, hi, pen, marks, mode)
+        if n > 1 and data.big_ptr[hi] > data.big_ptr[lo + 1] and mode != LOSS:
+            mark_bigrams(v, m, space, data, lo + 1, hi, pen, marks[0], marks[5], marks[6], stamp, mode)
     if tok is not None:
         if mode == SETTLE:
             settle_tokens(v, lo, hi, rows, tok, pen, stamp)
@@ -233,8 +275,8 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     if flat is not None:
         flat_emissions(v, m, a, space, data, lo, hi, E, pen, rows[0], marks[2], marks[3], stamp, mode)
     if big is not None:     # else cptr and need stay all zero: no corrections anywhere
-        raw = (space[3], space[4], space[5], v, space[4][:0], space[4][:0], v[:0])     # the live weights
-        K.corrections(m, a, raw, data, lo, hi, trans, corr, cacc, mark, need, space[3][:0])
+        raw = (space.b_ptr, space.b_pair, space.b_base, v, space.b_pair[:0], space.b_pair[:0], v[:0])     # the live weights
+        K.corrections(m, a, raw, data, lo, hi, trans, corr, cacc, mark, need, space.b_ptr[:0])
     want = coef != 0.0
     if not want:
         need[:n] = 0
@@ -247,30 +289,17 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
         sign = 1.0 if phase == 0 else -1.0
         if partial is not None and phase == 1:
             K.clamp_labels(E, labels, lo, n, L)
-        C.exp_rows(E, psi, shift, n, L, kbuf)
-        logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
-        for q in range(len(tcount)):
-            tcount[q] = 0.0
-        if logz != logz:
-            if logsp is None:                # no gradient written yet (see run_pass)
-                buf[4][0] = STOPPED
-                return 0.0
-            logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gam, tcount, need, P, fv_t, cand)
+        logz, how = phase_marginals(E, n, L, trans, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, corr, xbuf,
+                                    want, logsp)
+        if how == NEEDS_LOG:                 # no gradient written yet (see run_pass)
+            buf[4][0] = STOPPED
+            return 0.0
+        gamma = alpha
+        if how == LOG_SPACE:
             buf[4][0] = FELL_BACK            # (scale[0], not read again) for the pass statistics
             if not (logz > -np.inf and logz < np.inf):
                 return np.nan
             gamma = gam
-        else:
-            gamma = alpha
-            if want:
-                outer, glob, pos = acc
-                for i in range(outer.shape[0]):
-                    for y in range(outer.shape[1]):
-                        outer[i, y] = 0.0
-                for q in range(len(pos)):
-                    pos[q] = 0.0
-                C.backward(psi, n, trans, corr, alpha, scale, beta, alpha, acc, need, P, tmp)
-                C.transition_counts(trans, acc, tcount)
         total += sign * logz
         if want:
             cs = sign * c * coef
@@ -313,7 +342,7 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=Non
     data has no bigram attributes (the pass then compiles without their code); ``logsp``
     None: the variant without the log-space fallback (see :func:`run_pass`)."""
     space, data = view.space_t, view.data_t
-    L = space[0]
+    L = space.L
     Lp = C.padded(L)
     row_attrs = view.d_attr if use_rows else view.d_attr[:0]
     W, R = np.zeros((len(row_attrs), Lp)), np.zeros((len(row_attrs), Lp))
@@ -323,16 +352,16 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=Non
     if use_rows:
         # the batch model's token lists, reading the pass's rows (every row in use)
         eaux = view.aux[:8] + (W, np.ones(len(row_attrs), np.uint8), view.aux[10])
-        tok = (eaux, np.full(len(space[2]), -1, dtype=np.int64))
-    has_big = len(data[5]) > 0
-    maxlen = K.max_length(data[0], order)
-    n_corr = K.correction_capacity(space, data, np.diff(space[3]), order) if has_big else 0
+        tok = (eaux, np.full(len(space.u_lab), -1, dtype=np.int64))
+    has_big = len(data.big_ids) > 0
+    maxlen = K.max_length(data.seq_ptr, order)
+    n_corr = K.correction_capacity(space, data, np.diff(space.b_ptr), order) if has_big else 0
     buf = K.work_buffers(L, Lp, maxlen, n_corr, has_big)
-    outer = np.zeros((Lp, Lp)) if len(space[6]) > 0 else np.zeros((1, 1))
+    outer = np.zeros((Lp, Lp)) if len(space.t_pair) > 0 else np.zeros((1, 1))
     pos = np.zeros(L * L) if has_big else np.zeros(0)     # corrections only come from bigram attributes
     xbuf = (np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
             np.empty(2 * L + 1), np.zeros(L * L), (outer, np.zeros(0), pos))
-    n_u, n_b = len(space[1]) - 1, len(space[3]) - 1
+    n_u, n_b = len(space.u_ptr) - 1, len(space.b_ptr) - 1
     wk = (np.full(n_u, -1, dtype=np.int64), W, R, np.full(len(row_attrs), -1, dtype=np.int64),
           np.full(n_b, -1, dtype=np.int64),
           np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
@@ -367,13 +396,20 @@ def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None)
     return status
 
 
+def loss_only():
+    """``(st, prm)`` of a pass that only sums the losses (variant ``LOSS_ONLY``, one
+    step over every sequence): both orders' :func:`summed_loss`."""
+    st = np.zeros(6)
+    prm = np.zeros(8)
+    prm[3], prm[4], prm[6] = LOSS_ONLY, 1.0, 1.0
+    return st, prm
+
+
 def summed_loss(view, trans, order, w, sw=None, partial=None):
     """Sum of ``c_s (-log p(y_s | x_s))`` over the sequences ``order`` at w (the pass's
     ``LOSS_ONLY`` variant)."""
     wk, _ = work(view, order, w, np.zeros(len(w)), True, False, sw, partial)
-    st = np.zeros(6)
-    prm = np.zeros(8)
-    prm[3], prm[4], prm[6] = LOSS_ONLY, 1.0, 1.0
+    st, prm = loss_only()
     nothing = np.zeros(0)
     # nothing moves (whatever the labels): a stopped sum restarts from its beginning
     _resumed_pass(view, trans, order, w, nothing, nothing, nothing, st, prm, wk, None)
@@ -392,7 +428,7 @@ def _resumed_pass(view, trans, order, v, aux, l1w, m, st, prm, wk, general):
 
 @njit(cache=True, nogil=True, inline="always")
 def _set_transitions(v, m, a, space, T, trans):
-    L, t_pair, t_base = space[0], space[6], space[7]
+    L, t_pair, t_base = space.L, space.t_pair, space.t_base
     for p in range(L * L):
         T[p] = 0.0
     for k in range(len(t_pair)):
@@ -406,6 +442,35 @@ def pass_layout(prm, l1w, m):
     lazy = int(prm[3]) != Z.NAIVE
     direct = lazy and max(1, int(prm[6])) == 1 and len(m) == 0
     return direct, direct and len(l1w) == 0
+
+
+@inner()
+def step_touched(v, g, l1w, l1, m, space, prm, eta, nb, a_new, inc, lazy, tu, ntu, tb, ntb):
+    """The gradient step of a step's touched weights from the buffer ``g`` (the unigram
+    blocks ``tu[:ntu[0]]``, the bigram / pair blocks ``tb[:ntb[0]]`` and the
+    transitions; lazy variants: their own penalty of this step reaches them at their
+    next settlement), or ``naive``'s step of every weight; ``g`` is left zero. Shared
+    by both orders' passes."""
+    u_ptr, b_ptr, b_base, t_base = space.u_ptr, space.b_ptr, space.b_base, space.t_base
+    n = len(v)
+    if lazy:
+        inv_a = 1.0 / a_new
+        for r in range(ntu[0]):
+            at = tu[r]
+            Z.step_block(v, g, m, inv_a, eta, u_ptr[at], u_ptr[at + 1])
+        for r in range(ntb[0]):
+            at = tb[r]
+            Z.step_block(v, g, m, inv_a, eta, b_base + b_ptr[at], b_base + b_ptr[at + 1])
+        Z.step_block(v, g, m, inv_a, eta, t_base, n)
+    else:
+        Z.naive_step(v, g, l1w, l1, m, eta, nb, prm[5], prm[4], inc)
+        for r in range(ntu[0]):
+            at = tu[r]
+            g[u_ptr[at]:u_ptr[at + 1]] = 0.0
+        for r in range(ntb[0]):
+            at = tb[r]
+            g[b_base + b_ptr[at]:b_base + b_ptr[at + 1]] = 0.0
+        g[t_base:] = 0.0
 
 
 @kernel()
@@ -423,7 +488,7 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk, first, gene
     then not compiled), True otherwise. With variant ``LOSS_ONLY`` nothing moves:
     st[4] receives the summed loss at v (one entry point for both uses keeps first-use
     compilation short)."""
-    u_ptr, b_ptr, b_base, t_base = space[1], space[3], space[5], space[7]
+    t_base = space.t_base
     l1 = prm[7]
     variant, B = int(prm[3]), max(1, int(prm[6]))
     n = len(v)
@@ -477,24 +542,8 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk, first, gene
         # own penalty of this step reaches them at their next settlement
         if general is None:
             pass
-        elif lazy and not direct:
-            inv_a = 1.0 / a_new
-            for r in range(ntu[0]):
-                at = tu[r]
-                Z.step_block(v, g, m, inv_a, eta, u_ptr[at], u_ptr[at + 1])
-            for r in range(ntb[0]):
-                at = tb[r]
-                Z.step_block(v, g, m, inv_a, eta, b_base + b_ptr[at], b_base + b_ptr[at + 1])
-            Z.step_block(v, g, m, inv_a, eta, t_base, n)
-        elif not lazy:
-            Z.naive_step(v, g, l1w, l1, m, eta, nb, prm[5], prm[4], inc)
-            for r in range(ntu[0]):
-                at = tu[r]
-                g[u_ptr[at]:u_ptr[at + 1]] = 0.0
-            for r in range(ntb[0]):
-                at = tb[r]
-                g[b_base + b_ptr[at]:b_base + b_ptr[at + 1]] = 0.0
-            g[t_base:] = 0.0
+        elif not direct:
+            step_touched(v, g, l1w, l1, m, space, prm, eta, nb, a_new, inc, lazy, tu, ntu, tb, ntb)
         if st[1] < Z.RENORMALISE_BELOW:
             a = st[1]
             for r in range(W.shape[0]):

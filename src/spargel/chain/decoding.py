@@ -25,10 +25,10 @@ def _pair_ones_max_step(prev, cur, arg, trans):
     label b unless that source's triple has a score (then its whole column, A sources),
     and the scored triples are then looked at one by one. ``arg[L * L:]`` serves as
     scratch (those begin-marker states are never destinations)."""
-    S, L = trans[1], trans[2]
+    S, L = trans.S, trans.L
     A = S // L
     LL = L * L
-    gi, gj, gk, fv = trans[6], trans[7], trans[12], trans[11]
+    gi, gj, gk, fv = trans.gi, trans.gj, trans.gk, trans.fv
     for b in range(L):                  # best source of each middle label, lowest on ties
         m = b
         for a in range(1, A):
@@ -89,9 +89,9 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
     between steps: a step adds its position's corrections and takes them off again, so
     no step copies all ``S^2`` scores, and a position with a stored matrix (:data:`MAT`)
     reads its raw scores directly."""
-    kind, S = trans[0], trans[1]
-    fptr, fi, fv = trans[9], trans[10], trans[11]
-    gi, gj, gk = trans[6], trans[7], trans[12]
+    kind, S = trans.kind, trans.S
+    fptr, fi, fv = trans.fptr, trans.fi, trans.fv
+    gi, gj, gk = trans.gi, trans.gj, trans.gk
     cptr, ci, cj, cv, ck = corr[0], corr[1], corr[2], corr[4], corr[5]
     sparse = kind == ONES
     allp = kind == DENSE or kind == ONES            # every pair allowed, k = j * S + i
@@ -110,7 +110,7 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
             if not mat:
                 for q in range(q0, q1):
                     fv_t[ck[q]] += cv[q]
-            scores = trans[17][cj[q0]] if mat else fv_t
+            scores = trans.mscores[cj[q0]] if mat else fv_t
             if sparse and not mat and 4 * (q1 - q0) < S * S:
                 m = 0
                 for i in range(1, S):
@@ -173,8 +173,8 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
 def nbest(E, n, trans, corr, K, fv_t, paths, scores):
     """The K best state sequences (list Viterbi): ``paths`` (K, n), ``scores`` (K,);
     rows past the number of distinct paths get score -inf. Returns that number."""
-    S = trans[1]
-    fptr, fi = trans[9], trans[10]
+    S = trans.S
+    fptr, fi = trans.fptr, trans.fi
     delta = np.full((n, S, K), NEG_INF)
     back_state = np.zeros((n, S, K), dtype=np.int32)
     back_rank = np.zeros((n, S, K), dtype=np.int32)

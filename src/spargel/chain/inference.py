@@ -43,8 +43,8 @@ its first entry is the sentinel ``i = -1`` (see :data:`FULL`), the structure's b
 not used there, and every allowed pair follows with ``c = Mbase[i, j] * exp(v)``.
 
 A position may instead give its whole factor as a stored dense matrix (one entry, ``ci =
-MAT``, ``cj`` the matrix's index in the structure's stack ``trans[15]``, its transpose
-in ``trans[16]``, its raw scores in ``trans[17]`` flat as ``j * S + i``): where most pairs are
+MAT``, ``cj`` the matrix's index in the structure's stack ``trans.mats``, its transpose
+in ``trans.matsT``, its raw scores in ``trans.mscores`` flat as ``j * S + i``): where most pairs are
 corrected, the vectorised dense step beats one scattered update per correction. Only
 :func:`forward`, :func:`backward`, :func:`pair_matrix` and :func:`viterbi` read such
 positions (the log-space and n-best functions get explicit lists); :func:`backward`
@@ -65,6 +65,7 @@ updates vectorise.
 """
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -100,6 +101,18 @@ def padded(S):
 
 
 # --------------------------------------------------------------------------- structure
+#: the transition structure of a chain (:func:`make_transitions`): its kind, the number
+#: of states ``S`` (and of labels ``L`` for PAIR_ONES), the factors' shift and range
+#: ``tshift``, the stored factors ``expT`` and their transpose ``expTT`` (DENSE), the
+#: global corrections ``gi``, ``gj``, ``gc`` (ONES, PAIR_ONES; the pairs and factors
+#: under LIST), the list of every allowed transition by destination (``fptr``, ``fi``,
+#: ``fv``: sources and raw scores), ``gk`` the list index of each global correction,
+#: the refresh scratch ``kbuf`` / ``ebuf`` and the position matrices ``mats``,
+#: ``matsT``, ``mscores`` (:func:`with_matrices`)
+Transitions = namedtuple("Transitions", "kind S L tshift expT expTT gi gj gc fptr fi fv gk kbuf ebuf mats matsT "
+                                        "mscores")
+
+
 def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, keep_zeros=False,
                      ones_fraction=None):
     """The ``trans`` tuple of a chain with ``S`` states.
@@ -121,8 +134,8 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     ``keep_zeros``: under ONES, list every given pair (zero scores included) as a global
     correction, so that :func:`refresh` can load new scores in place.
 
-    Returns ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr, fi, fv, gk, kbuf, ebuf,
-    mats, matsT, mscores)``: ``tshift`` is the array ``[tshift, lo, hi]`` of the shift of the
+    Returns a :class:`Transitions` ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr,
+    fi, fv, gk, kbuf, ebuf, mats, matsT, mscores)``, read by name in the kernels: ``tshift`` is the array ``[tshift, lo, hi]`` of the shift of the
     stored factors and the least and largest log of a factor (so compiled code can refresh a
     structure in place, see :func:`refresh`; :func:`forward` bounds its rounding with them), ``gk[q]`` the list index of global
     correction q, ``kbuf`` / ``ebuf`` scratch for that refresh, ``mats`` / ``matsT`` /
@@ -130,14 +143,14 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     :func:`with_matrices`).
     """
     trans = _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction)
-    return trans + (np.zeros(S * S, np.int64), np.zeros(S * S), np.zeros((0, 1, 1)), np.zeros((0, 1, 1)),
-                    np.zeros((0, 1)))
+    return Transitions(*trans, np.zeros(S * S, np.int64), np.zeros(S * S), np.zeros((0, 1, 1)), np.zeros((0, 1, 1)),
+                       np.zeros((0, 1)))
 
 
 def with_matrices(trans, mats, matsT, scores):
     """The structure ``trans`` with the stack of position matrices ``mats`` (k x Sp x Sp,
     padding zero), their transposes and their raw scores (k x S^2, ``j * S + i``)."""
-    return trans[:15] + (mats, matsT, scores)
+    return trans._replace(mats=mats, matsT=matsT, mscores=scores)
 
 
 def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction):
@@ -209,7 +222,7 @@ def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros,
 
 
 def _shift_range(tshift, scores):
-    """``trans[3]``: ``[tshift, lo, hi]``, the shift of the stored factors and the least
+    """``trans.tshift``: ``[tshift, lo, hi]``, the shift of the stored factors and the least
     and largest log of a stored factor (``score - tshift``, scores empty: 0)."""
     scores = np.asarray(scores, dtype=np.float64)
     if len(scores) == 0:
@@ -221,9 +234,9 @@ def _shift_range(tshift, scores):
 def base_entry(trans, i, j, k):
     """``Mbase``: the structure's factor for the allowed pair ``(i, j)`` with list index
     k (read from ``expT`` under DENSE; exactly 1 for an unscored pair under ONES)."""
-    if trans[0] == DENSE:
-        return trans[4][i, j]
-    x = trans[11][k] - trans[3][0]
+    if trans.kind == DENSE:
+        return trans.expT[i, j]
+    x = trans.fv[k] - trans.tshift[0]
     return 1.0 if x == 0.0 else math.exp(x)
 
 
@@ -232,9 +245,9 @@ def refresh(trans, T):
     """Load new transition scores ``T`` (S x S, flat ``i * S + j``) into a DENSE
     structure, or into a ONES structure made with ``keep_zeros`` (the scores of the
     unlisted pairs must stay 0), in place."""
-    if trans[0] == ONES:
-        S = trans[1]
-        gi, gj, gc, fv = trans[6], trans[7], trans[8], trans[11]
+    if trans.kind == ONES:
+        S = trans.S
+        gi, gj, gc, fv = trans.gi, trans.gj, trans.gc, trans.fv
         lo = 0.0
         hi = 0.0
         for q in range(len(gi)):
@@ -243,8 +256,8 @@ def refresh(trans, T):
             fv[gj[q] * S + gi[q]] = x
             lo = min(lo, x)
             hi = max(hi, x)
-        trans[3][1] = lo
-        trans[3][2] = hi
+        trans.tshift[1] = lo
+        trans.tshift[2] = hi
     else:
         refresh_dense(trans, T)
 
@@ -252,16 +265,16 @@ def refresh(trans, T):
 @inner(fastmath=EXP_FAST)
 def refresh_dense(trans, T):
     """Load new transition scores ``T`` (S x S, flat) into a DENSE structure in place
-    (its scratch ``trans[13]``, ``trans[14]`` takes the vectorised exponentials)."""
-    S = trans[1]
-    expT, expTT, fv, kbuf, e = trans[4], trans[5], trans[11], trans[13], trans[14]
+    (its scratch ``trans.kbuf``, ``trans.ebuf`` takes the vectorised exponentials)."""
+    S = trans.S
+    expT, expTT, fv, kbuf, e = trans.expT, trans.expTT, trans.fv, trans.kbuf, trans.ebuf
     m = exp_shifted(T, e, S * S, kbuf)
-    trans[3][0] = m
+    trans.tshift[0] = m
     lo = 0.0
     for p in range(S * S):
         lo = min(lo, T[p] - m)
-    trans[3][1] = lo
-    trans[3][2] = 0.0
+    trans.tshift[1] = lo
+    trans.tshift[2] = 0.0
     for i in range(S):
         for j in range(S):
             x = e[i * S + j]
@@ -274,7 +287,7 @@ def refresh_dense(trans, T):
 def refresh_pairs(trans, x):
     """Load new scores into a PAIR_ONES structure in place: ``x[q]`` is the score of its
     q-th listed pair (the order of ``src``/``dst`` given to :func:`make_transitions`)."""
-    gc, fv, gk = trans[8], trans[11], trans[12]
+    gc, fv, gk = trans.gc, trans.fv, trans.gk
     lo = 0.0
     hi = 0.0
     for q in range(len(gk)):
@@ -282,28 +295,28 @@ def refresh_pairs(trans, x):
         fv[gk[q]] = x[q]
         lo = min(lo, x[q])
         hi = max(hi, x[q])
-    trans[3][1] = lo
-    trans[3][2] = hi
+    trans.tshift[1] = lo
+    trans.tshift[2] = hi
 
 
 @inner()
 def refresh_list(trans, k, x):
     """Load new scores into a LIST structure in place: ``x[q]`` is the score of the pair
     with list index ``k[q]``; the other pairs keep theirs."""
-    fv, gc = trans[11], trans[8]
+    fv, gc = trans.fv, trans.gc
     for q in range(len(k)):
         fv[k[q]] = x[q]
     m = fv[0] if len(fv) else 0.0
     for p in range(1, len(fv)):
         if fv[p] > m:
             m = fv[p]
-    trans[3][0] = m
+    trans.tshift[0] = m
     lo = 0.0
     for p in range(len(fv)):
         gc[p] = math.exp(fv[p] - m)
         lo = min(lo, fv[p] - m)
-    trans[3][1] = lo
-    trans[3][2] = 0.0
+    trans.tshift[1] = lo
+    trans.tshift[2] = 0.0
 
 
 # --------------------------------------------------------------------------- emissions
@@ -409,7 +422,7 @@ def exp_scratch(maxlen, Sp):
 def forward_step(prev, cur, trans, ci, cj, cc, q0, q1):
     """``cur = prev @ M_t`` (unnormalised, psi not applied), with the position
     corrections ``q0:q1`` of ``(ci, cj, cc)``."""
-    kind, S, L = trans[0], trans[1], trans[2]
+    kind, S, L = trans.kind, trans.S, trans.L
     Sp = len(cur)
     if q1 > q0 and ci[q0] == FULL:
         for y in range(Sp):
@@ -418,7 +431,7 @@ def forward_step(prev, cur, trans, ci, cj, cc, q0, q1):
             cur[cj[q]] += prev[ci[q]] * cc[q]
         return
     if kind == DENSE:
-        expT = trans[4]
+        expT = trans.expT
         for y in range(Sp):
             cur[y] = 0.0
         for i in range(S):
@@ -453,7 +466,7 @@ def forward_step(prev, cur, trans, ci, cj, cc, q0, q1):
     else:
         for y in range(Sp):
             cur[y] = 0.0
-    gi, gj, gc = trans[6], trans[7], trans[8]
+    gi, gj, gc = trans.gi, trans.gj, trans.gc
     for q in range(len(gi)):
         e = gc[q]
         if e != 0.0:             # listed pairs with weight 0 (kept for their counts)
@@ -468,7 +481,7 @@ def backward_step(r, out, trans, ci, cj, cc, q0, q1, prev=None, glob=None):
     ``prev``, the normalised alpha of t - 1), the expected counts of the global
     corrections are added in the same sweep (see :func:`backward`; not at a FULL
     position)."""
-    kind, S, L = trans[0], trans[1], trans[2]
+    kind, S, L = trans.kind, trans.S, trans.L
     Sp = len(out)
     if q1 > q0 and ci[q0] == FULL:
         for y in range(Sp):
@@ -477,7 +490,7 @@ def backward_step(r, out, trans, ci, cj, cc, q0, q1, prev=None, glob=None):
             out[ci[q]] += cc[q] * r[cj[q]]
         return
     if kind == DENSE:
-        expTT = trans[5]
+        expTT = trans.expTT
         for y in range(Sp):
             out[y] = 0.0
         for j in range(S):
@@ -509,7 +522,7 @@ def backward_step(r, out, trans, ci, cj, cc, q0, q1, prev=None, glob=None):
     else:
         for y in range(Sp):
             out[y] = 0.0
-    gi, gj, gc = trans[6], trans[7], trans[8]
+    gi, gj, gc = trans.gi, trans.gj, trans.gc
     base = 1.0 if kind == PAIR_ONES else 0.0      # PAIR_ONES: glob holds whole counts
     for q in range(len(gi)):
         e = gc[q]
@@ -527,10 +540,10 @@ def pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P):
     """``P[i * S + j] = prev[i] M_t[i, j] r[j]`` (the pairwise marginals when prev is the
     normalised alpha of t-1 and ``r = psi_t beta_t / scale_t``; zero for pairs that are
     not allowed), for every kind of structure."""
-    kind, S, L = trans[0], trans[1], trans[2]
-    gi, gj, gc = trans[6], trans[7], trans[8]
+    kind, S, L = trans.kind, trans.S, trans.L
+    gi, gj, gc = trans.gi, trans.gj, trans.gc
     if q1 > q0 and ci[q0] == MAT:
-        M = trans[15][cj[q0]]
+        M = trans.mats[cj[q0]]
         for i in range(S):
             a = prev[i]
             for j in range(S):
@@ -542,7 +555,7 @@ def pair_matrix(prev, r, trans, ci, cj, cc, q0, q1, P):
     if q1 > q0 and ci[q0] == FULL:
         q0 += 1
     elif kind == DENSE:
-        expT = trans[4]
+        expT = trans.expT
         for i in range(S):
             a = prev[i]
             for j in range(S):
@@ -571,16 +584,16 @@ def factor_range(trans, corr, t):
     """``(lo, hi)``: bounds on the log of the factor entries (as stored, after ``tshift``)
     of the allowed pairs at position ``t >= 1``: the structure's own, widened by the
     position's corrections (a stored matrix, :data:`MAT`, has its own in ``mscores``)."""
-    S, tshift = trans[1], trans[3][0]
-    lo, hi = trans[3][1], trans[3][2]
+    S, tshift = trans.S, trans.tshift[0]
+    lo, hi = trans.tshift[1], trans.tshift[2]
     cptr, ci, cj, cv, ck = corr[0], corr[1], corr[2], corr[4], corr[5]
     q0, q1 = cptr[t], cptr[t + 1]
     if q1 == q0:
         return lo, hi
     if ci[q0] == MAT:
-        ms = trans[17][cj[q0]]
+        ms = trans.mscores[cj[q0]]
         return ms[S * S] - tshift, ms[S * S + 1] - tshift
-    fv = trans[11]
+    fv = trans.fv
     if ci[q0] == FULL:
         lo = np.inf
         hi = NEG_INF
@@ -597,23 +610,23 @@ def correction_range(trans, ci, cj, cv, q0, q1):
     """:func:`factor_range` of a step of an all-pairs structure (DENSE, ONES) with the
     corrections ``q0:q1`` (raw scores ``cv``, pair ``(ci, cj)``, a :data:`FULL` position
     included), for callers that keep no list indices."""
-    S, tshift = trans[1], trans[3][0]
-    lo, hi = trans[3][1], trans[3][2]
+    S, tshift = trans.S, trans.tshift[0]
+    lo, hi = trans.tshift[1], trans.tshift[2]
     if q1 > q0 and ci[q0] == FULL:
         lo = np.inf
         hi = NEG_INF
         q0 += 1
     if q1 > q0:
-        fv = trans[11]
+        fv = trans.fv
         # a ONES structure whose scores went below the cancellation limit (a block
         # step on the transitions) counts as unbounded: the caller refuses it
-        if trans[0] == ONES and lo < -CANCEL_LIMIT:
+        if trans.kind == ONES and lo < -CANCEL_LIMIT:
             return NEG_INF, hi
         for q in range(q0, q1):
             x = fv[cj[q] * S + ci[q]] + cv[q] - tshift
             lo = min(lo, x)
             hi = max(hi, x)
-    elif trans[0] == ONES and lo < -CANCEL_LIMIT:
+    elif trans.kind == ONES and lo < -CANCEL_LIMIT:
         return NEG_INF, hi
     return lo, hi
 
@@ -641,12 +654,12 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
     out here (a tight loop that vectorises; through :func:`forward_step` it is twice as
     slow), and so is a position with a stored matrix (:data:`MAT`); every other step
     goes through :func:`forward_step`."""
-    kind, S, tshift = trans[0], trans[1], trans[3][0]
-    expT = trans[4]
+    kind, S, tshift = trans.kind, trans.S, trans.tshift[0]
+    expT = trans.expT
     cptr, ci, cj, cc = corr[0], corr[1], corr[2], corr[3]
     Sp = alpha.shape[1]
     pairs = kind == LIST or kind == PAIR_ONES
-    lo_b, hi_b = trans[3][1], trans[3][2]
+    lo_b, hi_b = trans.tshift[1], trans.tshift[2]
     amp_b = (2.0 if pairs else 1.0) * (hi_b - lo_b)
     # the bound of a row after a row, both with the structure's own factor
     thr_b = math.exp(max(0.0, hi_b) + amp_b - SCALED_LIMIT)
@@ -670,7 +683,7 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
             base_t = cptr[t + 1] == q0
             mat = not base_t and ci[q0] == MAT
             if (kind == DENSE and base_t) or mat:
-                M = trans[15][cj[q0]] if mat else expT
+                M = trans.mats[cj[q0]] if mat else expT
                 prev = alpha[t - 1]
                 for y in range(Sp):
                     cur[y] = 0.0
@@ -753,7 +766,7 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     observation-conditioned bigram weights needs them); ``P`` None: no pair marginals
     (a model without bigram attributes), and :func:`pair_matrix` is not even compiled.
     ``tmp`` is a scratch row."""
-    kind, S = trans[0], trans[1]
+    kind, S = trans.kind, trans.S
     cptr, ci, cj, cc, ck = corr[0], corr[1], corr[2], corr[3], corr[5]
     outer, glob, pos = acc[0], acc[1], acc[2]
     Sp = alpha.shape[1]
@@ -771,7 +784,7 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
         if (kind == DENSE and q0 == q1) or mat:
             # the common step written out (see forward): beta[t-1, i] as a dot product
             # of row i of M with r, in one sweep with the outer-product accumulation
-            M = trans[15][cj[q0]] if mat else trans[4]
+            M = trans.mats[cj[q0]] if mat else trans.expT
             out = beta[t - 1]
             if want_outer and not mat:
                 for i in range(S):
@@ -830,16 +843,16 @@ def transition_counts(trans, acc, out):
     indexed by list index (``k = j * S + i`` for DENSE and ONES). Exact for every allowed
     pair under DENSE / ONES (with ``outer``), for the listed pairs under LIST and for the
     global pairs (those with a weight) under PAIR_ONES."""
-    kind, S = trans[0], trans[1]
+    kind, S = trans.kind, trans.S
     outer, glob, pos = acc[0], acc[1], acc[2]
     if (kind == DENSE or kind == ONES) and outer.shape[0] > 1:
-        expT = trans[4]
+        expT = trans.expT
         for i in range(S):
             for j in range(S):
                 out[j * S + i] += outer[i, j] * (expT[i, j] if kind == DENSE else 1.0)
     for k in range(len(pos)):
         out[k] += pos[k]
-    gk = trans[12]
+    gk = trans.gk
     for q in range(len(glob)):
         out[gk[q]] += glob[q]
 
@@ -861,7 +874,7 @@ def _lse(x, n):
 @inner()
 def position_scores(trans, corr, t, fv_t):
     """Raw log scores of the allowed pairs at position t (list order) into fv_t."""
-    fv = trans[11]
+    fv = trans.fv
     cptr, cv, ck = corr[0], corr[4], corr[5]
     for k in range(len(fv)):
         fv_t[k] = fv[k]
@@ -879,8 +892,8 @@ def forward_backward_log(E, n, trans, corr, la, lb, logc, gamma, tcount, need, P
     numbers stay small on long sequences and keep their precision); ``cand`` is a
     scratch of length >= max(2 S, largest in-degree). Slower than the scaled
     recursion: run only where that one underflowed."""
-    S = trans[1]
-    fptr, fi = trans[9], trans[10]
+    S = trans.S
+    fptr, fi = trans.fptr, trans.fi
     for t in range(n):
         if t == 0:
             for y in range(S):

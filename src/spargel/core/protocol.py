@@ -40,10 +40,14 @@ lists them):
 
 ``"loss_grad"`` -- ``loss_grad(w) -> (loss, gradient)``
     the batch loss and its gradient (a new array). L-BFGS, OWL-QN, FISTA, Grafting.
-``"sgd"`` -- ``sgd_pass(order, state, params) -> status`` and ``sample_loss(order, w)``
-    one pass of lazily penalised SGD over the samples ``order`` (see
-    :mod:`spargel.solvers.sgd` for the state and parameter arrays; models build their
-    pass from the shared compiled bookkeeping of :mod:`spargel.solvers.lazy_l1`).
+``"sgd"`` -- ``sgd_pass(order, v, aux, l1w, m, st, prm) -> status`` and ``sample_loss(order, w)``
+    one pass of lazily penalised SGD over the samples ``order``: ``v`` the scaled
+    weights and ``aux`` their penalty records, ``l1w`` the per-weight l1 scales and
+    ``m`` the l2 mask (both empty when uniform / absent), ``st`` the pass state and
+    ``prm`` its parameters (see :mod:`spargel.solvers.sgd` and
+    :mod:`spargel.core.lazy_l1` for these arrays; models build their pass from the
+    shared compiled bookkeeping of :mod:`spargel.core.lazy_l1`). Returns 0, or 1 when
+    a loss became non-finite. ``sample_loss`` sums the samples' losses at ``w``.
 ``"blocks"`` -- block coordinate descent primitives
     ``block_layout() -> (ptr, index)`` (the coordinates of each block),
     ``block_begin(w)`` (start from weights ``w``; the model keeps caches),

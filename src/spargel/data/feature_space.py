@@ -11,11 +11,19 @@ Weights form one flat float64 vector ``[unigram | bigram | transitions]``:
   pairs seen in training; none when the model has no transitions).
 """
 
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
 
 FEATURE_SPACES = ("full", "observed")
+
+#: the layout as the compiled kernels read it (:meth:`FeatureSpace.as_tuple`): the number
+#: of labels ``L``, the unigram blocks (``u_ptr``, ``u_lab``), the bigram / pair blocks
+#: (``b_ptr``, ``b_pair``, at ``b_base`` in the weights), the transition codes
+#: ``t_pair`` (weights at ``t_base``) and ``t_index``, a transition code's weight index
+#: (-1: none)
+Space = namedtuple("Space", "L u_ptr u_lab b_ptr b_pair b_base t_pair t_base t_index")
 # tokens whose (attribute, label) pairs are gathered at a time (FeatureSpace.observed)
 SEEN_CHUNK = 1 << 18
 
@@ -49,41 +57,23 @@ class FeatureSpace:
     def n_params(self):
         return self.t_base + len(self.t_pair)
 
-    def n_transition_codes(self):
-        """How many codes a transition weight can have (label pairs here)."""
-        return self.n_labels * self.n_labels
-
-    def as_tuple(self):
-        """The ``space`` tuple the compiled kernels take (``t_index``: a transition
-        code's weight, -1 for none)."""
-        L = self.n_labels
-        t_index = np.full(self.n_transition_codes(), -1, dtype=np.int64)
-        t_index[self.t_pair] = np.arange(len(self.t_pair))
-        return (L, self.u_ptr, self.u_lab, self.b_ptr, self.b_pair, np.int64(self.b_base),
-                self.t_pair, np.int64(self.t_base), t_index)
-
-    # -- construction ---------------------------------------------------------------
-    @classmethod
-    def full(cls, n_labels, n_uni_attrs, n_big_attrs, transitions=True):
-        """Every attribute with every label (pair), as Wapiti and the papers."""
-        L = n_labels
-        return cls(
-            L,
-            np.arange(n_uni_attrs + 1, dtype=np.int64) * L,
-            np.tile(np.arange(L, dtype=np.int32), n_uni_attrs),
-            np.arange(n_big_attrs + 1, dtype=np.int64) * (L * L),
-            np.tile(np.arange(L * L, dtype=np.int32), n_big_attrs),
-            np.arange(L * L, dtype=np.int32) if transitions else np.zeros(0, np.int32),
-        )
+    #: the chain's order (1: a weight per label pair at most; see ``chain.crf2_space``)
+    order = 1
+    #: most labels a layout of this order may have (None: no limit)
+    max_labels = None
+    #: what the validation messages call the bigram block and the transitions
+    pair_name, transition_name = "bigram", "transition pairs"
 
     @classmethod
-    def observed(cls, data, n_labels, n_uni_attrs, n_big_attrs, transitions=True, all_states=False,
-                 all_transitions=False):
-        """Only the (attribute, label) and (attribute, label pair) combinations and the
-        transitions seen in the labelled ``data``, as CRFsuite; ``all_states`` gives every
-        unigram attribute every label, ``all_transitions`` every label pair a transition
-        weight (CRFsuite's ``feature.possible_states`` / ``possible_transitions``)."""
-        L = n_labels
+    def codes(cls, L):
+        """(pair codes, transition codes) of a layout over L labels: label pairs both."""
+        return L * L, L * L
+
+    @classmethod
+    def contexts(cls, data, L):
+        """Per token of the labelled ``data``, its pair code and its transition code
+        (both ``prev * L + cur`` here; -1 on a sequence's first token and where a label
+        is unknown, -1 in a partially labelled sequence)."""
         y = data.labels.astype(np.int64)
         first = np.zeros(data.n_tokens, dtype=bool)
         first[data.seq_ptr[:-1]] = True
@@ -91,18 +81,61 @@ class FeatureSpace:
         pair[1:] = y[:-1] * L + y[1:]
         pair[first] = -1
         pair[1:][(y[:-1] < 0) | (y[1:] < 0)] = -1                # a label unknown (partial labels)
+        return pair, pair
+
+    def n_transition_codes(self):
+        """How many codes a transition weight can have (label pairs at order 1)."""
+        return self.codes(self.n_labels)[1]
+
+    def as_tuple(self):
+        """The :class:`Space` tuple the compiled kernels take (``t_index``: a transition
+        code's weight, -1 for none)."""
+        L = self.n_labels
+        t_index = np.full(self.n_transition_codes(), -1, dtype=np.int64)
+        t_index[self.t_pair] = np.arange(len(self.t_pair))
+        return Space(L, self.u_ptr, self.u_lab, self.b_ptr, self.b_pair, np.int64(self.b_base),
+                     self.t_pair, np.int64(self.t_base), t_index)
+
+    # -- construction ---------------------------------------------------------------
+    @classmethod
+    def full(cls, n_labels, n_uni_attrs, n_big_attrs, transitions=True):
+        """Every attribute with every label (pair), as Wapiti and the papers; every
+        transition when ``transitions``."""
+        L = n_labels
+        P, T = cls.codes(L)
+        return cls(
+            L,
+            np.arange(n_uni_attrs + 1, dtype=np.int64) * L,
+            np.tile(np.arange(L, dtype=np.int32), n_uni_attrs),
+            np.arange(n_big_attrs + 1, dtype=np.int64) * P,
+            np.tile(np.arange(P, dtype=np.int32), n_big_attrs),
+            np.arange(T, dtype=np.int32) if transitions else np.zeros(0, np.int32),
+        )
+
+    @classmethod
+    def observed(cls, data, n_labels, n_uni_attrs, n_big_attrs, transitions=True, all_states=False,
+                 all_transitions=False):
+        """Only the (attribute, label) and (attribute, label pair) combinations and the
+        transitions seen in the labelled ``data`` (unknown labels, -1, are skipped), as
+        CRFsuite; ``all_states`` gives every unigram attribute every label,
+        ``all_transitions`` every transition code a weight (CRFsuite's
+        ``feature.possible_states`` / ``possible_transitions``)."""
+        L = n_labels
+        P, T = cls.codes(L)
+        y = data.labels.astype(np.int64)
+        pair, trans = cls.contexts(data, L)
         if all_states:
             u_ptr = np.arange(n_uni_attrs + 1, dtype=np.int64) * L
             u_lab = np.tile(np.arange(L, dtype=np.int32), n_uni_attrs)
         else:
             u_ptr, u_lab = _seen_csr(data.uni_ptr, data.uni_ids, y, n_uni_attrs, L)
-        b_ptr, b_pair = _seen_csr(data.big_ptr, data.big_ids, pair, n_big_attrs, L * L)
+        b_ptr, b_pair = _seen_csr(data.big_ptr, data.big_ids, pair, n_big_attrs, P)
         if not transitions:
             t_pair = np.zeros(0, np.int32)
         elif all_transitions:
-            t_pair = np.arange(L * L, dtype=np.int32)
+            t_pair = np.arange(T, dtype=np.int32)
         else:
-            t_pair = np.unique(pair[pair >= 0]).astype(np.int32)
+            t_pair = np.unique(trans[trans >= 0]).astype(np.int32)
         return cls(L, u_ptr, u_lab, b_ptr, b_pair, t_pair)
 
     def compact(self, w):
@@ -113,7 +146,7 @@ class FeatureSpace:
         t_keep_w = w[self.t_base:] != 0
         u_ptr, u_lab, u_attrs = _compact_csr(self.u_ptr, self.u_lab, u_keep_w)
         b_ptr, b_pair, b_attrs = _compact_csr(self.b_ptr, self.b_pair, b_keep_w)
-        space = FeatureSpace(self.n_labels, u_ptr, u_lab, b_ptr, b_pair, self.t_pair[t_keep_w])
+        space = type(self)(self.n_labels, u_ptr, u_lab, b_ptr, b_pair, self.t_pair[t_keep_w])
         new_w = np.concatenate([w[: self.b_base][u_keep_w], w[self.b_base: self.t_base][b_keep_w],
                                 w[self.t_base:][t_keep_w]])
         return space, new_w, u_attrs, b_attrs
@@ -123,17 +156,21 @@ class FeatureSpace:
         L = self.n_labels
         if not isinstance(L, (int, np.integer)) or L < 1:
             raise ValueError("number of labels must be a positive integer")
+        if self.max_labels is not None and L > self.max_labels:
+            raise ValueError(f"a model of order {self.order} over {L} labels is too large "
+                             f"(at most {self.max_labels})")
+        P, T = self.codes(L)
         for name, ptr, vals, n_attr, upper in (("unigram", self.u_ptr, self.u_lab, n_uni_attrs, L),
-                                               ("bigram", self.b_ptr, self.b_pair, n_big_attrs, L * L)):
+                                               (self.pair_name, self.b_ptr, self.b_pair, n_big_attrs, P)):
             if ptr.ndim != 1 or len(ptr) != n_attr + 1 or ptr[0] != 0 or ptr[-1] != len(vals):
                 raise ValueError(f"{name} block offsets do not match the attribute list")
             if np.any(np.diff(ptr) < 0):
                 raise ValueError(f"{name} block offsets are not increasing")
             if len(vals) and (vals.min() < 0 or vals.max() >= upper):
                 raise ValueError(f"{name} label ids out of range")
-        if len(self.t_pair) and (self.t_pair.min() < 0 or self.t_pair.max() >= L * L
+        if len(self.t_pair) and (self.t_pair.min() < 0 or self.t_pair.max() >= T
                                  or len(np.unique(self.t_pair)) != len(self.t_pair)):
-            raise ValueError("transition pairs out of range or repeated")
+            raise ValueError(f"{self.transition_name} out of range or repeated")
 
 
 def _seen_csr(ptr, ids, token_col, n_rows, n_cols):

@@ -1,0 +1,48 @@
+"""Named kernel data of the chain CRFs: the tuples the compiled kernels take, with
+names (numba compiles a named tuple like a plain one; ``x.name`` reads the same slot as
+``x[i]``).
+
+* :class:`Data` -- a :class:`~spargel.data.dataset.SequenceData` as flat arrays
+  (:func:`data_tuple`);
+* :class:`Work` -- the per-thread scratch of the batch and prediction kernels of both
+  orders (:func:`spargel.chain.crf_kernels.work_buffers`,
+  :func:`spargel.chain.crf2_kernels.work_buffers`); the fields a given order does not
+  use hold empty arrays;
+* :class:`LogWork` -- the scratch of the log-space and decoding kernels.
+
+The layout tuple is :class:`spargel.data.feature_space.Space` (``FeatureSpace.as_tuple``).
+"""
+
+from collections import namedtuple
+
+import numpy as np
+
+#: the data set: sequence offsets into the tokens, per token its unigram attributes
+#: (CSR: ``uni_ptr``, ``uni_ids``, ``uni_vals``) and bigram / pair attributes
+#: (``big_ptr``, ``big_ids``, ``big_vals``), and its label id (-1: unknown)
+Data = namedtuple("Data", "seq_ptr uni_ptr uni_ids uni_vals big_ptr big_ids big_vals labels")
+
+#: scratch of one thread. First the fields of the first-order kernels (in the order
+#: the SGD pass unpacks them): state scores ``E``, their factors ``psi``, the scaled
+#: recursion's ``alpha`` / ``beta`` / ``scale`` / ``shift``, ``tmp`` and ``kbuf`` (the
+#: exponentials' scratch), the pair marginals ``P`` (None at order 1 without bigram
+#: attributes), ``need`` (positions whose pair marginals are needed), ``cacc`` /
+#: ``mark`` (the corrections' scratch), the corrections ``corr`` and ``nomask`` (an
+#: empty mask: plain weights). Then the second order's: its unigram rows ``U``, label
+#: marginals ``lm``, the shared pair factors ``eB`` and their counts ``gB``, and
+#: ``pcache`` ([attribute, max score] of the factors held in ``eB``).
+Work = namedtuple("Work", "E psi alpha beta scale shift tmp kbuf P need cacc mark corr nomask "
+                          "U lm eB gB pcache")
+
+#: scratch of the log-space and decoding kernels: forward / backward log messages
+#: ``la`` / ``lb``, marginals ``gamma``, a position's transition scores ``fv_t``, the
+#: log-sum candidates ``cand`` and the Viterbi back pointers ``back``
+LogWork = namedtuple("LogWork", "la lb gamma fv_t cand back")
+
+
+def data_tuple(data):
+    """The :class:`Data` of a :class:`~spargel.data.dataset.SequenceData` (labels all 0
+    when it has none)."""
+    labels = data.labels if data.labels is not None else np.zeros(data.n_tokens, np.int32)
+    return Data(data.seq_ptr, data.uni_ptr, data.uni_ids, data.uni_vals,
+                data.big_ptr, data.big_ids, data.big_vals, labels)
