@@ -129,9 +129,10 @@ class _FittedMixin:
     def __sklearn_is_fitted__(self):
         return hasattr(self, "precision_")
 
-    def _data(self, X, *, reset):
+    def _data(self, X, *, reset, least=1, purpose=""):
         """Validate X (data, not a covariance); on ``reset`` remember the
-        number and names of its columns, else check them."""
+        number and names of its columns, else check them. At least ``least``
+        samples are required (``purpose`` says what for)."""
         from .objective import as_matrix
 
         names = _feature_names(X)
@@ -157,6 +158,10 @@ class _FittedMixin:
         elif X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input.")
+        m = X.shape[0]
+        if m < least:
+            raise DataFormatError("X", None, f"need at least {least} samples to {purpose}, got "
+                                  f"{m} sample{'s' if m != 1 else ''}")
         return X
 
     def _store(self, res, n_features):
@@ -500,10 +505,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
             return self.fit_covariance(X)
         from .objective import empirical_covariance
 
-        X = self._data(X, reset=True)
-        if X.shape[0] < 2:
-            raise DataFormatError("X", None, f"need at least 2 samples to estimate a covariance, "
-                                  f"got {X.shape[0]} sample")
+        X = self._data(X, reset=True, least=2, purpose="estimate a covariance")
         if self._from_data(X.shape):
             return self._fit_from_data(X)
         S = empirical_covariance(X, assume_centered=self.assume_centered)
@@ -566,7 +568,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
                              block_weight=self.block_weight, screen=self.screen,
                              step_rule=self.step_rule, warm_start=warm, n_jobs=self.n_jobs,
                              random_state=_seed(self.random_state), verbose=self.verbose,
-                             validated=True, client=self.client)
+                             validated=True, client=self.client, overwrite_S=True)
         self._result = res
         self._store(res, S.shape[0])
         self.n_samples_ = n_samples
@@ -816,11 +818,8 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         _check_compat(self)
         if self.center_test not in ("train", "test"):
             raise ValueError(f"center_test must be 'train' or 'test', got {self.center_test!r}")
-        X = self._data(X, reset=True)
+        X = self._data(X, reset=True, least=2, purpose="estimate a covariance")
         m, n = X.shape
-        if m < 2:
-            raise DataFormatError("X", None, f"need at least 2 samples to estimate a covariance, "
-                                  f"got {m} sample")
         S = empirical_covariance(X, assume_centered=self.assume_centered)
         _check_no_constant_columns(S, self.penalize_diagonal)
         if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):

@@ -53,6 +53,8 @@ __all__ = ["solve_from_data", "screen_from_data", "ComponentTooLargeError",
 #: dense blocks of a component's size that its solve holds at its peak (Newton-CG's
 #: state and the rescaled inputs; counted with tracemalloc, see docs/gaussian.md)
 _ARRAYS_PER_SOLVE = 12
+#: rows per slab when a component's block is copied into the sparse result
+_ROWS = 256
 
 
 class ComponentTooLargeError(SpargelError, MemoryError):
@@ -199,6 +201,36 @@ def split_alpha(p, i, j, w, limit):
     return 0.0
 
 
+def _block_diagonal(p, singles, single_values, comps, results, name):
+    """The p x p CSR matrix with ``single_values`` on the diagonal at ``singles`` and
+    each component's dense block (attribute ``name`` of its result, released once
+    copied) on its rows and columns; written straight into the CSR arrays (no
+    triplets)."""
+    width = np.ones(p, dtype=np.int64)
+    for idx in comps:
+        width[idx] = idx.size
+    indptr = np.zeros(p + 1, dtype=np.int64)
+    np.cumsum(width, out=indptr[1:])
+    nnz = int(indptr[-1])
+    itype = np.int32 if max(nnz, p) < 2**31 - 1 else np.int64
+    indices = np.empty(nnz, dtype=itype)
+    data = np.empty(nnz)
+    at = indptr[singles]
+    indices[at] = singles
+    data[at] = single_values
+    for idx, r in zip(comps, results):
+        block = np.asarray(getattr(r, name))
+        k = idx.size
+        for a in range(0, k, _ROWS):                  # rows of the block, a slab at a time
+            b = min(a + _ROWS, k)
+            pos = indptr[idx[a:b]][:, None] + np.arange(k)
+            indices[pos] = idx[None, :]
+            data[pos] = block[a:b]
+        setattr(r, name, None)
+    return sp.csr_matrix((data, indices.astype(itype, copy=False), indptr.astype(itype)),
+                         shape=(p, p))
+
+
 def solve_from_data(X, alpha, *, assume_centered=False, penalize_diagonal=False,
                     max_component=None, block_bytes=2**26, **solve_kw):
     """Solve the l1 problem for the covariance of the data ``X`` (m x p) without
@@ -221,7 +253,7 @@ def solve_from_data(X, alpha, *, assume_centered=False, penalize_diagonal=False,
     GaussianResult with ``precision`` and ``covariance`` as ``scipy.sparse.csr_matrix``
     (block diagonal on the components), the whole problem's objective, gap and costs.
     """
-    from .solve import _whole_costs, solve_gaussian
+    from .solve import _whole_costs, combine_components, solve_gaussian
 
     t0 = time.perf_counter()
     if np.ndim(alpha) != 0:
@@ -261,55 +293,20 @@ def solve_from_data(X, alpha, *, assume_centered=False, penalize_diagonal=False,
     for idx in big:
         S_c = cols.square(idx)
         results.append(solve_gaussian(S_c, alpha, penalize_diagonal=penalize_diagonal,
-                                      screen=False, validated=True, **solve_kw))
+                                      screen=False, validated=True, overwrite_S=True,
+                                      **solve_kw))
         del S_c
-    # assemble the block-diagonal precision and covariance (COO triplets)
-    nnz = singles.size + sum(c.size ** 2 for c in big)
-    ri = np.empty(nnz, dtype=np.int64)
-    ci = np.empty(nnz, dtype=np.int64)
-    kv = np.empty(nnz)
-    cv = np.empty(nnz)
-    ri[:singles.size] = ci[:singles.size] = singles
-    kv[:singles.size] = 1.0 / d[singles]
-    cv[:singles.size] = d[singles]
-    pos = singles.size
-    f = float(np.sum(np.log(d[singles]) + 1.0))
-    g = f
-    hist, reasons = [], set()
-    n_iter, converged = 0, True
-    for ci_, (idx, r) in enumerate(zip(big, results)):
-        k = idx.size
-        sl = slice(pos, pos + k * k)
-        ri[sl] = np.repeat(idx, k)
-        ci[sl] = np.tile(idx, k)
-        kv[sl] = np.asarray(r.precision).ravel()
-        cv[sl] = np.asarray(r.covariance).ravel()
-        pos += k * k
-        f += r.objective
-        g += r.dual_objective
-        n_iter = max(n_iter, r.n_iter)
-        converged &= bool(r.converged)
-        reasons.add(r.stop_reason)
-        for row in r.history:
-            row = dict(row)
-            row["component"] = ci_
-            hist.append(row)
-    keep = kv != 0.0
-    K = sp.csr_matrix((kv[keep], (ri[keep], ci[keep])), shape=(p, p))
-    C = sp.csr_matrix((cv, (ri, ci)), shape=(p, p))
-    K.sort_indices()
-    C.sort_indices()
-    # each component's rows hold its own objective (its offset included): base is the
-    # singletons' share
-    costs = _whole_costs(float(np.sum(np.log(d[singles]) + 1.0)),
-                         [(r.history, 0.0, r) for r in results])
-    reasons.discard("tol")
-    reason = "tol" if converged else (sorted(reasons)[0] if reasons else "max_iter")
-    solvers = sorted({r.solver for r in results}) or ["closed-form"]
-    if not hist:
-        hist = [{"iteration": 0, "objective": f, "duality_gap": f - g,
-                 "active_edges": 0, "elapsed": time.perf_counter() - t0}]
-    return GaussianResult(precision=K, covariance=C, objective=f, dual_objective=g,
-                          duality_gap=f - g, n_iter=n_iter, converged=converged, history=hist,
-                          solver="/".join(solvers), n_components=len(comps),
-                          stop_reason=reason, costs=costs)
+    # each component's rows hold its own objective (its offset included): the base is
+    # the singletons' share
+    f0 = float(np.sum(np.log(d[singles]) + 1.0))
+    costs = _whole_costs(f0, [(r.history, 0.0, r) for r in results])
+    summary = combine_components(f0, results, "closed-form")
+    if not summary["history"]:
+        summary["history"] = [{"iteration": 0, "objective": summary["objective"],
+                               "duality_gap": summary["duality_gap"], "active_edges": 0,
+                               "elapsed": time.perf_counter() - t0}]
+    K = _block_diagonal(p, singles, 1.0 / d[singles], big, results, "precision")
+    C = _block_diagonal(p, singles, d[singles], big, results, "covariance")
+    K.eliminate_zeros()
+    return GaussianResult(precision=K, covariance=C, n_components=len(comps), costs=costs,
+                          **summary)

@@ -64,6 +64,29 @@ def _inverse_inplace(c, mirror):
     return A
 
 
+def start_point(S, L, X0):
+    """The Newton methods' start: ``(S, L, X, W, B, log det X)`` with S and L as
+    C-contiguous float64, X the warm start ``X0`` (its inverse W from one Cholesky)
+    or ``diag(1 / (S_ii + L_ii))`` (the solution when every off-diagonal weight is
+    large), and B an n x n scratch array."""
+    from ._cd_kernels import mirror_lower_to_upper
+
+    S = np.ascontiguousarray(S, dtype=np.float64)
+    L = np.ascontiguousarray(L, dtype=np.float64)
+    n = S.shape[0]
+    B = np.empty((n, n))
+    if X0 is None:
+        diag_d = np.diag(S) + np.diag(L)
+        return S, L, np.diag(1.0 / diag_d), np.diag(diag_d), B, -float(np.sum(np.log(diag_d)))
+    X = np.array(X0, dtype=np.float64, order="C")
+    B[...] = X
+    c, logdet = _chol_inplace(B)
+    if c is None:
+        raise ValueError("warm start X0 is not positive definite")
+    W = _inverse_inplace(c, mirror_lower_to_upper)
+    return S, L, X, W, np.empty((n, n)), logdet
+
+
 def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
               sigma=1e-4, max_line_search=30, gap_check=100.0, sweep_schedule="quic", inner_tol=0.0, stall_after=None,
               history=None, callback=None, offset=0.0, t0=None,
@@ -99,24 +122,9 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
                               mirror_lower_to_upper, trial_point)
 
     t_start = time.perf_counter() if t0 is None else t0
-    S = np.ascontiguousarray(S, dtype=np.float64)
-    L = np.ascontiguousarray(L, dtype=np.float64)
+    S, L, X, W, B, logdet = start_point(S, L, X0)
     n = S.shape[0]
     hist = [] if history is None else history
-    diag_d = np.diag(S) + np.diag(L)
-    B = np.empty((n, n))
-    if X0 is None:
-        X = np.diag(1.0 / diag_d)
-        W = np.diag(diag_d)
-        logdet = -float(np.sum(np.log(diag_d)))
-    else:
-        X = np.array(X0, dtype=np.float64, order="C")
-        B[...] = X
-        c, logdet = _chol_inplace(B)
-        if c is None:
-            raise ValueError("warm start X0 is not positive definite")
-        W = _inverse_inplace(c, mirror_lower_to_upper)
-        B = np.empty((n, n))
     f = -logdet + float(np.vdot(S, X)) + float(np.vdot(L, np.abs(X)))
 
     rows = np.empty(n * (n + 1) // 2, dtype=np.int64)

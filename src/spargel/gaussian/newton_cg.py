@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 
-from .newton_cd import _chol_inplace, _inverse_inplace, certify
+from .newton_cd import _chol_inplace, _inverse_inplace, certify, start_point
 from .progress import record
 from .result import GaussianResult
 
@@ -124,24 +124,9 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
                                      orthant_set, orthant_step, symmetric_rows)
 
     t_start = time.perf_counter() if t0 is None else t0
-    S = np.ascontiguousarray(S, dtype=np.float64)
-    L = np.ascontiguousarray(L, dtype=np.float64)
+    S, L, X, W, B, logdet = start_point(S, L, X0)
     n = S.shape[0]
     hist = [] if history is None else history
-    diag_d = np.diag(S) + np.diag(L)
-    B = np.empty((n, n))
-    if X0 is None:
-        X = np.diag(1.0 / diag_d)
-        W = np.diag(diag_d)
-        logdet = -float(np.sum(np.log(diag_d)))
-    else:
-        X = np.array(X0, dtype=np.float64, order="C")
-        B[...] = X
-        c, logdet = _chol_inplace(B)
-        if c is None:
-            raise ValueError("warm start X0 is not positive definite")
-        W = _inverse_inplace(c, mirror_lower_to_upper)
-        B = np.empty((n, n))
     trSX = float(np.vdot(S, X))
     pen = float(np.vdot(L, np.abs(X)))
     f = -logdet + trSX + pen

@@ -130,11 +130,8 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             if isinstance(v, (bool, str)) or not isinstance(v, numbers.Real) or \
                     not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-        X = self._data(X, reset=True)
+        X = self._data(X, reset=True, least=3, purpose="standardise and fit")
         n, p = X.shape
-        if n < 3:
-            raise DataFormatError("X", None, f"need at least 3 samples to standardise and fit, "
-                                  f"got {n} sample{'s' if n != 1 else ''}")
         sd = X.std(axis=0, ddof=1)
         if np.any(sd == 0):
             raise DataFormatError("X", None, f"column {int(np.flatnonzero(sd == 0)[0])} is "

@@ -110,7 +110,8 @@ def _map_back(res, s, offset, n_components=None):
 def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
                    max_iter=None, penalize_diagonal=False, block_weight="size",
                    screen=True, warm_start=None, n_jobs=1, step_rule="bb",
-                   random_state=0, verbose=False, callback=None, validated=False, client=None):
+                   random_state=0, verbose=False, callback=None, validated=False, client=None,
+                   overwrite_S=False):
     """Solve the (block-)l1 penalised Gaussian maximum-likelihood problem.
 
     Parameters
@@ -145,6 +146,9 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
     verbose : print one line per iteration on stderr.
     callback : ``callback(row)`` after every iteration; returning True stops
         the solver (the result then has ``stop_reason == 'callback'``).
+    overwrite_S : with ``validated=True``, the rescaled problem of the l1 path is
+        built in S's memory (one dense n x n array less; S is then garbage): for
+        callers that own S and do not use it afterwards.
 
     Returns
     -------
@@ -170,7 +174,8 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
                             warm_start, step_rule, random_state, common)
     else:
         res = _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen,
-                        warm_start, n_jobs, common, client, fallback_tol)
+                        warm_start, n_jobs, common, client, fallback_tol,
+                        overwrite=overwrite_S and validated)
     if not res.costs:
         res.costs = [(float(h["objective"]), float(h.get("duality_gap", np.nan)))
                      for h in res.history] or [(float(res.objective), float(res.duality_gap))]
@@ -206,7 +211,7 @@ def _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_wei
 
 
 def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_start,
-              n_jobs, common, client=None, fallback_tol=None):
+              n_jobs, common, client=None, fallback_tol=None, overwrite=False):
     n = S.shape[0]
     L = penalty_matrix(alpha, n, penalize_diagonal)
     d = np.diag(S) + np.diag(L)
@@ -233,10 +238,11 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
     else:
         comps = [np.arange(n)]
     # the rescaled problem, built in row blocks (the same arithmetic as S / outer(s, s)):
-    # St is the one new dense array, Lt overwrites L (ours: penalty_matrix copies)
+    # St is the one new dense array (none with overwrite: S's memory), Lt overwrites L
+    # (ours: penalty_matrix copies)
     S_diag, L_diag = np.diag(S).copy(), np.diag(L).copy()
     cap = _WEIGHT_CAP * max(1.0, float(dt.max()))
-    St = np.empty_like(S)
+    St = S if overwrite and S.flags.c_contiguous and S.dtype == np.float64 else np.empty_like(S)
     Lt = L
     with np.errstate(over="ignore"):
         for a in range(0, n, _ROWS):
@@ -295,17 +301,27 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
     K[singles, singles] = 1.0 / dt[singles]
     C[singles, singles] = dt[singles]
     f = float(np.sum(np.log(dt[singles]) + 1.0))
-    g = f
-    hist = []
-    n_iter = 0
-    converged = True
-    reasons = set()
     costs = _whole_costs(f + offset, [(r.history, float(np.sum(np.log(s[idx] * s[idx]))), r)
                                       for idx, r in zip(big, results)])
-    for ci, (idx, r) in enumerate(zip(big, results)):
+    for idx, r in zip(big, results):
         sub = np.ix_(idx, idx)
         K[sub] = r.precision
         C[sub] = r.covariance
+    res = GaussianResult(precision=K, covariance=C, n_components=len(comps), costs=costs,
+                         **combine_components(f, results, kind))
+    return _map_back(res, s, offset)
+
+
+def combine_components(f0, results, solver):
+    """The whole problem's summary from its screened components' results: objective
+    and dual value (``f0``, the closed-form part, plus theirs), gap, iterations (the
+    most of any), convergence (all), the history (their rows, each with its
+    ``component`` index), the solvers and the stop reason. ``solver``: the name when
+    there are no results. Keyword arguments of :class:`GaussianResult`."""
+    f = g = float(f0)
+    hist, reasons = [], set()
+    n_iter, converged = 0, True
+    for ci, r in enumerate(results):
         f += r.objective
         g += r.dual_objective
         n_iter = max(n_iter, r.n_iter)
@@ -317,12 +333,9 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
             hist.append(row)
     reasons.discard("tol")
     reason = "tol" if converged else (sorted(reasons)[0] if reasons else "max_iter")
-    solvers = sorted({r.solver for r in results}) or [kind]
-    res = GaussianResult(precision=K, covariance=C, objective=f, dual_objective=g,
-                         duality_gap=f - g, n_iter=n_iter, converged=converged,
-                         history=hist, solver="/".join(solvers), n_components=len(comps),
-                         stop_reason=reason, costs=costs)
-    return _map_back(res, s, offset)
+    solvers = sorted({r.solver for r in results}) or [solver]
+    return dict(objective=f, dual_objective=g, duality_gap=f - g, n_iter=n_iter,
+                converged=converged, history=hist, solver="/".join(solvers), stop_reason=reason)
 
 
 def _unpenalised(S, kind, t0):
