@@ -20,7 +20,7 @@ product and two contiguous axpys of length n.
 """
 
 import numpy as np
-from ..core.jit import kernel
+from ..core.jit import inner, kernel
 
 
 @kernel(fastmath=True)
@@ -88,6 +88,18 @@ def cd_sweeps(W, G, X, L, D, U, col_ptr, rows, cols_of_group, n_sweeps, buf):
     return max_step
 
 
+@inner()
+def min_norm_subgradient(x, g, lam):
+    """``|minimum-norm subgradient|`` of ``g x + lam |x|`` at one entry x with smooth
+    gradient g: ``|g + lam sign(x)|`` off zero, ``max(|g| - lam, 0)`` at zero."""
+    if x > 0.0:
+        return abs(g + lam)
+    if x < 0.0:
+        return abs(g - lam)
+    v = abs(g) - lam
+    return 0.0 if v < 0.0 else v
+
+
 @kernel(fastmath=True)
 def free_set(X, G, L, out_rows, out_cols):
     """Upper-triangle positions (i <= j) with X_ij != 0 or |G_ij| > L_ij,
@@ -102,14 +114,7 @@ def free_set(X, G, L, out_rows, out_cols):
             x = X[i, j]
             gij = G[i, j]
             lam = L[i, j]
-            if x > 0.0:
-                v = abs(gij + lam)
-            elif x < 0.0:
-                v = abs(gij - lam)
-            else:
-                v = abs(gij) - lam
-                if v < 0.0:
-                    v = 0.0
+            v = min_norm_subgradient(x, gij, lam)
             sub += v if i == j else 2.0 * v
             if i == j or x != 0.0 or abs(gij) > lam:
                 out_rows[cnt] = i

@@ -19,6 +19,7 @@ so that every write stays within one row of a scratch matrix.
 
 import numpy as np
 from ..core.jit import kernel
+from ._cd_kernels import min_norm_subgradient
 
 
 @kernel()
@@ -59,14 +60,7 @@ def orthant_set(X, G, L, rows, cols, sgn, grad):
             x = X[i, j]
             gij = G[i, j]
             lam = L[i, j]
-            if x > 0.0:
-                v = abs(gij + lam)
-            elif x < 0.0:
-                v = abs(gij - lam)
-            else:
-                v = abs(gij) - lam
-                if v < 0.0:
-                    v = 0.0
+            v = min_norm_subgradient(x, gij, lam)
             sub += v if i == j else 2.0 * v
             if lam == 0.0:
                 if not (i == j or x != 0.0 or gij != 0.0):
