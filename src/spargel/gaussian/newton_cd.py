@@ -118,8 +118,8 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     -------
     GaussianResult
     """
-    from ._cd_kernels import (cd_sweeps, direction_terms, free_set, gradient_into,
-                              mirror_lower_to_upper, trial_point)
+    from ._cd_kernels import (cd_sweeps, direction_terms, free_set, mirror_lower_to_upper,
+                              trial_point)
 
     t_start = time.perf_counter() if t0 is None else t0
     S, L, X, W, B, logdet = start_point(S, L, X0)
@@ -130,7 +130,6 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     rows = np.empty(n * (n + 1) // 2, dtype=np.int64)
     cols = np.empty_like(rows)
     buf = np.empty(n, dtype=np.float64)
-    G = np.empty((n, n))
     D = np.zeros((n, n))
     U = np.zeros((n, n))
     gap = np.inf
@@ -139,8 +138,7 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     reason = "max_iter"
     it = 0
     for it in range(1, max_iter + 1):
-        gradient_into(S, W, G)
-        cnt, sub = free_set(X, G, L, rows, cols)
+        cnt, sub = free_set(X, S, W, L, rows, cols)
         r, cc = rows[:cnt], cols[:cnt]
         cols_of_group, starts = np.unique(cc, return_index=True)
         col_ptr = np.append(starts, cnt).astype(np.int64)
@@ -148,15 +146,15 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
         U.fill(0.0)
         cap = min(1 + (it - 1) // 3, max_sweeps) if sweep_schedule == "quic" else max_sweeps
         cog = cols_of_group.astype(np.int64)
-        first = cd_sweeps(W, G, X, L, D, U, col_ptr, r, cog, 1, buf)
+        first = cd_sweeps(W, S, X, L, D, U, col_ptr, r, cog, 1, buf)
         n_sweeps = 1
         while n_sweeps < cap:
-            last = cd_sweeps(W, G, X, L, D, U, col_ptr, r, cog, 1, buf)
+            last = cd_sweeps(W, S, X, L, D, U, col_ptr, r, cog, 1, buf)
             n_sweeps += 1
             if last <= inner_tol * first:
                 break
         # directional derivative of f along D (the model decrease)
-        gd, dpen, trSD, pen0 = direction_terms(G, L, X, D, S)
+        gd, dpen, trSD, pen0 = direction_terms(W, L, X, D, S)
         delta = gd + dpen
         trSX = float(np.vdot(S, X))
         if not delta < 0.0:
