@@ -20,7 +20,7 @@ product and two contiguous axpys of length n.
 """
 
 import numpy as np
-from ..core.jit import inner, kernel
+from ..core.jit import kernel
 
 
 @kernel(fastmath=True)
@@ -87,41 +87,6 @@ def cd_sweeps(W, S, X, L, D, U, col_ptr, rows, cols_of_group, n_sweeps, buf):
                     buf[i] += mu * wjj
                     buf[j] += mu * wij
     return max_step
-
-
-@inner()
-def min_norm_subgradient(x, g, lam):
-    """``|minimum-norm subgradient|`` of ``g x + lam |x|`` at one entry x with smooth
-    gradient g: ``|g + lam sign(x)|`` off zero, ``max(|g| - lam, 0)`` at zero."""
-    if x > 0.0:
-        return abs(g + lam)
-    if x < 0.0:
-        return abs(g - lam)
-    v = abs(g) - lam
-    return 0.0 if v < 0.0 else v
-
-
-@kernel(fastmath=True)
-def free_set(X, S, W, L, out_rows, out_cols):
-    """Upper-triangle positions (i <= j) with X_ij != 0 or |G_ij| > L_ij (G = S - W),
-    plus the whole diagonal, column by column. Returns the count; also the
-    l1 norm of the minimum-norm subgradient over all entries (a stationarity
-    measure that is 0 exactly at the optimum)."""
-    n = X.shape[0]
-    cnt = 0
-    sub = 0.0
-    for j in range(n):
-        for i in range(j + 1):
-            x = X[i, j]
-            gij = S[i, j] - W[i, j]
-            lam = L[i, j]
-            v = min_norm_subgradient(x, gij, lam)
-            sub += v if i == j else 2.0 * v
-            if i == j or x != 0.0 or abs(gij) > lam:
-                out_rows[cnt] = i
-                out_cols[cnt] = j
-                cnt += 1
-    return cnt, sub
 
 
 @kernel(fastmath=True)

@@ -18,8 +18,7 @@ so that every write stays within one row of a scratch matrix.
 """
 
 import numpy as np
-from ..core.jit import kernel
-from ._cd_kernels import min_norm_subgradient
+from ..core.jit import inner, kernel
 
 
 @kernel()
@@ -35,6 +34,18 @@ def orthant_count(X, S, W, L):
             if i == j or X[i, j] != 0.0 or not abs(S[i, j] - W[i, j]) <= L[i, j]:
                 cnt += 1
     return cnt
+
+
+@inner()
+def min_norm_subgradient(x, g, lam):
+    """``|minimum-norm subgradient|`` of ``g x + lam |x|`` at one entry x with smooth
+    gradient g: ``|g + lam sign(x)|`` off zero, ``max(|g| - lam, 0)`` at zero."""
+    if x > 0.0:
+        return abs(g + lam)
+    if x < 0.0:
+        return abs(g - lam)
+    v = abs(g) - lam
+    return 0.0 if v < 0.0 else v
 
 
 @kernel()

@@ -118,8 +118,8 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     -------
     GaussianResult
     """
-    from ._cd_kernels import (cd_sweeps, direction_terms, free_set, mirror_lower_to_upper,
-                              trial_point)
+    from ._cd_kernels import cd_sweeps, direction_terms, mirror_lower_to_upper, trial_point
+    from ._newton_cg_kernels import orthant_count, orthant_set
 
     t_start = time.perf_counter() if t0 is None else t0
     S, L, X, W, B, logdet = start_point(S, L, X0)
@@ -127,8 +127,7 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     hist = [] if history is None else history
     f = -logdet + float(np.vdot(S, X)) + float(np.vdot(L, np.abs(X)))
 
-    rows = np.empty(n * (n + 1) // 2, dtype=np.int64)
-    cols = np.empty_like(rows)
+    size = 0
     buf = np.empty(n, dtype=np.float64)
     D = np.zeros((n, n))
     U = np.zeros((n, n))
@@ -138,7 +137,15 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     reason = "max_iter"
     it = 0
     for it in range(1, max_iter + 1):
-        cnt, sub = free_set(X, S, W, L, rows, cols)
+        # the free set is the orthant-wise method's (its signs and gradients unused here),
+        # its arrays sized to it as there
+        need = orthant_count(X, S, W, L)
+        if need > size:
+            size = min(n * (n + 1) // 2, max(need, int(1.25 * size), 4 * n))
+            rows = cols = sgn = grad = None
+            rows, cols = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+            sgn, grad = np.empty(size), np.empty(size)
+        cnt, sub = orthant_set(X, S, W, L, rows, cols, sgn, grad)
         r, cc = rows[:cnt], cols[:cnt]
         cols_of_group, starts = np.unique(cc, return_index=True)
         col_ptr = np.append(starts, cnt).astype(np.int64)
