@@ -59,6 +59,15 @@ def test_same_precision_as_dense(penalize_diagonal):
     assert split >= 2                   # several alphas gave several non-trivial components
 
 
+def test_threads_give_the_same_result():
+    X = _chain(20, 60, seed=4)
+    one = SparseGaussianMRF(alpha=0.9, covariance="from_data").fit(X)
+    two = SparseGaussianMRF(alpha=0.9, covariance="from_data", n_jobs=2).fit(X)
+    assert one.n_components_ > 2
+    assert (one.precision_ != two.precision_).nnz == 0
+    assert one.objective_ == two.objective_
+
+
 def test_no_dense_array():
     p, n = 2000, 50
     X = _chain(n, p, seed=1)

@@ -531,7 +531,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
                               penalize_diagonal=self.penalize_diagonal,
                               max_component=self.max_component, solver=self.solver,
                               tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
-                              random_state=_seed(self.random_state))
+                              random_state=_seed(self.random_state), n_jobs=self.n_jobs)
         self._result = res
         self._store(res, X.shape[1])
         self.n_samples_ = X.shape[0]

@@ -176,7 +176,16 @@ def split_alpha(p, i, j, w, limit):
     """The smallest weight at which every component of the graph ``{(i, j): w > alpha}``
     has at most ``limit`` nodes: edges joined by decreasing weight (Kruskal's order,
     union-find); the first edge that would make a component exceed ``limit`` gives it
-    (the graph keeps only the edges strictly heavier than it)."""
+    (the graph keeps only the edges strictly heavier than it). Only the edges of a
+    maximum spanning forest can join two components, so those are all it visits."""
+    from scipy.sparse.csgraph import minimum_spanning_tree
+
+    if w.size:
+        # maximum spanning forest = minimum spanning forest of (top + 1 - w) > 0
+        cost = float(w.max()) + 1.0 - w
+        forest = minimum_spanning_tree(sp.coo_matrix((cost, (i, j)), shape=(p, p))).tocoo()
+        i, j = forest.row, forest.col
+        w = float(w.max()) + 1.0 - forest.data
     parent = np.arange(p)
     size = np.ones(p, dtype=np.int64)
 
@@ -246,7 +255,8 @@ def solve_from_data(X, alpha, *, assume_centered=False, penalize_diagonal=False,
         :class:`ComponentTooLargeError`.
     block_bytes : size of the slabs of S computed at once for the screening.
     solve_kw : passed to :func:`.solve.solve_gaussian` for each component (solver,
-        tol, atol, max_iter, verbose, callback, n_jobs is ignored).
+        tol, atol, max_iter, verbose, callback); ``n_jobs``: threads that solve
+        components concurrently (each holds its own dense blocks).
 
     Returns
     -------
@@ -287,15 +297,20 @@ def solve_from_data(X, alpha, *, assume_centered=False, penalize_diagonal=False,
     singles = np.concatenate([c for c in comps if c.size == 1]) if len(big) < len(comps) \
         else np.zeros(0, dtype=np.int64)
     solve_kw = dict(solve_kw)
-    solve_kw.pop("n_jobs", None)
+    n_jobs = solve_kw.pop("n_jobs", 1)
     solve_kw.pop("screen", None)
-    results = []
-    for idx in big:
-        S_c = cols.square(idx)
-        results.append(solve_gaussian(S_c, alpha, penalize_diagonal=penalize_diagonal,
-                                      screen=False, validated=True, overwrite_S=True,
-                                      **solve_kw))
-        del S_c
+
+    def run(idx):
+        return solve_gaussian(cols.square(idx), alpha, penalize_diagonal=penalize_diagonal,
+                              screen=False, validated=True, overwrite_S=True, **solve_kw)
+
+    if n_jobs is not None and n_jobs != 1 and len(big) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=None if n_jobs == -1 else int(n_jobs)) as ex:
+            results = list(ex.map(run, big))
+    else:
+        results = [run(idx) for idx in big]
     # each component's rows hold its own objective (its offset included): the base is
     # the singletons' share
     f0 = float(np.sum(np.log(d[singles]) + 1.0))
