@@ -210,17 +210,38 @@ def _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_wei
     return _map_back(res, s, offset)
 
 
+def _rescale_rows(S, L, s_rows, s_cols, cap, S_out, L_out):
+    """``S_out = S / outer(s_rows, s_cols)`` and ``L_out = min(L / outer(...), cap)``,
+    by blocks of rows (no further dense array; the outputs may be the inputs)."""
+    with np.errstate(over="ignore"):
+        for a in range(0, S.shape[0], _ROWS):
+            b = min(a + _ROWS, S.shape[0])
+            ss = np.outer(s_rows[a:b], s_cols)
+            np.divide(S[a:b], ss, out=S_out[a:b])
+            np.divide(L[a:b], ss, out=L_out[a:b])
+            np.minimum(L_out[a:b], cap, out=L_out[a:b])
+
+
 def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_start,
               n_jobs, common, client=None, fallback_tol=None, overwrite=False):
     n = S.shape[0]
-    L = penalty_matrix(alpha, n, penalize_diagonal)
-    d = np.diag(S) + np.diag(L)
+    # a scalar weight stays a scalar until a component needs its weight matrix
+    scalar = np.ndim(alpha) == 0
+    if scalar:
+        a_off = float(penalty_matrix(alpha, 2, True)[0, 1])        # validated
+        L = a_off
+        L_diag = np.full(n, a_off if penalize_diagonal else 0.0)
+    else:
+        L = penalty_matrix(alpha, n, penalize_diagonal)
+        L_diag = np.diag(L).copy()
+    d = np.diag(S) + L_diag
     if np.any(d <= 0):
         bad = int(np.flatnonzero(d <= 0)[0])
         raise DataFormatError("S", None, f"variable {bad} has zero variance and an unpenalised "
                               "diagonal: the likelihood is unbounded (remove constant columns or "
                               "penalise the diagonal)")
-    if not np.any(L):
+    penalised = ((a_off > 0 and n > 1) or bool(np.any(L_diag))) if scalar else np.any(L)
+    if not penalised:
         return _unpenalised(S, kind, common["t0"])
     if kind == "projected-gradient":
         # one common factor: Algorithm 1's iterates are then exactly those of
@@ -238,22 +259,20 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
     else:
         comps = [np.arange(n)]
     # the rescaled problem, built in row blocks (the same arithmetic as S / outer(s, s)):
-    # St is the one new dense array (none with overwrite: S's memory), Lt overwrites L
-    # (ours: penalty_matrix copies)
-    S_diag, L_diag = np.diag(S).copy(), np.diag(L).copy()
+    # for one component St is the one new dense array (none with overwrite: S's memory)
+    # and Lt overwrites L (ours: penalty_matrix copies); for several, each component's
+    # block is rescaled when it is solved (no full rescaled copy besides S and L)
+    S_diag = np.diag(S).copy()
     cap = _WEIGHT_CAP * max(1.0, float(dt.max()))
-    St = S if overwrite and S.flags.c_contiguous and S.dtype == np.float64 else np.empty_like(S)
-    Lt = L
-    with np.errstate(over="ignore"):
-        for a in range(0, n, _ROWS):
-            b = min(a + _ROWS, n)
-            ss = np.outer(s[a:b], s)
-            np.divide(S[a:b], ss, out=St[a:b])
-            np.divide(Lt[a:b], ss, out=Lt[a:b])
-            np.minimum(Lt[a:b], cap, out=Lt[a:b])
-    del L
-    np.fill_diagonal(St, S_diag / (s * s))
-    np.fill_diagonal(Lt, L_diag / (s * s))
+    whole = len(comps) == 1
+    if whole:
+        St = S if overwrite and S.flags.c_contiguous and S.dtype == np.float64 \
+            else np.empty_like(S)
+        Lt = np.full((n, n), L) if scalar else L
+        _rescale_rows(S, Lt, s, s, cap, St, Lt)
+        del L
+        np.fill_diagonal(St, S_diag / (s * s))
+        np.fill_diagonal(Lt, L_diag / (s * s))
     offset = float(np.sum(np.log(s * s)))
     K0 = None
     if warm_start is not None:
@@ -264,11 +283,16 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
             K0 = None
 
     def inputs(idx):
-        if idx.size == n:                   # the whole problem: no copies
+        if whole:                           # the whole problem: no copies
             Ss, Ls = St, Lt
         else:
             sub = np.ix_(idx, idx)
-            Ss, Ls = np.ascontiguousarray(St[sub]), np.ascontiguousarray(Lt[sub])
+            Ss = np.ascontiguousarray(S[sub])
+            Ls = np.full((idx.size, idx.size), L) if scalar else np.ascontiguousarray(L[sub])
+            si = s[idx]
+            _rescale_rows(Ss, Ls, si, si, cap, Ss, Ls)
+            np.fill_diagonal(Ss, S_diag[idx] / (si * si))
+            np.fill_diagonal(Ls, L_diag[idx] / (si * si))
         off = float(np.sum(np.log(s[idx] * s[idx])))
         X0 = None if K0 is None else (K0 if idx.size == n else K0[np.ix_(idx, idx)])
         if X0 is not None and kind != "projected-gradient" and np.linalg.eigvalsh(X0)[0] <= 0:
@@ -290,7 +314,7 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
             results = list(ex.map(run, big))
     else:
         results = [run(c) for c in big]
-    St = Lt = K0 = None                     # the rescaled inputs are no longer needed
+    St = Lt = K0 = L = None                 # the rescaled inputs are no longer needed
     if len(results) == 1 and not singles.size:
         res = results[0]
         # the component's objective already is the whole problem's (offset included)
