@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -111,16 +112,29 @@ def worker(args):
                       "converged": bool(m.converged_)}))
 
 
+def _run(cmd, timeout):
+    """``(returncode, stdout, stderr)`` of cmd in its own process group, or None when
+    it ran past ``timeout`` (then the whole group is killed: R under GNU time too)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None
+    return proc.returncode, out, err
+
+
 def run_spargel(which, data, p, n, alpha, timeout):
     cmd = [sys.executable, __file__, "--worker", which, "--data", str(data), "--p", str(p),
            "--n", str(n), "--alpha", str(alpha)]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    got = _run(cmd, timeout)
+    if got is None:
         return {"time": None, "note": f"over {timeout} s"}
-    if out.returncode != 0:
-        return {"note": out.stderr.strip().splitlines()[-1][:120]}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    if got[0] != 0:
+        return {"note": got[2].strip().splitlines()[-1][:300]}
+    return json.loads(got[1].strip().splitlines()[-1])
 
 
 def run_r(pkg, data, p, n, alpha, timeout, tmp):
@@ -128,14 +142,13 @@ def run_r(pkg, data, p, n, alpha, timeout, tmp):
     script.write_text(_R)
     cmd = ["/usr/bin/time", "-f", "%M", "Rscript", str(script), str(data), str(p), str(n),
            str(alpha), pkg]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    got = _run(cmd, timeout)
+    if got is None:
         return {"time": None, "note": f"over {timeout} s"}
-    if out.returncode != 0:
-        return {"note": out.stderr.strip().splitlines()[-1][:120]}
-    res = json.loads(out.stdout.strip().splitlines()[-1])
-    res["peak_mb"] = int(out.stderr.strip().splitlines()[-1]) / 1024.0
+    if got[0] != 0:
+        return {"note": got[2].strip().splitlines()[-1][:300]}
+    res = json.loads(got[1].strip().splitlines()[-1])
+    res["peak_mb"] = int(got[2].strip().splitlines()[-1]) / 1024.0
     return res
 
 
