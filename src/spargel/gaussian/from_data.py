@@ -105,11 +105,14 @@ class _Columns:
 
     def __init__(self, X, assume_centered):
         m = X.shape[0]
+        # one n x p copy: centred (unless assume_centered) and rescaled in place
+        Y = np.array(X, dtype=np.float64, order="C", copy=True)
         if not assume_centered:
-            X = X - X.mean(axis=0)
-        a = np.max(np.abs(X), axis=0)
+            Y -= X.mean(axis=0)
+        a = np.max(np.abs(Y), axis=0)
         self.scale = np.where(a > 0, a, 1.0)
-        self.Y = np.ascontiguousarray(X / self.scale)
+        Y /= self.scale
+        self.Y = Y
         self.m = m
         C_diag = np.einsum("ij,ij->j", self.Y, self.Y) / m
         with np.errstate(over="ignore", under="ignore"):
