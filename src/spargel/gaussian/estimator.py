@@ -118,6 +118,21 @@ def _check_compat(est):
             raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
 
 
+def check_n_features(est, X):
+    """scikit-learn's error when X's number of columns is not the fitted one."""
+    if X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is "
+                         f"expecting {est.n_features_in_} features as input.")
+
+
+def need_samples(X, least, purpose):
+    """A clear error when X has fewer than ``least`` samples (``purpose``: what for)."""
+    m = X.shape[0]
+    if m < least:
+        raise DataFormatError("X", None, f"need at least {least} samples to {purpose}, got "
+                              f"{m} sample{'s' if m != 1 else ''}")
+
+
 class _FittedMixin:
     """What both estimators do once fitted: scoring, names, plots."""
 
@@ -155,13 +170,9 @@ class _FittedMixin:
         X = as_matrix(X, "X")
         if reset:
             self.n_features_in_ = X.shape[1]
-        elif X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input.")
-        m = X.shape[0]
-        if m < least:
-            raise DataFormatError("X", None, f"need at least {least} samples to {purpose}, got "
-                                  f"{m} sample{'s' if m != 1 else ''}")
+        else:
+            check_n_features(self, X)
+        need_samples(X, least, purpose)
         return X
 
     def _store(self, res, n_features):

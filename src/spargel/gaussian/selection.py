@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.params import ParamsMixin
 from ..errors import DataFormatError, NotFittedError
-from .estimator import _check_alphas, _FittedMixin
+from .estimator import _check_alphas, _FittedMixin, check_n_features, need_samples
 
 __all__ = ["SparseGaussianMRFSelect", "Nonparanormal"]
 
@@ -284,9 +284,8 @@ class Nonparanormal(ParamsMixin):
 
         self._check()
         X = as_matrix(X, "X")
+        need_samples(X, 2, "rank")
         n = X.shape[0]
-        if n < 2:
-            raise DataFormatError("X", None, f"need at least 2 samples to rank, got {n} sample")
         self.n_features_in_ = X.shape[1]
         self.n_samples_ = n
         if self.method == "skeptic":
@@ -316,9 +315,7 @@ class Nonparanormal(ParamsMixin):
                                   "your data with X.reshape(-1, 1) for one variable or "
                                   "X.reshape(1, -1) for one sample")
         X = as_matrix(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input.")
+        check_n_features(self, X)
         if self.method == "skeptic":
             return skeptic_correlation(X)
         n = self.n_samples_
