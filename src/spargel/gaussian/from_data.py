@@ -29,7 +29,7 @@ decreasing ``|S_ij|``).
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
->>> X = rng.standard_normal((30, 8)); X[:, 1] += X[:, 0]
+>>> X = rng.standard_normal((500, 8)); X[:, 1] += X[:, 0]
 >>> res = solve_from_data(X, 0.3)
 >>> type(res.precision).__name__, res.n_components
 ('csr_matrix', 7)
