@@ -126,7 +126,7 @@ def test_estimator_errors():
         SparseGaussianMRF(alpha=-0.5).fit(_data())
     with pytest.raises(ValueError, match="overlap"):
         SparseGaussianMRF(blocks=[[(0, 1)], [(1, 0)]]).fit(_data())
-    with pytest.raises(ValueError, match="covariance must be None or 'precomputed'"):
+    with pytest.raises(ValueError, match="covariance must be None, 'dense', 'precomputed'"):
         SparseGaussianMRF(covariance="empirical").fit(_data())
     m = SparseGaussianMRF(alpha=0.1).fit(_data())
     with pytest.raises(ValueError, match="X has 2 features, but SparseGaussianMRF is expecting 8"):

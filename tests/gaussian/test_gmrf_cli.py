@@ -168,3 +168,26 @@ def test_missing_file_and_extreme_scale(tmp_path, capsys):
     rc, out, err = _run([f, "--alpha", 0.1, "--out-edges", tmp_path / "e.csv"], capsys)
     assert rc == 1 and "tiny.csv: column 0 has standard deviation" in err
     assert not (tmp_path / "e.csv").exists()
+
+
+def test_from_data(tmp_path, capsys):
+    X = _data(m=30, n=8, seed=3)
+    f = _write(tmp_path / "d.csv", X)
+    rc, out, err = _run([f, "--alpha", 0.3, "--from-data", "--history", tmp_path / "h.jsonl"],
+                        capsys)
+    assert rc == 0, err
+    ref = SparseGaussianMRF(alpha=0.3).fit(X)                 # the dense path
+    rows = list(csv.DictReader(out.splitlines()))
+    assert len(rows) >= 2
+    assert [(int(r["i"]), int(r["j"])) for r in rows] == [tuple(e) for e in ref.edges_]
+    np.testing.assert_allclose([float(r["weight"]) for r in rows], ref.edge_weights_,
+                               rtol=1e-6)
+    # a component larger than allowed: one line naming the alpha that splits it
+    rc, out, err = _run([f, "--alpha", 0.01, "--from-data", "--max-component", 2], capsys)
+    assert rc == 1 and out == "" and "splits every component" in err
+    assert len(err.strip().splitlines()) == 1
+    for extra in (["--out-precision", tmp_path / "K.csv"], ["--plot", tmp_path / "g.png"]):
+        rc, out, err = _run([f, "--alpha", 0.3, "--from-data", *extra], capsys)
+        assert rc == 2 and "--from-data" in err
+    rc, out, err = _run([f, "--alpha", 0.3, "--max-component", 5], capsys)
+    assert rc == 2 and "goes with --from-data" in err

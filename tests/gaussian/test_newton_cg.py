@@ -39,7 +39,7 @@ def _setup(n=9, seed=0):
     size = n * (n + 1) // 2
     rows, cols = np.empty(size, np.int64), np.empty(size, np.int64)
     sgn, grad = np.empty(size), np.empty(size)
-    m, sub = orthant_set(X, G, L, rows, cols, sgn, grad)
+    m, sub = orthant_set(X, S, W, L, rows, cols, sgn, grad)
     return S, W, X, L, G, rows[:m].copy(), cols[:m].copy(), sgn[:m].copy(), grad[:m].copy(), sub
 
 
@@ -128,7 +128,7 @@ def test_orthant_step_projects_and_accounts():
     n, m = X.shape[0], r.size
     d = np.random.default_rng(2).standard_normal(m) * np.abs(X).max()
     out = np.empty((n, n))
-    dtr, dpen, dlin = orthant_step(X, r, c, sgn, d, 0.7, S, L, G, out, True)
+    dtr, dpen, dlin = orthant_step(X, r, c, sgn, d, 0.7, S, L, W, out, True)
     Y = X.copy()
     for p in range(m):
         y = X[r[p], c[p]] + 0.7 * d[p]

@@ -129,6 +129,13 @@ def add_parser(subparsers):
                    help="DATA.csv is a covariance matrix, not samples")
     p.add_argument("--n-samples", type=int, default=None,
                    help="number of samples behind --covariance (informative)")
+    p.add_argument("--from-data", action="store_true",
+                   help="never form the variables x variables covariance (for many more "
+                   "variables than samples): screening and each screened component's block "
+                   "are computed from the samples; writes the edge list (and --history) only")
+    p.add_argument("--max-component", type=int, default=None, metavar="N",
+                   help="with --from-data: refuse a screened component of more than N "
+                   "variables, naming the alpha that splits it (default: what fits in memory)")
     p.add_argument("--out-edges", metavar="PATH", default="-",
                    help="edge list CSV i,j,weight (default '-': stdout)")
     p.add_argument("--out-precision", metavar="PATH", default=None,
@@ -185,6 +192,19 @@ def _check_usage(args):
         check_number("--n-samples", args.n_samples, low=1, integer=True)
     if args.standardize and args.covariance:
         raise UsageError("--standardize works on samples, not with --covariance")
+    if args.max_component is not None:
+        check_number("--max-component", args.max_component, low=2, integer=True)
+        if not args.from_data:
+            raise UsageError("--max-component goes with --from-data")
+    if args.from_data:
+        for opt, given in (("--covariance", args.covariance), ("--cv", args.cv is not None),
+                           ("--blocks", args.blocks is not None),
+                           ("--out-precision", args.out_precision is not None),
+                           ("--save-model", args.save_model is not None),
+                           ("--plot", args.plot is not None)):
+            if given:
+                raise UsageError(f"--from-data fits one alpha from samples and writes the edge "
+                                 f"list; it does not take {opt}")
     to_stdout = [opt for opt, path in (("--out-edges", args.out_edges), ("--out-precision", args.out_precision),
                                        ("--history", args.history)) if path == "-"]
     if len(to_stdout) > 1:
@@ -235,6 +255,8 @@ def _run(args):
                 model.fit(data)
                 alpha = model.alpha_
             else:
+                if args.from_data:
+                    common.update(covariance="from_data", max_component=args.max_component)
                 model = SparseGaussianMRF(alpha=args.alpha, **common)
                 if args.covariance:
                     model.fit_covariance(data, args.n_samples)

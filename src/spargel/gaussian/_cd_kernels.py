@@ -19,18 +19,18 @@ buffer that is patched in O(1) per step, so every step is one contiguous dot
 product and two contiguous axpys of length n.
 """
 
-import numpy as np
 from ..core.jit import kernel
 
 
 @kernel(fastmath=True)
-def cd_sweeps(W, G, X, L, D, U, col_ptr, rows, cols_of_group, n_sweeps, buf):
+def cd_sweeps(W, S, X, L, D, U, col_ptr, rows, cols_of_group, n_sweeps, buf):
     """Run ``n_sweeps`` coordinate-descent sweeps of the Newton subproblem.
 
     Free positions are given grouped by column: for group g, column
     ``cols_of_group[g]`` and rows ``rows[col_ptr[g]:col_ptr[g+1]]`` (each
-    row <= column). D and U are updated in place. Returns the largest
-    |mu| of the last sweep.
+    row <= column). D and U are updated in place. The gradient ``G = S - W`` is
+    read entry by entry (never stored). Returns the largest |mu| of the last
+    sweep.
     """
     n = W.shape[0]
     n_groups = cols_of_group.shape[0]
@@ -53,7 +53,7 @@ def cd_sweeps(W, G, X, L, D, U, col_ptr, rows, cols_of_group, n_sweeps, buf):
                     a = wjj * wjj
                 else:
                     a = wij * wij + W[i, i] * wjj
-                b = G[i, j] + s
+                b = (S[i, j] - wij) + s
                 c = X[i, j] + D[i, j]
                 lam = L[i, j]
                 z = c - b / a
@@ -89,36 +89,6 @@ def cd_sweeps(W, G, X, L, D, U, col_ptr, rows, cols_of_group, n_sweeps, buf):
 
 
 @kernel(fastmath=True)
-def free_set(X, G, L, out_rows, out_cols):
-    """Upper-triangle positions (i <= j) with X_ij != 0 or |G_ij| > L_ij,
-    plus the whole diagonal, column by column. Returns the count; also the
-    l1 norm of the minimum-norm subgradient over all entries (a stationarity
-    measure that is 0 exactly at the optimum)."""
-    n = X.shape[0]
-    cnt = 0
-    sub = 0.0
-    for j in range(n):
-        for i in range(j + 1):
-            x = X[i, j]
-            gij = G[i, j]
-            lam = L[i, j]
-            if x > 0.0:
-                v = abs(gij + lam)
-            elif x < 0.0:
-                v = abs(gij - lam)
-            else:
-                v = abs(gij) - lam
-                if v < 0.0:
-                    v = 0.0
-            sub += v if i == j else 2.0 * v
-            if i == j or x != 0.0 or abs(gij) > lam:
-                out_rows[cnt] = i
-                out_cols[cnt] = j
-                cnt += 1
-    return cnt, sub
-
-
-@kernel(fastmath=True)
 def mirror_lower_to_upper(A):
     """Copy the lower triangle of a C-contiguous square matrix onto its upper
     triangle (in place)."""
@@ -129,18 +99,9 @@ def mirror_lower_to_upper(A):
 
 
 @kernel(fastmath=True)
-def gradient_into(S, W, G):
-    """G = S - W (in place)."""
-    n = S.shape[0]
-    for i in range(n):
-        for j in range(n):
-            G[i, j] = S[i, j] - W[i, j]
-
-
-@kernel(fastmath=True)
-def direction_terms(G, L, X, D, S):
-    """Return (tr(G D), sum L (|X + D| - |X|), tr(S D), sum L |X|)."""
-    n = G.shape[0]
+def direction_terms(W, L, X, D, S):
+    """Return (tr(G D), sum L (|X + D| - |X|), tr(S D), sum L |X|), G = S - W."""
+    n = W.shape[0]
     gd = 0.0
     dpen = 0.0
     sd = 0.0
@@ -150,7 +111,7 @@ def direction_terms(G, L, X, D, S):
             d = D[i, j]
             x = X[i, j]
             lam = L[i, j]
-            gd += G[i, j] * d
+            gd += (S[i, j] - W[i, j]) * d
             sd += S[i, j] * d
             ax = abs(x)
             pen += lam * ax

@@ -17,28 +17,40 @@ Both work row by row on the symmetric pattern of F (``symmetric_rows``),
 so that every write stays within one row of a scratch matrix.
 """
 
-import numpy as np
-from ..core.jit import kernel
+from ..core.jit import inner, kernel
 
 
 @kernel()
-def orthant_count(X, G, L):
+def orthant_count(X, S, W, L):
     """An upper bound on the number of positions :func:`orthant_set` lists at X
-    (the diagonal, the non-zeros of X and the zeros with ``|G_ij| > L_ij``): the
-    size its arrays need, which it does not check."""
+    (the diagonal, the non-zeros of X and the zeros with ``|G_ij| > L_ij``, G = S - W):
+    the size its arrays need, which it does not check."""
     n = X.shape[0]
     cnt = 0
     for j in range(n):
         for i in range(j + 1):
             # "not <=" also counts a NaN gradient, which orthant_set lists when L_ij = 0
-            if i == j or X[i, j] != 0.0 or not abs(G[i, j]) <= L[i, j]:
+            if i == j or X[i, j] != 0.0 or not abs(S[i, j] - W[i, j]) <= L[i, j]:
                 cnt += 1
     return cnt
 
 
+@inner()
+def min_norm_subgradient(x, g, lam):
+    """``|minimum-norm subgradient|`` of ``g x + lam |x|`` at one entry x with smooth
+    gradient g: ``|g + lam sign(x)|`` off zero, ``max(|g| - lam, 0)`` at zero."""
+    if x > 0.0:
+        return abs(g + lam)
+    if x < 0.0:
+        return abs(g - lam)
+    v = abs(g) - lam
+    return 0.0 if v < 0.0 else v
+
+
 @kernel()
-def orthant_set(X, G, L, rows, cols, sgn, grad):
-    """The free set of the orthant-wise Newton step at X (G = S - X^-1).
+def orthant_set(X, S, W, L, rows, cols, sgn, grad):
+    """The free set of the orthant-wise Newton step at X (W = X^-1; the gradient
+    G = S - W is read entry by entry, never stored).
 
     Position (i, j), i <= j, is free when ``X_ij != 0`` or when
     ``|G_ij| > L_ij`` (moving it off zero decreases the objective); the
@@ -57,16 +69,9 @@ def orthant_set(X, G, L, rows, cols, sgn, grad):
     for j in range(n):
         for i in range(j + 1):
             x = X[i, j]
-            gij = G[i, j]
+            gij = S[i, j] - W[i, j]
             lam = L[i, j]
-            if x > 0.0:
-                v = abs(gij + lam)
-            elif x < 0.0:
-                v = abs(gij - lam)
-            else:
-                v = abs(gij) - lam
-                if v < 0.0:
-                    v = 0.0
+            v = min_norm_subgradient(x, gij, lam)
             sub += v if i == j else 2.0 * v
             if lam == 0.0:
                 if not (i == j or x != 0.0 or gij != 0.0):
@@ -255,13 +260,13 @@ def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group,
 
 
 @kernel()
-def orthant_step(X, rows, cols, sgn, d, t, S, L, G, out, copy):
+def orthant_step(X, rows, cols, sgn, d, t, S, L, W, out, copy):
     """``out = P(X + t D)``: X with the free entries moved by t d and every
     entry that would leave its orthant (sign != sgn, sgn != 0) set to 0.
     ``copy``: first copy X into out (out may be X itself when False).
 
     Returns the changes (full-matrix sums) of ``tr(S X)``, of
-    ``sum L |X|`` and of ``tr(G X)``.
+    ``sum L |X|`` and of ``tr(G X)``, G = S - W.
     """
     n = X.shape[0]
     if copy:
@@ -284,7 +289,7 @@ def orthant_step(X, rows, cols, sgn, d, t, S, L, G, out, copy):
         w = 1.0 if i == j else 2.0
         delta = y - x
         dtr += w * S[i, j] * delta
-        dlin += w * G[i, j] * delta
+        dlin += w * (S[i, j] - W[i, j]) * delta
         dpen += w * L[i, j] * (abs(y) - abs(x))
         out[i, j] = y
         out[j, i] = y

@@ -43,6 +43,39 @@ def _log_likelihood(S_test, precision):
     return 0.5 * (ld - float(np.vdot(S_test, precision)) - n * np.log(2 * np.pi))
 
 
+def _issparse(A):
+    return hasattr(A, "tocoo") and hasattr(A, "nnz")
+
+
+def _sparse_triu(K):
+    """The strict upper triangle of a sparse K as COO (explicit zeros dropped)."""
+    from scipy.sparse import triu
+
+    upper = triu(K, 1).tocoo()
+    keep = upper.data != 0
+    upper.data, upper.row, upper.col = upper.data[keep], upper.row[keep], upper.col[keep]
+    return upper
+
+
+def _sparse_log_likelihood(Xc, K):
+    """Mean Gaussian log-likelihood of the centred samples ``Xc`` under a sparse
+    precision K (no p x p array: ``log det K`` from a sparse LU factorisation,
+    the quadratic forms from ``K Xc^T``)."""
+    from scipy.sparse.linalg import splu
+
+    p = K.shape[0]
+    try:
+        lu = splu(K.tocsc())
+    except RuntimeError:                     # exactly singular
+        return -np.inf
+    u = lu.U.diagonal()
+    if np.any(u == 0):
+        return -np.inf
+    ld = float(np.sum(np.log(np.abs(u))))
+    quad = float(np.sum(np.asarray(K @ Xc.T).T * Xc)) / Xc.shape[0]
+    return 0.5 * (ld - quad - p * np.log(2 * np.pi))
+
+
 def _feature_names(X):
     """Column names of a data frame (duck-typed: anything with ``.columns``)
     when they are all strings, else None. pandas is never imported."""
@@ -66,6 +99,10 @@ def _check_no_constant_columns(S, penalize_diagonal, name="X"):
 
 
 _MODES = ("cd", "lars")
+_COVARIANCE = (None, "dense", "precomputed", "from_data", "auto")
+#: covariance='auto' takes the from-data path from this many variables on (with fewer
+#: samples than variables)
+AUTO_FROM_DATA_P = 2000
 
 
 def _check_compat(est):
@@ -81,6 +118,21 @@ def _check_compat(est):
             raise ParameterError(f"{name} must be a finite number > 0, got {v!r}")
 
 
+def check_n_features(est, X):
+    """scikit-learn's error when X's number of columns is not the fitted one."""
+    if X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is "
+                         f"expecting {est.n_features_in_} features as input.")
+
+
+def need_samples(X, least, purpose):
+    """A clear error when X has fewer than ``least`` samples (``purpose``: what for)."""
+    m = X.shape[0]
+    if m < least:
+        raise DataFormatError("X", None, f"need at least {least} samples to {purpose}, got "
+                              f"{m} sample{'s' if m != 1 else ''}")
+
+
 class _FittedMixin:
     """What both estimators do once fitted: scoring, names, plots."""
 
@@ -92,9 +144,10 @@ class _FittedMixin:
     def __sklearn_is_fitted__(self):
         return hasattr(self, "precision_")
 
-    def _data(self, X, *, reset):
+    def _data(self, X, *, reset, least=1, purpose=""):
         """Validate X (data, not a covariance); on ``reset`` remember the
-        number and names of its columns, else check them."""
+        number and names of its columns, else check them. At least ``least``
+        samples are required (``purpose`` says what for)."""
         from .objective import as_matrix
 
         names = _feature_names(X)
@@ -117,14 +170,20 @@ class _FittedMixin:
         X = as_matrix(X, "X")
         if reset:
             self.n_features_in_ = X.shape[1]
-        elif X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input.")
+        else:
+            check_n_features(self, X)
+        need_samples(X, least, purpose)
         return X
 
     def _store(self, res, n_features):
         K = res.precision
         self.precision_ = K
+        if _issparse(K):                     # the from-data path: scipy.sparse results
+            upper = _sparse_triu(K)
+            order = np.lexsort((upper.col, upper.row))
+            iu, ju = upper.row[order].astype(np.int64), upper.col[order].astype(np.int64)
+            self.edges_ = np.stack([iu, ju], axis=1).reshape(-1, 2)
+            self.edge_weights_ = upper.data[order].copy()
         self.covariance_ = res.covariance
         self.objective_ = float(res.objective)
         self.dual_objective_ = float(res.dual_objective)
@@ -137,9 +196,10 @@ class _FittedMixin:
         self.solver_ = res.solver
         self.n_components_ = int(res.n_components)
         self.n_features_in_ = n_features
-        iu, ju = np.nonzero(np.triu(K != 0, 1))
-        self.edges_ = np.stack([iu, ju], axis=1).astype(np.int64)
-        self.edge_weights_ = K[iu, ju].copy()
+        if not _issparse(K):
+            iu, ju = np.nonzero(np.triu(K != 0, 1))
+            self.edges_ = np.stack([iu, ju], axis=1).astype(np.int64)
+            self.edge_weights_ = K[iu, ju].copy()
 
     def _test_scatter(self, X):
         from .objective import empirical_covariance
@@ -152,6 +212,9 @@ class _FittedMixin:
         (natural log, with the ``-n/2 log(2 pi)`` constant, as scikit-learn's
         ``GraphicalLasso.score``)."""
         self._check_fitted()
+        if _issparse(self.precision_):
+            X = self._data(X, reset=False) - self.location_
+            return _sparse_log_likelihood(X, self.precision_)
         return _log_likelihood(self._test_scatter(X), self.precision_)
 
     def get_precision(self):
@@ -176,7 +239,8 @@ class _FittedMixin:
         if draw is None:
             raise ValueError(f"kind must be 'graph', 'heatmap', 'overview' or 'pattern', got "
                              f"{kind!r}")
-        return draw(self.precision_, **kwargs)
+        K = self.precision_.toarray() if _issparse(self.precision_) else self.precision_
+        return draw(K, **kwargs)
 
     _estimator_kind = "density"
 
@@ -199,10 +263,16 @@ class _FittedMixin:
         that are plain values (an ``alpha`` matrix as an array; ``blocks`` and
         ``client`` are not kept), precision, covariance, location, costs, the
         certificate and, for the CV and selection estimators, the alphas tried
-        with their scores. Not kept: ``history_``."""
+        with their scores. Not kept: ``history_``. A model fitted on the
+        from-data path (sparse results) is refused (``CapabilityError``)."""
         from ..core import model_file as io
+        from ..errors import CapabilityError
 
         self._check_fitted()
+        if _issparse(self.precision_):
+            raise CapabilityError("save keeps dense precision / covariance matrices; a model "
+                                  "fitted with covariance='from_data' (scipy.sparse results) "
+                                  "cannot be saved yet")
         params = {k: v for k, v in self.get_params().items()
                   if k not in ("client", "blocks", "subsamples", "rotations")
                   and isinstance(v, (bool, int, float, str, type(None)))}
@@ -323,10 +393,24 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
     ----------
     alpha : float or (n, n) array
         Scalar weight on every off-diagonal entry, or per-entry weights.
-    covariance : None or 'precomputed'
-        With 'precomputed', ``fit(S)`` takes an empirical covariance matrix
-        instead of data (as scikit-learn's ``GraphicalLasso``); it is checked
-        to be symmetric and positive semidefinite.
+    covariance : None, 'dense', 'precomputed', 'from_data' or 'auto'
+        None or 'dense' (default): ``fit(X)`` forms the empirical covariance
+        (p x p). With 'precomputed', ``fit(S)`` takes an empirical covariance
+        matrix instead of data (as scikit-learn's ``GraphicalLasso``); it is
+        checked to be symmetric and positive semidefinite. With 'from_data'
+        the p x p covariance is never formed (for n << p): screening
+        ``|S_ij| > alpha`` is computed from the data by blocks of columns,
+        each connected component is solved on its own covariance block, and
+        ``precision_`` / ``covariance_`` are ``scipy.sparse.csr_matrix``
+        (block diagonal on the components); it takes a scalar ``alpha`` and no
+        ``blocks``, and ignores ``warm_start``. 'auto': 'from_data' when the
+        data have fewer samples than variables and at least
+        ``AUTO_FROM_DATA_P`` (2,000) variables, a scalar ``alpha`` and no
+        ``blocks``; else dense.
+    max_component : from-data path only: the most variables a screened
+        component may have (None: what fits in the available memory); a larger
+        one raises ``ComponentTooLargeError`` naming the ``alpha`` that would
+        split it.
     blocks : None, group labels (length n), an (n, n) block-id matrix, or a
         list of blocks of (i, j) pairs; switches to the block-l1 penalty
         ``sum_k 2 lam_k max_{(i,j) in block k} |K_ij|`` with
@@ -361,7 +445,9 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
 
     Attributes
     ----------
-    precision_, covariance_, location_ : the estimate K, its inverse, the mean.
+    precision_, covariance_, location_ : the estimate K, its inverse, the mean
+        (K and its inverse are (p, p) numpy arrays, ``scipy.sparse.csr_matrix``
+        on the from-data path).
     objective_, dual_objective_, duality_gap_ : certified optimality.
     n_iter_, converged_, stop_reason_ : iterations, convergence and why the
         solver stopped ('tol', 'max_iter', 'linesearch', ...); a problem
@@ -397,9 +483,10 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
                  max_iter=None, assume_centered=False, penalize_diagonal=False,
                  block_weight="size", step_rule="bb", screen=True, n_jobs=1,
                  warm_start=False, random_state=None, verbose=False, client=None, mode="cd",
-                 enet_tol=1e-4, eps=float(np.finfo(np.float64).eps)):
+                 enet_tol=1e-4, eps=float(np.finfo(np.float64).eps), max_component=None):
         self.alpha = alpha
         self.covariance = covariance
+        self.max_component = max_component
         self.blocks = blocks
         self.solver = solver
         self.tol = tol
@@ -422,21 +509,44 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         """Fit from data X (n_samples, n_features), or from a covariance
         matrix when ``covariance='precomputed'``."""
         _check_compat(self)
-        if self.covariance not in (None, "precomputed"):
-            raise ParameterError(f"covariance must be None or 'precomputed', got {self.covariance!r}")
+        if self.covariance not in _COVARIANCE:
+            raise ParameterError(f"covariance must be None, 'dense', 'precomputed', 'from_data' or "
+                                 f"'auto', got {self.covariance!r}")
         if self.covariance == "precomputed":
             return self.fit_covariance(X)
         from .objective import empirical_covariance
 
-        X = self._data(X, reset=True)
-        if X.shape[0] < 2:
-            raise DataFormatError("X", None, f"need at least 2 samples to estimate a covariance, "
-                                  f"got {X.shape[0]} sample")
+        X = self._data(X, reset=True, least=2, purpose="estimate a covariance")
+        if self._from_data(X.shape):
+            return self._fit_from_data(X)
         S = empirical_covariance(X, assume_centered=self.assume_centered)
         _check_no_constant_columns(S, self.penalize_diagonal)
         location = np.zeros(X.shape[1]) if self.assume_centered else X.mean(axis=0)
         self._fit_S(S, X.shape[0])
         self.location_ = location
+        return self
+
+    def _from_data(self, shape):
+        if self.covariance == "from_data":
+            return True
+        return (self.covariance == "auto" and shape[0] < shape[1] and
+                shape[1] >= AUTO_FROM_DATA_P and self.blocks is None and np.ndim(self.alpha) == 0)
+
+    def _fit_from_data(self, X):
+        from .from_data import solve_from_data
+
+        if self.blocks is not None:
+            raise ParameterError("covariance='from_data' solves the plain l1 problem; block "
+                                 "penalties need the dense path (covariance=None)")
+        res = solve_from_data(X, self.alpha, assume_centered=self.assume_centered,
+                              penalize_diagonal=self.penalize_diagonal,
+                              max_component=self.max_component, solver=self.solver,
+                              tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
+                              random_state=_seed(self.random_state), n_jobs=self.n_jobs)
+        self._result = res
+        self._store(res, X.shape[1])
+        self.n_samples_ = X.shape[0]
+        self.location_ = np.zeros(X.shape[1]) if self.assume_centered else X.mean(axis=0)
         return self
 
     def fit_covariance(self, S, n_samples=None):
@@ -469,7 +579,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
                              block_weight=self.block_weight, screen=self.screen,
                              step_rule=self.step_rule, warm_start=warm, n_jobs=self.n_jobs,
                              random_state=_seed(self.random_state), verbose=self.verbose,
-                             validated=True, client=self.client)
+                             validated=True, client=self.client, overwrite_S=True)
         self._result = res
         self._store(res, S.shape[0])
         self.n_samples_ = n_samples
@@ -719,11 +829,8 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         _check_compat(self)
         if self.center_test not in ("train", "test"):
             raise ParameterError(f"center_test must be 'train' or 'test', got {self.center_test!r}")
-        X = self._data(X, reset=True)
+        X = self._data(X, reset=True, least=2, purpose="estimate a covariance")
         m, n = X.shape
-        if m < 2:
-            raise DataFormatError("X", None, f"need at least 2 samples to estimate a covariance, "
-                                  f"got {m} sample")
         S = empirical_covariance(X, assume_centered=self.assume_centered)
         _check_no_constant_columns(S, self.penalize_diagonal)
         if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):

@@ -64,6 +64,29 @@ def _inverse_inplace(c, mirror):
     return A
 
 
+def start_point(S, L, X0):
+    """The Newton methods' start: ``(S, L, X, W, B, log det X)`` with S and L as
+    C-contiguous float64, X the warm start ``X0`` (its inverse W from one Cholesky)
+    or ``diag(1 / (S_ii + L_ii))`` (the solution when every off-diagonal weight is
+    large), and B an n x n scratch array."""
+    from ._cd_kernels import mirror_lower_to_upper
+
+    S = np.ascontiguousarray(S, dtype=np.float64)
+    L = np.ascontiguousarray(L, dtype=np.float64)
+    n = S.shape[0]
+    B = np.empty((n, n))
+    if X0 is None:
+        diag_d = np.diag(S) + np.diag(L)
+        return S, L, np.diag(1.0 / diag_d), np.diag(diag_d), B, -float(np.sum(np.log(diag_d)))
+    X = np.array(X0, dtype=np.float64, order="C")
+    B[...] = X
+    c, logdet = _chol_inplace(B)
+    if c is None:
+        raise ValueError("warm start X0 is not positive definite")
+    W = _inverse_inplace(c, mirror_lower_to_upper)
+    return S, L, X, W, np.empty((n, n)), logdet
+
+
 def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
               sigma=1e-4, max_line_search=30, gap_check=100.0, sweep_schedule="quic", inner_tol=0.0, stall_after=None,
               history=None, callback=None, offset=0.0, t0=None,
@@ -95,34 +118,17 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     -------
     GaussianResult
     """
-    from ._cd_kernels import (cd_sweeps, direction_terms, free_set, gradient_into,
-                              mirror_lower_to_upper, trial_point)
+    from ._cd_kernels import cd_sweeps, direction_terms, mirror_lower_to_upper, trial_point
+    from ._newton_cg_kernels import orthant_count, orthant_set
 
     t_start = time.perf_counter() if t0 is None else t0
-    S = np.ascontiguousarray(S, dtype=np.float64)
-    L = np.ascontiguousarray(L, dtype=np.float64)
+    S, L, X, W, B, logdet = start_point(S, L, X0)
     n = S.shape[0]
     hist = [] if history is None else history
-    diag_d = np.diag(S) + np.diag(L)
-    B = np.empty((n, n))
-    if X0 is None:
-        X = np.diag(1.0 / diag_d)
-        W = np.diag(diag_d)
-        logdet = -float(np.sum(np.log(diag_d)))
-    else:
-        X = np.array(X0, dtype=np.float64, order="C")
-        B[...] = X
-        c, logdet = _chol_inplace(B)
-        if c is None:
-            raise ValueError("warm start X0 is not positive definite")
-        W = _inverse_inplace(c, mirror_lower_to_upper)
-        B = np.empty((n, n))
     f = -logdet + float(np.vdot(S, X)) + float(np.vdot(L, np.abs(X)))
 
-    rows = np.empty(n * (n + 1) // 2, dtype=np.int64)
-    cols = np.empty_like(rows)
+    size = 0
     buf = np.empty(n, dtype=np.float64)
-    G = np.empty((n, n))
     D = np.zeros((n, n))
     U = np.zeros((n, n))
     gap = np.inf
@@ -131,8 +137,15 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     reason = "max_iter"
     it = 0
     for it in range(1, max_iter + 1):
-        gradient_into(S, W, G)
-        cnt, sub = free_set(X, G, L, rows, cols)
+        # the free set is the orthant-wise method's (its signs and gradients unused here),
+        # its arrays sized to it as there
+        need = orthant_count(X, S, W, L)
+        if need > size:
+            size = min(n * (n + 1) // 2, max(need, int(1.25 * size), 4 * n))
+            rows = cols = sgn = grad = None
+            rows, cols = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+            sgn, grad = np.empty(size), np.empty(size)
+        cnt, sub = orthant_set(X, S, W, L, rows, cols, sgn, grad)
         r, cc = rows[:cnt], cols[:cnt]
         cols_of_group, starts = np.unique(cc, return_index=True)
         col_ptr = np.append(starts, cnt).astype(np.int64)
@@ -140,15 +153,15 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
         U.fill(0.0)
         cap = min(1 + (it - 1) // 3, max_sweeps) if sweep_schedule == "quic" else max_sweeps
         cog = cols_of_group.astype(np.int64)
-        first = cd_sweeps(W, G, X, L, D, U, col_ptr, r, cog, 1, buf)
+        first = cd_sweeps(W, S, X, L, D, U, col_ptr, r, cog, 1, buf)
         n_sweeps = 1
         while n_sweeps < cap:
-            last = cd_sweeps(W, G, X, L, D, U, col_ptr, r, cog, 1, buf)
+            last = cd_sweeps(W, S, X, L, D, U, col_ptr, r, cog, 1, buf)
             n_sweeps += 1
             if last <= inner_tol * first:
                 break
         # directional derivative of f along D (the model decrease)
-        gd, dpen, trSD, pen0 = direction_terms(G, L, X, D, S)
+        gd, dpen, trSD, pen0 = direction_terms(W, L, X, D, S)
         delta = gd + dpen
         trSX = float(np.vdot(S, X))
         if not delta < 0.0:

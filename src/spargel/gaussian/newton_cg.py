@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 
-from .newton_cd import _chol_inplace, _inverse_inplace, certify
+from .newton_cd import _chol_inplace, _inverse_inplace, certify, start_point
 from .progress import record
 from .result import GaussianResult
 
@@ -80,7 +80,7 @@ class _CGBuffers:
         return bufs
 
 
-def _entering_filter(X, D, G, L, rows, cols, sgn, grad):
+def _entering_filter(X, D, S, W, L, rows, cols, sgn, grad):
     """Keep the free positions that are non-zero in X, on the diagonal, or
     moved off zero by the CD sweep D (with the sign the sweep gave them)."""
     xv = X[rows, cols]
@@ -90,7 +90,7 @@ def _entering_filter(X, D, G, L, rows, cols, sgn, grad):
         return rows, cols, sgn, grad
     rows, cols = rows[keep], cols[keep]
     sgn = np.where(xv == 0.0, np.sign(dv) * (sgn != 0.0), sgn)[keep]
-    grad = G[rows, cols] + L[rows, cols] * sgn
+    grad = (S[rows, cols] - W[rows, cols]) + L[rows, cols] * sgn
     return rows, cols, sgn, grad
 
 
@@ -118,30 +118,14 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     -------
     GaussianResult (``stop_reason``: 'tol', 'max_iter', 'linesearch' or 'callback').
     """
-    from ._cd_kernels import (cd_sweeps, direction_terms, gradient_into,
-                              mirror_lower_to_upper, trial_point)
+    from ._cd_kernels import cd_sweeps, direction_terms, mirror_lower_to_upper, trial_point
     from ._newton_cg_kernels import (dense_to_csr, newton_cg_direction, orthant_count,
                                      orthant_set, orthant_step, symmetric_rows)
 
     t_start = time.perf_counter() if t0 is None else t0
-    S = np.ascontiguousarray(S, dtype=np.float64)
-    L = np.ascontiguousarray(L, dtype=np.float64)
+    S, L, X, W, B, logdet = start_point(S, L, X0)
     n = S.shape[0]
     hist = [] if history is None else history
-    diag_d = np.diag(S) + np.diag(L)
-    B = np.empty((n, n))
-    if X0 is None:
-        X = np.diag(1.0 / diag_d)
-        W = np.diag(diag_d)
-        logdet = -float(np.sum(np.log(diag_d)))
-    else:
-        X = np.array(X0, dtype=np.float64, order="C")
-        B[...] = X
-        c, logdet = _chol_inplace(B)
-        if c is None:
-            raise ValueError("warm start X0 is not positive definite")
-        W = _inverse_inplace(c, mirror_lower_to_upper)
-        B = np.empty((n, n))
     trSX = float(np.vdot(S, X))
     pen = float(np.vdot(L, np.abs(X)))
     f = -logdet + trSX + pen
@@ -151,7 +135,6 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     size = n * (n + 1) // 2
     cap = 0
     rows = cols = sgn = grad = None
-    G = np.empty((n, n))
     U0 = np.empty((n, n))              # scratch: U = D W of a CD step
     D = np.empty((n, n))               # the dense CD direction
     buf = np.empty(n)
@@ -165,8 +148,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     last_decrease = 0.0
     it = 0
     for it in range(1, max_iter + 1):
-        gradient_into(S, W, G)
-        need = orthant_count(X, G, L)
+        need = orthant_count(X, S, W, L)
         if need > cap:
             cap = min(size, max(need, int(1.25 * cap), 4 * n))
             rows = cols = sgn = grad = None
@@ -174,7 +156,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
             cols = np.empty(cap, dtype=np.int64)
             sgn = np.empty(cap)
             grad = np.empty(cap)
-        m, sub = orthant_set(X, G, L, rows, cols, sgn, grad)
+        m, sub = orthant_set(X, S, W, L, rows, cols, sgn, grad)
         r_, c_, s_, g_ = rows[:m], cols[:m], sgn[:m], grad[:m]
         starts = np.flatnonzero(np.diff(c_)) + 1
         col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
@@ -191,8 +173,8 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
             # one CD sweep picks which zero entries enter, and their signs
             D.fill(0.0)
             U0.fill(0.0)
-            cd_sweeps(W, G, X, L, D, U0, col_ptr, r_, col_of_group, 1, buf)
-            r_, c_, s_, g_ = _entering_filter(X, D, G, L, r_, c_, s_, g_)
+            cd_sweeps(W, S, X, L, D, U0, col_ptr, r_, col_of_group, 1, buf)
+            r_, c_, s_, g_ = _entering_filter(X, D, S, W, L, r_, c_, s_, g_)
             m = r_.size
             starts = np.flatnonzero(np.diff(c_)) + 1
             col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
@@ -220,7 +202,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
             if decrease > 0.0:
                 t = 1.0
                 for _ in range(max_line_search):
-                    dtr, dpen, dlin = orthant_step(X, r_, c_, s_, d, t, S, L, G, B, True)
+                    dtr, dpen, dlin = orthant_step(X, r_, c_, s_, d, t, S, L, W, B, True)
                     c, ld = _chol_inplace(B)
                     if c is not None:
                         ft = -ld + trSX + dtr + pen + dpen
@@ -229,7 +211,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
                             break
                     t *= 0.5
             if step > 0.0:
-                dtr, dpen, _ = orthant_step(X, r_, c_, s_, d, step, S, L, G, X, False)
+                dtr, dpen, _ = orthant_step(X, r_, c_, s_, d, step, S, L, W, X, False)
                 trSX += dtr
                 pen += dpen
             if step < 0.5:
@@ -240,8 +222,8 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
             D.fill(0.0)
             U0.fill(0.0)
             n_sweeps = min(1 + (it - 1) // 3, 10)
-            cd_sweeps(W, G, X, L, D, U0, col_ptr, r_, col_of_group, n_sweeps, buf)
-            gd, dpen, trSD, _ = direction_terms(G, L, X, D, S)
+            cd_sweeps(W, S, X, L, D, U0, col_ptr, r_, col_of_group, n_sweeps, buf)
+            gd, dpen, trSD, _ = direction_terms(W, L, X, D, S)
             delta = gd + dpen
             decrease = -delta
             if delta < 0.0:

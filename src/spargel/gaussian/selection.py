@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.params import ParamsMixin
 from ..errors import DataFormatError, NotFittedError, ParameterError
-from .estimator import _check_alphas, _FittedMixin
+from .estimator import _check_alphas, _FittedMixin, check_n_features, need_samples
 
 __all__ = ["SparseGaussianMRFSelect", "Nonparanormal"]
 
@@ -130,11 +130,8 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             if isinstance(v, (bool, str)) or not isinstance(v, numbers.Real) or \
                     not np.isfinite(v) or v < 0:
                 raise ParameterError(f"{name} must be a finite number >= 0, got {v!r}")
-        X = self._data(X, reset=True)
+        X = self._data(X, reset=True, least=3, purpose="standardise and fit")
         n, p = X.shape
-        if n < 3:
-            raise DataFormatError("X", None, f"need at least 3 samples to standardise and fit, "
-                                  f"got {n} sample{'s' if n != 1 else ''}")
         sd = X.std(axis=0, ddof=1)
         if np.any(sd == 0):
             raise DataFormatError("X", None, f"column {int(np.flatnonzero(sd == 0)[0])} is "
@@ -287,9 +284,8 @@ class Nonparanormal(ParamsMixin):
 
         self._check()
         X = as_matrix(X, "X")
+        need_samples(X, 2, "rank")
         n = X.shape[0]
-        if n < 2:
-            raise DataFormatError("X", None, f"need at least 2 samples to rank, got {n} sample")
         self.n_features_in_ = X.shape[1]
         self.n_samples_ = n
         if self.method == "skeptic":
@@ -319,9 +315,7 @@ class Nonparanormal(ParamsMixin):
                                   "your data with X.reshape(-1, 1) for one variable or "
                                   "X.reshape(1, -1) for one sample")
         X = as_matrix(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input.")
+        check_n_features(self, X)
         if self.method == "skeptic":
             return skeptic_correlation(X)
         n = self.n_samples_

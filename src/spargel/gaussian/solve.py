@@ -110,7 +110,8 @@ def _map_back(res, s, offset, n_components=None):
 def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
                    max_iter=None, penalize_diagonal=False, block_weight="size",
                    screen=True, warm_start=None, n_jobs=1, step_rule="bb",
-                   random_state=0, verbose=False, callback=None, validated=False, client=None):
+                   random_state=0, verbose=False, callback=None, validated=False, client=None,
+                   overwrite_S=False):
     """Solve the (block-)l1 penalised Gaussian maximum-likelihood problem.
 
     Parameters
@@ -145,6 +146,9 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
     verbose : print one line per iteration on stderr.
     callback : ``callback(row)`` after every iteration; returning True stops
         the solver (the result then has ``stop_reason == 'callback'``).
+    overwrite_S : with ``validated=True``, the rescaled problem of the l1 path is
+        built in S's memory (one dense n x n array less; S is then garbage): for
+        callers that own S and do not use it afterwards.
 
     Returns
     -------
@@ -170,7 +174,8 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
                             warm_start, step_rule, random_state, common)
     else:
         res = _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen,
-                        warm_start, n_jobs, common, client, fallback_tol)
+                        warm_start, n_jobs, common, client, fallback_tol,
+                        overwrite=overwrite_S and validated)
     if not res.costs:
         res.costs = [(float(h["objective"]), float(h.get("duality_gap", np.nan)))
                      for h in res.history] or [(float(res.objective), float(res.duality_gap))]
@@ -205,17 +210,38 @@ def _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_wei
     return _map_back(res, s, offset)
 
 
+def _rescale_rows(S, L, s_rows, s_cols, cap, S_out, L_out):
+    """``S_out = S / outer(s_rows, s_cols)`` and ``L_out = min(L / outer(...), cap)``,
+    by blocks of rows (no further dense array; the outputs may be the inputs)."""
+    with np.errstate(over="ignore"):
+        for a in range(0, S.shape[0], _ROWS):
+            b = min(a + _ROWS, S.shape[0])
+            ss = np.outer(s_rows[a:b], s_cols)
+            np.divide(S[a:b], ss, out=S_out[a:b])
+            np.divide(L[a:b], ss, out=L_out[a:b])
+            np.minimum(L_out[a:b], cap, out=L_out[a:b])
+
+
 def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_start,
-              n_jobs, common, client=None, fallback_tol=None):
+              n_jobs, common, client=None, fallback_tol=None, overwrite=False):
     n = S.shape[0]
-    L = penalty_matrix(alpha, n, penalize_diagonal)
-    d = np.diag(S) + np.diag(L)
+    # a scalar weight stays a scalar until a component needs its weight matrix
+    scalar = np.ndim(alpha) == 0
+    if scalar:
+        a_off = float(penalty_matrix(alpha, 2, True)[0, 1])        # validated
+        L = a_off
+        L_diag = np.full(n, a_off if penalize_diagonal else 0.0)
+    else:
+        L = penalty_matrix(alpha, n, penalize_diagonal)
+        L_diag = np.diag(L).copy()
+    d = np.diag(S) + L_diag
     if np.any(d <= 0):
         bad = int(np.flatnonzero(d <= 0)[0])
         raise DataFormatError("S", None, f"variable {bad} has zero variance and an unpenalised "
                               "diagonal: the likelihood is unbounded (remove constant columns or "
                               "penalise the diagonal)")
-    if not np.any(L):
+    penalised = ((a_off > 0 and n > 1) or bool(np.any(L_diag))) if scalar else np.any(L)
+    if not penalised:
         return _unpenalised(S, kind, common["t0"])
     if kind == "projected-gradient":
         # one common factor: Algorithm 1's iterates are then exactly those of
@@ -233,21 +259,20 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
     else:
         comps = [np.arange(n)]
     # the rescaled problem, built in row blocks (the same arithmetic as S / outer(s, s)):
-    # St is the one new dense array, Lt overwrites L (ours: penalty_matrix copies)
-    S_diag, L_diag = np.diag(S).copy(), np.diag(L).copy()
+    # for one component St is the one new dense array (none with overwrite: S's memory)
+    # and Lt overwrites L (ours: penalty_matrix copies); for several, each component's
+    # block is rescaled when it is solved (no full rescaled copy besides S and L)
+    S_diag = np.diag(S).copy()
     cap = _WEIGHT_CAP * max(1.0, float(dt.max()))
-    St = np.empty_like(S)
-    Lt = L
-    with np.errstate(over="ignore"):
-        for a in range(0, n, _ROWS):
-            b = min(a + _ROWS, n)
-            ss = np.outer(s[a:b], s)
-            np.divide(S[a:b], ss, out=St[a:b])
-            np.divide(Lt[a:b], ss, out=Lt[a:b])
-            np.minimum(Lt[a:b], cap, out=Lt[a:b])
-    del L
-    np.fill_diagonal(St, S_diag / (s * s))
-    np.fill_diagonal(Lt, L_diag / (s * s))
+    whole = len(comps) == 1
+    if whole:
+        St = S if overwrite and S.flags.c_contiguous and S.dtype == np.float64 \
+            else np.empty_like(S)
+        Lt = np.full((n, n), L) if scalar else L
+        _rescale_rows(S, Lt, s, s, cap, St, Lt)
+        del L
+        np.fill_diagonal(St, S_diag / (s * s))
+        np.fill_diagonal(Lt, L_diag / (s * s))
     offset = float(np.sum(np.log(s * s)))
     K0 = None
     if warm_start is not None:
@@ -258,11 +283,16 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
             K0 = None
 
     def inputs(idx):
-        if idx.size == n:                   # the whole problem: no copies
+        if whole:                           # the whole problem: no copies
             Ss, Ls = St, Lt
         else:
             sub = np.ix_(idx, idx)
-            Ss, Ls = np.ascontiguousarray(St[sub]), np.ascontiguousarray(Lt[sub])
+            Ss = np.ascontiguousarray(S[sub])
+            Ls = np.full((idx.size, idx.size), L) if scalar else np.ascontiguousarray(L[sub])
+            si = s[idx]
+            _rescale_rows(Ss, Ls, si, si, cap, Ss, Ls)
+            np.fill_diagonal(Ss, S_diag[idx] / (si * si))
+            np.fill_diagonal(Ls, L_diag[idx] / (si * si))
         off = float(np.sum(np.log(s[idx] * s[idx])))
         X0 = None if K0 is None else (K0 if idx.size == n else K0[np.ix_(idx, idx)])
         if X0 is not None and kind != "projected-gradient" and np.linalg.eigvalsh(X0)[0] <= 0:
@@ -284,7 +314,7 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
             results = list(ex.map(run, big))
     else:
         results = [run(c) for c in big]
-    St = Lt = K0 = None                     # the rescaled inputs are no longer needed
+    St = Lt = K0 = L = None                 # the rescaled inputs are no longer needed
     if len(results) == 1 and not singles.size:
         res = results[0]
         # the component's objective already is the whole problem's (offset included)
@@ -295,17 +325,27 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
     K[singles, singles] = 1.0 / dt[singles]
     C[singles, singles] = dt[singles]
     f = float(np.sum(np.log(dt[singles]) + 1.0))
-    g = f
-    hist = []
-    n_iter = 0
-    converged = True
-    reasons = set()
     costs = _whole_costs(f + offset, [(r.history, float(np.sum(np.log(s[idx] * s[idx]))), r)
                                       for idx, r in zip(big, results)])
-    for ci, (idx, r) in enumerate(zip(big, results)):
+    for idx, r in zip(big, results):
         sub = np.ix_(idx, idx)
         K[sub] = r.precision
         C[sub] = r.covariance
+    res = GaussianResult(precision=K, covariance=C, n_components=len(comps), costs=costs,
+                         **combine_components(f, results, kind))
+    return _map_back(res, s, offset)
+
+
+def combine_components(f0, results, solver):
+    """The whole problem's summary from its screened components' results: objective
+    and dual value (``f0``, the closed-form part, plus theirs), gap, iterations (the
+    most of any), convergence (all), the history (their rows, each with its
+    ``component`` index), the solvers and the stop reason. ``solver``: the name when
+    there are no results. Keyword arguments of :class:`GaussianResult`."""
+    f = g = float(f0)
+    hist, reasons = [], set()
+    n_iter, converged = 0, True
+    for ci, r in enumerate(results):
         f += r.objective
         g += r.dual_objective
         n_iter = max(n_iter, r.n_iter)
@@ -317,12 +357,9 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
             hist.append(row)
     reasons.discard("tol")
     reason = "tol" if converged else (sorted(reasons)[0] if reasons else "max_iter")
-    solvers = sorted({r.solver for r in results}) or [kind]
-    res = GaussianResult(precision=K, covariance=C, objective=f, dual_objective=g,
-                         duality_gap=f - g, n_iter=n_iter, converged=converged,
-                         history=hist, solver="/".join(solvers), n_components=len(comps),
-                         stop_reason=reason, costs=costs)
-    return _map_back(res, s, offset)
+    solvers = sorted({r.solver for r in results}) or [solver]
+    return dict(objective=f, dual_objective=g, duality_gap=f - g, n_iter=n_iter,
+                converged=converged, history=hist, solver="/".join(solvers), stop_reason=reason)
 
 
 def _unpenalised(S, kind, t0):
