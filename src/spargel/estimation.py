@@ -89,6 +89,59 @@ def check_common_params(est):
     resolve_n_jobs(est.n_jobs)
 
 
+class ModelBuilder:
+    """From encoded data to a model: which (attribute, label) weights exist (the feature
+    space) and the model of an estimator's kind over them.
+
+    An estimator hands one out (``_builder()``) beside its featurizer; fitting, the
+    regularisation path, streaming and the Dask fit build their models through it, so
+    none of them reads an estimator's settings to build a model.
+
+    ``kind``: the :func:`~spargel.core.factory.make_model` kind; ``space_class``: the
+    layout class (:class:`~spargel.data.feature_space.FeatureSpace` or a subclass);
+    ``feature_space``: ``"observed"`` (the (attribute, label) pairs seen in training)
+    or ``"full"`` (every pair); ``transitions``: whether the model has label-transition
+    weights; ``n_jobs``: the model's threads.
+
+    >>> from spargel.data.dataset import build_dataset
+    >>> from spargel.data.vocab import Vocabulary
+    >>> uni, big, labels = Vocabulary(), Vocabulary(), Vocabulary()
+    >>> data = build_dataset([([["w=a", "w=b"], ["w=a"]], None)], uni, big, labels, [["X", "Y"]], grow=True)
+    >>> builder = ModelBuilder("crf", FeatureSpace, "observed", True)
+    >>> space = builder.space(data, len(labels), len(uni), 0)
+    >>> space.n_params      # w=a with X and with Y, w=b with X, the transition X -> Y
+    4
+    >>> builder.model(space, data).n_params
+    4
+    """
+
+    def __init__(self, kind, space_class, feature_space="observed", transitions=True, *, n_jobs=None):
+        self.kind = kind
+        self.space_class = space_class
+        self.feature_space = feature_space
+        self.transitions = transitions
+        self.n_jobs = n_jobs
+
+    def space(self, data, n_labels, n_uni, n_big):
+        """The feature space of the training ``data`` (``n_labels`` labels, ``n_uni`` /
+        ``n_big`` attributes in its vocabularies)."""
+        if self.feature_space == "full":
+            return self.space_class.full(n_labels, n_uni, n_big, self.transitions)
+        return self.space_class.observed(data, n_labels, n_uni, n_big, self.transitions)
+
+    def build(self, data, vocabularies, **options):
+        """The model of the training ``data`` encoded with ``vocabularies`` (anything with
+        ``labels``, ``uni`` and ``big`` vocabularies, e.g. a featurizer after encoding)."""
+        space = self.space(data, len(vocabularies.labels), len(vocabularies.uni), len(vocabularies.big))
+        return self.model(space, data, **options)
+
+    def model(self, space, data, **options):
+        """The model of this builder's kind over ``space`` and ``data`` (``options``: the
+        model's own, e.g. ``sample_weight``)."""
+        from .core.factory import make_model
+        return make_model(self.kind, space, data, n_jobs=self.n_jobs, **options)
+
+
 class LogLinearCore(ParamsMixin):
     """Base of the estimators; subclasses turn their X into (uni, big) feature rows."""
 
@@ -143,25 +196,22 @@ class LogLinearCore(ParamsMixin):
         check_common_params(self)
 
     # -- fitting -----------------------------------------------------------------------
+    def _builder(self):
+        """The :class:`ModelBuilder` of this estimator's settings."""
+        return ModelBuilder(self._model_kind(), self._space_class(), self.feature_space,
+                            self._has_transitions(), n_jobs=self.n_jobs)
+
     def _feature_space(self, data):
         """The parameter layout for the training ``data`` built by ``_dataset(grow=True)``."""
-        L = len(self._label_vocab)
-        n_u, n_b = len(self._uni_vocab), len(self._big_vocab)
-        trans = self._has_transitions()
-        cls = self._space_class()
-        if self.feature_space == "full":
-            return cls.full(L, n_u, n_b, trans)
-        return cls.observed(data, L, n_u, n_b, trans)
+        return self._builder().space(data, len(self._label_vocab), len(self._uni_vocab), len(self._big_vocab))
 
     def _fit_data(self, data, monitor=None):
-        from .core.factory import make_model
-
         warn_large_values(self, data.uni_vals)
         warn_large_values(self, data.big_vals)
-        space = self._feature_space(data)
+        builder = self._builder()
+        space = builder.space(data, len(self._label_vocab), len(self._uni_vocab), len(self._big_vocab))
         w0 = self._warm_start_weights(space) if getattr(self, "warm_start", False) else None
-        model = make_model(self._model_kind(), space, data, n_jobs=self.n_jobs,
-                           sample_weight=getattr(self, "_sample_weight", None))
+        model = builder.model(space, data, sample_weight=getattr(self, "_sample_weight", None))
         self._training_space = space
         try:
             penalty = ElasticNet(self._effective("l1"), self._effective("l2"), model.layout.penalty_scale)

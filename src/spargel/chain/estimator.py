@@ -214,25 +214,14 @@ class CRF(LogLinearCore):
     def _has_transitions(self):
         return self._featurizer().has_transitions()
 
-    def _feature_space(self, data):
-        space = self._feature_space_all(data)
-        if self.min_freq:
-            if self.order != 1 or len(space.b_pair):
-                raise ValueError("min_freq applies to first-order models without bigram attributes")
-            from .crfsuite_compat import apply_min_freq
-            space = apply_min_freq(space, data, float(self.min_freq))
-        return space
-
-    def _feature_space_all(self, data):
-        from ..data.feature_space import FeatureSpace
-        if self.feature_space == "full" or not (self.all_possible_states or self.all_possible_transitions):
-            return super()._feature_space(data)
-        if self.order == 2:
-            raise ValueError("all_possible_states / all_possible_transitions are first-order options; at "
-                             "order=2 use feature_space='full'")
-        return FeatureSpace.observed(data, len(self._label_vocab), len(self._uni_vocab), len(self._big_vocab),
-                                     self._has_transitions(), all_states=bool(self.all_possible_states),
-                                     all_transitions=bool(self.all_possible_transitions))
+    def _builder(self):
+        """The :class:`~spargel.chain.builder.ChainModelBuilder` of this estimator's
+        settings (its order, feature space, CRFsuite's all-possible and min_freq
+        options)."""
+        from .builder import ChainModelBuilder
+        return ChainModelBuilder(self.order, self.feature_space, self._has_transitions(),
+                                 all_states=self.all_possible_states, all_transitions=self.all_possible_transitions,
+                                 min_freq=self.min_freq, n_jobs=self.n_jobs)
 
     def _featurizer(self):
         """The featurizer of this estimator's settings over its vocabularies (fresh ones
@@ -265,9 +254,6 @@ class CRF(LogLinearCore):
         if self.order == 2 and not tpl.triples:
             raise ParameterError(f"order=2 needs the label triples: add a line 'T' to the template ({tpl.source}); "
                                  f"without them the model is a first-order one")
-
-    def _model_kind(self):
-        return "crf2" if self.order == 2 else "crf"
 
     def _space_class(self):
         if self.order == 2:

@@ -32,14 +32,13 @@ def _fresh(estimator, **params):
 
 
 def _training_problem(estimator, X, y):
-    """The model exactly as ``fit`` builds it, for the estimator's settings."""
-    from ..core.factory import make_model
-
+    """The model exactly as ``fit`` builds it, for the estimator's settings: its
+    featurizer encodes the data, its model builder makes the model."""
     est = _fresh(estimator)
     est._check_params()
-    data = est._dataset(X, label_lists(y, "y"), grow=True)
-    space = est._feature_space(data)
-    return make_model(est._model_kind(), space, data, n_jobs=est.n_jobs)
+    featurizer = est._featurizer()
+    data = featurizer.encode(X, label_lists(y, "y"), grow=True)
+    return est._builder().build(data, featurizer)
 
 
 def l1_max(estimator, X, y):

@@ -248,7 +248,7 @@ def _build_in_memory(est, client, threads, X, y, n_shards, sample_weight, check_
     sw = check_weights(sample_weight, data.n_sequences)
     warn_large_values(est, data.uni_vals)
     warn_large_values(est, data.big_vals)
-    space = est._feature_space(data)
+    space = est._builder().space(data, len(est._label_vocab), len(est._uni_vocab), len(est._big_vocab))
     w0 = est._warm_start_weights(space) if est.warm_start else None
     bounds = balanced_chunks(data.seq_ptr, n_shards)
     where, n_jobs = cluster.placement(threads, len(bounds) - 1)
@@ -270,7 +270,15 @@ def _build_in_memory(est, client, threads, X, y, n_shards, sample_weight, check_
     return space, models, data.n_sequences, None, w0, (held, send)
 
 
+def _refuse_min_freq(est):
+    if est.min_freq:
+        from ..errors import ParameterError
+        raise ParameterError("min_freq needs the whole training set's counts in one place: with a Dask client "
+                             "it applies to in-memory data (X, y), not to files or bags")
+
+
 def _build_from_files(est, client, threads, paths, n_shards, encoding, unknown_label):
+    _refuse_min_freq(est)
     paths = [os.path.abspath(p) for p in paths]
     sizes = client.gather([client.submit(_file_size, p, pure=False) for p in paths])
     ranges = _split_files(sizes, n_shards)
@@ -282,6 +290,7 @@ def _build_from_files(est, client, threads, paths, n_shards, encoding, unknown_l
 
 
 def _build_from_bag(est, client, threads, bag, n_shards):
+    _refuse_min_freq(est)
     import dask
 
     if not hasattr(bag, "map_partitions") or hasattr(bag, "columns") or hasattr(bag, "chunks"):
@@ -333,11 +342,12 @@ def _build_from_parts(est, client, threads, parts, source):
     datas = [client.submit(S.remap, p, m, workers=h, allow_other_workers=True, pure=False)
              for p, m, h in zip(parts, maps, homes)]
     L, n_u, n_b = len(labels), info["n_uni"], info["n_big"]
-    trans = est._has_transitions()
-    if est.feature_space == "full":
+    builder = est._builder()
+    trans = builder.transitions
+    if builder.feature_space == "full":
         space_f = client.submit(FeatureSpace.full, L, n_u, n_b, trans, pure=False)
     else:
-        flags = (bool(getattr(est, "all_possible_states", False)), bool(getattr(est, "all_possible_transitions", False)))
+        flags = (builder.all_states, builder.all_transitions)
         space_f = tree_future(client, [client.submit(S.observed_space, d, L, n_u, n_b, trans, *flags, pure=False)
                                        for d in datas], S.union_spaces)
     n_jobs = cluster.thread_shares(threads, where)

@@ -24,7 +24,6 @@ import time
 import numpy as np
 
 from ..data.vocab import Vocabulary
-from ..core.factory import make_model
 from ..data.feature_space import FEATURE_SPACES, FeatureSpace
 from ..core.penalties import ElasticNet
 from ..solvers.sgd import SGDState, parse_options, sgd_partial_pass
@@ -118,17 +117,18 @@ def partial_fit(est, X, y):
     state = getattr(est, "_stream_state", None)
     if state is None or state.fitted is not getattr(est, "weights_", None):
         state = _start(est, opts)
-    if state.space is not None and type(state.space) is not est._space_class():
+    builder = est._builder()
+    if state.space is not None and type(state.space) is not builder.space_class:
         raise ValueError(f"partial_fit: the model has order {getattr(state.space, 'order', 1)}, the estimator "
                          f"order={est.order!r}; the order cannot change between calls")
     data = est._featurizer().with_vocabularies(state.uni, state.big, state.labels).extend(X, y)
     L = len(state.labels)
-    space, pos = grow_space(state.space, L, len(state.uni), len(state.big), data, est.feature_space,
-                            est._has_transitions(), est._space_class())
+    space, pos = grow_space(state.space, L, len(state.uni), len(state.big), data, builder.feature_space,
+                            builder.transitions, builder.space_class)
     state.sgd.grow(space.n_params, pos)
     state.space = space
     est._uni_vocab = state.uni
-    model = make_model(est._model_kind(), space, data)
+    model = builder.model(space, data)
     penalty = ElasticNet(est._effective("l1"), est._effective("l2"), model.layout.penalty_scale)
     state.n_seen += data.n_sequences
     N = int(n_samples) if n_samples is not None else state.n_seen
