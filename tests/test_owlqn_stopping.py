@@ -88,10 +88,10 @@ def test_history_names_every_stop():
 
 
 def test_default_tol_per_solver():
-    assert default_tol("owlqn") == default_tol("lbfgs") == 1e-3
+    assert default_tol("owlqn") == default_tol("lbfgs") == 2e-4
     assert default_tol("bcd") == default_tol("sgd-l1") == 1e-5
-    assert CRF()._effective("tol") == 1e-3
-    assert CRF(solver="lbfgs", l1=0.0)._effective("tol") == 1e-3
+    assert CRF()._effective("tol") == 2e-4
+    assert CRF(solver="lbfgs", l1=0.0)._effective("tol") == 2e-4
     assert CRF(solver="bcd")._effective("tol") == 1e-5
     assert CRF(tol=1e-5)._effective("tol") == 1e-5
     assert CRF(delta=1e-5)._effective("tol") == 1e-5            # CRFsuite's spelling, CRFsuite's rule
@@ -107,7 +107,7 @@ def test_default_rule_ends_a_fit_before_max_iter():
     assert crf.history_[-1]["stop"] == crf.stop_reason_
     if crf.stop_reason_ == "tol":
         changes = relative_changes(crf.history_, 10)
-        assert changes[-1] < 1e-3 and all(c >= 1e-3 for c in changes[:-1])
+        assert changes[-1] < 2e-4 and all(c >= 2e-4 for c in changes[:-1])
     # CRFsuite's tighter rule goes on from there, to a lower objective
     tight = CRF(l1=1.0, max_iter=1000, tol=1e-5).fit(X, y)
     assert tight.n_iter_ >= crf.n_iter_ and tight.objective_ <= crf.objective_ + 1e-9 * abs(crf.objective_)

@@ -67,7 +67,7 @@ class CRF(LogLinearCore):
         Stop when the objective improved by less than a relative ``tol`` over the last
         ``window`` iterations: ``(F[k - window] - F[k]) / max(|F[k]|, 1) < tol``
         (CRFsuite's ``delta`` over ``period``; 0 switches the rule off). None (default):
-        the solver's, 1e-3 for OWL-QN / L-BFGS -- the objective moved by less than 0.1%
+        the solver's, 2e-4 for OWL-QN / L-BFGS -- the objective moved by less than 0.02%
         in the last 10 iterations, when test scores have long stopped changing --, 1e-6
         for ``algorithm="l2sgd"`` (CRFsuite's), 1e-5 for the others. Give
         ``tol=1e-5`` (or ``delta=1e-5``) for CRFsuite's rule. The rule that stopped
