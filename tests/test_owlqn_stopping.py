@@ -48,10 +48,13 @@ def test_an_objective_that_rises_over_the_window_stops():
     assert first_stop([10.0, 10.5, 11.0], 1e-6, 1) == (1, "tol")
 
 
-def test_gradient_test_is_checked_first():
+def test_gradient_test_and_its_order():
     F = [10.0, 9.0, 8.99]
-    assert first_stop(F, 0.01, 1, pg_norms=[1.0, 1.0, 1e-9], gtol=1e-6) == (2, "gtol")
-    assert first_stop(F, 0.01, 1, pg_norms=[1.0, 1.0, 1.0], gtol=1e-6) == (2, "tol")
+    # the gradient test alone (the change 0.1% is above tol = 1e-4)
+    assert first_stop(F, 1e-4, 1, pg_norms=[1.0, 1e-9, 1e-9], gtol=1e-6) == (1, "gtol")
+    assert first_stop(F, 1e-4, 1, pg_norms=[1.0, 1.0, 1.0], gtol=1e-6) == (None, None)
+    # both hold at iterate 2: the relative-change rule is named (the grafting solvers' order)
+    assert first_stop(F, 0.01, 1, pg_norms=[1.0, 1.0, 1e-9], gtol=1e-6) == (2, "tol")
 
 
 def relative_changes(rows, window):

@@ -191,20 +191,20 @@ def stop_test(objectives, pg_norm, w_norm, tol, gtol, window):
     """Which stopping rule the iterate just reached meets, or None.
 
     ``objectives`` holds the objective of every iterate so far (the starting point
-    first). ``gtol`` (checked first: it certifies near-stationarity):
-    ``pg_norm <= gtol * max(1, w_norm)``. ``tol``: the objective improved by less than a
-    relative ``tol`` over the last ``window`` iterations, ``(F[k - window] - F[k]) /
-    max(|F[k]|, 1) < tol`` (CRFsuite's ``delta`` over ``period``); it is tested once
-    ``window`` iterations are done. ``tol = 0`` switches the relative-change rule off;
+    first). ``tol`` (checked first, as the incremental solvers of
+    :mod:`spargel.solvers.grafting` do): the objective improved by less than a relative
+    ``tol`` over the last ``window`` iterations, ``(F[k - window] - F[k]) / max(|F[k]|,
+    1) < tol`` (CRFsuite's ``delta`` over ``period``), tested once ``window`` iterations
+    are done; ``gtol``: ``pg_norm <= gtol * max(1, w_norm)``. ``tol = 0`` switches the relative-change rule off;
     ``gtol = 0`` leaves only an exactly zero pseudo-gradient.
     """
-    if pg_norm <= gtol * max(1.0, w_norm):
-        return "gtol"
     k = len(objectives) - 1
     if tol > 0 and k >= window:
         F = objectives[-1]
         if (objectives[-1 - window] - F) / max(abs(F), 1.0) < tol:
             return "tol"
+    if pg_norm <= gtol * max(1.0, w_norm):
+        return "gtol"
     return None
 
 
