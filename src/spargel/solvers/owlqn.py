@@ -195,8 +195,9 @@ def stop_test(objectives, pg_norm, w_norm, tol, gtol, window):
     :mod:`spargel.solvers.grafting` do): the objective improved by less than a relative
     ``tol`` over the last ``window`` iterations, ``(F[k - window] - F[k]) / max(|F[k]|,
     1) < tol`` (CRFsuite's ``delta`` over ``period``), tested once ``window`` iterations
-    are done; ``gtol``: ``pg_norm <= gtol * max(1, w_norm)``. ``tol = 0`` switches the relative-change rule off;
-    ``gtol = 0`` leaves only an exactly zero pseudo-gradient.
+    are done; ``gtol``: ``pg_norm <= gtol * max(1, w_norm)``. ``tol = 0`` switches
+    the relative-change rule off; ``gtol = 0`` leaves only an exactly zero
+    pseudo-gradient.
     """
     k = len(objectives) - 1
     if tol > 0 and k >= window:
