@@ -34,8 +34,9 @@ ONLINE = ("ap", "pa", "arow")
 L2SGD_C2, L2SGD_DELTA = 1.0, 1e-6
 
 # spargel's defaults of the parameters that have a CRFsuite spelling (a value equal to
-# the default counts as "not given" when the CRFsuite spelling is given)
-_DEFAULTS = {"l2": 0.0, "tol": 1e-5, "gtol": 1e-5, "window": 10}
+# the default counts as "not given" when the CRFsuite spelling is given; tol None: the
+# solver's default, solvers.default_tol)
+_DEFAULTS = {"l2": 0.0, "tol": None, "gtol": 1e-5, "window": 10}
 
 
 def algorithm_name(est):
@@ -108,7 +109,7 @@ def check_params(est):
              ("c2", "l2", None if est.c2 is None else 2.0 * est.c2, est.l2, not _same_value(est.l2, 0.0)),
              ("max_iterations", "max_iter", est.max_iterations, est.max_iter, est.max_iter is not None),
              ("epsilon", "gtol", est.epsilon, est.gtol, not _same_value(est.gtol, _DEFAULTS["gtol"])),
-             ("delta", "tol", est.delta, est.tol, not _same_value(est.tol, _DEFAULTS["tol"])),
+             ("delta", "tol", est.delta, est.tol, est.tol is not None),
              ("period", "window", est.period, est.window, not _same_value(est.window, _DEFAULTS["window"]))]
     for crfsuite, ours, theirs_value, our_value, ours_given in pairs:
         if theirs_value is not None and ours_given and not _same_value(theirs_value, our_value):
@@ -152,9 +153,12 @@ def effective(est, name):
     if name == "tol":
         if est.delta is not None:
             return est.delta
-        if alg == "l2sgd" and _same_value(est.tol, _DEFAULTS["tol"]):
+        if est.tol is not None:
+            return est.tol
+        if alg == "l2sgd":
             return L2SGD_DELTA
-        return est.tol
+        from ..solvers import default_tol
+        return default_tol(effective_solver(est))
     if name == "window":
         return est.period if est.period is not None else est.window
     if name == "solver_options":

@@ -64,9 +64,15 @@ class CRF(LogLinearCore):
     max_iter : int or None
         Iteration limit (passes over the data for SGD); None: the solver's default
         (500 for OWL-QN / L-BFGS, 30 passes for SGD, 200 sweeps for BCD / CD).
-    tol : float
+    tol : float or None
         Stop when the objective improved by less than a relative ``tol`` over the last
-        ``window`` iterations.
+        ``window`` iterations: ``(F[k - window] - F[k]) / max(|F[k]|, 1) < tol``
+        (CRFsuite's ``delta`` over ``period``; 0 switches the rule off). None (default):
+        the solver's, 2e-4 for OWL-QN / L-BFGS -- the objective moved by less than 0.02%
+        in the last 10 iterations, when test scores have long stopped changing --, 1e-6
+        for ``algorithm="l2sgd"`` (CRFsuite's), 1e-5 for the others. Give
+        ``tol=1e-5`` (or ``delta=1e-5``) for CRFsuite's rule. The rule that stopped
+        training is ``stop_reason_`` and the ``stop`` key of the last ``history_`` row.
     gtol : float
         Stop when ``||pseudo-gradient|| <= gtol * max(1, ||w||)``.
     window : int
@@ -127,7 +133,7 @@ class CRF(LogLinearCore):
                  calibration_samples=None, calibration_candidates=None, calibration_max_trials=None, pa_type=None,
                  c=None, error_sensitive=None, averaging=None, variance=None, gamma=None, verbose=0,
                  model_filename=None, keep_tempfiles=False, trainer_cls=None, *, solver="owlqn", l1=None, l2=0.0,
-                 max_iter=None, tol=1e-5, gtol=1e-5, window=10, feature_space="observed", template=None, pad=True,
+                 max_iter=None, tol=None, gtol=1e-5, window=10, feature_space="observed", template=None, pad=True,
                  n_jobs=None, random_state=None, warm_start=False, solver_options=None, order=1, client=None,
                  n_shards=None, value_sep=":"):
         self.algorithm = algorithm

@@ -229,8 +229,8 @@ def _refuse_unsupported_solver(est):
         loss = loss_grad
 
     try:
-        get_solver(est.solver)(Probe(), ElasticNet(0.0, 0.0), None, max_iter=1, tol=est.tol, gtol=est.gtol,
-                               window=est.window, monitor=None, **dict(est.solver_options or {}))
+        get_solver(est.solver)(Probe(), ElasticNet(0.0, 0.0), None, max_iter=1, tol=est._effective("tol"),
+                               gtol=est.gtol, window=est.window, monitor=None, **dict(est.solver_options or {}))
     except Reached:
         pass
     except Exception as exc:

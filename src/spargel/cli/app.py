@@ -265,9 +265,10 @@ def build_parser():
                         "and --threads are not used)")
     p.add_argument("--init", metavar="MODEL", default=None,
                    help="with --stream: continue from the weights of this saved model (warm start)")
-    p.add_argument("-e", "--tol", "--stopeps", type=_nonneg_float, default=1e-5, metavar="X",
+    p.add_argument("-e", "--tol", "--stopeps", type=_nonneg_float, default=None, metavar="X",
                    help="stop when the objective improves by less than a relative X over "
-                        "--window iterations (0 disables)")
+                        "--window iterations (0 disables; default: the solver's, 2e-4 for "
+                        "owlqn/lbfgs, 1e-5 for the others; CRFsuite's is 1e-5)")
     p.add_argument("--gtol", type=_nonneg_float, default=1e-5, metavar="X",
                    help="stop when |pseudo-gradient| <= X * max(1, |w|) (0 disables)")
     p.add_argument("-w", "--window", "--period", "--stopwin", type=_pos_int, default=10, metavar="N",

@@ -187,6 +187,36 @@ def _sound(result, F, dec, scale, convex):
     return not (convex and F_new < F + dec - ABSURD * scale)
 
 
+def stop_test(objectives, pg_norm, w_norm, tol, gtol, window):
+    """Which stopping rule the iterate just reached meets, or None.
+
+    ``objectives`` holds the objective of every iterate so far (the starting point
+    first). ``tol`` (checked first, as the incremental solvers of
+    :mod:`spargel.solvers.grafting` do): the objective improved by less than a relative
+    ``tol`` over the last ``window`` iterations, ``(F[k - window] - F[k]) / max(|F[k]|,
+    1) < tol`` (CRFsuite's ``delta`` over ``period``), tested once ``window`` iterations
+    are done; ``gtol``: ``pg_norm <= gtol * max(1, w_norm)``. ``tol = 0`` switches
+    the relative-change rule off; ``gtol = 0`` leaves only an exactly zero
+    pseudo-gradient.
+    """
+    k = len(objectives) - 1
+    if tol > 0 and k >= window:
+        F = objectives[-1]
+        if (objectives[-1 - window] - F) / max(abs(F), 1.0) < tol:
+            return "tol"
+    if pg_norm <= gtol * max(1.0, w_norm):
+        return "gtol"
+    return None
+
+
+def mark_stop(rows, stop):
+    """Name why the solver stopped in its last history row (key ``stop``): the rows
+    of the iterations that met a rule say so already; a failed line search, a callback
+    or Ctrl-C are known only afterwards."""
+    if rows and rows[-1].get("stop") != stop:
+        rows[-1]["stop"] = stop
+
+
 def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-5, window=10,
                    memory=10, max_linesearch=40, monitor=None, c1=1e-4):
     """Minimise ``model.loss_grad`` + ``penalty`` from ``w0``.
@@ -222,37 +252,41 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
     if not np.isfinite(F):
         raise FloatingPointError("the objective is not finite at the initial weights")
     penalty.pseudo_gradient(w, g, pg)
+    pg_norm = norm(pg)
     objectives = [F]
     stop, it = "max_iter", 0
     try:
-        for it in range(1, max_iter + 1):
-            pg_norm = norm(pg)
-            if pg_norm <= gtol * max(1.0, norm(w)):
-                stop, it = "gtol", it - 1
-                break
-            pairs.direction(pg, d, use_l1)
-            step = 1.0 / pg_norm if not len(pairs) and it == 1 else 1.0
-            result, step, trials = orthant_line_search(evaluate, w, d, pg, F, step, use_l1, w_new,
-                                                       max_linesearch, c1, g, noisy, convex)
-            n_evals += trials
-            if result is None:
-                stop, it = "linesearch", it - 1
-                break
-            loss_new, F_new, g_new = result
-            pairs.store(w_new, w, g_new, g)
-            w, w_new = w_new, w
-            g, loss, F = g_new, loss_new, F_new
-            penalty.pseudo_gradient(w, g, pg)
-            objectives.append(F)
-            if history.record(it, F, loss, F - loss, w, n_evals, step=step, pg_norm=norm(pg)):
-                stop = "callback"
-                break
-            if tol > 0 and it >= window and (objectives[-1 - window] - F) / max(abs(F), 1.0) < tol:
-                stop = "tol"
-                break
+        if pg_norm <= gtol * max(1.0, norm(w)):
+            stop = "gtol"
         else:
-            stop = "max_iter"
+            for it in range(1, max_iter + 1):
+                pairs.direction(pg, d, use_l1)
+                step = 1.0 / pg_norm if not len(pairs) and it == 1 else 1.0
+                result, step, trials = orthant_line_search(evaluate, w, d, pg, F, step, use_l1, w_new,
+                                                           max_linesearch, c1, g, noisy, convex)
+                n_evals += trials
+                if result is None:
+                    stop, it = "linesearch", it - 1
+                    break
+                loss_new, F_new, g_new = result
+                pairs.store(w_new, w, g_new, g)
+                w, w_new = w_new, w
+                g, loss, F = g_new, loss_new, F_new
+                penalty.pseudo_gradient(w, g, pg)
+                pg_norm = norm(pg)
+                objectives.append(F)
+                reason = stop_test(objectives, pg_norm, norm(w), tol, gtol, window)
+                if reason is None and it == max_iter:
+                    reason = "max_iter"
+                extra = {"stop": reason} if reason is not None else {}
+                if history.record(it, F, loss, F - loss, w, n_evals, step=step, pg_norm=pg_norm, **extra):
+                    stop = "callback"
+                    break
+                if reason is not None:
+                    stop = reason
+                    break
     except KeyboardInterrupt:
         stop = "interrupted"
+    mark_stop(history.rows, stop)
     return SolverResult(w=w.copy(), objective=F, n_iter=it, n_evals=n_evals, stop_reason=stop,
                         history=history.rows)
