@@ -76,7 +76,6 @@ ONES_FRACTION = 0.25
 # --------------------------------------------------------------------------- index (numpy, once)
 def occurrence_index(data, n_u, n_b):
     """(a_ptr, a_tok, a_val): the occurrences of every attribute, tokens ascending."""
-    n_tok = data.n_tokens
     ids = np.concatenate([data.uni_ids.astype(np.int64), n_u + data.big_ids.astype(np.int64)])
     toks = np.concatenate([owners(data.uni_ptr), owners(data.big_ptr)])
     vals = np.concatenate([data.uni_vals, data.big_vals]).astype(np.float64)

@@ -303,7 +303,7 @@ class LogLinearClassifier(LogLinearCore):
         attribute ``__bias__``."""
         W = w[:d * K].reshape(d, K)
         names = list(self._uni_vocab.names)
-        rows, labs, vals, keep = [], [], [], []
+        labs, vals, keep = [], [], []
         for j in np.flatnonzero(np.any(W != 0, axis=1)):
             nz = np.flatnonzero(W[j])
             keep.append(names[j])
