@@ -139,7 +139,7 @@ def test_padded_rows_with_labels_their_attribute_lacks_equal_eager(variant, real
     data = random_data(rng, n_seq=12, max_len=5, n_uni=30, n_big=2, n_labels=5, real_values=real_values)
     space = random_space(rng, data, "observed", 5, 30, 2)
     model = ChainCRF(space, data)
-    assert model.view.aux[1] == (not real_values)          # the value-1 (binary) streams too
+    assert model.view.aux.binary == (not real_values)          # the value-1 (binary) streams too
     sizes = np.diff(space.u_ptr)
     rows = np.zeros(len(sizes), bool)
     rows[model.view.d_attr] = True

@@ -154,7 +154,7 @@ def chain_bound_matvec(v, space, data, aux_v, aux, Tv, order, iptr, items, refs,
     rows), the forward scalars ``rho[t, s] = mu_{t,s} . v``, the curvature coefficients
     and the adjoint pass, scattered with the model's own token lists (``aux``)."""
     L = space.L
-    Lp = aux[0]
+    Lp = aux.Lp
     seq_ptr = data.seq_ptr
     for r in range(len(order)):
         s, lo, hi = K.span(seq_ptr, order, r)
@@ -303,9 +303,9 @@ class ChainCurvature:
         v = np.ascontiguousarray(v, dtype=np.float64)
         view, space, L = self.view, self.space, self.L
         if self._aux_v is None:
-            self._aux_v = view.aux[:8] + (np.zeros_like(view.Wd), np.zeros_like(view.dnz)) + view.aux[10:]
+            self._aux_v = view.aux._replace(Wd=np.zeros_like(view.Wd), dnz=np.zeros_like(view.dnz))
         aux_v = self._aux_v
-        K.refresh_weights(v, view.space_t, view.d_attr, aux_v[8], aux_v[9])
+        K.refresh_weights(v, view.space_t, view.d_attr, aux_v.Wd, aux_v.dnz)
         Tv = np.zeros(L * L)
         Tv[self.t_pair] = v[space.t_base:]
         maxlen = self._maxlen

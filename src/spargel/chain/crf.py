@@ -15,7 +15,7 @@ from ..core.vec import dot
 from . import inference as C
 from . import batch_kernels as B
 from . import crf_kernels as K
-from .kernel_data import data_tuple
+from .kernel_data import Aux, data_tuple
 from ..core.protocol import ParameterLayout
 from ..core.ranges import concat_ranges, owners
 from ..core.sizes import Sized
@@ -121,7 +121,7 @@ class CRFView:
         dptr, drows, dval, eptr, ek, evals, el = token_lists(space, data, drow, binary)
         self.Wd = np.zeros((len(self.d_attr), self.Lp))
         self.dnz = np.zeros(len(self.d_attr), dtype=np.uint8)
-        self.aux = (self.Lp, binary, dptr, drows, dval, eptr, ek, evals, self.Wd, self.dnz, el)
+        self.aux = Aux(self.Lp, binary, dptr, drows, dval, eptr, ek, evals, self.Wd, self.dnz, el)
         self.has_bigrams = len(data.big_ids) > 0 and space.n_bigram > 0
         self.dense = inference == "dense"
         # the bigram list of the current weights (crf_kernels.compact_bigrams), refreshed

@@ -17,7 +17,8 @@ Two named tuples of flat arrays describe a model (read by name in the kernels):
     (:mod:`spargel.chain.kernel_data`).
 
 The unigram features are read through a second, SIMD-friendly view, the ``aux`` tuple
-``(Lp, binary, dptr, drows, dval, eptr, ek, evals, Wd, dnz, el)`` (built once per data set
+(a :class:`~spargel.chain.kernel_data.Aux`: ``Lp, binary, dptr, drows, dval, eptr, ek,
+evals, Wd, dnz, el``; built once per data set
 in numpy by :func:`spargel.chain.crf.token_lists`, refreshed per weight vector by
 :func:`refresh_weights`):
 
@@ -86,7 +87,8 @@ def refresh_weights(w, space, d_attr, Wd, dnz):
 @inner(fastmath=FAST)
 def emissions(w, space, aux, lo, hi, E):
     """E[t - lo, :Lp] = unigram scores of token t (padded lanes 0), from the aux view."""
-    Lp, binary, dptr, drows, dval, eptr, ek, evals, Wd, dnz, el = aux
+    Lp, binary, dptr, drows, dval = aux.Lp, aux.binary, aux.dptr, aux.drows, aux.dval
+    eptr, ek, evals, Wd, dnz, el = aux.eptr, aux.ek, aux.evals, aux.Wd, aux.dnz, aux.el
     for t in range(lo, hi):
         Er = E[t - lo]
         for y in range(Lp):
@@ -309,8 +311,8 @@ def add_bigram_counts(space, data, t, marg, coef, g):
 def scatter(space, data, aux, lo, hi, gamma, P, need, coef, g, Gd):
     """g / Gd += coef * expected counts of tokens lo..hi-1: unigram ones from the point
     marginals ``gamma``, bigram ones from the pair marginals ``P[t - lo]`` where needed."""
-    Lp, binary, dptr, drows, dval, eptr, ek, evals, el = aux[0], aux[1], aux[2], aux[3], aux[4], aux[5], aux[6], \
-        aux[7], aux[10]
+    Lp, binary, dptr, drows, dval = aux.Lp, aux.binary, aux.dptr, aux.drows, aux.dval
+    eptr, ek, evals, el = aux.eptr, aux.ek, aux.evals, aux.el
     for t in range(hi - 1, lo - 1, -1):          # last tokens first: their rows are still cached
         marg = gamma[t - lo]
         if binary:

@@ -121,7 +121,7 @@ def settle_tokens(v, lo, hi, rows, tok, pen, stamp):
     attribute met, so this settles exactly the attribute blocks the step touches."""
     W, R, dmark = rows[1], rows[2], rows[3]
     eaux, wmark = tok
-    dptr, drows, eptr, ek = eaux[2], eaux[3], eaux[5], eaux[6]
+    dptr, drows, eptr, ek = eaux.dptr, eaux.drows, eaux.eptr, eaux.ek
     aux, p, variant = pen[0], pen[2] * pen[3], pen[5]
     for t in range(lo, hi):
         for j in range(dptr[t], dptr[t + 1]):
@@ -351,7 +351,7 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=Non
     tok = None
     if use_rows:
         # the batch model's token lists, reading the pass's rows (every row in use)
-        eaux = view.aux[:8] + (W, np.ones(len(row_attrs), np.uint8), view.aux[10])
+        eaux = view.aux._replace(Wd=W, dnz=np.ones(len(row_attrs), np.uint8))
         tok = (eaux, np.full(len(space.u_lab), -1, dtype=np.int64))
     has_big = len(data.big_ids) > 0
     maxlen = K.max_length(data.seq_ptr, order)

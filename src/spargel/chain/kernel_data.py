@@ -8,7 +8,10 @@ names (numba compiles a named tuple like a plain one; ``x.name`` reads the same 
   orders (:func:`spargel.chain.crf_kernels.work_buffers`,
   :func:`spargel.chain.crf2_kernels.work_buffers`); the fields a given order does not
   use hold empty arrays;
-* :class:`LogWork` -- the scratch of the log-space and decoding kernels.
+* :class:`LogWork` -- the scratch of the log-space and decoding kernels;
+* :class:`Aux` -- the first order's padded view of the unigram features
+  (:class:`spargel.chain.crf.CRFView`, see :mod:`spargel.chain.crf_kernels`);
+* :class:`BigramList` -- a bigram list (:func:`spargel.chain.crf_kernels.compact_bigrams`).
 
 The layout tuple is :class:`spargel.data.feature_space.Space` (``FeatureSpace.as_tuple``).
 """
@@ -38,6 +41,21 @@ Work = namedtuple("Work", "E psi alpha beta scale shift tmp kbuf P need cacc mar
 #: ``la`` / ``lb``, marginals ``gamma``, a position's transition scores ``fv_t``, the
 #: log-sum candidates ``cand`` and the Viterbi back pointers ``back``
 LogWork = namedtuple("LogWork", "la lb gamma fv_t cand back")
+
+#: the padded unigram view (:func:`spargel.chain.crf.token_lists`):
+#: ``Lp`` -- the padded label count; ``binary`` -- all attribute values are 1;
+#: ``dptr`` / ``drows`` / ``dval`` -- per token its dense rows and their values;
+#: ``eptr`` / ``ek`` / ``evals`` -- per token the weight indices of its other attributes
+#: and their values (``dval`` / ``evals`` empty when binary); ``Wd`` -- the dense rows'
+#: padded weights; ``dnz`` -- whether a dense row has a non-zero weight; ``el`` -- the
+#: label of each ``ek`` entry
+Aux = namedtuple("Aux", "Lp binary dptr drows dval eptr ek evals Wd dnz el")
+
+#: a bigram list: attribute ``a`` contributes the weights ``v[base + e]`` for the label
+#: pairs ``pair[e]``, ``e`` in ``ptr[a]:ptr[a+1]``; ``bi`` / ``bj`` -- the pair's labels
+#: and ``bc`` -- its correction (empty in a raw list); ``amat`` -- per attribute its
+#: stored matrix slot (-1: none; empty in a raw list)
+BigramList = namedtuple("BigramList", "ptr pair base v bi bj bc amat")
 
 
 def data_tuple(data):
