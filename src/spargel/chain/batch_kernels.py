@@ -49,9 +49,9 @@ def state_rows(w, space, data, aux, trans, bl, lo, hi, buf, fixed, clamp, mats, 
         if clamp is not None:
             K.clamp_labels(buf.E, fixed, lo, n, space.L)
         if bl is not None:   # else cptr and need stay all zero: no corrections anywhere
-            amat = bl[7][:0]
+            amat = bl.amat[:0]
             if mats is not None:
-                amat = bl[7]
+                amat = bl.amat
             K.corrections(buf.nomask, 1.0, bl, data, lo, hi, trans, buf.corr, buf.cacc, buf.mark, buf.need, amat)
     if second is not None:
         K2.state_scores(w, space, data, aux, lo, hi, buf.U, buf.E)

@@ -15,7 +15,7 @@ from ..core.vec import dot
 from . import inference as C
 from . import batch_kernels as B
 from . import crf_kernels as K
-from .kernel_data import Aux, data_tuple
+from .kernel_data import Aux, BigramList, data_tuple
 from ..core.protocol import ParameterLayout
 from ..core.ranges import concat_ranges, owners
 from ..core.sizes import Sized
@@ -129,16 +129,16 @@ class CRFView:
         listed = self.has_bigrams and self.compacts_bigrams
         nb = len(space.b_pair) if listed else 0
         n_ba = len(space.b_ptr) - 1 if listed else 0
-        self.bl = (np.zeros(n_ba + 1, dtype=np.int64), np.zeros(nb, dtype=self.space_t.b_pair.dtype), 0, np.zeros(nb),
-                   np.zeros(nb, dtype=np.int32), np.zeros(nb, dtype=np.int32), np.zeros(nb),
-                   np.full(n_ba, -1, dtype=np.int64))
+        self.bl = BigramList(np.zeros(n_ba + 1, dtype=np.int64), np.zeros(nb, dtype=self.space_t.b_pair.dtype), 0,
+                             np.zeros(nb), np.zeros(nb, dtype=np.int32), np.zeros(nb, dtype=np.int32), np.zeros(nb),
+                             np.full(n_ba, -1, dtype=np.int64))
         self.has_transitions = len(space.t_pair) > 0
         self._matrix_slots(space, data)
 
     def _matrix_slots(self, space, data):
         """Stored position matrices (``chain.MAT``) for the bigram attributes that can have
         many non-zero weights, most frequent first, within MATRIX_BUDGET bytes."""
-        n_ba = len(self.bl[7])
+        n_ba = len(self.bl.amat)
         self.slot = np.full(n_ba, -1, dtype=np.int64)
         n = 0
         if n_ba:

@@ -49,7 +49,7 @@ from ..core.jit import inner, kernel
 from ..core import penalty_kernels as PK
 from . import inference as C
 from . import crf_kernels as K
-from .kernel_data import Data
+from .kernel_data import BigramList, Data
 from ..core.ranges import concat_ranges, owners, row_pointers
 
 FAST = C.FAST
@@ -267,7 +267,7 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
                     # several: merge their non-zero weights with crf_kernels.corrections on
                     # the bigram list of the layout (the data fields it does not read are empty)
                     i64, f64 = vptr[:0], big_vals[:0]
-                    bl = (vptr, nz_pair, j0 - j0, NZF[1], nz_pair[:0], nz_pair[:0], f64)
+                    bl = BigramList(vptr, nz_pair, j0 - j0, NZF[1], nz_pair[:0], nz_pair[:0], f64, i64)
                     data2 = Data(i64, i64, big_ids2[:0], f64, big_ptr, big_ids2, big_vals, big_ids2[:0])
                     corr = (CI[0], CI[1], CI[2], CF[0], CF[1], CI[3])
                     K.corrections(f64, 1.0, bl, data2, tf - 1, tf + 1, trans, corr, CF[2], U8[:LL], U8[LL:], i64)

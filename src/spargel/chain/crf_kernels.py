@@ -32,7 +32,8 @@ in numpy by :func:`spargel.chain.crf.token_lists`, refreshed per weight vector b
   ``evals`` hold the attribute values unless all are 1 (``binary``).
 
 Bigram attributes become position corrections of the chain through a *bigram list*
-``bl = (ptr, pair, base, v, bi, bj, bc)``: attribute ``a`` contributes the weights
+``bl = (ptr, pair, base, v, bi, bj, bc, amat)`` (a
+:class:`~spargel.chain.kernel_data.BigramList`): attribute ``a`` contributes the weights
 ``v[base + e]`` for label pairs ``pair[e]``, ``e`` in ``ptr[a]:ptr[a+1]``, zero weights
 skipped (``bi``, ``bj``, ``bc``: see :func:`compact_bigrams`; empty in a raw list). Batch kernels get a list compacted once per weight vector by
 :func:`compact_bigrams` (only the non-zero weights: the exp(λ)-1 trick of Sokolovska et
@@ -134,11 +135,11 @@ def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT, mscores)
     and many non-zero weights (see :data:`MAT_SHARE`) also gets its position factor
     ``M[i, j] = Mbase[i, j] exp(w_ij)`` stored in ``mats[slot]`` (transposed in ``matsT``,
     raw scores ``T_ij + w_ij`` in ``mscores[slot][j * L + i]``, their least and largest in
-    ``mscores[slot][L * L]`` and ``[L * L + 1]``); ``bl[7][at]`` says which
+    ``mscores[slot][L * L]`` and ``[L * L + 1]``); ``bl.amat[at]`` says which
     attributes have one (-1: none)."""
     fv = trans.fv
     L, b_ptr, b_pair, b_base = space.L, space.b_ptr, space.b_pair, space.b_base
-    bptr, bpair, _, bw, bi, bj, bc, amat = bl
+    bptr, bpair, bw, bi, bj, bc, amat = bl.ptr, bl.pair, bl.v, bl.bi, bl.bj, bl.bc, bl.amat
     Sp = mats.shape[1] if len(mats) else 0
     q = 0
     bptr[0] = 0
@@ -202,7 +203,7 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
     # when T + v is strongly negative too
     ones = trans.kind == C.ONES
     fv = trans.fv
-    b_ptr, b_pair, b_base, v, bi, bj, bc = bl[0], bl[1], bl[2], bl[3], bl[4], bl[5], bl[6]
+    b_ptr, b_pair, b_base, v, bi, bj, bc = bl.ptr, bl.pair, bl.base, bl.v, bl.bi, bl.bj, bl.bc
     big_ptr, big_ids, big_vals = data.big_ptr, data.big_ids, data.big_vals
     cptr, ci, cj, cc, cv, ck = corr
     n = hi - lo

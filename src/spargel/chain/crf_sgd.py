@@ -41,6 +41,7 @@ from ..core.jit import inner, kernel
 from ..core import lazy_l1 as Z
 from . import inference as C
 from . import crf_kernels as K
+from .kernel_data import BigramList
 from ..core.ranges import concat_ranges
 
 FAST = C.FAST
@@ -275,7 +276,8 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     if flat is not None:
         flat_emissions(v, m, a, space, data, lo, hi, E, pen, rows[0], marks[2], marks[3], stamp, mode)
     if big is not None:     # else cptr and need stay all zero: no corrections anywhere
-        raw = (space.b_ptr, space.b_pair, space.b_base, v, space.b_pair[:0], space.b_pair[:0], v[:0])     # the live weights
+        raw = BigramList(space.b_ptr, space.b_pair, space.b_base, v, space.b_pair[:0], space.b_pair[:0], v[:0],
+                         space.b_ptr[:0])     # the live weights
         K.corrections(m, a, raw, data, lo, hi, trans, corr, cacc, mark, need, space.b_ptr[:0])
     want = coef != 0.0
     if not want:
