@@ -32,6 +32,7 @@ from . import crf_sgd as S1
 from .crf_sgd import LOSS, MARK, SETTLE     # what a step does with the blocks it meets
 
 from .crf_sgd import LOSS_ONLY      # variant code of a pass that only sums the losses
+from .kernel_data import Penalty
 
 
 @inner(fastmath=C.FAST)
@@ -184,7 +185,7 @@ def sgd_pass(space, data, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk)
         ntu[0] = 0
         ntb[0] = 0
         marks = (umark, tu, ntu, bmark, tb, ntb, np.int64(start))
-        pen = (aux, l1w, l1, us, up, np.int64(variant))
+        pen = Penalty(aux, l1w, l1, us, up, np.int64(variant))
         if lazy:
             Z.penalise_block(v, aux, l1w, l1, m, us, up, t_base, n, variant)
         lowest = 0.0

@@ -41,7 +41,7 @@ from ..core.jit import inner, kernel
 from ..core import lazy_l1 as Z
 from . import inference as C
 from . import crf_kernels as K
-from .kernel_data import BigramList
+from .kernel_data import BigramList, Penalty
 from ..core.ranges import concat_ranges
 
 FAST = C.FAST
@@ -87,7 +87,7 @@ def flat_emissions(v, m, a, space, data, lo, hi, E, pen, umark, tu, ntu, stamp, 
     attribute read as its block of weights; with mode MARK / SETTLE each block met for
     the first time in this step (``umark[at] != stamp``) is recorded in ``tu`` (and
     settled first). Shared by the first- and second-order chains' general passes."""
-    aux, l1w, l1, us, up, variant = pen
+    aux, l1w, l1, us, up, variant = pen.aux, pen.l1w, pen.l1, pen.us, pen.up, pen.variant
     u_ptr, u_lab = space.u_ptr, space.u_lab
     uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
     Lp = E.shape[1]
@@ -123,7 +123,7 @@ def settle_tokens(v, lo, hi, rows, tok, pen, stamp):
     W, R, dmark = rows[1], rows[2], rows[3]
     eaux, wmark = tok
     dptr, drows, eptr, ek = eaux.dptr, eaux.drows, eaux.eptr, eaux.ek
-    aux, p, variant = pen[0], pen[2] * pen[3], pen[5]
+    aux, p, variant = pen.aux, pen.l1 * pen.us, pen.variant
     for t in range(lo, hi):
         for j in range(dptr[t], dptr[t + 1]):
             r = drows[j]
@@ -142,7 +142,7 @@ def mark_bigrams(v, m, space, data, lo, hi, pen, bmark, tb, ntb, stamp, mode):
     """Record in ``tb`` (and settle, mode SETTLE) the bigram attribute blocks of tokens
     lo..hi-1 that this step (``stamp``) meets for the first time (``bmark``): both
     orders' passes (pair attributes at order 2)."""
-    aux, l1w, l1, us, up, variant = pen
+    aux, l1w, l1, us, up, variant = pen.aux, pen.l1w, pen.l1, pen.us, pen.up, pen.variant
     b_ptr, b_base = space.b_ptr, space.b_base
     big_ptr, big_ids = data.big_ptr, data.big_ids
     for j in range(big_ptr[lo], big_ptr[hi]):
@@ -514,7 +514,7 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk, first, gene
         ntu[0] = 0
         ntb[0] = 0
         marks = (bmark, bmark, tu, ntu, np.int64(start), tb, ntb)
-        pen = (aux, l1w, l1, us, up, np.int64(variant))
+        pen = Penalty(aux, l1w, l1, us, up, np.int64(variant))
         if lazy:
             Z.penalise_block(v, aux, l1w, l1, m, us, up, t_base, n, variant)
         _set_transitions(v, m, a, space, T, trans)

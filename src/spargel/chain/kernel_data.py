@@ -11,7 +11,9 @@ names (numba compiles a named tuple like a plain one; ``x.name`` reads the same 
 * :class:`LogWork` -- the scratch of the log-space and decoding kernels;
 * :class:`Aux` -- the first order's padded view of the unigram features
   (:class:`spargel.chain.crf.CRFView`, see :mod:`spargel.chain.crf_kernels`);
-* :class:`BigramList` -- a bigram list (:func:`spargel.chain.crf_kernels.compact_bigrams`).
+* :class:`BigramList` -- a bigram list (:func:`spargel.chain.crf_kernels.compact_bigrams`);
+* :class:`Penalty` -- the lazy l1 penalty of one SGD step (:mod:`spargel.chain.crf_sgd`,
+  :mod:`spargel.chain.crf2_sgd`).
 
 The layout tuple is :class:`spargel.data.feature_space.Space` (``FeatureSpace.as_tuple``).
 """
@@ -56,6 +58,13 @@ Aux = namedtuple("Aux", "Lp binary dptr drows dval eptr ek evals Wd dnz el")
 #: and ``bc`` -- its correction (empty in a raw list); ``amat`` -- per attribute its
 #: stored matrix slot (-1: none; empty in a raw list)
 BigramList = namedtuple("BigramList", "ptr pair base v bi bj bc amat")
+
+#: the lazy l1 penalty of an SGD step (:mod:`spargel.core.lazy_l1`): ``aux`` -- per weight
+#: its penalty record (not the padded view :class:`Aux`); ``l1w`` -- per-weight l1 factors
+#: (empty: uniform); ``l1`` -- the uniform l1 strength; ``us`` / ``up`` -- the penalty
+#: accrued per unit of l1 by the l2-scaled / the other weights; ``variant`` -- the
+#: penalty variant's code
+Penalty = namedtuple("Penalty", "aux l1w l1 us up variant")
 
 
 def data_tuple(data):
