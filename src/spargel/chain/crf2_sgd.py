@@ -32,7 +32,7 @@ from . import crf_sgd as S1
 from .crf_sgd import LOSS, MARK, SETTLE     # what a step does with the blocks it meets
 
 from .crf_sgd import LOSS_ONLY      # variant code of a pass that only sums the losses
-from .kernel_data import Penalty
+from .kernel_data import Marks, Penalty
 
 
 @inner(fastmath=C.FAST)
@@ -40,7 +40,7 @@ def _unigram_rows(v, m, a, space, data, lo, hi, U, pen, marks, mode):
     """U[t - lo, :L] = unigram scores of tokens lo..hi-1 at the lazily scaled weights;
     with mode MARK / SETTLE each block met for the first time in this step is recorded
     (and settled first): the first-order chain's general emission loop."""
-    S1.flat_emissions(v, m, a, space, data, lo, hi, U, pen, marks[0], marks[1], marks[2], marks[6], mode)
+    S1.flat_emissions(v, m, a, space, data, lo, hi, U, pen, marks.umark, marks.tu, marks.ntu, marks.stamp, mode)
 
 
 @inner(fastmath=C.FAST)
@@ -98,7 +98,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, pen, m
     lo, hi, c, clamped = S1.sample_of(data, s, sw, partial)
     n = hi - lo
     if mode != LOSS:
-        S1.mark_bigrams(v, m, space, data, lo, hi, pen, marks[3], marks[4], marks[5], marks[6], mode)
+        S1.mark_bigrams(v, m, space, data, lo, hi, pen, marks.bmark, marks.tb, marks.ntb, marks.stamp, mode)
     _unigram_rows(v, m, a, space, data, lo, hi, U, pen, marks, mode)
     K2.pair_scores(v, m, a, space, data, lo, hi, U, E)
     total = 0.0 if clamped else -K2.gold_score(v, m, a, space, data, s, E)
@@ -184,7 +184,7 @@ def sgd_pass(space, data, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk)
             a = 1.0
         ntu[0] = 0
         ntb[0] = 0
-        marks = (umark, tu, ntu, bmark, tb, ntb, np.int64(start))
+        marks = Marks(umark, tu, ntu, bmark, tb, ntb, np.int64(start))
         pen = Penalty(aux, l1w, l1, us, up, np.int64(variant))
         if lazy:
             Z.penalise_block(v, aux, l1w, l1, m, us, up, t_base, n, variant)

@@ -41,7 +41,7 @@ from ..core.jit import inner, kernel
 from ..core import lazy_l1 as Z
 from . import inference as C
 from . import crf_kernels as K
-from .kernel_data import BigramList, Penalty
+from .kernel_data import BigramList, Marks, Penalty
 from ..core.ranges import concat_ranges
 
 FAST = C.FAST
@@ -261,10 +261,10 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     labels = data.labels
     lo, hi, c, clamped = sample_of(data, s, sw, partial)
     n = hi - lo
-    stamp = marks[4]
+    stamp = marks.stamp
     if big is not None:
         if n > 1 and data.big_ptr[hi] > data.big_ptr[lo + 1] and mode != LOSS:
-            mark_bigrams(v, m, space, data, lo + 1, hi, pen, marks[0], marks[5], marks[6], stamp, mode)
+            mark_bigrams(v, m, space, data, lo + 1, hi, pen, marks.bmark, marks.tb, marks.ntb, stamp, mode)
     if tok is not None:
         if mode == SETTLE:
             settle_tokens(v, lo, hi, rows, tok, pen, stamp)
@@ -274,7 +274,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
                 for y in range(E.shape[1]):
                     E[i, y] *= a
     if flat is not None:
-        flat_emissions(v, m, a, space, data, lo, hi, E, pen, rows[0], marks[2], marks[3], stamp, mode)
+        flat_emissions(v, m, a, space, data, lo, hi, E, pen, rows[0], marks.tu, marks.ntu, stamp, mode)
     if big is not None:     # else cptr and need stay all zero: no corrections anywhere
         raw = BigramList(space.b_ptr, space.b_pair, space.b_base, v, space.b_pair[:0], space.b_pair[:0], v[:0],
                          space.b_ptr[:0])     # the live weights
@@ -513,7 +513,7 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk, first, gene
         a, us, up = st[1], st[2], st[3]
         ntu[0] = 0
         ntb[0] = 0
-        marks = (bmark, bmark, tu, ntu, np.int64(start), tb, ntb)
+        marks = Marks(umark, tu, ntu, bmark, tb, ntb, np.int64(start))
         pen = Penalty(aux, l1w, l1, us, up, np.int64(variant))
         if lazy:
             Z.penalise_block(v, aux, l1w, l1, m, us, up, t_base, n, variant)

@@ -13,7 +13,8 @@ names (numba compiles a named tuple like a plain one; ``x.name`` reads the same 
   (:class:`spargel.chain.crf.CRFView`, see :mod:`spargel.chain.crf_kernels`);
 * :class:`BigramList` -- a bigram list (:func:`spargel.chain.crf_kernels.compact_bigrams`);
 * :class:`Penalty` -- the lazy l1 penalty of one SGD step (:mod:`spargel.chain.crf_sgd`,
-  :mod:`spargel.chain.crf2_sgd`).
+  :mod:`spargel.chain.crf2_sgd`);
+* :class:`Marks` -- the records of the blocks one SGD step meets (same modules).
 
 The layout tuple is :class:`spargel.data.feature_space.Space` (``FeatureSpace.as_tuple``).
 """
@@ -65,6 +66,11 @@ BigramList = namedtuple("BigramList", "ptr pair base v bi bj bc amat")
 #: accrued per unit of l1 by the l2-scaled / the other weights; ``variant`` -- the
 #: penalty variant's code
 Penalty = namedtuple("Penalty", "aux l1w l1 us up variant")
+
+#: what an SGD step met: ``umark`` / ``bmark`` -- per unigram / bigram attribute the
+#: stamp of the last step that met it; ``tu`` / ``tb`` -- the unigram / bigram attributes
+#: met in this step, ``ntu[0]`` / ``ntb[0]`` of them; ``stamp`` -- this step's stamp
+Marks = namedtuple("Marks", "umark tu ntu bmark tb ntb stamp")
 
 
 def data_tuple(data):
