@@ -48,7 +48,7 @@ FAST = C.FAST
 LOSS, MARK, SETTLE = 0, 1, 2          # what a step does with the blocks it meets
 LOSS_ONLY = -1                        # variant code of a pass that only sums the losses
 DONE, DIVERGED, NEEDS_LOG = 0, 1, 2   # what a pass returns (with the step to resume from)
-FELL_BACK, STOPPED = -1.0, -2.0       # buf[4][0] after a step: it used log space / it needs it
+FELL_BACK, STOPPED = -1.0, -2.0       # buf.scale[0] after a step: it used log space / it needs it
 SCALED, LOG_SPACE = 0, 1              # how phase_marginals ran (or NEEDS_LOG)
 
 
@@ -253,9 +253,10 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     only its own path. ``big`` None: the data has no bigram attributes (no corrections,
     pair marginals or bigram marking compiled). ``logsp`` None: the log-space fallback
     is not compiled; a sequence whose scaled recursion fails then stops the step before
-    it writes any gradient (``buf[4][0] = STOPPED``, returns 0) and the pass is resumed
+    it writes any gradient (``buf.scale[0] = STOPPED``, returns 0) and the pass is resumed
     by the variant that has it (see :func:`run_pass`)."""
-    E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark, corr = buf[:13]
+    E, psi, alpha, beta, scale, shift, tmp = buf.E, buf.psi, buf.alpha, buf.beta, buf.scale, buf.shift, buf.tmp
+    kbuf, P, need, cacc, mark, corr = buf.kbuf, buf.P, buf.need, buf.cacc, buf.mark, buf.corr
     gam, tcount = xbuf[2], xbuf[5]
     L, t_pair, t_base, t_index = space.L, space.t_pair, space.t_base, space.t_index
     labels = data.labels
@@ -294,11 +295,11 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
         logz, how = phase_marginals(E, n, L, trans, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, corr, xbuf,
                                     want, logsp)
         if how == NEEDS_LOG:                 # no gradient written yet (see run_pass)
-            buf[4][0] = STOPPED
+            buf.scale[0] = STOPPED
             return 0.0
         gamma = alpha
         if how == LOG_SPACE:
-            buf[4][0] = FELL_BACK            # (scale[0], not read again) for the pass statistics
+            buf.scale[0] = FELL_BACK            # (scale[0], not read again) for the pass statistics
             if not (logz > -np.inf and logz < np.inf):
                 return np.nan
             gamma = gam
@@ -524,13 +525,13 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk, first, gene
             a = 1.0
         step_loss = 0.0
         for r in range(start, end):
-            buf[4][0] = 0.0
+            buf.scale[0] = 0.0
             step_loss += sample_step(v, m, a, space, data, order[r], trans, g, coef, mode, buf, xbuf, rows, tok,
                                      flat, big, logsp, pen, marks, sw, partial)
             if logsp is None:
-                if buf[4][0] == STOPPED:
+                if buf.scale[0] == STOPPED:
                     return NEEDS_LOG, start
-            elif buf[4][0] == FELL_BACK:
+            elif buf.scale[0] == FELL_BACK:
                 st[5] += 1.0
         if loss_only:
             st[4] = step_loss

@@ -28,15 +28,14 @@ import numpy as np
 #: (``big_ptr``, ``big_ids``, ``big_vals``), and its label id (-1: unknown)
 Data = namedtuple("Data", "seq_ptr uni_ptr uni_ids uni_vals big_ptr big_ids big_vals labels")
 
-#: scratch of one thread. First the fields of the first-order kernels (in the order
-#: the SGD pass unpacks them): state scores ``E``, their factors ``psi``, the scaled
-#: recursion's ``alpha`` / ``beta`` / ``scale`` / ``shift``, ``tmp`` and ``kbuf`` (the
-#: exponentials' scratch), the pair marginals ``P`` (None at order 1 without bigram
-#: attributes), ``need`` (positions whose pair marginals are needed), ``cacc`` /
-#: ``mark`` (the corrections' scratch), the corrections ``corr`` and ``nomask`` (an
-#: empty mask: plain weights). Then the second order's: its unigram rows ``U``, label
-#: marginals ``lm``, the shared pair factors ``eB`` and their counts ``gB``, and
-#: ``pcache`` ([attribute, max score] of the factors held in ``eB``).
+#: scratch of one thread. First the fields of the first-order kernels: state scores
+#: ``E``, their factors ``psi``, the scaled recursion's ``alpha`` / ``beta`` / ``scale``
+#: / ``shift``, ``tmp`` and ``kbuf`` (the exponentials' scratch), the pair marginals
+#: ``P`` (None at order 1 without bigram attributes), ``need`` (positions whose pair
+#: marginals are needed), ``cacc`` / ``mark`` (the corrections' scratch), the corrections
+#: ``corr`` and ``nomask`` (an empty mask: plain weights). Then the second order's: its
+#: unigram rows ``U``, label marginals ``lm``, the shared pair factors ``eB`` and their
+#: counts ``gB``, and ``pcache`` ([attribute, max score] of the factors held in ``eB``).
 Work = namedtuple("Work", "E psi alpha beta scale shift tmp kbuf P need cacc mark corr nomask "
                           "U lm eB gB pcache")
 
