@@ -20,6 +20,8 @@ never O(model size) -- except for ``naive``, which by definition penalises every
 weight. Weights are read as ``lazy_l1.weight(v, m, a, k)`` (lazily scaled).
 """
 
+from collections import namedtuple
+
 import numpy as np
 
 from ..core.jit import inner, kernel
@@ -127,10 +129,19 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, pen, m
 
 
 # --------------------------------------------------------------------------- passes
+#: the scratch of a pass (:func:`work`):
+#: ``umark`` / ``bmark`` -- per unigram / bigram attribute the stamp of the last step that met it;
+#: ``tu`` / ``tb`` -- the unigram / bigram attributes a step met, ``ntu[0]`` / ``ntb[0]`` of them;
+#: ``g`` -- the gradient; ``x`` -- the transition weights;
+#: ``buf`` -- the kernels' :class:`~spargel.chain.kernel_data.Work`;
+#: ``xbuf_ones`` / ``xbuf_list`` -- the marginal scratch under the PAIR_ONES / LIST structure;
+#: ``sw`` / ``partial`` -- sequence weights / partial-label flags (None: none)
+PassWork = namedtuple("PassWork", "umark bmark tu tb ntu ntb g x buf xbuf_ones xbuf_list sw partial")
+
+
 def work(space, data, order, n_params, sw=None, partial=None):
-    """Everything a pass needs, allocated here (kernels allocate nothing):
-    ``(umark, bmark, tu, tb, ntu, ntb, g, x, buf, xbuf_ones, xbuf_list, sw, partial)``;
-    ``sw`` the per-sequence weights and ``partial`` the 0/1 flags of partially labelled
+    """Everything a pass needs, allocated here (kernels allocate nothing): a
+    :class:`PassWork`; ``sw`` the per-sequence weights and ``partial`` the 0/1 flags of partially labelled
     sequences (None, in the tuple too: all weights 1, no partial labels among ``order``;
     the pass then compiles without their code, as the first order's)."""
     L = space.L
@@ -145,11 +156,11 @@ def work(space, data, order, n_params, sw=None, partial=None):
                 (np.zeros((1, 1)), np.zeros(n_glob), np.zeros(0)))
 
     n_u, n_b = len(space.u_ptr) - 1, len(space.b_ptr) - 1
-    return (np.full(n_u, -1, dtype=np.int64), np.full(n_b, -1, dtype=np.int64), np.empty(n_u, dtype=np.int64),
-            np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
-            np.zeros(n_params), np.zeros(n_t), buf, xbuf(n_t), xbuf(S * L),
-            None if sw is None or len(sw) == 0 else np.ascontiguousarray(sw, dtype=np.float64),
-            np.ascontiguousarray(partial, dtype=np.uint8) if S1.has_partial(partial, order) else None)
+    return PassWork(np.full(n_u, -1, dtype=np.int64), np.full(n_b, -1, dtype=np.int64),
+                    np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                    np.zeros(1, dtype=np.int64), np.zeros(n_params), np.zeros(n_t), buf, xbuf(n_t), xbuf(S * L),
+                    None if sw is None or len(sw) == 0 else np.ascontiguousarray(sw, dtype=np.float64),
+                    np.ascontiguousarray(partial, dtype=np.uint8) if S1.has_partial(partial, order) else None)
 
 
 @kernel()
@@ -166,7 +177,8 @@ def sgd_pass(space, data, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk)
     variant, B = int(prm[3]), max(1, int(prm[6]))
     n = len(v)
     lazy = variant != Z.NAIVE
-    umark, bmark, tu, tb, ntu, ntb, g, x, buf, xbuf_ones, xbuf_list, sw, partial = wk
+    umark, bmark, tu, tb, ntu, ntb, g, x = wk.umark, wk.bmark, wk.tu, wk.tb, wk.ntu, wk.ntb, wk.g, wk.x
+    buf, xbuf_ones, xbuf_list, sw, partial = wk.buf, wk.xbuf_ones, wk.xbuf_list, wk.sw, wk.partial
     loss_only = variant == LOSS_ONLY
     if loss_only:
         B = max(1, len(order))

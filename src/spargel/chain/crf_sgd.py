@@ -33,6 +33,8 @@ weight is the same (tests check both against eager SGD, with attributes that own
 some labels).
 """
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -331,11 +333,25 @@ def has_partial(partial, order):
     return partial is not None and bool(np.any(partial[order]))
 
 
+#: the scratch of a pass (:func:`work`):
+#: ``umark`` / ``bmark`` -- per unigram / bigram attribute the stamp of the last step that met it;
+#: ``W`` / ``R`` -- the padded rows' weights / penalty records; ``dmark`` -- per row its stamp;
+#: ``tu`` / ``tb`` -- the unigram / bigram attributes a step met, ``ntu[0]`` / ``ntb[0]`` of them;
+#: ``g`` -- the gradient (``v`` itself for a direct pass); ``T`` -- the transition weights;
+#: ``buf`` -- the kernels' :class:`~spargel.chain.kernel_data.Work`; ``xbuf`` -- marginal scratch;
+#: ``sw`` / ``partial`` -- sequence weights / partial-label flags (None: none);
+#: ``tok`` -- token lists of the padded-rows pass (None: the general pass);
+#: ``flat`` -- True for the general pass (None: padded rows);
+#: ``big`` -- True when the data has bigram attributes (else None);
+#: ``logsp`` -- True: the log-space fallback is compiled (None: not)
+PassWork = namedtuple("PassWork", "umark W R dmark bmark tu tb ntu ntb g T buf xbuf sw partial tok flat big "
+                                  "logsp")
+
+
 def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=None):
     """Everything a pass over the sequences ``order`` of a :class:`~spargel.chain.crf.CRFView`
-    needs, allocated here (kernels allocate nothing): ``(wk, lanes)``, ``wk`` =
-    ``(umark, W, R, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok,
-    flat, big, logsp)``; ``sw`` the per-sequence weights and ``partial`` the 0/1 flags of partially
+    needs, allocated here (kernels allocate nothing): ``(wk, lanes)``, ``wk`` a
+    :class:`PassWork`; ``sw`` the per-sequence weights and ``partial`` the 0/1 flags of partially
     labelled sequences (None, in the tuple too: all weights 1, no partial labels among
     ``order``; the pass then compiles without their code). With ``use_rows`` the
     view's dense attributes (``row_attrs``) get padded rows W (weights) and R (penalty
@@ -365,14 +381,14 @@ def work(view, order, v, aux, use_rows, direct, sw=None, partial=None, logsp=Non
     xbuf = (np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
             np.empty(2 * L + 1), np.zeros(L * L), (outer, np.zeros(0), pos))
     n_u, n_b = len(space.u_ptr) - 1, len(space.b_ptr) - 1
-    wk = (np.full(n_u, -1, dtype=np.int64), W, R, np.full(len(row_attrs), -1, dtype=np.int64),
-          np.full(n_b, -1, dtype=np.int64),
-          np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
-          np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf,
-          None if sw is None or len(sw) == 0 else np.ascontiguousarray(sw, dtype=np.float64),
-          np.ascontiguousarray(partial, dtype=np.uint8) if has_partial(partial, order) else None,
-          tok,
-          None if use_rows else True, True if has_big else None, logsp)
+    wk = PassWork(np.full(n_u, -1, dtype=np.int64), W, R, np.full(len(row_attrs), -1, dtype=np.int64),
+                  np.full(n_b, -1, dtype=np.int64),
+                  np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                  np.zeros(1, dtype=np.int64), v if direct else np.zeros(len(v)), np.zeros(L * L), buf, xbuf,
+                  None if sw is None or len(sw) == 0 else np.ascontiguousarray(sw, dtype=np.float64),
+                  np.ascontiguousarray(partial, dtype=np.uint8) if has_partial(partial, order) else None,
+                  tok,
+                  None if use_rows else True, True if has_big else None, logsp)
     return wk, lanes
 
 
@@ -395,7 +411,7 @@ def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None)
     wk, lanes = work(view, order, v, aux, use_rows, direct, sw, partial, None if resumable else True)
     status = _resumed_pass(view, trans, order, v, aux, l1w, m, st, prm, wk, None if direct else True)
     if use_rows:
-        store_rows(lanes, wk[1], wk[2], v, aux)
+        store_rows(lanes, wk.W, wk.R, v, aux)
     return status
 
 
@@ -424,7 +440,7 @@ def _resumed_pass(view, trans, order, v, aux, l1w, m, st, prm, wk, general):
     stopped, the variant with it resumes. Returns DONE or DIVERGED."""
     status, step = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm, wk, 0, general)
     if status == NEEDS_LOG:
-        status, _ = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm, wk[:-1] + (True,),
+        status, _ = sgd_pass(view.space_t, view.data_t, trans, order, v, aux, l1w, m, st, prm, wk._replace(logsp=True),
                              step, general)
     return status
 
@@ -496,7 +512,9 @@ def sgd_pass(space, data, trans, order, v, aux, l1w, m, st, prm, wk, first, gene
     variant, B = int(prm[3]), max(1, int(prm[6]))
     n = len(v)
     lazy = variant != Z.NAIVE
-    umark, W, R, dmark, bmark, tu, tb, ntu, ntb, g, T, buf, xbuf, sw, partial, tok, flat, big, logsp = wk
+    umark, W, R, dmark, bmark, tu, tb, ntu, ntb = wk.umark, wk.W, wk.R, wk.dmark, wk.bmark, wk.tu, wk.tb, wk.ntu, wk.ntb
+    g, T, buf, xbuf, sw, partial = wk.g, wk.T, wk.buf, wk.xbuf, wk.sw, wk.partial
+    tok, flat, big, logsp = wk.tok, wk.flat, wk.big, wk.logsp
     loss_only = variant == LOSS_ONLY        # no step: the summed loss at v, into st[4]
     if loss_only:
         B = max(1, len(order))
