@@ -42,6 +42,7 @@ delegate to:
 """
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from ..core.jit import inner, kernel
@@ -66,6 +67,12 @@ N_U, N_GRP, N_LAB, B_BASE, OPS = range(5)
 N_STATS = 7
 # transitions use the ONES structure when at most this fraction of the |Y|^2 pairs is non-zero
 ONES_FRACTION = 0.25
+# the scratch of run() (BCD.wk):
+#   VEC -- rows G, H, wold, dw, l1, l2 of the block's coordinates;
+#   SAVE -- rows saved E, saved psi, new E, new psi; SAVES -- rows saved shift, new shift;
+#   old_part -- the span parts of log Z; SQ -- rows r, P, T; kbuf -- exponentials' scratch;
+#   info -- [pending trial block, rounding scale, block of the last statistics]
+BlockWork = namedtuple("BlockWork", "VEC SAVE SAVES old_part SQ kbuf info")
 # First-use compilation time grows with the number of compiled functions, the number of
 # arrays each one holds and the code it inlines (inlining copies the callee's IR). So there
 # are two compiled functions, _rows (the recursions) and run (everything else, the fused
@@ -369,7 +376,7 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl, bi
             zero_streak, opts, stats)``. It runs the steps above as the actions of one
             loop (NEXT block, GRAD, PROPOSE a step, CHANGE, COMMIT or DISCARD).
     """
-    VEC, SAVE, SAVES, old_part, SQ, kbuf, info = wk
+    VEC, SAVE, SAVES, old_part, SQ, kbuf, info = wk.VEC, wk.SAVE, wk.SAVES, wk.old_part, wk.SQ, wk.kbuf, wk.info
     n_u, n_grp, L, b_base = hd[N_U], hd[N_GRP], hd[N_LAB], hd[B_BASE]
     a_ptr, a_tok, a_val, grp_attr, gc_idx, GRP, SPAN, BLK = ix
     u_ptr, u_lab, b_ptr, b_pair, t_pair = spx
@@ -785,12 +792,9 @@ class CRFBlocks:
                     np.zeros(L * L + 2, np.uint8))
         ix = self.ix
         mc, mo = ix.max_coord, ix.max_occ
-        # scratch: VEC rows G, H, wold, dw, l1, l2; SAVE rows saved E,
-        # saved psi, new E, new psi; SAVES rows saved shift, new shift; old_part; SQ rows
-        # r, P, T; kbuf; info = [pending trial block, rounding scale, block of the last
-        # statistics]
-        self.wk = (np.zeros((6, mc)), np.zeros((4, mo, Lp)), np.zeros((2, mo)), np.zeros(ix.max_span),
-                   np.zeros((3, max(L * L, Lp))), C.exp_scratch(mo, Lp), np.array([-1.0, 0.0, -1.0]))
+        # scratch (a BlockWork)
+        self.wk = BlockWork(np.zeros((6, mc)), np.zeros((4, mo, Lp)), np.zeros((2, mo)), np.zeros(ix.max_span),
+                            np.zeros((3, max(L * L, Lp))), C.exp_scratch(mo, Lp), np.array([-1.0, 0.0, -1.0]))
         self.trans = None
         self.kind = None
         self._none_i = np.zeros(0, np.int64)
@@ -822,7 +826,7 @@ class CRFBlocks:
         return C.ONES if few and not (len(t) and t.min() < -C.CANCEL_LIMIT) else C.DENSE
 
     def _info(self, k):
-        return int(self.wk[6][k])
+        return int(self.wk.info[k])
 
     def _check_block(self, b):
         if not self.started:
@@ -848,7 +852,7 @@ class CRFBlocks:
                 self._run(REKIND)
             return
         self.w[:] = w
-        self.wk[6][2] = -1.0
+        self.wk.info[2] = -1.0
         self._transitions(kind)
         self._run(BEGIN)
         self.started = True
@@ -859,7 +863,7 @@ class CRFBlocks:
         if self._run(GRAD, b) != 1.0:
             raise FloatingPointError(_SCALING)
         n = int(self.ix.blk_c1[b] - self.ix.blk_c0[b])
-        return self.wk[0][0, :n].copy(), self.wk[0][1, :n].copy()
+        return self.wk.VEC[0, :n].copy(), self.wk.VEC[1, :n].copy()
 
     def change(self, b, dw):
         """The exact loss change of moving block b by dw (the trial is kept until
@@ -872,7 +876,7 @@ class CRFBlocks:
             raise ValueError(f"block {b} has {n} coordinates, got a step of shape {dw.shape}")
         if self._info(2) != b:
             raise RuntimeError(f"block_change({b}) needs block_grad_hess({b}) first (at the current weights)")
-        self.wk[0][3, :n] = dw
+        self.wk.VEC[3, :n] = dw
         return float(self._run(CHANGE, b))
 
     def commit(self):
@@ -888,7 +892,7 @@ class CRFBlocks:
     def rounding(self):
         """Magnitude of the log-partition terms of the last block's statistics (the
         rounding allowance of the acceptance test is relative to it)."""
-        return float(self.wk[6][1])
+        return float(self.wk.info[1])
 
     def loss(self):
         self.discard()
