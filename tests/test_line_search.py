@@ -11,7 +11,7 @@ from spargel.core.protocol import approximate_loss
 from spargel.core.penalties import ElasticNet
 from spargel.solvers.owlqn import minimize_owlqn, orthant_line_search
 
-from toy_model import make_least_squares
+from toy_model import make_least_squares, random_quadratic
 
 
 def quadratic(A, b):
@@ -129,12 +129,8 @@ def faulty(evaluate, bad, value=-1e3, grad=None):
 def test_convex_search_refuses_a_trial_below_the_tangent_plane(seed):
     """A trial whose objective lies below F + pg . s (impossible for a convex objective)
     is backtracked from; the step finally taken is a sound one with its true value."""
-    rng = np.random.default_rng(seed)
     n = 5
-    Q = rng.normal(size=(n, n))
-    A = Q @ Q.T + np.eye(n)
-    b = rng.normal(size=n)
-    w = rng.normal(size=n)
+    A, b, w = random_quadratic(seed, n)
     evaluate = quadratic(A, b)
     _, F, g = evaluate(w)
     d = -g

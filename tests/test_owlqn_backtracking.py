@@ -8,7 +8,7 @@ import pytest
 from spargel.core.penalties import ElasticNet
 from spargel.solvers.owlqn import NOISE, minimize_owlqn, orthant_line_search
 
-from toy_model import make_least_squares
+from toy_model import make_least_squares, random_quadratic
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -17,12 +17,8 @@ def test_search_takes_the_longest_halved_step_that_passes_armijo(seed, overshoot
     """A Newton step made ``overshoot`` times too long on a quadratic (as OWL-QN's steps
     are late in an l1 fit): the search takes libLBFGS's step, the longest of 1, 1/2,
     1/4, ... whose objective passes the Armijo test, computed here by hand."""
-    rng = np.random.default_rng(seed)
     n = 6
-    Q = rng.normal(size=(n, n))
-    A = Q @ Q.T + np.eye(n)
-    b = rng.normal(size=n)
-    w = rng.normal(size=n)
+    A, b, w = random_quadratic(seed, n)
 
     def evaluate(x):
         f = 0.5 * float(x @ A @ x) - float(b @ x)

@@ -98,3 +98,11 @@ def make_least_squares(n=40, d=8, seed=0, groups=None):
     w_true = np.where(rng.random(d) < 0.5, rng.normal(size=d) * 2, 0.0)
     y = X @ w_true + 0.3 * rng.normal(size=n)
     return LeastSquares(X, y, groups)
+
+
+def random_quadratic(seed, n):
+    """A random positive definite quadratic ``f(x) = x A x / 2 - b x`` and a start ``w``:
+    ``(A, b, w)``, with ``A = Q Q^T + I``."""
+    rng = np.random.default_rng(seed)
+    Q = rng.normal(size=(n, n))
+    return Q @ Q.T + np.eye(n), rng.normal(size=n), rng.normal(size=n)
