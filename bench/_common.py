@@ -19,6 +19,21 @@ def data_dir(name):
     return d
 
 
+def sentence_blocks(lines, fields=str.split):
+    """The blank-line-separated blocks of ``lines`` (sentences of a CoNLL-style file): per
+    block, ``fields(line)`` of each of its lines."""
+    blocks, cur = [], []
+    for line in lines:
+        if line.strip():
+            cur.append(fields(line))
+        elif cur:
+            blocks.append(cur)
+            cur = []
+    if cur:
+        blocks.append(cur)
+    return blocks
+
+
 def peak_rss_mb():
     """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

@@ -36,7 +36,7 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import data_dir, markdown_table  # noqa: E402
+from _common import data_dir, markdown_table, sentence_blocks  # noqa: E402
 
 TARGET = 1e-4
 
@@ -103,18 +103,8 @@ def load_ocr():
 
 
 def read_columns(path, encoding):
-    sents, cur = [], []
-    for line in open(path, encoding=encoding):
-        line = line.strip()
-        if not line:
-            if cur:
-                sents.append(cur)
-                cur = []
-            continue
-        cur.append(line.split())
-    if cur:
-        sents.append(cur)
-    return sents
+    with open(path, encoding=encoding) as fh:
+        return sentence_blocks(fh)
 
 
 def token_features(sent):

@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from spargel.cli import main as spargel_main  # noqa: E402
+from _common import sentence_blocks  # noqa: E402
 
 OPTION_SETS = [[], ["-r"], ["-l"], ["-r", "-l"]]
 
@@ -123,16 +124,7 @@ def _conlleval(script, args, path):
 # ---------------------------------------------------------------------------------------
 
 def _sentences(data):
-    sents, cur = [], []
-    for line in data.decode("latin-1").split("\n"):
-        if line.strip():
-            cur.append(line.split(" "))
-        elif cur:
-            sents.append(cur)
-            cur = []
-    if cur:
-        sents.append(cur)
-    return sents
+    return sentence_blocks(data.decode("latin-1").split("\n"), lambda line: line.split(" "))
 
 
 def _write(sents, sep=" ", eol="\n"):

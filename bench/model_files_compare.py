@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _common import data_dir  # noqa: E402
+from _common import data_dir, sentence_blocks  # noqa: E402
 
 from spargel import CRF  # noqa: E402
 from spargel.data.conll import read_conll  # noqa: E402
@@ -86,16 +86,9 @@ B
 
 def tool_labels(path, encoding="utf-8"):
     """Per sentence, the last field of each line of a tool's output."""
-    out, cur = [], []
-    for line in Path(path).read_text(encoding=encoding).split("\n"):
-        if line.strip():
-            cur.append(re.split(r"[ \t]+", line.strip())[-1])
-        elif cur:
-            out.append(cur)
-            cur = []
-    if cur:
-        out.append(cur)
-    return out
+    lines = Path(path).read_text(encoding=encoding).split("\n")
+    return [[row[-1] for row in block]
+            for block in sentence_blocks(lines, lambda line: re.split(r"[ \t]+", line.strip()))]
 
 
 def compare(name, ours, theirs):

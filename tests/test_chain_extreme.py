@@ -159,11 +159,18 @@ def test_first_order_partially_labelled(seed, scale):
     _assert_close(loss, reference_loss1(space, data, w), w)
 
 
+def _four_label_problem(rng, bigrams):
+    """Five random sequences over 4 labels and 6 unigram attributes (and 3 bigram
+    attributes when ``bigrams``), with the full feature space."""
+    n_big = 3 if bigrams else 0
+    data = random_data(rng, n_seq=5, max_len=7, n_uni=6, n_big=n_big, n_labels=4, p_big=0.8)
+    return data, random_space(rng, data, "full", 4, 6, n_big)
+
+
 @pytest.mark.parametrize("seed,scale", _cases(3))
 def test_first_order_sgd_step_loss(seed, scale):
     rng = np.random.default_rng(200 + seed)
-    data = random_data(rng, n_seq=5, max_len=7, n_uni=6, n_big=3 if seed % 2 else 0, n_labels=4, p_big=0.8)
-    space = random_space(rng, data, "full", 4, 6, 3 if seed % 2 else 0)
+    data, space = _four_label_problem(rng, bigrams=seed % 2)
     w = _weights(rng, space.n_params, scale)
     model = ChainCRF(space, data)
     got = model.sample_loss(np.arange(data.n_sequences, dtype=np.int64), w)
@@ -173,8 +180,7 @@ def test_first_order_sgd_step_loss(seed, scale):
 @pytest.mark.parametrize("seed,scale", _cases(3))
 def test_bcd_cached_rows_loss(seed, scale):
     rng = np.random.default_rng(300 + seed)
-    data = random_data(rng, n_seq=5, max_len=7, n_uni=6, n_big=3 if seed % 2 else 0, n_labels=4, p_big=0.8)
-    space = random_space(rng, data, "full", 4, 6, 3 if seed % 2 else 0)
+    data, space = _four_label_problem(rng, bigrams=seed % 2)
     w = _weights(rng, space.n_params, scale, density=0.3 if seed < 2 else 0.9)
     model = ChainCRF(space, data)
     model.block_layout()
