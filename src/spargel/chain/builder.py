@@ -7,6 +7,14 @@ from ..errors import ParameterError
 from ..estimation import ModelBuilder
 
 
+def space_class(order):
+    """The feature-space class of a chain CRF of ``order`` 1 or 2."""
+    if order == 2:
+        from .crf2_space import FeatureSpace2
+        return FeatureSpace2
+    return FeatureSpace
+
+
 class ChainModelBuilder(ModelBuilder):
     """A :class:`~spargel.estimation.ModelBuilder` for chain CRFs of ``order`` 1 or 2.
 
@@ -18,12 +26,8 @@ class ChainModelBuilder(ModelBuilder):
 
     def __init__(self, order=1, feature_space="observed", transitions=True, *, all_states=False,
                  all_transitions=False, min_freq=None, n_jobs=None):
-        if order == 2:
-            from .crf2_space import FeatureSpace2
-            kind, space_class = "crf2", FeatureSpace2
-        else:
-            kind, space_class = "crf", FeatureSpace
-        super().__init__(kind, space_class, feature_space, transitions, n_jobs=n_jobs)
+        super().__init__("crf2" if order == 2 else "crf", space_class(order), feature_space, transitions,
+                         n_jobs=n_jobs)
         self.order = order
         self.all_states = bool(all_states)
         self.all_transitions = bool(all_transitions)

@@ -262,10 +262,8 @@ class CRF(LogLinearCore):
                                  f"without them the model is a first-order one")
 
     def _space_class(self):
-        if self.order == 2:
-            from .crf2_space import FeatureSpace2
-            return FeatureSpace2
-        return super()._space_class()
+        from .builder import space_class
+        return space_class(self.order)
 
     def _map_code(self, table, code, lab_map, L, old_L):
         if self.order != 2:

@@ -196,7 +196,7 @@ def _read_header(zf, infos, name):
         _fail(name, "not a spargel model file (no header)")
     if info.file_size > MAX_HEADER_BYTES + MAX_NPY_HEADER:
         _fail(name, f"the header declares {info.file_size} bytes (at most {MAX_HEADER_BYTES} allowed)")
-    limit = min(info.file_size, MAX_HEADER_BYTES + MAX_NPY_HEADER)
+    limit = info.file_size             # at most MAX_HEADER_BYTES + MAX_NPY_HEADER (checked above)
     pieces, size = [], 0
     with zf.open(info) as fh:  # in chunks: one read(n) would allocate n bytes up front
         while size <= limit:
