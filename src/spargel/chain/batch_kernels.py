@@ -99,6 +99,7 @@ def empirical_counts(space, data, order, sw, emp, first, second):
     t_base, t_index = space.t_base, space.t_index
     seq_ptr, uni_ptr, uni_ids, uni_vals = data.seq_ptr, data.uni_ptr, data.uni_ids, data.uni_vals
     big_ptr, big_ids, big_vals, labels = data.big_ptr, data.big_ids, data.big_vals, data.labels
+    unit = len(uni_vals) == 0                   # every unigram value is 1
     for r in range(len(order)):
         s = order[r]
         c = sequence_weight(sw, s, None)
@@ -110,7 +111,7 @@ def empirical_counts(space, data, order, sw, emp, first, second):
                 a = uni_ids[j]
                 for k in range(u_ptr[a], u_ptr[a + 1]):
                     if u_lab[k] == y:
-                        emp[k] += c * uni_vals[j]
+                        emp[k] += c if unit else c * uni_vals[j]
                         break
             # the codes of the token's pair weights and of its transition (-1: none)
             pair = -1

@@ -341,7 +341,10 @@ class ChainCurvature:
         attribute values per emission weight, of the number of positions per transition."""
         if self._diag is None:
             data, space = self.model.data, self.space
-            sq = np.bincount(data.uni_ids, weights=data.uni_vals ** 2, minlength=len(space.u_ptr) - 1)
+            from ..data.dataset import is_unit
+
+            sq = np.bincount(data.uni_ids, weights=None if is_unit(data.uni_vals) else data.uni_vals ** 2,
+                             minlength=len(space.u_ptr) - 1)
             d = np.empty(self.n)
             d[:space.b_base] = np.repeat(sq[:len(space.u_ptr) - 1], np.diff(space.u_ptr))
             d[space.b_base:space.t_base] = 1.0

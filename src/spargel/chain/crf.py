@@ -18,10 +18,10 @@ from . import crf_kernels as K
 from .kernel_data import Aux, BigramList, data_tuple
 from ..core.protocol import ParameterLayout
 from ..core.ranges import concat_ranges, owners
-from ..core.sizes import Sized
+from ..core.sizes import Sized, return_free_memory
 from ..core.threads import balanced_chunks, resolve_n_jobs
 from .crf_map import MapCapability
-from ..data.dataset import id_counts
+from ..data.dataset import compact_values, id_counts, is_unit
 
 INFERENCE_MODES = ("auto", "dense", "sparse")
 # the batch gradient is always split into at least this many fixed chunks (summed in a
@@ -36,6 +36,8 @@ DENSE_FRACTION = 0.25
 MATRIX_BUDGET = 64 * 2 ** 20
 # tokens whose per-token lists token_lists builds at a time
 TOKEN_CHUNK = 1 << 16
+#: padded views at least this large give the freed heap memory back once built
+TRIM_ENTRIES = 1 << 24
 
 
 def crf_layout(space, penalty_scale=None):
@@ -50,7 +52,9 @@ def token_lists(space, data, drow, binary):
     (``drow[a] >= 0``) give ``drows[dptr[t]:dptr[t+1]]`` (values in ``dval``); every
     other attribute gives its weight indices ``ek[eptr[t]:eptr[t+1]]`` (labels ``el``,
     values ``evals``); ``dval`` / ``evals`` are empty for binary data. Built a chunk of
-    tokens at a time into arrays of their final size (no temporary the size of the data)."""
+    tokens at a time into arrays of their final size (no temporary the size of the data);
+    offsets, dense rows and labels in the smallest integer type that holds them (int32,
+    uint16 and uint8 in practice: 3 instead of 8 bytes a list entry)."""
     n_tok = data.n_tokens
     ptr, ids = data.uni_ptr, data.uni_ids
     u_ptr = space.u_ptr
@@ -64,14 +68,14 @@ def token_lists(space, data, drow, binary):
         tok = np.repeat(np.arange(t1 - t0, dtype=np.int64), np.diff(ptr[t0:t1 + 1]))
         dcount[t0:t1] = np.bincount(tok[dense], minlength=t1 - t0)
         ecount[t0:t1] = np.bincount(tok[~dense], weights=sizes[a[~dense]], minlength=t1 - t0).astype(np.int64)
-    dptr = np.zeros(n_tok + 1, dtype=np.int64)
+    dptr = np.zeros(n_tok + 1, dtype=np.int32 if dcount.sum() < 2 ** 31 else np.int64)
     np.cumsum(dcount, out=dptr[1:])
-    eptr = np.zeros(n_tok + 1, dtype=np.int64)
+    eptr = np.zeros(n_tok + 1, dtype=np.int32 if ecount.sum() < 2 ** 31 else np.int64)
     np.cumsum(ecount, out=eptr[1:])
     del dcount, ecount
-    drows = np.empty(dptr[-1], dtype=np.int32)
+    drows = np.empty(dptr[-1], dtype=np.uint16 if int(drow.max(initial=-1)) < 2 ** 16 else np.int32)
     ek = np.empty(eptr[-1], dtype=np.int32 if space.n_unigram < 2 ** 31 else np.int64)
-    el = np.empty(eptr[-1], dtype=np.int32)
+    el = np.empty(eptr[-1], dtype=label_dtype(space.n_labels))
     if binary:
         dval = evals = np.empty(0)
     else:
@@ -92,6 +96,13 @@ def token_lists(space, data, drow, binary):
             dval[dptr[t0]:dptr[t1]] = vals[dense]
             evals[eptr[t0]:eptr[t1]] = np.repeat(vals[sparse], hi - lo)
     return dptr, drows, dval, eptr, ek, evals, el
+
+
+def label_dtype(n_labels):
+    """The smallest integer type of the padded view's per-entry labels (``el``): one byte
+    for up to 256 labels (a quarter of the memory of int32 labels, as large as the
+    attribute index lists themselves on big data sets)."""
+    return np.uint8 if n_labels <= 256 else np.int32
 
 
 class CRFView:
@@ -117,11 +128,13 @@ class CRFView:
         self.d_attr = dense[np.argsort(-counts[dense], kind="stable")].astype(np.int64)
         drow = np.full(len(sizes), -1, dtype=np.int32)
         drow[self.d_attr] = np.arange(len(self.d_attr), dtype=np.int32)
-        binary = bool(np.all(data.uni_vals == 1.0))
+        binary = is_unit(compact_values(data.uni_vals))
         dptr, drows, dval, eptr, ek, evals, el = token_lists(space, data, drow, binary)
         self.Wd = np.zeros((len(self.d_attr), self.Lp))
         self.dnz = np.zeros(len(self.d_attr), dtype=np.uint8)
         self.aux = Aux(self.Lp, binary, dptr, drows, dval, eptr, ek, evals, self.Wd, self.dnz, el)
+        if len(ek) > TRIM_ENTRIES:
+            return_free_memory()                # the chunks' temporaries (see the function)
         self.has_bigrams = len(data.big_ids) > 0 and space.n_bigram > 0
         self.dense = inference == "dense"
         # the bigram list of the current weights (crf_kernels.compact_bigrams), refreshed

@@ -55,13 +55,14 @@ def _scatter(space, data, lo, hi, gamma, lm, tcount, coef, gold, g):
     uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
     big_ptr, big_ids, big_vals, labels = data.big_ptr, data.big_ids, data.big_vals, data.labels
     g1 = 1.0 if gold else 0.0
+    unit = len(uni_vals) == 0                   # every unigram value is 1
     prev2, prev = L, L
     for t in range(lo, hi):
         y = labels[t]
         marg, st = lm[t - lo], gamma[t - lo]
         for j in range(uni_ptr[t], uni_ptr[t + 1]):
             at = uni_ids[j]
-            cv = coef * uni_vals[j]
+            cv = coef if unit else coef * uni_vals[j]
             for k in range(u_ptr[at], u_ptr[at + 1]):
                 lab = u_lab[k]
                 g[k] += cv * (marg[lab] - (g1 if lab == y else 0.0))

@@ -40,11 +40,12 @@ def _unigram_row(w, space, data, tok, row):
     """row[:L] = the unigram scores of token ``tok`` (both orders' Viterbi)."""
     u_ptr, u_lab = space.u_ptr, space.u_lab
     uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
+    unit = len(uni_vals) == 0                   # every value is 1
     for y in range(space.L):
         row[y] = 0.0
     for j in range(uni_ptr[tok], uni_ptr[tok + 1]):
         a = uni_ids[j]
-        x = uni_vals[j]
+        x = 1.0 if unit else uni_vals[j]
         for k in range(u_ptr[a], u_ptr[a + 1]):
             row[u_lab[k]] += w[k] * x
 
@@ -105,9 +106,10 @@ def _find(lab, lo, hi, y):
 def _unigram_diff(u_ptr, u_lab, uni_ptr, uni_ids, uni_vals, tok, g, p, acc, mark, idx, nnz):
     """The unigram weights of token ``tok`` under label ``g`` (+x) and ``p`` (-x) into
     idx / acc (both orders' difference passes); returns the new nnz."""
+    unit = len(uni_vals) == 0                   # every value is 1
     for j in range(uni_ptr[tok], uni_ptr[tok + 1]):
         a = uni_ids[j]
-        x = uni_vals[j]
+        x = 1.0 if unit else uni_vals[j]
         k = _find(u_lab, u_ptr[a], u_ptr[a + 1], g)
         if k >= 0:
             nnz = R.collect(acc, mark, idx, nnz, k, x)

@@ -93,13 +93,14 @@ def flat_emissions(v, m, a, space, data, lo, hi, E, pen, umark, tu, ntu, stamp, 
     u_ptr, u_lab = space.u_ptr, space.u_lab
     uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
     Lp = E.shape[1]
+    unit = len(uni_vals) == 0                   # every value is 1
     for t in range(lo, hi):
         row = E[t - lo]
         for y in range(Lp):
             row[y] = 0.0
         for j in range(uni_ptr[t], uni_ptr[t + 1]):
             at = uni_ids[j]
-            x = uni_vals[j]
+            x = 1.0 if unit else uni_vals[j]
             k0, k1 = u_ptr[at], u_ptr[at + 1]
             if mode != LOSS and umark[at] != stamp:
                 umark[at] = stamp
@@ -175,11 +176,12 @@ def scatter_flat(space, data, lo, hi, gamma, P, need, coef, g):
     general pass's :func:`crf_kernels.scatter`."""
     u_ptr, u_lab = space.u_ptr, space.u_lab
     uni_ptr, uni_ids, uni_vals = data.uni_ptr, data.uni_ids, data.uni_vals
+    unit = len(uni_vals) == 0                   # every value is 1
     for t in range(hi - 1, lo - 1, -1):          # last tokens first: their rows are still cached
         marg = gamma[t - lo]
         for j in range(uni_ptr[t], uni_ptr[t + 1]):
             at = uni_ids[j]
-            x = coef * uni_vals[j]
+            x = coef if unit else coef * uni_vals[j]
             for k in range(u_ptr[at], u_ptr[at + 1]):
                 g[k] += x * marg[u_lab[k]]
         if P is not None:

@@ -191,13 +191,15 @@ def apply_min_freq(space, data, min_freq):
     transition's counts its occurrences; features never seen, added by
     ``all_possible_states`` / ``_transitions``, have frequency 0)."""
     from ..core.ranges import owners
+    from ..data.dataset import is_unit
     L = space.n_labels
     lab = np.asarray(data.labels, dtype=np.int64)
     y = lab[owners(data.uni_ptr)]
     m = y >= 0
     key = np.asarray(data.uni_ids, dtype=np.int64)[m] * L + y[m]
     ukey, inv = np.unique(key, return_inverse=True)
-    freq = np.bincount(inv, weights=np.asarray(data.uni_vals, dtype=np.float64)[m], minlength=len(ukey))
+    weights = None if is_unit(data.uni_vals) else np.asarray(data.uni_vals, dtype=np.float64)[m]
+    freq = np.bincount(inv, weights=weights, minlength=len(ukey))
     ukey = np.append(ukey, np.iinfo(np.int64).max)          # a sentinel: searchsorted stays in range
     freq = np.append(freq, 0.0)
     space_key = owners(space.u_ptr).astype(np.int64) * L + space.u_lab

@@ -24,8 +24,9 @@ from collections import namedtuple
 import numpy as np
 
 #: the data set: sequence offsets into the tokens, per token its unigram attributes
-#: (CSR: ``uni_ptr``, ``uni_ids``, ``uni_vals``) and bigram / pair attributes
-#: (``big_ptr``, ``big_ids``, ``big_vals``), and its label id (-1: unknown)
+#: (CSR: ``uni_ptr``, ``uni_ids``, ``uni_vals``; ``uni_vals`` empty: every value is 1)
+#: and bigram / pair attributes (``big_ptr``, ``big_ids``, ``big_vals``), and its label
+#: id (-1: unknown)
 Data = namedtuple("Data", "seq_ptr uni_ptr uni_ids uni_vals big_ptr big_ids big_vals labels")
 
 #: scratch of one thread. First the fields of the first-order kernels: state scores
@@ -50,7 +51,7 @@ LogWork = namedtuple("LogWork", "la lb gamma fv_t cand back")
 #: ``eptr`` / ``ek`` / ``evals`` -- per token the weight indices of its other attributes
 #: and their values (``dval`` / ``evals`` empty when binary); ``Wd`` -- the dense rows'
 #: padded weights; ``dnz`` -- whether a dense row has a non-zero weight; ``el`` -- the
-#: label of each ``ek`` entry
+#: label of each ``ek`` entry (uint8 up to 256 labels, else int32)
 Aux = namedtuple("Aux", "Lp binary dptr drows dval eptr ek evals Wd dnz el")
 
 #: a bigram list: attribute ``a`` contributes the weights ``v[base + e]`` for the label
@@ -74,7 +75,11 @@ Marks = namedtuple("Marks", "umark tu ntu bmark tb ntb stamp")
 
 def data_tuple(data):
     """The :class:`Data` of a :class:`~spargel.data.dataset.SequenceData` (labels all 0
-    when it has none)."""
+    when it has none; unigram values that are all 1, :func:`~spargel.data.dataset.unit_values`,
+    as an empty array: the kernels read 1 without a load)."""
+    from ..data.dataset import is_unit
+
     labels = data.labels if data.labels is not None else np.zeros(data.n_tokens, np.int32)
-    return Data(data.seq_ptr, data.uni_ptr, data.uni_ids, data.uni_vals,
+    uni_vals = np.empty(0) if is_unit(data.uni_vals) else data.uni_vals
+    return Data(data.seq_ptr, data.uni_ptr, data.uni_ids, uni_vals,
                 data.big_ptr, data.big_ids, data.big_vals, labels)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.dataset import SequenceData
+from ..data.dataset import SequenceData, is_unit
 from ..data.vocab import Vocabulary
 
 
@@ -109,7 +109,7 @@ def _empty_part():
 
 def part_stats(part):
     d = part.data
-    vals = [np.max(np.abs(v)) for v in (d.uni_vals, d.big_vals) if len(v)]
+    vals = [1.0 if is_unit(v) else np.max(np.abs(v)) for v in (d.uni_vals, d.big_vals) if len(v)]
     cols = [(part.n_columns, part.where)] if part.n_columns else []
     return Stats((part.uni, np.bincount(d.uni_ids, minlength=len(part.uni)).astype(np.int64)),
                  (part.big, np.bincount(d.big_ids, minlength=len(part.big)).astype(np.int64)),
@@ -193,8 +193,13 @@ def slice_sequences(data, lo, hi):
     u0, u1 = int(data.uni_ptr[t0]), int(data.uni_ptr[t1])
     b0, b1 = int(data.big_ptr[t0]), int(data.big_ptr[t1])
     return SequenceData(data.seq_ptr[lo:hi + 1] - t0, data.uni_ptr[t0:t1 + 1] - u0, data.uni_ids[u0:u1].copy(),
-                        data.uni_vals[u0:u1].copy(), data.big_ptr[t0:t1 + 1] - b0, data.big_ids[b0:b1].copy(),
+                        _values(data.uni_vals[u0:u1]), data.big_ptr[t0:t1 + 1] - b0, data.big_ids[b0:b1].copy(),
                         data.big_vals[b0:b1].copy(), None if data.labels is None else data.labels[t0:t1].copy())
+
+
+def _values(vals):
+    """A copy of a slice of attribute values (none of values that are all 1)."""
+    return vals if is_unit(vals) else vals.copy()
 
 
 # -- the feature space ---------------------------------------------------------------

@@ -4,7 +4,9 @@ A :class:`SequenceData` holds, for a set of sequences,
 
 * ``seq_ptr``  (n_sequences + 1): token offsets of each sequence;
 * ``uni_ptr``, ``uni_ids``, ``uni_vals``: CSR of the unigram attributes of each token
-  (conditioned on the current label);
+  (conditioned on the current label); when every value is 1 (binary attributes, the
+  common case) ``uni_vals`` is :func:`unit_values`, a read-only view that takes no
+  memory (8 bytes an attribute occurrence saved: 290 MB on 2 M tokens);
 * ``big_ptr``, ``big_ids``, ``big_vals``: CSR of the bigram attributes of each token
   (conditioned on the previous and the current label; ignored at the first token);
 * ``labels`` (n_tokens) label ids, or ``None`` for unlabelled data.
@@ -41,6 +43,20 @@ class SequenceData:
     def lengths(self):
         return np.diff(self.seq_ptr)
 
+    def __getstate__(self):
+        # unit values travel as their count (pickling the view would send every 1.0)
+        state = dict(self.__dict__)
+        for name in ("uni_vals", "big_vals"):
+            if is_unit(state[name]):
+                state[name] = ("unit values", len(state[name]))
+        return state
+
+    def __setstate__(self, state):
+        for name in ("uni_vals", "big_vals"):
+            if isinstance(state[name], tuple):
+                state[name] = unit_values(state[name][1])
+        self.__dict__.update(state)
+
     def subset(self, index):
         """The sequences at positions ``index`` (an int array), as a new dataset."""
         index = np.asarray(index, dtype=np.int64)
@@ -60,22 +76,59 @@ def _rows(ptr, ids, vals, rows):
     np.cumsum(hi - lo, out=new_ptr[1:])
     take = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)]) if len(rows) else np.zeros(0, np.int64)
     take = take.astype(np.int64)
-    return new_ptr, ids[take], vals[take]
+    return new_ptr, ids[take], unit_values(len(take)) if is_unit(vals) else vals[take]
+
+
+_ONE = np.ones(1)
+_ONE.flags.writeable = False
+
+
+def unit_values(n):
+    """``n`` attribute values of 1.0 that take no memory: a read-only view of a single
+    1.0 with stride 0. It reads like any float64 array (slices and fancy indexing
+    give ordinary arrays); :func:`is_unit` recognises it, and the compiled kernels get
+    an empty array in its place (:func:`spargel.chain.kernel_data.data_tuple`).
+
+    >>> v = unit_values(3)
+    >>> v.tolist(), v.nbytes > 0, is_unit(v)
+    ([1.0, 1.0, 1.0], True, True)
+    """
+    return np.broadcast_to(_ONE, (int(n),))
+
+
+def is_unit(values):
+    """Whether ``values`` is a :func:`unit_values` array (every value 1, no memory)."""
+    return isinstance(values, np.ndarray) and values.ndim == 1 and values.strides == (0,) and \
+        values.dtype == np.float64 and (len(values) == 0 or values[0] == 1.0)
+
+
+def compact_values(values):
+    """``values`` as :func:`unit_values` when every one is 1.0 (a chunked check: no
+    temporary the size of the data), else unchanged."""
+    if is_unit(values):
+        return values
+    step = 1 << 20
+    for lo in range(0, len(values), step):
+        if not np.all(values[lo:lo + step] == 1.0):
+            return values
+    return unit_values(len(values))
 
 
 class _CSRBuilder:
-    """Appends one token's attributes at a time to growing typed arrays."""
+    """Appends one token's attributes at a time to growing typed arrays; the values
+    are stored only once one differs from 1 (:func:`unit_values` until then)."""
 
     def __init__(self):
         self.ptr = array("q", [0])
         self.ids = array("i")
-        self.vals = array("d")
+        self.vals = None                    # all 1 so far
 
     def add_token(self, feats, vocab, grow):
-        ids, vals = self.ids, self.vals
+        ids = self.ids
         if feats:
             mapping = vocab.mapping
             if isinstance(feats[0], str):
+                vals = self.vals
                 for name in feats:
                     i = mapping.get(name)
                     if i is None:
@@ -83,7 +136,8 @@ class _CSRBuilder:
                             continue
                         i = vocab.add(name)
                     ids.append(i)
-                    vals.append(1.0)
+                    if vals is not None:
+                        vals.append(1.0)
             else:
                 for name, value in feats:
                     i = mapping.get(name)
@@ -91,15 +145,17 @@ class _CSRBuilder:
                         if not grow:
                             continue
                         i = vocab.add(name)
+                    if self.vals is None and value != 1.0:
+                        self.vals = array("d", [1.0]) * len(ids)
                     ids.append(i)
-                    vals.append(value)
+                    if self.vals is not None:
+                        self.vals.append(value)
         self.ptr.append(len(ids))
 
     def arrays(self):
         # views on the typed arrays' buffers (no copy: they stay alive through .base)
-        return (np.frombuffer(self.ptr, dtype=np.int64),
-                np.frombuffer(self.ids, dtype=np.int32),
-                np.frombuffer(self.vals, dtype=np.float64))
+        vals = unit_values(len(self.ids)) if self.vals is None else np.frombuffer(self.vals, dtype=np.float64)
+        return (np.frombuffer(self.ptr, dtype=np.int64), np.frombuffer(self.ids, dtype=np.int32), vals)
 
 
 def build_dataset(sequences, uni_vocab, big_vocab, label_vocab=None, labels=None, grow=False):
@@ -199,6 +255,8 @@ def id_counts(ids, n):
 def check_values(data):
     """Raise ``ValueError`` naming the first token with a NaN or infinite value."""
     for vals, ptr in ((data.uni_vals, data.uni_ptr), (data.big_vals, data.big_ptr)):
+        if is_unit(vals):
+            continue
         bad = np.flatnonzero(~np.isfinite(vals))
         if len(bad):
             tok = int(np.searchsorted(ptr, bad[0], side="right") - 1)

@@ -111,22 +111,25 @@ def encode_sequences(X, vocab, grow, sep="="):
     """
     import numpy as np
 
+    from .dataset import unit_values
+
     mapping = vocab.mapping
     get = mapping.get
     split = None                # the key -> value -> id index, built at the first dict token
     # the hot loop appends to small Python lists, moved into compact typed arrays (4 + 8
     # bytes an entry instead of two list slots and the int / float objects) every
     # FLUSH_ENTRIES entries: the memory of a large training set stays that of its arrays
+    # (the values only once one differs from 1: binary attributes need none)
     ids, vals = [], []
-    all_ids, all_vals = array("i"), array("d")
+    all_ids, all_vals = array("i"), None
     uni_ptr, seq_ptr = array("q", [0]), array("q", [0])
     base = 0                                    # entries already moved to the arrays
     n_tok = 0
     for s, seq in enumerate(X):
         if len(ids) >= FLUSH_ENTRIES:
             base += len(ids)
+            all_vals = _flush_values(all_vals, vals, len(all_ids))
             all_ids.extend(ids)
-            all_vals.extend(vals)
             ids.clear()
             vals.clear()
         if isinstance(seq, (str, bytes, dict)):
@@ -165,11 +168,23 @@ def encode_sequences(X, vocab, grow, sep="="):
             raise ValueError(f"sequence {s} is empty")
         n_tok += n
         seq_ptr.append(n_tok)
+    all_vals = _flush_values(all_vals, vals, len(all_ids))
     all_ids.extend(ids)
-    all_vals.extend(vals)
     del ids, vals
+    values = unit_values(len(all_ids)) if all_vals is None else np.frombuffer(all_vals, dtype=np.float64)
     return (np.frombuffer(seq_ptr, dtype=np.int64), np.frombuffer(uni_ptr, dtype=np.int64),
-            np.frombuffer(all_ids, dtype=np.int32), np.frombuffer(all_vals, dtype=np.float64))
+            np.frombuffer(all_ids, dtype=np.int32), values)
+
+
+def _flush_values(stored, vals, n_stored):
+    """Move ``vals`` to the stored values (an ``array('d')`` of ``n_stored`` entries, or
+    None while every value so far is 1)."""
+    if stored is None:
+        if vals.count(1.0) == len(vals):
+            return None
+        stored = array("d", [1.0]) * n_stored
+    stored.extend(vals)
+    return stored
 
 
 def _plain_list_sequence(seq, mapping, get, grow, vocab, ids, vals, uni_ptr, flushed=0):
