@@ -132,7 +132,8 @@ def add_parser(subparsers):
     p.add_argument("--from-data", action="store_true",
                    help="never form the variables x variables covariance (for many more "
                    "variables than samples): screening and each screened component's block "
-                   "are computed from the samples; writes the edge list (and --history) only")
+                   "are computed from the samples; writes the edge list, --history and "
+                   "--save-model (the sparse precision), no dense matrix")
     p.add_argument("--max-component", type=int, default=None, metavar="N",
                    help="with --from-data: refuse a screened component of more than N "
                    "variables, naming the alpha that splits it (default: what fits in memory)")
@@ -200,11 +201,11 @@ def _check_usage(args):
         for opt, given in (("--covariance", args.covariance), ("--cv", args.cv is not None),
                            ("--blocks", args.blocks is not None),
                            ("--out-precision", args.out_precision is not None),
-                           ("--save-model", args.save_model is not None),
                            ("--plot", args.plot is not None)):
             if given:
-                raise UsageError(f"--from-data fits one alpha from samples and writes the edge "
-                                 f"list; it does not take {opt}")
+                raise UsageError(f"--from-data fits from samples and writes the edge list, "
+                                 f"the history and the model (--save-model); it does not "
+                                 f"take {opt}")
     to_stdout = [opt for opt, path in (("--out-edges", args.out_edges), ("--out-precision", args.out_precision),
                                        ("--history", args.history)) if path == "-"]
     if len(to_stdout) > 1:

@@ -177,13 +177,7 @@ class _FittedMixin:
 
     def _store(self, res, n_features):
         K = res.precision
-        self.precision_ = K
-        if _issparse(K):                     # the from-data path: scipy.sparse results
-            upper = _sparse_triu(K)
-            order = np.lexsort((upper.col, upper.row))
-            iu, ju = upper.row[order].astype(np.int64), upper.col[order].astype(np.int64)
-            self.edges_ = np.stack([iu, ju], axis=1).reshape(-1, 2)
-            self.edge_weights_ = upper.data[order].copy()
+        self.precision_ = K                  # scipy.sparse on the from-data path
         self.covariance_ = res.covariance
         self.objective_ = float(res.objective)
         self.dual_objective_ = float(res.dual_objective)
@@ -196,7 +190,17 @@ class _FittedMixin:
         self.solver_ = res.solver
         self.n_components_ = int(res.n_components)
         self.n_features_in_ = n_features
-        if not _issparse(K):
+        self._set_edges(K)
+
+    def _set_edges(self, K):
+        """``edges_`` (i < j, K_ij != 0, row-major order) and ``edge_weights_`` of K."""
+        if _issparse(K):
+            upper = _sparse_triu(K)
+            order = np.lexsort((upper.col, upper.row))
+            iu, ju = upper.row[order].astype(np.int64), upper.col[order].astype(np.int64)
+            self.edges_ = np.stack([iu, ju], axis=1).reshape(-1, 2)
+            self.edge_weights_ = upper.data[order].copy()
+        else:
             iu, ju = np.nonzero(np.triu(K != 0, 1))
             self.edges_ = np.stack([iu, ju], axis=1).astype(np.int64)
             self.edge_weights_ = K[iu, ju].copy()
@@ -264,15 +268,12 @@ class _FittedMixin:
         ``client`` are not kept), precision, covariance, location, costs, the
         certificate and, for the CV and selection estimators, the alphas tried
         with their scores. Not kept: ``history_``. A model fitted on the
-        from-data path (sparse results) is refused (``CapabilityError``)."""
+        from-data path keeps its sparse matrices sparse (their CSR arrays; no
+        p x p array is formed)."""
         from ..core import model_file as io
-        from ..errors import CapabilityError
+        from .sparse_file import csr_arrays
 
         self._check_fitted()
-        if _issparse(self.precision_):
-            raise CapabilityError("save keeps dense precision / covariance matrices; a model "
-                                  "fitted with covariance='from_data' (scipy.sparse results) "
-                                  "cannot be saved yet")
         params = {k: v for k, v in self.get_params().items()
                   if k not in ("client", "blocks", "subsamples", "rotations")
                   and isinstance(v, (bool, int, float, str, type(None)))}
@@ -286,15 +287,21 @@ class _FittedMixin:
         names = getattr(self, "feature_names_in_", None)
         if names is not None:
             meta["feature_names"] = [str(v) for v in names]
-        arrays = {"precision": self.precision_, "covariance": self.covariance_,
-                  "location": np.asarray(self.location_, dtype=np.float64),
-                  "costs": np.asarray(self.costs_, dtype=np.float64).reshape(-1, 2)}
+        arrays, sparse = {}, []                       # sparse: names kept as CSR arrays
+        fitted = [("precision", self.precision_, "f"), ("covariance", self.covariance_, "f"),
+                  ("location", self.location_, "f"),
+                  ("costs", np.asarray(self.costs_, dtype=np.float64).reshape(-1, 2), "f")]
         if isinstance(self.get_params().get("alpha"), (np.ndarray, list, tuple)):
-            arrays["alpha"] = np.asarray(self.alpha, dtype=np.float64)
-        for name, kind in self._ARRAYS:
-            v = getattr(self, name, None)
-            if v is not None:
+            fitted.append(("alpha", self.alpha, "f"))
+        fitted += [(name, getattr(self, name, None), kind) for name, kind in self._ARRAYS]
+        for name, v, kind in fitted:
+            if _issparse(v):
+                arrays.update(csr_arrays(name, v))
+                sparse.append(name)
+            elif v is not None:
                 arrays[name] = np.asarray(v, dtype=np.float64 if kind == "f" else np.int64)
+        if sparse:
+            meta["sparse"] = sparse
         cvr = getattr(self, "cv_results_", None)
         if cvr is not None:
             meta["cv_keys"] = list(cvr)
@@ -316,22 +323,38 @@ class _FittedMixin:
         if what != cls.__name__:
             raise ModelFileError(f"{path}: holds a {what!r} model; load it with "
                                  f"{what}.load, not {cls.__name__}.load")
-        for name in ("precision", "covariance", "location", "costs"):
+        sparse = meta.get("sparse", [])
+        req(sparse == [] or (isinstance(sparse, list) and all(isinstance(v, str) for v in sparse)
+                             and {"precision", "covariance"} <= set(sparse) <=
+                             {"precision", "covariance", "edge_frequency_"}),
+            path, "its list of sparse matrices is not valid")
+        for name in ("location", "costs") + (() if sparse else ("precision", "covariance")):
             req(name in a and a[name].dtype == np.float64, path, f"array {name!r} missing or "
                 "not float64")
-        K, C, loc = a["precision"], a["covariance"], a["location"]
-        req(K.ndim == 2 and K.shape[0] == K.shape[1] >= 1, path, "precision is not square")
-        p = K.shape[0]
-        req(C.shape == (p, p) and loc.shape == (p,), path,
-            "covariance / location do not match the precision's size")
-        req(np.all(np.isfinite(K)) and np.all(np.isfinite(C)) and np.all(np.isfinite(loc)), path,
-            "non-finite values")
-        req(np.array_equal(K, K.T), path, "precision is not symmetric")
-        try:
-            np.linalg.cholesky(K)
-        except np.linalg.LinAlgError:
-            raise ModelFileError(f"{path}: invalid model (precision is not positive "
-                                 "definite)") from None
+        loc = a["location"]
+        if sparse:                                    # the from-data path: CSR arrays
+            from .sparse_file import check_precision, read_csr
+
+            req(loc.ndim == 1 and loc.shape[0] >= 1, path, "location is not a vector")
+            p = loc.shape[0]
+            for name in sparse:
+                a[name] = read_csr(a, name, p, path)
+            K, C = a["precision"], a["covariance"]
+            check_precision(K, C, K.nnz + C.nnz + p, path)
+        else:
+            K, C = a["precision"], a["covariance"]
+            req(K.ndim == 2 and K.shape[0] == K.shape[1] >= 1, path, "precision is not square")
+            p = K.shape[0]
+            req(C.shape == (p, p) and loc.shape == (p,), path,
+                "covariance / location do not match the precision's size")
+            req(np.all(np.isfinite(K)) and np.all(np.isfinite(C)), path, "non-finite values")
+            req(np.array_equal(K, K.T), path, "precision is not symmetric")
+            try:
+                np.linalg.cholesky(K)
+            except np.linalg.LinAlgError:
+                raise ModelFileError(f"{path}: invalid model (precision is not positive "
+                                     "definite)") from None
+        req(np.all(np.isfinite(loc)), path, "non-finite values")
         req(a["costs"].ndim == 2 and a["costs"].shape[1] == 2, path, "costs is not (k, 2)")
         params = {k: v for k, v in meta["params"].items() if k in cls._param_names()}
         if "alpha" in a:
@@ -344,7 +367,9 @@ class _FittedMixin:
                 req(isinstance(v, (bool, int, float, str)), path, f"{name} is not a plain value")
                 setattr(est, name, v)
         for name, _ in cls._ARRAYS:
-            if name in a:
+            if name in sparse:
+                setattr(est, name, a[name])
+            elif name in a:
                 req(a[name].ndim >= 1 and np.all(np.isfinite(a[name])), path,
                     f"{name} has non-finite values")
                 setattr(est, name, a[name])
@@ -363,9 +388,7 @@ class _FittedMixin:
         est.costs_ = [(float(f), float(g)) for f, g in a["costs"]]
         est.history_ = []
         est.n_features_in_ = p
-        iu, ju = np.nonzero(np.triu(K != 0, 1))
-        est.edges_ = np.stack([iu, ju], axis=1).astype(np.int64)
-        est.edge_weights_ = K[iu, ju].copy()
+        est._set_edges(est.precision_)
         return est
 
 
