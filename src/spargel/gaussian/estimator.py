@@ -89,9 +89,11 @@ def _feature_names(X):
 
 
 def _check_no_constant_columns(S, penalize_diagonal, name="X"):
+    """A zero variance (S's diagonal, or the vector of variances) is refused unless the
+    diagonal is penalised."""
     if penalize_diagonal:
         return
-    zero = np.flatnonzero(np.diag(S) == 0)
+    zero = np.flatnonzero((np.diag(S) if np.ndim(S) == 2 else S) == 0)
     if zero.size:
         raise DataFormatError(name, None, f"column {int(zero[0])} is constant (zero variance): its "
                               "precision is unbounded; remove constant columns or set "
@@ -103,6 +105,25 @@ _COVARIANCE = (None, "dense", "precomputed", "from_data", "auto")
 #: covariance='auto' takes the from-data path from this many variables on (with fewer
 #: samples than variables)
 AUTO_FROM_DATA_P = 2000
+
+
+def _from_data_choice(est, shape, alpha_ndim, dense_only=("precomputed",)):
+    """Whether ``est.covariance`` takes the from-data path for data of ``shape``:
+    'from_data' always (then ``blocks`` must be None), 'auto' with n < p,
+    p >= ``AUTO_FROM_DATA_P``, a scalar alpha and no blocks. A value in
+    ``dense_only`` (fit from a covariance) is refused: these estimators need samples."""
+    cov = est.covariance
+    if cov not in _COVARIANCE or cov in dense_only:
+        allowed = [repr(c) for c in _COVARIANCE if c not in dense_only]
+        raise ParameterError(f"covariance must be {', '.join(allowed[:-1])} or {allowed[-1]}, "
+                             f"got {cov!r}")
+    blocks = getattr(est, "blocks", None)
+    if cov == "from_data" and blocks is not None:
+        raise ParameterError("covariance='from_data' solves the plain l1 problem; block "
+                             "penalties need the dense path (covariance=None)")
+    return cov == "from_data" or (cov == "auto" and shape[0] < shape[1] and
+                                  shape[1] >= AUTO_FROM_DATA_P and blocks is None and
+                                  alpha_ndim == 0)
 
 
 def _check_compat(est):
@@ -550,17 +571,11 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         return self
 
     def _from_data(self, shape):
-        if self.covariance == "from_data":
-            return True
-        return (self.covariance == "auto" and shape[0] < shape[1] and
-                shape[1] >= AUTO_FROM_DATA_P and self.blocks is None and np.ndim(self.alpha) == 0)
+        return _from_data_choice(self, shape, np.ndim(self.alpha), dense_only=())
 
     def _fit_from_data(self, X):
         from .from_data import solve_from_data
 
-        if self.blocks is not None:
-            raise ParameterError("covariance='from_data' solves the plain l1 problem; block "
-                                 "penalties need the dense path (covariance=None)")
         res = solve_from_data(X, self.alpha, assume_centered=self.assume_centered,
                               penalize_diagonal=self.penalize_diagonal,
                               max_component=self.max_component, solver=self.solver,
@@ -818,8 +833,11 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
                  blocks=None, solver="auto", tol=None, max_iter=None, assume_centered=False,
                  penalize_diagonal=False, block_weight="size", screen=True, n_jobs=1,
                  random_state=None, verbose=False, client=None, n_refinements=1, mode="cd",
-                 enet_tol=1e-4, eps=float(np.finfo(np.float64).eps)):
+                 enet_tol=1e-4, eps=float(np.finfo(np.float64).eps), covariance=None,
+                 max_component=None):
         self.alphas = alphas
+        self.covariance = covariance
+        self.max_component = max_component
         self.n_refinements = n_refinements
         self.mode = mode
         self.enet_tol = enet_tol
@@ -854,12 +872,24 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
             raise ParameterError(f"center_test must be 'train' or 'test', got {self.center_test!r}")
         X = self._data(X, reset=True, least=2, purpose="estimate a covariance")
         m, n = X.shape
-        S = empirical_covariance(X, assume_centered=self.assume_centered)
-        _check_no_constant_columns(S, self.penalize_diagonal)
+        fd = _from_data_choice(self, X.shape, np.ndim(0))
+        if fd:                                  # no p x p matrix (from_data_select.py)
+            from . import from_data_select as fds
+            from .from_data import _Columns
+            from .path import grid_below
+
+            S, cols = None, _Columns(X, self.assume_centered)
+            _check_no_constant_columns(cols.var, self.penalize_diagonal)
+            amax, cols = fds.alpha_max_from_data(cols), None
+        else:
+            S = empirical_covariance(X, assume_centered=self.assume_centered)
+            _check_no_constant_columns(S, self.penalize_diagonal)
         if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
             n_alphas = int(self.alphas)
-            alphas = alpha_grid(S, n_alphas, self.alpha_min_ratio,
-                                blocks=self.blocks, block_weight=self.block_weight)
+            alphas = grid_below(amax, n_alphas, self.alpha_min_ratio) if fd else \
+                alpha_grid(S, n_alphas, self.alpha_min_ratio, blocks=self.blocks,
+                           block_weight=self.block_weight)
+            first = alphas
             nr = self.n_refinements
             if isinstance(nr, bool) or not isinstance(nr, numbers.Integral) or nr < 1:
                 raise ParameterError(f"n_refinements must be an integer >= 1, got {nr!r}")
@@ -870,6 +900,11 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         kw = dict(blocks=self.blocks, solver=self.solver, tol=self.tol,
                   max_iter=self.max_iter, penalize_diagonal=self.penalize_diagonal,
                   block_weight=self.block_weight, screen=self.screen, n_jobs=self.n_jobs)
+        fold_fn, unpen_fn = _cv_fold, _unpenalised_fold
+        if fd:
+            kw = dict(solver=self.solver, tol=self.tol, max_iter=self.max_iter,
+                      n_jobs=self.n_jobs, max_component=self.max_component)
+            fold_fn, unpen_fn = fds.cv_fold_from_data, fds.unpenalised_fold_from_data
         splits = _kfold(X, m, self.cv, self.random_state, y, params)
         n_folds = len(splits)
         args = (self.assume_centered, self.center_test, self.penalize_diagonal)
@@ -877,11 +912,11 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         best = 0
         for ref in range(n_ref):
             if self.client is None:
-                rows = [_cv_fold(X, tr, te, f, alphas, kw, *args)
+                rows = [fold_fn(X, tr, te, f, alphas, kw, *args)
                         for f, (tr, te) in enumerate(splits)]
             else:
                 from .scaleout import map_folds
-                rows = map_folds(self.client, _cv_fold, X, splits, (alphas, kw) + args)
+                rows = map_folds(self.client, fold_fn, X, splits, (alphas, kw) + args)
             if self.verbose:
                 for f, (sc, _) in enumerate(rows):
                     print(f"fold {f}: best alpha {alphas[int(np.argmax(sc))]:.4g}",
@@ -900,7 +935,7 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
                 if alphas.size == 0:
                     break
         all_alphas = np.array([a for a, _, _ in path])
-        unpen = np.array([_unpenalised_fold(X, tr, te, self.assume_centered) for tr, te in splits])
+        unpen = np.array([unpen_fn(X, tr, te, self.assume_centered) for tr, te in splits])
         grid = np.vstack([np.array([sc for _, sc, _ in path]), unpen[None, :]])
         self.alphas_ = all_alphas
         self.alpha_ = float(all_alphas[best])
@@ -912,14 +947,15 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
             results["std_test_score"] = grid.std(axis=1)
         results["mean_edges"] = np.append([np.mean(ed) for _, _, ed in path], n * (n - 1) / 2)
         self.cv_results_ = results
-        # refit on all data along the first grid's alphas above the chosen one (warm starts)
-        first = alpha_grid(S, n_alphas, self.alpha_min_ratio, blocks=self.blocks,
-                           block_weight=self.block_weight) \
-            if isinstance(self.alphas, numbers.Integral) else all_alphas
-        refit = [a for a in first if a > self.alpha_] + [self.alpha_]
-        fitted = gaussian_path(S, refit, client=self.client, **kw)
-        self._store(fitted[-1], n)
-        self._result = fitted[-1]
+        if fd:                                 # one from-data fit at the chosen alpha
+            res = fds.refit_from_data(X, self.alpha_, self.assume_centered,
+                                      self.penalize_diagonal, kw)
+        else:      # along the first grid's alphas above the chosen one (warm starts)
+            first = first if isinstance(self.alphas, numbers.Integral) else all_alphas
+            refit = [a for a in first if a > self.alpha_] + [self.alpha_]
+            res = gaussian_path(S, refit, client=self.client, **kw)[-1]
+        self._store(res, n)
+        self._result = res
         self.location_ = np.zeros(n) if self.assume_centered else X.mean(axis=0)
         self.n_samples_ = m
         return self
