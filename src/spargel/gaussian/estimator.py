@@ -59,21 +59,11 @@ def _sparse_triu(K):
 
 def _sparse_log_likelihood(Xc, K):
     """Mean Gaussian log-likelihood of the centred samples ``Xc`` under a sparse
-    precision K (no p x p array: ``log det K`` from a sparse LU factorisation,
-    the quadratic forms from ``K Xc^T``)."""
-    from scipy.sparse.linalg import splu
+    precision K (no p x p array: ``log det K`` from a Cholesky factorisation per
+    connected component of K, the quadratic forms from ``K Xc^T``)."""
+    from .from_data_select import held_out_loglik
 
-    p = K.shape[0]
-    try:
-        lu = splu(K.tocsc())
-    except RuntimeError:                     # exactly singular
-        return -np.inf
-    u = lu.U.diagonal()
-    if np.any(u == 0):
-        return -np.inf
-    ld = float(np.sum(np.log(np.abs(u))))
-    quad = float(np.sum(np.asarray(K @ Xc.T).T * Xc)) / Xc.shape[0]
-    return 0.5 * (ld - quad - p * np.log(2 * np.pi))
+    return held_out_loglik(Xc, K)
 
 
 def _feature_names(X):
@@ -803,6 +793,14 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         groups=...)`` passes ``groups`` (and any other keyword) on to the
         splitter's ``split``, as scikit-learn's metadata routing does.
     center_test : 'train' (default) or 'test', see above.
+    covariance : None / 'dense' (default), 'from_data' or 'auto', as in
+        :class:`SparseGaussianMRF`: with 'from_data' no p x p matrix is formed
+        (for n << p): every alpha of every fold is a from-data fit of the
+        training rows, scored from the test rows and the sparse precision
+        (``log det`` per component, ``tr(S_test K)`` over K's nonzeros), and
+        the refit is one from-data fit; the same choice as the dense path.
+        The grid should stay where the screened components are small (a
+        larger ``alpha_min_ratio``); ``max_component`` as there.
     client : a ``dask.distributed.Client`` (or None): the folds' paths run on its
         workers (``X`` is sent once), and so do the screened components of the refit,
         with the same result (``docs/distributed.md``).

@@ -58,6 +58,14 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     n_jobs : threads: StARS fits its subsamples' paths concurrently (same result);
         otherwise used for screened components as in :class:`SparseGaussianMRF`.
     solver, tol, max_iter, screen, verbose : as in :class:`SparseGaussianMRF`.
+    covariance : None / 'dense' (default), 'from_data' or 'auto' (from-data when
+        n < p and p >= 2,000): with 'from_data' the correlation matrix is never
+        formed; every alpha is a from-data fit of the standardised columns and
+        EBIC, StARS (sparse edge counts; ``edge_frequency_`` is then a
+        ``scipy.sparse`` matrix) and RIC (by slabs of columns) are computed from
+        the data and the sparse precisions, with the same choice as the dense
+        path; ``precision_`` / ``covariance_`` are ``scipy.sparse``.
+    max_component : with 'from_data', as in :class:`SparseGaussianMRF`.
 
     Attributes
     ----------
