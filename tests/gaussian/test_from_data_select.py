@@ -234,3 +234,14 @@ def test_selection_never_forms_a_dense_matrix():
     # the same model as a plain from-data fit at the chosen alpha
     one = SparseGaussianMRF(alpha=cv.alpha_, covariance="from_data").fit(X)
     assert (one.precision_ != cv.precision_).nnz == 0
+
+
+def test_stars_threads_give_the_same_result():
+    X = _groups(28, 44, seed=2, size=11)
+    kw = dict(covariance="from_data", alphas=5, n_subsamples=4, random_state=3)
+    one = SparseGaussianMRFSelect("stars", **kw).fit(X)
+    two = SparseGaussianMRFSelect("stars", n_jobs=2, **kw).fit(X)
+    assert one.alpha_ == two.alpha_
+    np.testing.assert_array_equal(one.criterion_scores_, two.criterion_scores_)
+    assert (one.edge_frequency_ != two.edge_frequency_).nnz == 0
+    assert (one.precision_ != two.precision_).nnz == 0
