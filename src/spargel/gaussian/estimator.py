@@ -800,7 +800,8 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         (``log det`` per component, ``tr(S_test K)`` over K's nonzeros), and
         the refit is one from-data fit; the same choice as the dense path.
         The grid should stay where the screened components are small (a
-        larger ``alpha_min_ratio``); ``max_component`` as there.
+        larger ``alpha_min_ratio``); ``max_component`` as there. With a
+        ``client`` the folds run on its workers and the refit here.
     client : a ``dask.distributed.Client`` (or None): the folds' paths run on its
         workers (``X`` is sent once), and so do the screened components of the refit,
         with the same result (``docs/distributed.md``).
@@ -870,7 +871,7 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
             raise ParameterError(f"center_test must be 'train' or 'test', got {self.center_test!r}")
         X = self._data(X, reset=True, least=2, purpose="estimate a covariance")
         m, n = X.shape
-        fd = _from_data_choice(self, X.shape, np.ndim(0))
+        fd = _from_data_choice(self, X.shape, 0)
         if fd:                                  # no p x p matrix (from_data_select.py)
             from . import from_data_select as fds
             from .from_data import _Columns
