@@ -69,6 +69,20 @@ def test_alpha_max_and_ric_by_slabs():
                                                                          rel=1e-13)
 
 
+def test_one_screening_pass_per_path_gives_the_same_fits():
+    from spargel.gaussian.from_data import solve_columns
+    from spargel.gaussian.from_data_select import fit_path
+
+    X = _groups(25, 47, seed=6)
+    cols = _Columns(X, False)
+    alphas = [1.3, 0.9, 0.7, 0.55]
+    for res, a in zip(fit_path(cols, alphas, False, {}), alphas):
+        one = solve_columns(cols, a)
+        assert res.n_components == one.n_components
+        assert (res.precision != one.precision).nnz == 0
+        assert res.objective == one.objective
+
+
 # -- the estimators: the dense path's choice ------------------------------------------------
 
 @pytest.mark.parametrize("kw", [dict(alphas=6, alpha_min_ratio=0.3, cv=3),

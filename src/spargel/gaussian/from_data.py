@@ -277,9 +277,12 @@ def solve_from_data(X, alpha, *, assume_centered=False, penalize_diagonal=False,
 
 
 def solve_columns(cols, alpha, *, penalize_diagonal=False, max_component=None,
-                  block_bytes=2**26, **solve_kw):
+                  block_bytes=2**26, screened=None, **solve_kw):
     """:func:`solve_from_data` on data already centred and rescaled (a ``_Columns``):
-    a path of alphas on the same data builds them once."""
+    a path of alphas on the same data builds them once. ``screened``: the
+    ``(i, j, |S_ij|)`` of :func:`screen_from_data` at an alpha no larger than this
+    one (a path screens once, at its smallest alpha; the pairs above this alpha are
+    the same numbers passing the same test, so the result is the same)."""
     from .solve import _whole_costs, combine_components, solve_gaussian
 
     t0 = time.perf_counter()
@@ -298,7 +301,11 @@ def solve_columns(cols, alpha, *, penalize_diagonal=False, max_component=None,
         comps = [np.arange(p)]
         i = j = w = np.zeros(0)
     else:
-        i, j, w = screen_from_data(cols, alpha, block_bytes)
+        if screened is None:
+            i, j, w = screen_from_data(cols, alpha, block_bytes)
+        else:
+            keep = screened[2] > alpha
+            i, j, w = screened[0][keep], screened[1][keep], screened[2][keep]
         comps = _components(p, i, j)
     limit = default_max_component() if max_component is None else int(max_component)
     if comps[0].size > limit:

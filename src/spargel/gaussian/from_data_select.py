@@ -29,9 +29,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import DataFormatError
-from .from_data import _Columns, solve_columns
+from .from_data import _Columns, screen_from_data, solve_columns
 
 __all__ = ["alpha_max_from_data", "sparse_logdet", "held_out_loglik", "cv_fold_from_data",
+           "fit_path",
            "unpenalised_fold_from_data", "refit_from_data", "SelectPath", "ric_alpha_by_slabs"]
 
 _LOG_2PI = np.log(2 * np.pi)
@@ -128,11 +129,23 @@ def cv_fold_from_data(X, tr, te, f, alphas, kw, assume_centered, center_test,
     Xc = Xte - loc
     scores = np.full(alphas.size, -np.inf)
     edges = np.zeros(alphas.size)
-    for k, a in enumerate(alphas):
-        res = solve_columns(cols, float(a), penalize_diagonal=penalize_diagonal, **kw)
+    for k, res in enumerate(fit_path(cols, alphas, penalize_diagonal, kw)):
         scores[k] = held_out_loglik(Xc, res.precision)
         edges[k] = _upper_nnz(res.precision)
     return scores, edges
+
+
+def fit_path(cols, alphas, penalize_diagonal, kw):
+    """From-data fits of the columns ``cols`` at every alpha (in the order given),
+    one after the other (a generator: only the caller keeps what it needs); the
+    screening pass runs once, at the smallest alpha, and each fit keeps the pairs
+    above its own alpha."""
+    alphas = np.asarray(alphas, dtype=np.float64)
+    low = float(alphas.min()) if alphas.size else 0.0
+    screened = screen_from_data(cols, low) if low > 0 else None
+    for a in alphas:
+        yield solve_columns(cols, float(a), penalize_diagonal=penalize_diagonal,
+                            screened=screened, **kw)
 
 
 def unpenalised_fold_from_data(X, tr, te, assume_centered):
@@ -194,6 +207,11 @@ class SelectPath:
     def fit(self, alpha):
         return solve_columns(self.cols, float(alpha), penalize_diagonal=self.penalize_diagonal,
                              **self.kw)
+
+    def path(self, alphas):
+        """The fits at every alpha (a generator; one screening pass, see
+        :func:`fit_path`)."""
+        return fit_path(self.cols, alphas, self.penalize_diagonal, self.kw)
 
     def loglik(self, K):
         """``log det K - tr(R K)`` (R's unit diagonal taken exactly)."""

@@ -248,7 +248,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         else:
             alphas = np.sort(_check_alphas(self.alphas))[::-1]
         self.criterion_scores_ = None
-        path = [data.fit(a) for a in alphas]
+        path = list(data.path(alphas))
         self.alphas_ = alphas
         self.edges_path_ = np.array([data.edges(r.precision) for r in path])
         self.loglik_path_ = np.array([data.loglik(r.precision) for r in path])
@@ -262,7 +262,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
 
             def patterns_of(b):
                 sub = SelectPath(standardize(X[subs[b]]), kw, self.penalize_diagonal)
-                out = [sub.edge_pattern(sub.fit(a).precision) for a in alphas]
+                out = [sub.edge_pattern(r.precision) for r in sub.path(alphas)]
                 if self.verbose:
                     print(f"StARS subsample {b + 1} of {len(subs)}", file=sys.stderr, flush=True)
                 return out
