@@ -95,8 +95,9 @@ def test_cv_same_choice_as_dense(kw):
     dense = SparseGaussianMRFCV(**kw).fit(X)
     fd = SparseGaussianMRFCV(covariance="from_data", **kw).fit(X)
     assert sp.issparse(fd.precision_) and isinstance(dense.precision_, np.ndarray)
-    assert fd.alpha_ == dense.alpha_
-    np.testing.assert_array_equal(fd.alphas_, dense.alphas_)
+    # the same grid point (alpha_max from slabs of S: equal to the last bits or so)
+    assert fd.alpha_ == pytest.approx(dense.alpha_, rel=1e-12)
+    np.testing.assert_allclose(fd.alphas_, dense.alphas_, rtol=1e-12)
     _close_precision(fd.precision_, dense.precision_)
     assert fd.n_components_ == dense.n_components_
     # every held-out score is the dense one to the solvers' tolerance (-inf where S_train
@@ -110,6 +111,19 @@ def test_cv_same_choice_as_dense(kw):
             assert np.array_equal(np.isfinite(a), np.isfinite(b)) and b[-1] == -np.inf
             np.testing.assert_allclose(a[np.isfinite(a)], b[np.isfinite(b)], rtol=2e-5)
     assert fd.score(X) == pytest.approx(dense.score(X), rel=1e-6)
+
+
+def test_cv_more_samples_than_variables():
+    """With n > p the alpha = 0 row is finite (inv(S_train)), as on the dense path."""
+    X = _groups(90, 12, seed=8, size=4)
+    kw = dict(alphas=5, alpha_min_ratio=0.1, cv=3)
+    dense = SparseGaussianMRFCV(**kw).fit(X)
+    fd = SparseGaussianMRFCV(covariance="from_data", **kw).fit(X)
+    assert fd.alpha_ == pytest.approx(dense.alpha_, rel=1e-12)     # the same grid point
+    _close_precision(fd.precision_, dense.precision_)
+    a, b = fd.cv_results_["mean_test_score"], dense.cv_results_["mean_test_score"]
+    assert np.isfinite(b[-1]) and a[-1] == pytest.approx(b[-1], rel=1e-12)
+    np.testing.assert_allclose(a, b, rtol=1e-6)          # the solvers: 1e-10 relative gap
 
 
 @pytest.mark.parametrize("criterion", ["ebic", "stars", "ric"])

@@ -899,11 +899,11 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         kw = dict(blocks=self.blocks, solver=self.solver, tol=self.tol,
                   max_iter=self.max_iter, penalize_diagonal=self.penalize_diagonal,
                   block_weight=self.block_weight, screen=self.screen, n_jobs=self.n_jobs)
-        fold_fn, unpen_fn = _cv_fold, _unpenalised_fold
+        fold_fn = _cv_fold
         if fd:
             kw = dict(solver=self.solver, tol=self.tol, max_iter=self.max_iter,
                       n_jobs=self.n_jobs, max_component=self.max_component)
-            fold_fn, unpen_fn = fds.cv_fold_from_data, fds.unpenalised_fold_from_data
+            fold_fn = fds.cv_fold_from_data
         splits = _kfold(X, m, self.cv, self.random_state, y, params)
         n_folds = len(splits)
         args = (self.assume_centered, self.center_test, self.penalize_diagonal)
@@ -934,7 +934,12 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
                 if alphas.size == 0:
                     break
         all_alphas = np.array([a for a, _, _ in path])
-        unpen = np.array([unpen_fn(X, tr, te, self.assume_centered) for tr, te in splits])
+        # from data, S_train of rank < p (fewer samples than variables) is singular: -inf
+        # without a p x p array; else (p x p no larger than the data) the dense score
+        rank = (lambda tr: len(tr) - (0 if self.assume_centered else 1))
+        unpen = np.array([-np.inf if fd and rank(tr) < n else
+                          _unpenalised_fold(X, tr, te, self.assume_centered)
+                          for tr, te in splits])
         grid = np.vstack([np.array([sc for _, sc, _ in path]), unpen[None, :]])
         self.alphas_ = all_alphas
         self.alpha_ = float(all_alphas[best])

@@ -33,7 +33,7 @@ from .from_data import _Columns, screen_from_data, solve_columns
 
 __all__ = ["alpha_max_from_data", "sparse_logdet", "held_out_loglik", "cv_fold_from_data",
            "fit_path",
-           "unpenalised_fold_from_data", "refit_from_data", "SelectPath", "ric_alpha_by_slabs"]
+           "refit_from_data", "SelectPath", "ric_alpha_by_slabs"]
 
 _LOG_2PI = np.log(2 * np.pi)
 
@@ -146,19 +146,6 @@ def fit_path(cols, alphas, penalize_diagonal, kw):
     for a in alphas:
         yield solve_columns(cols, float(a), penalize_diagonal=penalize_diagonal,
                             screened=screened, **kw)
-
-
-def unpenalised_fold_from_data(X, tr, te, assume_centered):
-    """scikit-learn's alpha = 0 row (``N(mean_train, inv(S_train))`` on the test fold
-    centred on the training mean): -inf when ``S_train`` has rank below p (fewer
-    training samples than variables, the from-data path's case: no p x p array);
-    otherwise the dense score (then p x p is no larger than the data)."""
-    m_tr, p = len(tr), X.shape[1]
-    if m_tr - (0 if assume_centered else 1) < p:
-        return -np.inf
-    from .estimator import _unpenalised_fold
-
-    return _unpenalised_fold(X, tr, te, assume_centered)
 
 
 def refit_from_data(X, alpha, assume_centered, penalize_diagonal, kw):
