@@ -371,6 +371,26 @@ def test_gaussian_cv_folds_on_the_cluster_give_the_same_choice(client):
     np.testing.assert_array_equal(got.precision_, ref.precision_)
 
 
+def test_gaussian_from_data_cv_folds_on_the_cluster(client):
+    """covariance='from_data': the folds' from-data paths run on the workers (no p x p
+    matrix there either) and give the single-process choice."""
+    import scipy.sparse as sp
+
+    from spargel.gaussian.estimator import SparseGaussianMRFCV
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((24, 40))
+    for j in range(1, 40):
+        if j % 8:
+            X[:, j] += 0.7 * X[:, j - 1]
+    kw = dict(covariance="from_data", alphas=4, alpha_min_ratio=0.3, cv=3)
+    ref = SparseGaussianMRFCV(**kw).fit(X)
+    got = SparseGaussianMRFCV(client=client, **kw).fit(X)
+    assert got.alpha_ == ref.alpha_ and sp.issparse(got.precision_)
+    for key in ("mean_test_score", "mean_edges", "split2_test_score"):
+        np.testing.assert_allclose(got.cv_results_[key], ref.cv_results_[key], rtol=1e-12)
+    assert abs(got.precision_ - ref.precision_).max() <= 1e-12 * abs(ref.precision_).max()
+
+
 def test_gaussian_screened_components_on_the_cluster_bit_for_bit(client):
     """Three independent blocks of variables: screening splits the problem and each block
     is solved on a worker; the estimate is the single-process one, bit for bit."""

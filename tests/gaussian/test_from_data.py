@@ -120,5 +120,3 @@ def test_auto_switch_and_refusals():
     with pytest.raises(ValueError, match="block penalties"):
         SparseGaussianMRF(alpha=0.5, covariance="from_data",
                           blocks=np.arange(30) // 3).fit(X[:, :30])
-    with pytest.raises(SpargelError, match="cannot be saved"):
-        big.save("unused.spargel")

@@ -6,12 +6,14 @@ import zipfile
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from spargel.cli import main
 from spargel.errors import ModelFileError
 from spargel.gaussian.estimator import SparseGaussianMRF, SparseGaussianMRFCV
 from spargel.gaussian.selection import SparseGaussianMRFSelect
 from spargel.core.model_file import load_arrays, save_arrays
+from spargel.gaussian.sparse_file import csr_arrays
 
 
 def _data(m=80, n=5, seed=0):
@@ -143,3 +145,181 @@ def test_cli_save_model(tmp_path, capsys):
     rc = main(["gmrf", str(f), "--alpha", "0.1", "--save-model", str(f)])
     _, err = capsys.readouterr()
     assert rc == 2 and "is also the input file" in err
+
+
+# -- models fitted on the from-data path (sparse precision / covariance) -------------------
+
+def _wide(n=20, p=60, seed=0, rho=0.6):
+    """A chain of p variables with n < p samples: several screened components."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    for j in range(1, p):
+        X[:, j] += rho * X[:, j - 1]
+    return X
+
+
+def _same_csr(a, b):
+    assert sp.issparse(b) and b.shape == a.shape
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.data, b.data)
+
+
+def test_roundtrip_from_data(tmp_path):
+    X = _wide()
+    m = SparseGaussianMRF(alpha=0.9, covariance="from_data").fit(X)
+    assert sp.issparse(m.precision_) and 1 < m.n_components_ < 60
+    m.save(tmp_path / "w.model")
+    # the file holds the CSR arrays, no p x p array
+    meta, arrays = load_arrays(tmp_path / "w.model", "gaussian-mrf")
+    assert meta["sparse"] == ["precision", "covariance"]
+    assert max(a.size for a in arrays.values()) < 60 * 60 / 2
+    back = SparseGaussianMRF.load(tmp_path / "w.model")
+    _same_csr(m.precision_, back.precision_)
+    _same_csr(m.covariance_, back.covariance_)
+    _same_csr(m.precision_, back.get_precision())
+    for name in ("location_", "edges_", "edge_weights_"):
+        np.testing.assert_array_equal(getattr(m, name), getattr(back, name))
+    for name in ("objective_", "duality_gap_", "n_iter_", "converged_", "stop_reason_",
+                 "solver_", "n_components_", "n_features_in_", "n_samples_"):
+        assert getattr(m, name) == getattr(back, name), name
+    np.testing.assert_array_equal(np.array(m.costs_), np.array(back.costs_))
+    Xnew = _wide(seed=5)
+    assert back.score(X) == m.score(X) and back.score(Xnew) == m.score(Xnew)
+    assert back.covariance == "from_data" and back.get_params() == m.get_params()
+    # the loaded model scores like the dense model of the same problem
+    dense = SparseGaussianMRF(alpha=0.9).fit(X)
+    assert back.score(Xnew) == pytest.approx(dense.score(Xnew), rel=1e-8)
+
+
+def test_roundtrip_from_data_singletons_only(tmp_path):
+    X = _wide(seed=2)
+    m = SparseGaussianMRF(alpha=50.0, covariance="from_data").fit(X)    # no edges at all
+    assert m.n_components_ == 60 and len(m.edges_) == 0
+    m.save(tmp_path / "s.model")
+    back = SparseGaussianMRF.load(tmp_path / "s.model")
+    _same_csr(m.precision_, back.precision_)
+    assert back.edges_.shape == (0, 2) and back.score(X) == m.score(X)
+
+
+def _repeat_in_a_row(ptr, ind):
+    """The column indices with the second entry of the first row of two or more
+    entries set to the first."""
+    r = int(np.flatnonzero(np.diff(ptr) >= 2)[0])
+    out = ind.copy()
+    out[ptr[r] + 1] = out[ptr[r]]
+    return out
+
+
+def _forged(tmp_path, name, meta, arrays, **changes):
+    save_arrays(tmp_path / name, "gaussian-mrf", meta, dict(arrays, **changes))
+    return tmp_path / name
+
+
+def test_forged_sparse_files_are_refused(tmp_path):
+    X = _wide(seed=3)
+    m = SparseGaussianMRF(alpha=0.9, covariance="from_data").fit(X)
+    m.save(tmp_path / "w.model")
+    meta, a = load_arrays(tmp_path / "w.model", "gaussian-mrf")
+    ptr, ind, val = a["precision_indptr"], a["precision_indices"], a["precision_data"]
+    cases = {
+        # a forged offset past the end: no read beyond the arrays
+        "offset past the end": dict(precision_indptr=np.r_[ptr[:-1], ptr[-1] + 10**9]),
+        "decreasing offsets": dict(precision_indptr=np.r_[0, ptr[2], ptr[1], ptr[3:]]),
+        "too few offsets": dict(precision_indptr=ptr[:-1]),
+        "index out of range": dict(precision_indices=np.r_[ind[:-1], 10**9].astype(ind.dtype)),
+        "negative index": dict(precision_indices=np.r_[-1, ind[1:]].astype(ind.dtype)),
+        "repeated index": dict(precision_indices=_repeat_in_a_row(ptr, ind)),
+        "values short": dict(precision_data=val[:-1]),
+        "non-finite": dict(precision_data=np.r_[np.nan, val[1:]]),
+        "float offsets": dict(precision_indptr=ptr.astype(np.float64)),
+        "negative definite": dict(precision_data=-val),
+    }
+    messages = {"offset past the end": "row offsets", "decreasing offsets": "row offsets",
+                "too few offsets": "row offsets", "index out of range": "column index",
+                "negative index": "column index", "repeated index": "repeated",
+                "values short": "values for", "non-finite": "non-finite",
+                "float offsets": "wrong type", "negative definite": "positive definite"}
+    for label, change in cases.items():
+        f = _forged(tmp_path, "f.model", meta, a, **change)
+        with pytest.raises(ModelFileError, match=messages[label]) as info:
+            SparseGaussianMRF.load(f)
+        assert "f.model" in str(info.value), label
+    # an asymmetric precision
+    K = m.precision_.tolil()
+    i, j = m.edges_[0]
+    K[i, j] += 1.0
+    f = _forged(tmp_path, "g.model", meta, a, **csr_arrays("precision", K.tocsr()))
+    with pytest.raises(ModelFileError, match="not symmetric"):
+        SparseGaussianMRF.load(f)
+    # a pattern whose components would need dense blocks larger than the file: a chain
+    # through all p variables (3p entries, a p x p Cholesky)
+    p = 60
+    chain = sp.diags([np.full(p - 1, -0.1), np.full(p, 1.0), np.full(p - 1, -0.1)],
+                     [-1, 0, 1], format="csr")
+    diag = sp.identity(p, format="csr")
+    f = _forged(tmp_path, "h.model", meta, a, **csr_arrays("precision", chain),
+                **csr_arrays("covariance", diag))
+    with pytest.raises(ModelFileError, match="larger than the blocks stored"):
+        SparseGaussianMRF.load(f)
+    # the sparse list must name real matrices
+    for bad in (["precision"], ["precision", "covariance", "other"], "precision", [1]):
+        f = _forged(tmp_path, "i.model", dict(meta, sparse=bad), a)
+        with pytest.raises(ModelFileError, match="sparse matrices"):
+            SparseGaussianMRF.load(f)
+
+
+def test_damaged_sparse_files_are_refused(tmp_path):
+    """Flipped bits and truncations of a from-data model: every load either gives the
+    same model or raises ModelFileError naming the file, never another exception."""
+    import random
+    import tracemalloc
+
+    X = _wide(seed=4)
+    m = SparseGaussianMRF(alpha=0.9, covariance="from_data").fit(X)
+    m.save(tmp_path / "w.model")
+    raw = (tmp_path / "w.model").read_bytes()
+    rng = random.Random(37)
+    path = tmp_path / "damaged.model"
+    refused = same = 0
+    for k in range(160):
+        b = bytearray(raw)
+        if k < 120:
+            for _ in range(rng.randint(1, 4)):
+                b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+        else:
+            b = b[:rng.randrange(len(b))]
+        path.write_bytes(bytes(b))
+        tracemalloc.start()
+        try:
+            try:
+                back = SparseGaussianMRF.load(path)
+            except ModelFileError as exc:
+                assert "damaged.model" in str(exc) and "\n" not in str(exc)
+                refused += 1
+                continue
+            finally:
+                peak = tracemalloc.get_traced_memory()[1]
+                tracemalloc.stop()
+            _same_csr(m.precision_, back.precision_)       # a flip in unused zip fields
+            same += 1
+        finally:
+            assert peak < 16 * 2**20, peak
+    assert refused > 100 and refused + same == 160
+
+
+def test_cli_from_data_save_model(tmp_path, capsys):
+    X = _wide(seed=6)
+    f = tmp_path / "w.csv"
+    with open(f, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([f"g{j}" for j in range(X.shape[1])])
+        w.writerows(X.tolist())
+    rc = main(["gmrf", str(f), "--alpha", "0.9", "--from-data", "--save-model",
+               str(tmp_path / "w.model"), "--quiet"])
+    assert rc == 0
+    capsys.readouterr()
+    back = SparseGaussianMRF.load(tmp_path / "w.model")
+    ref = SparseGaussianMRF(alpha=0.9, covariance="from_data").fit(X)
+    _same_csr(ref.precision_, back.precision_)
+    assert list(back.feature_names_in_) == [f"g{j}" for j in range(X.shape[1])]

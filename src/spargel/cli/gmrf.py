@@ -93,6 +93,7 @@ def add_parser(subparsers):
             "  spargel gmrf expr.csv --alpha 0.2 > edges.csv\n"
             "  spargel gmrf expr.csv --cv 5 --standardize --out-precision K.csv\n"
             "  spargel gmrf expr.csv --alpha 0.05 --blocks groups.csv --plot graph.png\n"
+            "  spargel gmrf wide.csv --from-data --cv 5 --save-model wide.model\n"
             "cross-validation folds are contiguous blocks of rows (as scikit-learn's KFold\n"
             "and SparseGaussianMRFCV by default); --seed N shuffles them.\n"
             + exit_status_help()),
@@ -108,6 +109,9 @@ def add_parser(subparsers):
                    help="choose alpha by K-fold cross-validated log-likelihood on a "
                    "warm-started path (--n-alphas values from alpha_max)")
     p.add_argument("--n-alphas", type=int, default=10, help="grid size for --cv (default 10)")
+    p.add_argument("--alpha-min-ratio", type=float, default=0.01, metavar="R",
+                   help="the --cv grid ends at R * alpha_max (default 0.01; with --from-data "
+                   "a larger R keeps the screened components small)")
     p.add_argument("--seed", type=int, default=None,
                    help="shuffle the --cv folds with this seed (default: contiguous folds)")
     p.add_argument("--solver", default="auto",
@@ -132,7 +136,9 @@ def add_parser(subparsers):
     p.add_argument("--from-data", action="store_true",
                    help="never form the variables x variables covariance (for many more "
                    "variables than samples): screening and each screened component's block "
-                   "are computed from the samples; writes the edge list (and --history) only")
+                   "are computed from the samples; with --cv every fold's path is fitted "
+                   "and scored the same way; writes the edge list, --history and "
+                   "--save-model (the sparse precision), no dense matrix")
     p.add_argument("--max-component", type=int, default=None, metavar="N",
                    help="with --from-data: refuse a screened component of more than N "
                    "variables, naming the alpha that splits it (default: what fits in memory)")
@@ -182,6 +188,8 @@ def _check_usage(args):
         if args.covariance:
             raise UsageError("--cv needs samples, not --covariance")
     check_number("--n-alphas", args.n_alphas, low=1, high=MAX_ALPHAS, integer=True)
+    if not 0 < args.alpha_min_ratio < 1:
+        raise UsageError(f"--alpha-min-ratio must be in (0, 1), got {args.alpha_min_ratio}")
     if args.seed is not None:
         check_number("--seed", args.seed, low=0, high=2 ** 32 - 1, integer=True)
     if args.tol is not None:
@@ -197,14 +205,14 @@ def _check_usage(args):
         if not args.from_data:
             raise UsageError("--max-component goes with --from-data")
     if args.from_data:
-        for opt, given in (("--covariance", args.covariance), ("--cv", args.cv is not None),
+        for opt, given in (("--covariance", args.covariance),
                            ("--blocks", args.blocks is not None),
                            ("--out-precision", args.out_precision is not None),
-                           ("--save-model", args.save_model is not None),
                            ("--plot", args.plot is not None)):
             if given:
-                raise UsageError(f"--from-data fits one alpha from samples and writes the edge "
-                                 f"list; it does not take {opt}")
+                raise UsageError(f"--from-data fits from samples and writes the edge list, "
+                                 f"the history and the model (--save-model); it does not "
+                                 f"take {opt}")
     to_stdout = [opt for opt, path in (("--out-edges", args.out_edges), ("--out-precision", args.out_precision),
                                        ("--history", args.history)) if path == "-"]
     if len(to_stdout) > 1:
@@ -249,14 +257,15 @@ def _run(args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         try:
+            if args.from_data:
+                common.update(covariance="from_data", max_component=args.max_component)
             if args.cv is not None:
                 model = SparseGaussianMRFCV(alphas=args.n_alphas, cv=args.cv,
+                                            alpha_min_ratio=args.alpha_min_ratio,
                                             random_state=args.seed, **common)
                 model.fit(data)
                 alpha = model.alpha_
             else:
-                if args.from_data:
-                    common.update(covariance="from_data", max_component=args.max_component)
                 model = SparseGaussianMRF(alpha=args.alpha, **common)
                 if args.covariance:
                     model.fit_covariance(data, args.n_samples)

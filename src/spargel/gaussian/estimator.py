@@ -59,21 +59,11 @@ def _sparse_triu(K):
 
 def _sparse_log_likelihood(Xc, K):
     """Mean Gaussian log-likelihood of the centred samples ``Xc`` under a sparse
-    precision K (no p x p array: ``log det K`` from a sparse LU factorisation,
-    the quadratic forms from ``K Xc^T``)."""
-    from scipy.sparse.linalg import splu
+    precision K (no p x p array: ``log det K`` from a Cholesky factorisation per
+    connected component of K, the quadratic forms from ``K Xc^T``)."""
+    from .from_data_select import held_out_loglik
 
-    p = K.shape[0]
-    try:
-        lu = splu(K.tocsc())
-    except RuntimeError:                     # exactly singular
-        return -np.inf
-    u = lu.U.diagonal()
-    if np.any(u == 0):
-        return -np.inf
-    ld = float(np.sum(np.log(np.abs(u))))
-    quad = float(np.sum(np.asarray(K @ Xc.T).T * Xc)) / Xc.shape[0]
-    return 0.5 * (ld - quad - p * np.log(2 * np.pi))
+    return held_out_loglik(Xc, K)
 
 
 def _feature_names(X):
@@ -89,9 +79,11 @@ def _feature_names(X):
 
 
 def _check_no_constant_columns(S, penalize_diagonal, name="X"):
+    """A zero variance (S's diagonal, or the vector of variances) is refused unless the
+    diagonal is penalised."""
     if penalize_diagonal:
         return
-    zero = np.flatnonzero(np.diag(S) == 0)
+    zero = np.flatnonzero((np.diag(S) if np.ndim(S) == 2 else S) == 0)
     if zero.size:
         raise DataFormatError(name, None, f"column {int(zero[0])} is constant (zero variance): its "
                               "precision is unbounded; remove constant columns or set "
@@ -103,6 +95,25 @@ _COVARIANCE = (None, "dense", "precomputed", "from_data", "auto")
 #: covariance='auto' takes the from-data path from this many variables on (with fewer
 #: samples than variables)
 AUTO_FROM_DATA_P = 2000
+
+
+def _from_data_choice(est, shape, alpha_ndim, dense_only=("precomputed",)):
+    """Whether ``est.covariance`` takes the from-data path for data of ``shape``:
+    'from_data' always (then ``blocks`` must be None), 'auto' with n < p,
+    p >= ``AUTO_FROM_DATA_P``, a scalar alpha and no blocks. A value in
+    ``dense_only`` (fit from a covariance) is refused: these estimators need samples."""
+    cov = est.covariance
+    if cov not in _COVARIANCE or cov in dense_only:
+        allowed = [repr(c) for c in _COVARIANCE if c not in dense_only]
+        raise ParameterError(f"covariance must be {', '.join(allowed[:-1])} or {allowed[-1]}, "
+                             f"got {cov!r}")
+    blocks = getattr(est, "blocks", None)
+    if cov == "from_data" and blocks is not None:
+        raise ParameterError("covariance='from_data' solves the plain l1 problem; block "
+                             "penalties need the dense path (covariance=None)")
+    return cov == "from_data" or (cov == "auto" and shape[0] < shape[1] and
+                                  shape[1] >= AUTO_FROM_DATA_P and blocks is None and
+                                  alpha_ndim == 0)
 
 
 def _check_compat(est):
@@ -177,13 +188,7 @@ class _FittedMixin:
 
     def _store(self, res, n_features):
         K = res.precision
-        self.precision_ = K
-        if _issparse(K):                     # the from-data path: scipy.sparse results
-            upper = _sparse_triu(K)
-            order = np.lexsort((upper.col, upper.row))
-            iu, ju = upper.row[order].astype(np.int64), upper.col[order].astype(np.int64)
-            self.edges_ = np.stack([iu, ju], axis=1).reshape(-1, 2)
-            self.edge_weights_ = upper.data[order].copy()
+        self.precision_ = K                  # scipy.sparse on the from-data path
         self.covariance_ = res.covariance
         self.objective_ = float(res.objective)
         self.dual_objective_ = float(res.dual_objective)
@@ -196,7 +201,17 @@ class _FittedMixin:
         self.solver_ = res.solver
         self.n_components_ = int(res.n_components)
         self.n_features_in_ = n_features
-        if not _issparse(K):
+        self._set_edges(K)
+
+    def _set_edges(self, K):
+        """``edges_`` (i < j, K_ij != 0, row-major order) and ``edge_weights_`` of K."""
+        if _issparse(K):
+            upper = _sparse_triu(K)
+            order = np.lexsort((upper.col, upper.row))
+            iu, ju = upper.row[order].astype(np.int64), upper.col[order].astype(np.int64)
+            self.edges_ = np.stack([iu, ju], axis=1).reshape(-1, 2)
+            self.edge_weights_ = upper.data[order].copy()
+        else:
             iu, ju = np.nonzero(np.triu(K != 0, 1))
             self.edges_ = np.stack([iu, ju], axis=1).astype(np.int64)
             self.edge_weights_ = K[iu, ju].copy()
@@ -264,15 +279,12 @@ class _FittedMixin:
         ``client`` are not kept), precision, covariance, location, costs, the
         certificate and, for the CV and selection estimators, the alphas tried
         with their scores. Not kept: ``history_``. A model fitted on the
-        from-data path (sparse results) is refused (``CapabilityError``)."""
+        from-data path keeps its sparse matrices sparse (their CSR arrays; no
+        p x p array is formed)."""
         from ..core import model_file as io
-        from ..errors import CapabilityError
+        from .sparse_file import csr_arrays
 
         self._check_fitted()
-        if _issparse(self.precision_):
-            raise CapabilityError("save keeps dense precision / covariance matrices; a model "
-                                  "fitted with covariance='from_data' (scipy.sparse results) "
-                                  "cannot be saved yet")
         params = {k: v for k, v in self.get_params().items()
                   if k not in ("client", "blocks", "subsamples", "rotations")
                   and isinstance(v, (bool, int, float, str, type(None)))}
@@ -286,15 +298,21 @@ class _FittedMixin:
         names = getattr(self, "feature_names_in_", None)
         if names is not None:
             meta["feature_names"] = [str(v) for v in names]
-        arrays = {"precision": self.precision_, "covariance": self.covariance_,
-                  "location": np.asarray(self.location_, dtype=np.float64),
-                  "costs": np.asarray(self.costs_, dtype=np.float64).reshape(-1, 2)}
+        arrays, sparse = {}, []                       # sparse: names kept as CSR arrays
+        fitted = [("precision", self.precision_, "f"), ("covariance", self.covariance_, "f"),
+                  ("location", self.location_, "f"),
+                  ("costs", np.asarray(self.costs_, dtype=np.float64).reshape(-1, 2), "f")]
         if isinstance(self.get_params().get("alpha"), (np.ndarray, list, tuple)):
-            arrays["alpha"] = np.asarray(self.alpha, dtype=np.float64)
-        for name, kind in self._ARRAYS:
-            v = getattr(self, name, None)
-            if v is not None:
+            fitted.append(("alpha", self.alpha, "f"))
+        fitted += [(name, getattr(self, name, None), kind) for name, kind in self._ARRAYS]
+        for name, v, kind in fitted:
+            if _issparse(v):
+                arrays.update(csr_arrays(name, v))
+                sparse.append(name)
+            elif v is not None:
                 arrays[name] = np.asarray(v, dtype=np.float64 if kind == "f" else np.int64)
+        if sparse:
+            meta["sparse"] = sparse
         cvr = getattr(self, "cv_results_", None)
         if cvr is not None:
             meta["cv_keys"] = list(cvr)
@@ -316,22 +334,38 @@ class _FittedMixin:
         if what != cls.__name__:
             raise ModelFileError(f"{path}: holds a {what!r} model; load it with "
                                  f"{what}.load, not {cls.__name__}.load")
-        for name in ("precision", "covariance", "location", "costs"):
+        sparse = meta.get("sparse", [])
+        req(sparse == [] or (isinstance(sparse, list) and all(isinstance(v, str) for v in sparse)
+                             and {"precision", "covariance"} <= set(sparse) <=
+                             {"precision", "covariance", "edge_frequency_"}),
+            path, "its list of sparse matrices is not valid")
+        for name in ("location", "costs") + (() if sparse else ("precision", "covariance")):
             req(name in a and a[name].dtype == np.float64, path, f"array {name!r} missing or "
                 "not float64")
-        K, C, loc = a["precision"], a["covariance"], a["location"]
-        req(K.ndim == 2 and K.shape[0] == K.shape[1] >= 1, path, "precision is not square")
-        p = K.shape[0]
-        req(C.shape == (p, p) and loc.shape == (p,), path,
-            "covariance / location do not match the precision's size")
-        req(np.all(np.isfinite(K)) and np.all(np.isfinite(C)) and np.all(np.isfinite(loc)), path,
-            "non-finite values")
-        req(np.array_equal(K, K.T), path, "precision is not symmetric")
-        try:
-            np.linalg.cholesky(K)
-        except np.linalg.LinAlgError:
-            raise ModelFileError(f"{path}: invalid model (precision is not positive "
-                                 "definite)") from None
+        loc = a["location"]
+        if sparse:                                    # the from-data path: CSR arrays
+            from .sparse_file import check_precision, read_csr
+
+            req(loc.ndim == 1 and loc.shape[0] >= 1, path, "location is not a vector")
+            p = loc.shape[0]
+            for name in sparse:
+                a[name] = read_csr(a, name, p, path)
+            K, C = a["precision"], a["covariance"]
+            check_precision(K, C, K.nnz + C.nnz + p, path)
+        else:
+            K, C = a["precision"], a["covariance"]
+            req(K.ndim == 2 and K.shape[0] == K.shape[1] >= 1, path, "precision is not square")
+            p = K.shape[0]
+            req(C.shape == (p, p) and loc.shape == (p,), path,
+                "covariance / location do not match the precision's size")
+            req(np.all(np.isfinite(K)) and np.all(np.isfinite(C)), path, "non-finite values")
+            req(np.array_equal(K, K.T), path, "precision is not symmetric")
+            try:
+                np.linalg.cholesky(K)
+            except np.linalg.LinAlgError:
+                raise ModelFileError(f"{path}: invalid model (precision is not positive "
+                                     "definite)") from None
+        req(np.all(np.isfinite(loc)), path, "non-finite values")
         req(a["costs"].ndim == 2 and a["costs"].shape[1] == 2, path, "costs is not (k, 2)")
         params = {k: v for k, v in meta["params"].items() if k in cls._param_names()}
         if "alpha" in a:
@@ -344,7 +378,9 @@ class _FittedMixin:
                 req(isinstance(v, (bool, int, float, str)), path, f"{name} is not a plain value")
                 setattr(est, name, v)
         for name, _ in cls._ARRAYS:
-            if name in a:
+            if name in sparse:
+                setattr(est, name, a[name])
+            elif name in a:
                 req(a[name].ndim >= 1 and np.all(np.isfinite(a[name])), path,
                     f"{name} has non-finite values")
                 setattr(est, name, a[name])
@@ -363,9 +399,7 @@ class _FittedMixin:
         est.costs_ = [(float(f), float(g)) for f, g in a["costs"]]
         est.history_ = []
         est.n_features_in_ = p
-        iu, ju = np.nonzero(np.triu(K != 0, 1))
-        est.edges_ = np.stack([iu, ju], axis=1).astype(np.int64)
-        est.edge_weights_ = K[iu, ju].copy()
+        est._set_edges(est.precision_)
         return est
 
 
@@ -527,17 +561,11 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         return self
 
     def _from_data(self, shape):
-        if self.covariance == "from_data":
-            return True
-        return (self.covariance == "auto" and shape[0] < shape[1] and
-                shape[1] >= AUTO_FROM_DATA_P and self.blocks is None and np.ndim(self.alpha) == 0)
+        return _from_data_choice(self, shape, np.ndim(self.alpha), dense_only=())
 
     def _fit_from_data(self, X):
         from .from_data import solve_from_data
 
-        if self.blocks is not None:
-            raise ParameterError("covariance='from_data' solves the plain l1 problem; block "
-                                 "penalties need the dense path (covariance=None)")
         res = solve_from_data(X, self.alpha, assume_centered=self.assume_centered,
                               penalize_diagonal=self.penalize_diagonal,
                               max_component=self.max_component, solver=self.solver,
@@ -765,6 +793,15 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         groups=...)`` passes ``groups`` (and any other keyword) on to the
         splitter's ``split``, as scikit-learn's metadata routing does.
     center_test : 'train' (default) or 'test', see above.
+    covariance : None / 'dense' (default), 'from_data' or 'auto', as in
+        :class:`SparseGaussianMRF`: with 'from_data' no p x p matrix is formed
+        (for n << p): every alpha of every fold is a from-data fit of the
+        training rows, scored from the test rows and the sparse precision
+        (``log det`` per component, ``tr(S_test K)`` over K's nonzeros), and
+        the refit is one from-data fit; the same choice as the dense path.
+        The grid should stay where the screened components are small (a
+        larger ``alpha_min_ratio``); ``max_component`` as there. With a
+        ``client`` the folds run on its workers and the refit here.
     client : a ``dask.distributed.Client`` (or None): the folds' paths run on its
         workers (``X`` is sent once), and so do the screened components of the refit,
         with the same result (``docs/distributed.md``).
@@ -795,8 +832,11 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
                  blocks=None, solver="auto", tol=None, max_iter=None, assume_centered=False,
                  penalize_diagonal=False, block_weight="size", screen=True, n_jobs=1,
                  random_state=None, verbose=False, client=None, n_refinements=1, mode="cd",
-                 enet_tol=1e-4, eps=float(np.finfo(np.float64).eps)):
+                 enet_tol=1e-4, eps=float(np.finfo(np.float64).eps), covariance=None,
+                 max_component=None):
         self.alphas = alphas
+        self.covariance = covariance
+        self.max_component = max_component
         self.n_refinements = n_refinements
         self.mode = mode
         self.enet_tol = enet_tol
@@ -831,12 +871,24 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
             raise ParameterError(f"center_test must be 'train' or 'test', got {self.center_test!r}")
         X = self._data(X, reset=True, least=2, purpose="estimate a covariance")
         m, n = X.shape
-        S = empirical_covariance(X, assume_centered=self.assume_centered)
-        _check_no_constant_columns(S, self.penalize_diagonal)
+        fd = _from_data_choice(self, X.shape, 0)
+        if fd:                                  # no p x p matrix (from_data_select.py)
+            from . import from_data_select as fds
+            from .from_data import _Columns
+            from .path import grid_below
+
+            S, cols = None, _Columns(X, self.assume_centered)
+            _check_no_constant_columns(cols.var, self.penalize_diagonal)
+            amax, cols = fds.alpha_max_from_data(cols), None
+        else:
+            S = empirical_covariance(X, assume_centered=self.assume_centered)
+            _check_no_constant_columns(S, self.penalize_diagonal)
         if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
             n_alphas = int(self.alphas)
-            alphas = alpha_grid(S, n_alphas, self.alpha_min_ratio,
-                                blocks=self.blocks, block_weight=self.block_weight)
+            alphas = grid_below(amax, n_alphas, self.alpha_min_ratio) if fd else \
+                alpha_grid(S, n_alphas, self.alpha_min_ratio, blocks=self.blocks,
+                           block_weight=self.block_weight)
+            first = alphas
             nr = self.n_refinements
             if isinstance(nr, bool) or not isinstance(nr, numbers.Integral) or nr < 1:
                 raise ParameterError(f"n_refinements must be an integer >= 1, got {nr!r}")
@@ -847,6 +899,11 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         kw = dict(blocks=self.blocks, solver=self.solver, tol=self.tol,
                   max_iter=self.max_iter, penalize_diagonal=self.penalize_diagonal,
                   block_weight=self.block_weight, screen=self.screen, n_jobs=self.n_jobs)
+        fold_fn = _cv_fold
+        if fd:
+            kw = dict(solver=self.solver, tol=self.tol, max_iter=self.max_iter,
+                      n_jobs=self.n_jobs, max_component=self.max_component)
+            fold_fn = fds.cv_fold_from_data
         splits = _kfold(X, m, self.cv, self.random_state, y, params)
         n_folds = len(splits)
         args = (self.assume_centered, self.center_test, self.penalize_diagonal)
@@ -854,11 +911,11 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         best = 0
         for ref in range(n_ref):
             if self.client is None:
-                rows = [_cv_fold(X, tr, te, f, alphas, kw, *args)
+                rows = [fold_fn(X, tr, te, f, alphas, kw, *args)
                         for f, (tr, te) in enumerate(splits)]
             else:
                 from .scaleout import map_folds
-                rows = map_folds(self.client, _cv_fold, X, splits, (alphas, kw) + args)
+                rows = map_folds(self.client, fold_fn, X, splits, (alphas, kw) + args)
             if self.verbose:
                 for f, (sc, _) in enumerate(rows):
                     print(f"fold {f}: best alpha {alphas[int(np.argmax(sc))]:.4g}",
@@ -877,7 +934,12 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
                 if alphas.size == 0:
                     break
         all_alphas = np.array([a for a, _, _ in path])
-        unpen = np.array([_unpenalised_fold(X, tr, te, self.assume_centered) for tr, te in splits])
+        # from data, S_train of rank < p (fewer samples than variables) is singular: -inf
+        # without a p x p array; else (p x p no larger than the data) the dense score
+        rank = (lambda tr: len(tr) - (0 if self.assume_centered else 1))
+        unpen = np.array([-np.inf if fd and rank(tr) < n else
+                          _unpenalised_fold(X, tr, te, self.assume_centered)
+                          for tr, te in splits])
         grid = np.vstack([np.array([sc for _, sc, _ in path]), unpen[None, :]])
         self.alphas_ = all_alphas
         self.alpha_ = float(all_alphas[best])
@@ -889,14 +951,15 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
             results["std_test_score"] = grid.std(axis=1)
         results["mean_edges"] = np.append([np.mean(ed) for _, _, ed in path], n * (n - 1) / 2)
         self.cv_results_ = results
-        # refit on all data along the first grid's alphas above the chosen one (warm starts)
-        first = alpha_grid(S, n_alphas, self.alpha_min_ratio, blocks=self.blocks,
-                           block_weight=self.block_weight) \
-            if isinstance(self.alphas, numbers.Integral) else all_alphas
-        refit = [a for a in first if a > self.alpha_] + [self.alpha_]
-        fitted = gaussian_path(S, refit, client=self.client, **kw)
-        self._store(fitted[-1], n)
-        self._result = fitted[-1]
+        if fd:                                 # one from-data fit at the chosen alpha
+            res = fds.refit_from_data(X, self.alpha_, self.assume_centered,
+                                      self.penalize_diagonal, kw)
+        else:      # along the first grid's alphas above the chosen one (warm starts)
+            first = first if isinstance(self.alphas, numbers.Integral) else all_alphas
+            refit = [a for a in first if a > self.alpha_] + [self.alpha_]
+            res = gaussian_path(S, refit, client=self.client, **kw)[-1]
+        self._store(res, n)
+        self._result = res
         self.location_ = np.zeros(n) if self.assume_centered else X.mean(axis=0)
         self.n_samples_ = m
         return self

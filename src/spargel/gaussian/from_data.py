@@ -47,7 +47,7 @@ from scipy.sparse.csgraph import connected_components
 from ..errors import DataFormatError, ParameterError, SpargelError
 from .result import GaussianResult
 
-__all__ = ["solve_from_data", "screen_from_data", "ComponentTooLargeError",
+__all__ = ["solve_from_data", "solve_columns", "screen_from_data", "ComponentTooLargeError",
            "default_max_component"]
 
 #: dense blocks of a component's size that its solve holds at its peak, with a margin
@@ -103,8 +103,8 @@ class _Columns:
     Entries are computed as :func:`.objective.empirical_covariance` does: on columns
     rescaled to ``max |x| = 1``, scaled back (the same numbers as the dense path)."""
 
-    def __init__(self, X, assume_centered):
-        m = X.shape[0]
+    def __init__(self, X, assume_centered, ddof=0):
+        m = X.shape[0] - ddof            # the divisor of S (ddof=1: the sample covariance)
         # one n x p copy: centred (unless assume_centered) and rescaled in place
         Y = np.array(X, dtype=np.float64, order="C", copy=True)
         if not assume_centered:
@@ -267,18 +267,29 @@ def solve_from_data(X, alpha, *, assume_centered=False, penalize_diagonal=False,
     GaussianResult with ``precision`` and ``covariance`` as ``scipy.sparse.csr_matrix``
     (block diagonal on the components), the whole problem's objective, gap and costs.
     """
-    from .solve import _whole_costs, combine_components, solve_gaussian
-
-    t0 = time.perf_counter()
     if np.ndim(alpha) != 0:
         raise DataFormatError("alpha", None, "the from-data path takes a scalar alpha only (a "
                               "weight matrix is p x p); use the dense path for per-entry weights")
+    X = np.asarray(X, dtype=np.float64)
+    return solve_columns(_Columns(X, assume_centered), alpha,
+                         penalize_diagonal=penalize_diagonal, max_component=max_component,
+                         block_bytes=block_bytes, **solve_kw)
+
+
+def solve_columns(cols, alpha, *, penalize_diagonal=False, max_component=None,
+                  block_bytes=2**26, screened=None, **solve_kw):
+    """:func:`solve_from_data` on data already centred and rescaled (a ``_Columns``):
+    a path of alphas on the same data builds them once. ``screened``: the
+    ``(i, j, |S_ij|)`` of :func:`screen_from_data` at an alpha no larger than this
+    one (a path screens once, at its smallest alpha; the pairs above this alpha are
+    the same numbers passing the same test, so the result is the same)."""
+    from .solve import _whole_costs, combine_components, solve_gaussian
+
+    t0 = time.perf_counter()
     alpha = float(alpha)
     if not (np.isfinite(alpha) and alpha >= 0):
         raise ParameterError(f"alpha must be a finite number >= 0, got {alpha!r}")
-    X = np.asarray(X, dtype=np.float64)
-    m, p = X.shape
-    cols = _Columns(X, assume_centered)
+    p = cols.Y.shape[1]
     diag_pen = alpha if penalize_diagonal else 0.0
     d = cols.var + diag_pen
     if np.any(d <= 0):
@@ -290,7 +301,11 @@ def solve_from_data(X, alpha, *, assume_centered=False, penalize_diagonal=False,
         comps = [np.arange(p)]
         i = j = w = np.zeros(0)
     else:
-        i, j, w = screen_from_data(cols, alpha, block_bytes)
+        if screened is None:
+            i, j, w = screen_from_data(cols, alpha, block_bytes)
+        else:
+            keep = screened[2] > alpha
+            i, j, w = screened[0][keep], screened[1][keep], screened[2][keep]
         comps = _components(p, i, j)
     limit = default_max_component() if max_component is None else int(max_component)
     if comps[0].size > limit:

@@ -14,7 +14,7 @@ import numpy as np
 
 from .objective import validate_covariance
 
-__all__ = ["alpha_max_for", "alpha_grid", "gaussian_path"]
+__all__ = ["alpha_max_for", "alpha_grid", "grid_below", "gaussian_path"]
 
 
 def alpha_max_for(S, blocks=None, *, block_weight="size"):
@@ -46,11 +46,21 @@ def alpha_max_for(S, blocks=None, *, block_weight="size"):
 
 def alpha_grid(S, n_alphas=10, alpha_min_ratio=0.01, blocks=None, block_weight="size"):
     """Geometric grid from ``alpha_max`` down to ``alpha_min_ratio * alpha_max``."""
+    _check_grid(n_alphas, alpha_min_ratio)
+    return grid_below(alpha_max_for(S, blocks, block_weight=block_weight), n_alphas,
+                      alpha_min_ratio)
+
+
+def _check_grid(n_alphas, alpha_min_ratio):
     if int(n_alphas) < 1:
         raise ValueError(f"n_alphas must be >= 1, got {n_alphas}")
     if not 0 < alpha_min_ratio < 1:
         raise ValueError(f"alpha_min_ratio must be in (0, 1), got {alpha_min_ratio}")
-    amax = alpha_max_for(S, blocks, block_weight=block_weight)
+
+
+def grid_below(amax, n_alphas=10, alpha_min_ratio=0.01):
+    """:func:`alpha_grid` from its ``alpha_max`` (1 when that is 0)."""
+    _check_grid(n_alphas, alpha_min_ratio)
     if amax <= 0:
         amax = 1.0
     return np.geomspace(amax, amax * alpha_min_ratio, int(n_alphas))

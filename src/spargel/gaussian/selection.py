@@ -10,7 +10,8 @@ import numpy as np
 
 from ..core.params import ParamsMixin
 from ..errors import DataFormatError, NotFittedError, ParameterError
-from .estimator import _check_alphas, _FittedMixin, check_n_features, need_samples
+from .estimator import (_check_alphas, _FittedMixin, _from_data_choice, check_n_features,
+                        need_samples)
 
 __all__ = ["SparseGaussianMRFSelect", "Nonparanormal"]
 
@@ -57,6 +58,14 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     n_jobs : threads: StARS fits its subsamples' paths concurrently (same result);
         otherwise used for screened components as in :class:`SparseGaussianMRF`.
     solver, tol, max_iter, screen, verbose : as in :class:`SparseGaussianMRF`.
+    covariance : None / 'dense' (default), 'from_data' or 'auto' (from-data when
+        n < p and p >= 2,000): with 'from_data' the correlation matrix is never
+        formed; every alpha is a from-data fit of the standardised columns and
+        EBIC, StARS (sparse edge counts; ``edge_frequency_`` is then a
+        ``scipy.sparse`` matrix) and RIC (by slabs of columns) are computed from
+        the data and the sparse precisions, with the same choice as the dense
+        path; ``precision_`` / ``covariance_`` are ``scipy.sparse``.
+    max_component : with 'from_data', as in :class:`SparseGaussianMRF`.
 
     Attributes
     ----------
@@ -85,8 +94,10 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
                  stars_threshold=0.1, n_subsamples=20, subsample_size=None, subsamples=None,
                  n_rotations=20, rotations=None, penalize_diagonal=True, solver="auto",
                  tol=None, max_iter=None, screen=True, n_jobs=1, random_state=None,
-                 verbose=False):
+                 verbose=False, covariance=None, max_component=None):
         self.criterion = criterion
+        self.covariance = covariance
+        self.max_component = max_component
         self.alphas = alphas
         self.alpha_min_ratio = alpha_min_ratio
         self.gamma = gamma
@@ -136,6 +147,8 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         if np.any(sd == 0):
             raise DataFormatError("X", None, f"column {int(np.flatnonzero(sd == 0)[0])} is "
                                   "constant (zero variance): it cannot be standardised")
+        if _from_data_choice(self, X.shape, 0):
+            return self._fit_from_data(X, sd)
         Z = standardize(X)
         R = Z.T @ Z / (n - 1)
         R = 0.5 * (R + R.T)
@@ -204,6 +217,77 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         ss = np.outer(sd, sd)
         mapped = dataclasses.replace(chosen, precision=chosen.precision / ss,
                                      covariance=chosen.covariance * ss)
+        self._store(mapped, p)
+        self.location_ = X.mean(axis=0)
+        self.n_samples_ = n
+        return self
+
+    def _fit_from_data(self, X, sd):
+        """:meth:`fit` without a p x p matrix (``covariance='from_data'``): every alpha a
+        from-data fit on the standardised columns, the criteria from the data and the
+        sparse precisions (:mod:`.from_data_select`); the same choice as the dense path."""
+        import numbers
+        import sys
+        from concurrent.futures import ThreadPoolExecutor
+
+        from spargel.gaussian.from_data_select import (SelectPath, ric_alpha_by_slabs,
+                                                       scale_sparse, stars_from_patterns)
+        from spargel.gaussian.path import grid_below
+        from spargel.gaussian.select import (default_subsample_size, ebic_scores,
+                                             standardize, stars_choice)
+
+        n, p = X.shape
+        rng = np.random.default_rng(self.random_state)
+        parallel = self.criterion == "stars" and self.n_jobs is not None and self.n_jobs != 1
+        kw = dict(solver=self.solver, tol=self.tol, max_iter=self.max_iter,
+                  max_component=self.max_component, n_jobs=1 if parallel else self.n_jobs)
+        Z = standardize(X)
+        data = SelectPath(Z, kw, self.penalize_diagonal)
+        if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
+            alphas = grid_below(data.alpha_max(), int(self.alphas), self.alpha_min_ratio)
+        else:
+            alphas = np.sort(_check_alphas(self.alphas))[::-1]
+        self.criterion_scores_ = None
+        path = list(data.path(alphas))
+        self.alphas_ = alphas
+        self.edges_path_ = np.array([data.edges(r.precision) for r in path])
+        self.loglik_path_ = np.array([data.loglik(r.precision) for r in path])
+        if self.criterion == "ebic":
+            scores = ebic_scores(self.loglik_path_, self.edges_path_, n=n, p=p, gamma=self.gamma)
+            best = int(np.argmin(scores))
+            self.criterion_scores_ = scores
+            chosen, alpha = path[best], float(alphas[best])
+        elif self.criterion == "stars":
+            subs = self._subsamples(n, rng, default_subsample_size)
+
+            def patterns_of(b):
+                sub = SelectPath(standardize(X[subs[b]]), kw, self.penalize_diagonal)
+                out = [sub.edge_pattern(r.precision) for r in sub.path(alphas)]
+                if self.verbose:
+                    print(f"StARS subsample {b + 1} of {len(subs)}", file=sys.stderr, flush=True)
+                return out
+
+            if parallel and len(subs) > 1:
+                workers = None if self.n_jobs == -1 else int(self.n_jobs)
+                with ThreadPoolExecutor(max_workers=workers) as ex:
+                    patterns = list(ex.map(patterns_of, range(len(subs))))
+            else:
+                patterns = [patterns_of(b) for b in range(len(subs))]
+            var, counts = stars_from_patterns(patterns, len(subs), p)
+            best = stars_choice(var, self.stars_threshold)
+            self.criterion_scores_ = var
+            freq = counts[best] / len(subs)
+            self.edge_frequency_ = (freq + freq.T).tocsr()
+            chosen, alpha = path[best], float(alphas[best])
+        else:
+            rot = self._rotations(n, rng)
+            alpha = ric_alpha_by_slabs(Z, rot)
+            self.rotations_ = np.asarray(rot)
+            chosen = data.fit(alpha)
+        self.alpha_ = alpha
+        self._result = chosen
+        mapped = dataclasses.replace(chosen, precision=scale_sparse(chosen.precision, sd, True),
+                                     covariance=scale_sparse(chosen.covariance, sd, False))
         self._store(mapped, p)
         self.location_ = X.mean(axis=0)
         self.n_samples_ = n
