@@ -171,3 +171,21 @@ def test_pickled_datasets_keep_their_ones_unstored():
         assert np.array_equal(getattr(back, f), getattr(data, f))
     assert len(pickle.dumps(data)) < len(pickle.dumps(stored)) - 7 * len(data.uni_ids)
     assert np.array_equal(pickle.loads(pickle.dumps(stored)).uni_vals, stored.uni_vals)
+
+
+@pytest.mark.parametrize("first_big", [None, 0, 9])
+def test_token_offsets_are_kept_once_a_token_has_an_attribute(first_big):
+    rng = np.random.default_rng(7)
+    seqs, counts, t = [], [], 0
+    for _ in range(6):
+        uni, big = [], []
+        for _ in range(int(rng.integers(1, 4))):
+            uni.append(["u"])
+            m = 0 if first_big is None or t < first_big else int(rng.integers(0, 3))
+            big.append([f"b{j}" for j in range(m)])
+            counts.append(m)
+            t += 1
+        seqs.append((uni, big))
+    data = build_dataset(seqs, Vocabulary(), Vocabulary(), grow=True)
+    assert data.big_ptr.dtype == np.int64 and data.big_ptr.tolist() == np.cumsum([0] + counts).tolist()
+    assert data.uni_ptr.tolist() == list(range(t + 1))

@@ -116,10 +116,13 @@ def compact_values(values):
 
 class _CSRBuilder:
     """Appends one token's attributes at a time to growing typed arrays; the values
-    are stored only once one differs from 1 (:func:`unit_values` until then)."""
+    are stored only once one differs from 1 (:func:`unit_values` until then), the token
+    offsets only once a token has an attribute (a template without bigram attributes
+    leaves the bigram offsets all 0: ``np.zeros``, whose pages are never written)."""
 
     def __init__(self):
-        self.ptr = array("q", [0])
+        self.n_tokens = 0
+        self.ptr = None                     # no attribute so far
         self.ids = array("i")
         self.vals = None                    # all 1 so far
 
@@ -150,12 +153,17 @@ class _CSRBuilder:
                     ids.append(i)
                     if self.vals is not None:
                         self.vals.append(value)
-        self.ptr.append(len(ids))
+        self.n_tokens += 1
+        if self.ptr is None and ids:
+            self.ptr = array("q", [0]) * self.n_tokens
+        if self.ptr is not None:
+            self.ptr.append(len(ids))
 
     def arrays(self):
         # views on the typed arrays' buffers (no copy: they stay alive through .base)
         vals = unit_values(len(self.ids)) if self.vals is None else np.frombuffer(self.vals, dtype=np.float64)
-        return (np.frombuffer(self.ptr, dtype=np.int64), np.frombuffer(self.ids, dtype=np.int32), vals)
+        ptr = np.zeros(self.n_tokens + 1, np.int64) if self.ptr is None else np.frombuffer(self.ptr, dtype=np.int64)
+        return ptr, np.frombuffer(self.ids, dtype=np.int32), vals
 
 
 def build_dataset(sequences, uni_vocab, big_vocab, label_vocab=None, labels=None, grow=False):
