@@ -263,3 +263,23 @@ def test_scalar_weights_solve_the_dense_weights_problem(solver):
                                                                                rel=1e-10)
     np.testing.assert_allclose(a.precision, b.precision, rtol=1e-6, atol=1e-8)
     np.testing.assert_array_equal(a.precision != 0, b.precision != 0)
+
+
+def test_certify_fallbacks_take_scalar_weights(monkeypatch):
+    """When the support-based dual point is not positive definite, the certificate
+    falls back to the plain clipped point (and to Lemma 1's interior point), which
+    need the weight matrix: the same certificate from ScalarWeights as from it."""
+    import spargel.gaussian._cd_kernels as kernels
+    from spargel.gaussian.newton_cd import certify
+    from spargel.gaussian.objective import dual_objective
+
+    S = _factor_covariance(p=20, seed=1)
+    w, L = _scalar_weights(20, seed=2, a=0.2)
+    X = np.eye(20) + 0.02 * (np.ones((20, 20)) - np.eye(20))
+    W = np.linalg.inv(X)
+    monkeypatch.setattr(kernels, "clipped_dual_into",
+                        lambda W, S, L, lw, X, out: out.__setitem__(Ellipsis, -np.eye(len(S))))
+    a = certify(W, S, w, X, np.empty((20, 20)), 0.0)
+    b = certify(W, S, L, X, np.empty((20, 20)), 0.0)
+    assert a == b
+    assert a[1] == pytest.approx(dual_objective(S + np.clip(W - S, -L, L)))
