@@ -57,7 +57,7 @@ def _float32_halves(U):
     """Two float32 n x n arrays in the memory of the C-contiguous float64 n x n U."""
     n = U.shape[0]
     flat = U.reshape(-1).view(np.float32)
-    if not np.shares_memory(flat, U):  # pragma: no cover - U is always C-contiguous
+    if not np.may_share_memory(flat, U):  # pragma: no cover - U is always C-contiguous
         raise ValueError("scratch must be C-contiguous")
     return flat[:n * n].reshape(n, n), flat[n * n:].reshape(n, n)
 
