@@ -12,6 +12,8 @@ from spargel.gaussian.solve import solve_gaussian
 
 from gmrf_helpers import kkt_violation, random_covariance
 
+NO_LW = np.empty(0)         # the kernels' dense-weights mode
+
 
 def _factor_covariance(p=40, m=200, k=3, seed=0):
     """Correlation matrix of data with k strong common factors (ill-conditioned,
@@ -39,7 +41,7 @@ def _setup(n=9, seed=0):
     size = n * (n + 1) // 2
     rows, cols = np.empty(size, np.int64), np.empty(size, np.int64)
     sgn, grad = np.empty(size), np.empty(size)
-    m, sub = orthant_set(X, S, W, L, rows, cols, sgn, grad)
+    m, sub = orthant_set(X, S, W, L, NO_LW, rows, cols, sgn, grad)
     return S, W, X, L, G, rows[:m].copy(), cols[:m].copy(), sgn[:m].copy(), grad[:m].copy(), sub
 
 
@@ -128,7 +130,7 @@ def test_orthant_step_projects_and_accounts():
     n, m = X.shape[0], r.size
     d = np.random.default_rng(2).standard_normal(m) * np.abs(X).max()
     out = np.empty((n, n))
-    dtr, dpen, dlin = orthant_step(X, r, c, sgn, d, 0.7, S, L, W, out, True)
+    dtr, dpen, dlin = orthant_step(X, r, c, sgn, d, 0.7, S, L, NO_LW, W, out, True)
     Y = X.copy()
     for p in range(m):
         y = X[r[p], c[p]] + 0.7 * d[p]
@@ -181,3 +183,103 @@ def test_zero_weights_warm_start_and_singular_S():
     assert abs(warm.objective - cold.objective) <= 1e-9 * abs(cold.objective)
     with pytest.raises(ValueError, match="not positive definite"):
         newton_cg(S, L, X0=-np.eye(20))
+
+
+def _scalar_weights(n, seed=0, a=0.07, cap=1e6):
+    from spargel.gaussian.weights import ScalarWeights
+
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0.5, 2.0, n)
+    diag = rng.uniform(0.0, 0.1, n)
+    dense = a / np.outer(s, s)
+    np.fill_diagonal(dense, diag)
+    return ScalarWeights(s, diag, a, cap), np.minimum(dense, np.where(np.eye(n) > 0, np.inf, cap))
+
+
+def test_scalar_weights_are_the_rescaled_matrix():
+    from spargel.gaussian.weights import dense_weights, weights_diag
+
+    w, L = _scalar_weights(7)
+    np.testing.assert_array_equal(dense_weights(w), L)
+    np.testing.assert_array_equal(weights_diag(w), np.diag(L))
+    w, L = _scalar_weights(7, a=5.0, cap=2.0)             # the cap binds off the diagonal
+    np.testing.assert_array_equal(dense_weights(w), L)
+    assert dense_weights(w).max() == 2.0
+    # the kernels read the same weights as from the matrix
+    S, W, X, _, G, *_ = _setup(n=7)
+    w, L = _scalar_weights(7, a=0.2)
+    size = 28
+    out = []
+    for args in ((L, NO_LW), (np.empty((0, 0)), w.lw)):
+        rows, cols = np.empty(size, np.int64), np.empty(size, np.int64)
+        sgn, grad = np.empty(size), np.empty(size)
+        m, sub = orthant_set(X, S, W, *args, rows, cols, sgn, grad)
+        out.append((rows[:m], cols[:m], sgn[:m], grad[:m], sub))
+    for a_, b_ in zip(*out):
+        np.testing.assert_array_equal(a_, b_)
+
+
+def test_free_set_direction_kernels_match_dense():
+    from spargel.gaussian._cd_kernels import (apply_step, direction_terms, penalty_sum,
+                                              trial_point, weights_at)
+
+    S, W, X, L, G, r, c, sgn, grad, sub = _setup(seed=4)
+    n, m = X.shape[0], r.size
+    d = np.random.default_rng(3).standard_normal(m) * np.abs(X).max()
+    D = _sym(d, r, c, n)
+    gd, dpen, sd, pen = direction_terms(W, L, NO_LW, X, S, r, c, d)
+    assert gd == pytest.approx(np.vdot(G, D))
+    assert sd == pytest.approx(np.vdot(S, D))
+    assert pen == pytest.approx(np.vdot(L, np.abs(X)))
+    assert pen == pytest.approx(penalty_sum(X, L, NO_LW))
+    assert dpen == pytest.approx(np.vdot(L, np.abs(X + D) - np.abs(X)))
+    out = np.empty((n, n))
+    pt = trial_point(X, r, c, d, 0.3, L, NO_LW, pen, out)
+    np.testing.assert_allclose(out, X + 0.3 * D, rtol=1e-15, atol=1e-15)
+    assert pt == pytest.approx(np.vdot(L, np.abs(X + 0.3 * D)))
+    Y = X.copy()
+    apply_step(Y, r, c, d, 0.3)
+    np.testing.assert_allclose(Y, out, rtol=1e-14, atol=1e-15)
+    lam = np.empty(m)
+    weights_at(L, NO_LW, r, c, lam)
+    np.testing.assert_array_equal(lam, L[r, c])
+
+
+@pytest.mark.parametrize("solver", ["newton-cg", "newton-cd"])
+def test_scalar_weights_solve_the_dense_weights_problem(solver):
+    """Both Newton solvers give the solution of the same problem whether the weights
+    come as a matrix or computed entry by entry (``ScalarWeights``)."""
+    from spargel.gaussian.newton_cd import newton_cd
+    from spargel.gaussian.weights import dense_weights
+
+    S = _factor_covariance(p=30, seed=2)
+    w, _ = _scalar_weights(30, seed=5, a=0.15)
+    run = newton_cg if solver == "newton-cg" else newton_cd
+    a = run(S, w, tol=1e-12)
+    b = run(S, dense_weights(w), tol=1e-12)
+    assert a.converged and b.converged
+    assert a.objective == pytest.approx(b.objective, rel=1e-12)
+    assert primal_objective(a.precision, S, dense_weights(w)) == pytest.approx(a.objective,
+                                                                               rel=1e-10)
+    np.testing.assert_allclose(a.precision, b.precision, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(a.precision != 0, b.precision != 0)
+
+
+def test_certify_fallbacks_take_scalar_weights(monkeypatch):
+    """When the support-based dual point is not positive definite, the certificate
+    falls back to the plain clipped point (and to Lemma 1's interior point), which
+    need the weight matrix: the same certificate from ScalarWeights as from it."""
+    import spargel.gaussian._cd_kernels as kernels
+    from spargel.gaussian.newton_cd import certify
+    from spargel.gaussian.objective import dual_objective
+
+    S = _factor_covariance(p=20, seed=1)
+    w, L = _scalar_weights(20, seed=2, a=0.2)
+    X = np.eye(20) + 0.02 * (np.ones((20, 20)) - np.eye(20))
+    W = np.linalg.inv(X)
+    monkeypatch.setattr(kernels, "clipped_dual_into",
+                        lambda W, S, L, lw, X, out: out.__setitem__(Ellipsis, -np.eye(len(S))))
+    a = certify(W, S, w, X, np.empty((20, 20)), 0.0)
+    b = certify(W, S, L, X, np.empty((20, 20)), 0.0)
+    assert a == b
+    assert a[1] == pytest.approx(dual_objective(S + np.clip(W - S, -L, L)))

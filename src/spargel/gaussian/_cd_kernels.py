@@ -17,18 +17,43 @@ and on a diagonal entry a = W_ii^2 with the same b, c (Hsieh et al. 2011).
 grouped by column j, and column j of U is gathered once into a contiguous
 buffer that is patched in O(1) per step, so every step is one contiguous dot
 product and two contiguous axpys of length n.
+
+The direction is held on the free set only (``d[p]`` for position
+``(rows[p], cols[p])``, the pair standing for both symmetric entries), never
+as an n x n matrix; U is the one n x n scratch.
+
+The weights L come as a pair ``(L, lw)`` (see :func:`weight`): a dense matrix
+(``lw`` empty), or, for a scalar penalty on the rescaled problem, the vector
+``lw`` from which each weight is computed when it is read (``L`` a 0 x 0 array).
 """
 
-from ..core.jit import kernel
+from ..core.jit import inner, kernel
+
+
+@inner()
+def weight(L, lw, i, j):
+    """The weight ``L_ij``: ``L[i, j]`` when ``lw`` is empty; else, with
+    ``lw = [s (n), diag (n), a, cap]``, ``min(a / (s_i s_j), cap)`` off the
+    diagonal and ``diag_i`` on it (a scalar ``a`` on the problem rescaled by s,
+    computed as the dense rescaling computes it)."""
+    if lw.shape[0] == 0:
+        return L[i, j]
+    n = (lw.shape[0] - 2) // 2
+    if i == j:
+        return lw[n + i]
+    v = lw[2 * n] / (lw[i] * lw[j])
+    c = lw[2 * n + 1]
+    return v if v < c else c
 
 
 @kernel(fastmath=True)
-def cd_sweeps(W, S, X, L, D, U, col_ptr, rows, cols_of_group, n_sweeps, buf):
+def cd_sweeps(W, S, X, L, lw, d, U, col_ptr, rows, cols_of_group, n_sweeps, buf):
     """Run ``n_sweeps`` coordinate-descent sweeps of the Newton subproblem.
 
     Free positions are given grouped by column: for group g, column
     ``cols_of_group[g]`` and rows ``rows[col_ptr[g]:col_ptr[g+1]]`` (each
-    row <= column). D and U are updated in place. The gradient ``G = S - W`` is
+    row <= column); ``d[p]`` is the direction at position p (a free-set
+vector, zero to start with, as U = D W). d and U are updated in place. The gradient ``G = S - W`` is
     read entry by entry (never stored). Returns the largest |mu| of the last
     sweep.
     """
@@ -54,8 +79,8 @@ def cd_sweeps(W, S, X, L, D, U, col_ptr, rows, cols_of_group, n_sweeps, buf):
                 else:
                     a = wij * wij + W[i, i] * wjj
                 b = (S[i, j] - wij) + s
-                c = X[i, j] + D[i, j]
-                lam = L[i, j]
+                c = X[i, j] + d[p]
+                lam = weight(L, lw, i, j)
                 z = c - b / a
                 thr = lam / a
                 if z > thr:
@@ -70,15 +95,14 @@ def cd_sweeps(W, S, X, L, D, U, col_ptr, rows, cols_of_group, n_sweeps, buf):
                 am = abs(mu)
                 if am > max_step:
                     max_step = am
-                # D = z - X exactly, so that X + D is exactly 0 when z is
+                # d = z - X exactly, so that X + D is exactly 0 when z is
                 if i == j:
-                    D[j, j] = z - X[j, j]
+                    d[p] = z - X[j, j]
                     for k in range(n):
                         U[j, k] += mu * W[j, k]
                     buf[j] += mu * wjj
                 else:
-                    D[i, j] = z - X[i, j]
-                    D[j, i] = D[i, j]
+                    d[p] = z - X[i, j]
                     for k in range(n):
                         U[i, k] += mu * W[j, k]
                     for k in range(n):
@@ -99,41 +123,92 @@ def mirror_lower_to_upper(A):
 
 
 @kernel(fastmath=True)
-def direction_terms(W, L, X, D, S):
-    """Return (tr(G D), sum L (|X + D| - |X|), tr(S D), sum L |X|), G = S - W."""
-    n = W.shape[0]
+def direction_terms(W, L, lw, X, S, rows, cols, d):
+    """Return (tr(G D), sum L (|X + D| - |X|), tr(S D), sum L |X|), G = S - W, for
+    the direction d on the free set (which holds every non-zero of X, so the last
+    sum is complete)."""
     gd = 0.0
     dpen = 0.0
     sd = 0.0
     pen = 0.0
-    for i in range(n):
-        for j in range(n):
-            d = D[i, j]
-            x = X[i, j]
-            lam = L[i, j]
-            gd += (S[i, j] - W[i, j]) * d
-            sd += S[i, j] * d
-            ax = abs(x)
-            pen += lam * ax
-            dpen += lam * (abs(x + d) - ax)
+    for p in range(rows.shape[0]):
+        i = rows[p]
+        j = cols[p]
+        w = 1.0 if i == j else 2.0
+        dd = d[p]
+        x = X[i, j]
+        lam = weight(L, lw, i, j)
+        gd += w * (S[i, j] - W[i, j]) * dd
+        sd += w * S[i, j] * dd
+        ax = abs(x)
+        pen += w * lam * ax
+        dpen += w * lam * (abs(x + dd) - ax)
     return gd, dpen, sd, pen
 
 
 @kernel(fastmath=True)
-def trial_point(X, D, step, L, out):
-    """out = X + step D (F- or C-contiguous, symmetric); returns sum L |out|."""
+def trial_point(X, rows, cols, d, step, L, lw, pen0, out):
+    """``out = X + step D`` (C-contiguous, symmetric; d on the free set); returns
+    ``sum L |out|`` given ``pen0 = sum L |X|``."""
+    n = X.shape[0]
+    for i in range(n):
+        for k in range(n):
+            out[i, k] = X[i, k]
+    pen = pen0
+    for p in range(rows.shape[0]):
+        i = rows[p]
+        j = cols[p]
+        x = X[i, j]
+        v = x + step * d[p]
+        out[i, j] = v
+        out[j, i] = v
+        w = 1.0 if i == j else 2.0
+        pen += w * weight(L, lw, i, j) * (abs(v) - abs(x))
+    return pen
+
+
+@kernel()
+def apply_step(X, rows, cols, d, step):
+    """``X += step D`` in place (d on the free set)."""
+    for p in range(rows.shape[0]):
+        i = rows[p]
+        j = cols[p]
+        v = X[i, j] + step * d[p]
+        X[i, j] = v
+        X[j, i] = v
+
+
+@kernel(fastmath=True)
+def penalty_sum(X, L, lw):
+    """``sum_ij L_ij |X_ij|``."""
     n = X.shape[0]
     pen = 0.0
     for i in range(n):
         for j in range(n):
-            v = X[i, j] + step * D[i, j]
-            out[i, j] = v
-            pen += L[i, j] * abs(v)
+            x = X[i, j]
+            if x != 0.0:
+                pen += weight(L, lw, i, j) * abs(x)
     return pen
 
 
+@kernel()
+def weights_at(L, lw, rows, cols, out):
+    """``out[p] = L[rows[p], cols[p]]``."""
+    for p in range(rows.shape[0]):
+        out[p] = weight(L, lw, rows[p], cols[p])
+
+
+@kernel()
+def weights_dense(L, lw, out):
+    """The n x n weight matrix into ``out`` (the rare paths that need all of it)."""
+    n = out.shape[0]
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = weight(L, lw, i, j)
+
+
 @kernel(fastmath=True)
-def clipped_dual_into(W, S, L, X, out):
+def clipped_dual_into(W, S, L, lw, X, out):
     """out = S + Wd, the dual-feasible point certifying the primal X (with
     inverse W): ``Wd_ij = L_ij sign(X_ij)`` on the support of X (its value at
     the optimum, by complementarity) and ``clip(W_ij - S_ij, -L_ij, L_ij)``
@@ -143,7 +218,7 @@ def clipped_dual_into(W, S, L, X, out):
     for i in range(n):
         for j in range(n):
             s = S[i, j]
-            lam = L[i, j]
+            lam = weight(L, lw, i, j)
             x = X[i, j]
             if x > 0.0:
                 out[i, j] = s + lam

@@ -18,10 +18,11 @@ so that every write stays within one row of a scratch matrix.
 """
 
 from ..core.jit import inner, kernel
+from ._cd_kernels import weight
 
 
 @kernel()
-def orthant_count(X, S, W, L):
+def orthant_count(X, S, W, L, lw):
     """An upper bound on the number of positions :func:`orthant_set` lists at X
     (the diagonal, the non-zeros of X and the zeros with ``|G_ij| > L_ij``, G = S - W):
     the size its arrays need, which it does not check."""
@@ -30,7 +31,7 @@ def orthant_count(X, S, W, L):
     for j in range(n):
         for i in range(j + 1):
             # "not <=" also counts a NaN gradient, which orthant_set lists when L_ij = 0
-            if i == j or X[i, j] != 0.0 or not abs(S[i, j] - W[i, j]) <= L[i, j]:
+            if i == j or X[i, j] != 0.0 or not abs(S[i, j] - W[i, j]) <= weight(L, lw, i, j):
                 cnt += 1
     return cnt
 
@@ -48,9 +49,10 @@ def min_norm_subgradient(x, g, lam):
 
 
 @kernel()
-def orthant_set(X, S, W, L, rows, cols, sgn, grad):
+def orthant_set(X, S, W, L, lw, rows, cols, sgn, grad):
     """The free set of the orthant-wise Newton step at X (W = X^-1; the gradient
-    G = S - W is read entry by entry, never stored).
+    G = S - W is read entry by entry, never stored; the weights as ``(L, lw)``, see
+    ``_cd_kernels.weight``).
 
     Position (i, j), i <= j, is free when ``X_ij != 0`` or when
     ``|G_ij| > L_ij`` (moving it off zero decreases the objective); the
@@ -70,7 +72,7 @@ def orthant_set(X, S, W, L, rows, cols, sgn, grad):
         for i in range(j + 1):
             x = X[i, j]
             gij = S[i, j] - W[i, j]
-            lam = L[i, j]
+            lam = weight(L, lw, i, j)
             v = min_norm_subgradient(x, gij, lam)
             sub += v if i == j else 2.0 * v
             if lam == 0.0:
@@ -260,7 +262,7 @@ def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group,
 
 
 @kernel()
-def orthant_step(X, rows, cols, sgn, d, t, S, L, W, out, copy):
+def orthant_step(X, rows, cols, sgn, d, t, S, L, lw, W, out, copy):
     """``out = P(X + t D)``: X with the free entries moved by t d and every
     entry that would leave its orthant (sign != sgn, sgn != 0) set to 0.
     ``copy``: first copy X into out (out may be X itself when False).
@@ -290,7 +292,7 @@ def orthant_step(X, rows, cols, sgn, d, t, S, L, W, out, copy):
         delta = y - x
         dtr += w * S[i, j] * delta
         dlin += w * (S[i, j] - W[i, j]) * delta
-        dpen += w * L[i, j] * (abs(y) - abs(x))
+        dpen += w * weight(L, lw, i, j) * (abs(y) - abs(x))
         out[i, j] = y
         out[j, i] = y
     return dtr, dpen, dlin

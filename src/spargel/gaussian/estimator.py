@@ -553,10 +553,13 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         X = self._data(X, reset=True, least=2, purpose="estimate a covariance")
         if self._from_data(X.shape):
             return self._fit_from_data(X)
-        S = empirical_covariance(X, assume_centered=self.assume_centered)
-        _check_no_constant_columns(S, self.penalize_diagonal)
         location = np.zeros(X.shape[1]) if self.assume_centered else X.mean(axis=0)
-        self._fit_S(S, X.shape[0])
+        n_samples = X.shape[0]
+        # X is our validated copy: S is computed in its memory, and it is gone before the solve
+        S = empirical_covariance(X, assume_centered=self.assume_centered, overwrite_X=True)
+        del X
+        _check_no_constant_columns(S, self.penalize_diagonal)
+        self._fit_S(S, n_samples)
         self.location_ = location
         return self
 

@@ -21,7 +21,7 @@ the same numbers, same rescaling, same per-component tolerance), so both paths
 give the same precision to the solver's tolerance.
 
 A component too large to solve in memory (more than ``max_component`` variables;
-by default what about ten dense blocks of its size fit into the available
+by default what about six dense blocks of its size fit into the available
 memory) is refused with :class:`ComponentTooLargeError`, which names its size and
 the smallest ``alpha`` that splits every component below the limit (the weights
 of a maximum spanning forest of the screened graph: Kruskal's order, by
@@ -51,9 +51,9 @@ __all__ = ["solve_from_data", "solve_columns", "screen_from_data", "ComponentToo
            "default_max_component"]
 
 #: dense blocks of a component's size that its solve holds at its peak, with a margin
-#: (Newton-CG's state, the rescaled inputs and the sparse result: about 8.6 counted
-#: with tracemalloc on one component, see tests/gaussian/test_memory.py)
-_ARRAYS_PER_SOLVE = 10
+#: (the component's S, Newton-CG's K, W and one scratch, and the sparse result: about
+#: 4.9 counted with tracemalloc on one component, see tests/gaussian/test_memory.py)
+_ARRAYS_PER_SOLVE = 6
 #: rows per slab when a component's block is copied into the sparse result
 _ROWS = 256
 

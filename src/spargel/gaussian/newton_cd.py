@@ -39,6 +39,7 @@ from scipy.linalg import lapack
 from .objective import interior_dual_start
 from .progress import record
 from .result import GaussianResult
+from .weights import ScalarWeights, dense_weights, weight_args, weights_diag
 
 __all__ = ["newton_cd"]
 
@@ -66,21 +67,28 @@ def _inverse_inplace(c, mirror):
 
 def start_point(S, L, X0):
     """The Newton methods' start: ``(S, L, X, W, B, log det X)`` with S and L as
-    C-contiguous float64, X the warm start ``X0`` (its inverse W from one Cholesky)
-    or ``diag(1 / (S_ii + L_ii))`` (the solution when every off-diagonal weight is
-    large), and B an n x n scratch array."""
+    C-contiguous float64 (L may be a :class:`~.weights.ScalarWeights`), X the warm
+    start ``X0`` (its inverse W from one Cholesky) or ``diag(1 / (S_ii + L_ii))``
+    (the solution when every off-diagonal weight is large), and B an n x n scratch
+    array."""
     from ._cd_kernels import mirror_lower_to_upper
 
     S = np.ascontiguousarray(S, dtype=np.float64)
-    L = np.ascontiguousarray(L, dtype=np.float64)
+    if not isinstance(L, ScalarWeights):
+        L = np.ascontiguousarray(L, dtype=np.float64)
     n = S.shape[0]
     B = np.empty((n, n))
     if X0 is None:
-        diag_d = np.diag(S) + np.diag(L)
-        return S, L, np.diag(1.0 / diag_d), np.diag(diag_d), B, -float(np.sum(np.log(diag_d)))
+        diag_d = np.diag(S) + weights_diag(L)
+        X = np.zeros((n, n))
+        np.fill_diagonal(X, 1.0 / diag_d)
+        W = np.zeros((n, n))
+        np.fill_diagonal(W, diag_d)
+        return S, L, X, W, B, -float(np.sum(np.log(diag_d)))
     X = np.array(X0, dtype=np.float64, order="C")
-    B[...] = X
-    c, logdet = _chol_inplace(B)
+    W = B
+    W[...] = X
+    c, logdet = _chol_inplace(W)
     if c is None:
         raise ValueError("warm start X0 is not positive definite")
     W = _inverse_inplace(c, mirror_lower_to_upper)
@@ -95,7 +103,8 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
 
     Parameters
     ----------
-    S : (n, n) validated covariance. L : (n, n) non-negative weights.
+    S : (n, n) validated covariance. L : (n, n) non-negative weights, or a
+        :class:`~.weights.ScalarWeights` (a scalar penalty without the matrix).
     X0 : optional positive definite warm start (default
         ``diag(1 / (S_ii + L_ii))``, the solution when every off-diagonal
         weight is large).
@@ -118,19 +127,21 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     -------
     GaussianResult
     """
-    from ._cd_kernels import cd_sweeps, direction_terms, mirror_lower_to_upper, trial_point
+    from ._cd_kernels import (apply_step, cd_sweeps, direction_terms, mirror_lower_to_upper,
+                              penalty_sum, trial_point)
     from ._newton_cg_kernels import orthant_count, orthant_set
 
     t_start = time.perf_counter() if t0 is None else t0
-    S, L, X, W, B, logdet = start_point(S, L, X0)
+    # U: the one n x n scratch (U = D W of the sweeps, then the trial point and its
+    # Cholesky factor, which becomes W); the direction D lives on the free set
+    S, L, X, W, U, logdet = start_point(S, L, X0)
+    Lm, lw = weight_args(L)
     n = S.shape[0]
     hist = [] if history is None else history
-    f = -logdet + float(np.vdot(S, X)) + float(np.vdot(L, np.abs(X)))
+    f = -logdet + float(np.vdot(S, X)) + penalty_sum(X, Lm, lw)
 
     size = 0
     buf = np.empty(n, dtype=np.float64)
-    D = np.zeros((n, n))
-    U = np.zeros((n, n))
     gap = np.inf
     g_val = -np.inf
     converged = False
@@ -139,29 +150,30 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     for it in range(1, max_iter + 1):
         # the free set is the orthant-wise method's (its signs and gradients unused here),
         # its arrays sized to it as there
-        need = orthant_count(X, S, W, L)
+        need = orthant_count(X, S, W, Lm, lw)
         if need > size:
             size = min(n * (n + 1) // 2, max(need, int(1.25 * size), 4 * n))
-            rows = cols = sgn = grad = None
+            rows = cols = sgn = grad = dvec = None
             rows, cols = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
-            sgn, grad = np.empty(size), np.empty(size)
-        cnt, sub = orthant_set(X, S, W, L, rows, cols, sgn, grad)
+            sgn, grad, dvec = np.empty(size), np.empty(size), np.empty(size)
+        cnt, sub = orthant_set(X, S, W, Lm, lw, rows, cols, sgn, grad)
         r, cc = rows[:cnt], cols[:cnt]
         cols_of_group, starts = np.unique(cc, return_index=True)
         col_ptr = np.append(starts, cnt).astype(np.int64)
+        D = dvec[:cnt]
         D.fill(0.0)
         U.fill(0.0)
         cap = min(1 + (it - 1) // 3, max_sweeps) if sweep_schedule == "quic" else max_sweeps
         cog = cols_of_group.astype(np.int64)
-        first = cd_sweeps(W, S, X, L, D, U, col_ptr, r, cog, 1, buf)
+        first = cd_sweeps(W, S, X, Lm, lw, D, U, col_ptr, r, cog, 1, buf)
         n_sweeps = 1
         while n_sweeps < cap:
-            last = cd_sweeps(W, S, X, L, D, U, col_ptr, r, cog, 1, buf)
+            last = cd_sweeps(W, S, X, Lm, lw, D, U, col_ptr, r, cog, 1, buf)
             n_sweeps += 1
             if last <= inner_tol * first:
                 break
         # directional derivative of f along D (the model decrease)
-        gd, dpen, trSD, pen0 = direction_terms(W, L, X, D, S)
+        gd, dpen, trSD, pen0 = direction_terms(W, Lm, lw, X, S, r, cc, D)
         delta = gd + dpen
         trSX = float(np.vdot(S, X))
         if not delta < 0.0:
@@ -170,8 +182,8 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
             step = 1.0
             accepted = False
             for _ in range(max_line_search):
-                pen = trial_point(X, D, step, L, B)
-                c, ld = _chol_inplace(B)
+                pen = trial_point(X, r, cc, D, step, Lm, lw, pen0, U)
+                c, ld = _chol_inplace(U)
                 if c is not None:
                     ft = -ld + trSX + step * trSD + pen
                     if ft <= f + sigma * step * delta:
@@ -179,11 +191,11 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
                         break
                 step *= 0.5
             if accepted:
-                X += step * D
+                apply_step(X, r, cc, D, step)
                 f = ft
                 W_old = W
                 W = _inverse_inplace(c, mirror_lower_to_upper)
-                B = W_old
+                U = W_old
             else:
                 step = 0.0
         scale = max(1.0, abs(f))
@@ -202,7 +214,7 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
         # at the rounding floor the model decrease stops being informative
         floor = -delta <= 1e-15 * scale
         if step == 0.0 or floor or -delta <= gap_check * thr or it == max_iter:
-            gap, g_val = certify(W, S, L, X, B, f)
+            gap, g_val = certify(W, S, L, X, U, f)
             row["duality_gap"] = gap
         row["elapsed"] = time.perf_counter() - t_start
         stop = record(row, hist, verbose=verbose, callback=callback, name="newton-cd")
@@ -238,9 +250,10 @@ def certify(W, S, L, X, B, f):
     from ._cd_kernels import clipped_dual_into
 
     n = S.shape[0]
-    clipped_dual_into(W, S, L, X, B)
+    clipped_dual_into(W, S, *weight_args(L), X, B)
     c, ld = _chol_inplace(B)
     if c is None:   # support-based point not PD: plain clipped point
+        L = dense_weights(L)
         Sd = S + np.clip(W - S, -L, L)
         B[...] = Sd
         c, ld = _chol_inplace(B)

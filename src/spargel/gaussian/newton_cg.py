@@ -48,13 +48,25 @@ import numpy as np
 from .newton_cd import _chol_inplace, _inverse_inplace, certify, start_point
 from .progress import record
 from .result import GaussianResult
+from .weights import weight_args
 
 __all__ = ["newton_cg"]
 
 
+def _float32_halves(U):
+    """Two float32 n x n arrays in the memory of the C-contiguous float64 n x n U."""
+    n = U.shape[0]
+    flat = U.reshape(-1).view(np.float32)
+    if not np.may_share_memory(flat, U):  # pragma: no cover - U is always C-contiguous
+        raise ValueError("scratch must be C-contiguous")
+    return flat[:n * n].reshape(n, n), flat[n * n:].reshape(n, n)
+
+
 class _CGBuffers:
     """Scratch of the CG phase, allocated on first use and grown as needed
-    (free-set vectors for m entries, compressed rows for nnz non-zeros)."""
+    (free-set vectors for m entries, compressed rows for nnz non-zeros; the
+    n x n float32 copy of W and the products' scratch live in the solver's
+    n x n scratch U, see :func:`_float32_halves`)."""
 
     def __init__(self, n, m, nnz):
         self.n, self.m, self.nnz = n, m, nnz
@@ -66,8 +78,6 @@ class _CGBuffers:
         self.scol = np.empty(2 * m, dtype=np.int64)
         self.spos = np.empty(2 * m, dtype=np.int64)
         self.sval = np.empty(2 * m)
-        self.W32 = np.empty((n, n), dtype=np.float32)
-        self.U32 = np.empty((n, n), dtype=np.float32)
         self.buf32 = np.empty(n, dtype=np.float32)
 
     @classmethod
@@ -80,17 +90,21 @@ class _CGBuffers:
         return bufs
 
 
-def _entering_filter(X, D, S, W, L, rows, cols, sgn, grad):
+def _entering_filter(X, dv, S, W, Lm, lw, rows, cols, sgn, grad):
     """Keep the free positions that are non-zero in X, on the diagonal, or
-    moved off zero by the CD sweep D (with the sign the sweep gave them)."""
+    moved off zero by the CD sweep's direction dv (on the free set; with the sign
+    the sweep gave them)."""
+    from ._cd_kernels import weights_at
+
     xv = X[rows, cols]
-    dv = D[rows, cols]
     keep = (xv != 0.0) | (dv != 0.0) | (rows == cols)
     if keep.all():
         return rows, cols, sgn, grad
     rows, cols = rows[keep], cols[keep]
     sgn = np.where(xv == 0.0, np.sign(dv) * (sgn != 0.0), sgn)[keep]
-    grad = (S[rows, cols] - W[rows, cols]) + L[rows, cols] * sgn
+    lam = np.empty(rows.size)
+    weights_at(Lm, lw, rows, cols, lam)
+    grad = (S[rows, cols] - W[rows, cols]) + lam * sgn
     return rows, cols, sgn, grad
 
 
@@ -101,7 +115,8 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
 
     Parameters
     ----------
-    S : (n, n) validated covariance. L : (n, n) non-negative weights.
+    S : (n, n) validated covariance. L : (n, n) non-negative weights, or a
+        :class:`~.weights.ScalarWeights` (a scalar penalty without the matrix).
     X0 : optional positive definite warm start (default
         ``diag(1 / (S_ii + L_ii))``).
     tol, atol : stop when the certified duality gap is
@@ -118,25 +133,29 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     -------
     GaussianResult (``stop_reason``: 'tol', 'max_iter', 'linesearch' or 'callback').
     """
-    from ._cd_kernels import cd_sweeps, direction_terms, mirror_lower_to_upper, trial_point
+    from ._cd_kernels import (apply_step, cd_sweeps, direction_terms, mirror_lower_to_upper,
+                              penalty_sum, trial_point)
     from ._newton_cg_kernels import (dense_to_csr, newton_cg_direction, orthant_count,
                                      orthant_set, orthant_step, symmetric_rows)
 
     t_start = time.perf_counter() if t0 is None else t0
-    S, L, X, W, B, logdet = start_point(S, L, X0)
+    # four n x n arrays: S, X, W and one scratch U (U = D W of the CD sweeps, the
+    # float32 W and the products' scratch of CG, then the trial point of the line
+    # search and its Cholesky factor, which becomes W while the old W becomes U);
+    # the directions live on the free set, and a scalar penalty needs no matrix
+    S, L, X, W, U, logdet = start_point(S, L, X0)
+    Lm, lw = weight_args(L)
     n = S.shape[0]
     hist = [] if history is None else history
     trSX = float(np.vdot(S, X))
-    pen = float(np.vdot(L, np.abs(X)))
+    pen = penalty_sum(X, Lm, lw)
     f = -logdet + trSX + pen
 
     # the free-set vectors: sized to the free set (grown by a quarter when it grows),
     # not to the n (n + 1) / 2 positions of the triangle (two dense arrays' worth)
     size = n * (n + 1) // 2
     cap = 0
-    rows = cols = sgn = grad = None
-    U0 = np.empty((n, n))              # scratch: U = D W of a CD step
-    D = np.empty((n, n))               # the dense CD direction
+    rows = cols = sgn = grad = dvec = None
     buf = np.empty(n)
     cg = None                          # buffers of the CG phase, sized when first needed
     gap, g_val = np.inf, -np.inf
@@ -148,15 +167,16 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     last_decrease = 0.0
     it = 0
     for it in range(1, max_iter + 1):
-        need = orthant_count(X, S, W, L)
+        need = orthant_count(X, S, W, Lm, lw)
         if need > cap:
             cap = min(size, max(need, int(1.25 * cap), 4 * n))
-            rows = cols = sgn = grad = None
+            rows = cols = sgn = grad = dvec = None
             rows = np.empty(cap, dtype=np.int64)
             cols = np.empty(cap, dtype=np.int64)
             sgn = np.empty(cap)
             grad = np.empty(cap)
-        m, sub = orthant_set(X, S, W, L, rows, cols, sgn, grad)
+            dvec = np.empty(cap)           # the CD direction on the free set
+        m, sub = orthant_set(X, S, W, Lm, lw, rows, cols, sgn, grad)
         r_, c_, s_, g_ = rows[:m], cols[:m], sgn[:m], grad[:m]
         starts = np.flatnonzero(np.diff(c_)) + 1
         col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
@@ -171,10 +191,11 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
         this_mode = mode
         if mode == "cg":
             # one CD sweep picks which zero entries enter, and their signs
-            D.fill(0.0)
-            U0.fill(0.0)
-            cd_sweeps(W, S, X, L, D, U0, col_ptr, r_, col_of_group, 1, buf)
-            r_, c_, s_, g_ = _entering_filter(X, D, S, W, L, r_, c_, s_, g_)
+            dv = dvec[:m]
+            dv.fill(0.0)
+            U.fill(0.0)
+            cd_sweeps(W, S, X, Lm, lw, dv, U, col_ptr, r_, col_of_group, 1, buf)
+            r_, c_, s_, g_ = _entering_filter(X, dv, S, W, Lm, lw, r_, c_, s_, g_)
             m = r_.size
             starts = np.flatnonzero(np.diff(c_)) + 1
             col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
@@ -190,20 +211,22 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
             cg = _CGBuffers.ensure(cg, n, m, int(np.count_nonzero(X)))
             dense_to_csr(X, cg.indptr, cg.indices, cg.data)
             symmetric_rows(r_, c_, n, cg.ptr, cg.scol, cg.spos)
-            cg.W32[...] = W
+            # U (the CD sweep's scratch, free again once the direction is filtered)
+            # holds the float32 W and the scratch of both products (used in turn)
+            W32, U32 = _float32_halves(U)
+            W32[...] = W
             d, r, z, q, hq = (v[:m] for v in cg.vectors)
-            # U0 (the CD sweep's scratch, free again once D is filtered) is the CG's
-            # n x n scratch too
-            n_cg = newton_cg_direction(cg.W32, cg.indptr, cg.indices, cg.data, r_, col_ptr,
+            n_cg = newton_cg_direction(W32, cg.indptr, cg.indices, cg.data, r_, col_ptr,
                                        col_of_group, cg.ptr, cg.scol, cg.spos, wts, g_, d,
-                                       max_cg, eta, cg.U32, cg.buf32, U0, cg.sval,
+                                       max_cg, eta, U32, cg.buf32, U32, cg.sval,
                                        r, z, q, hq)
+            W32 = U32 = None
             decrease = -float(np.dot(wts * g_, d))     # predicted decrease <g, -D>
             if decrease > 0.0:
                 t = 1.0
                 for _ in range(max_line_search):
-                    dtr, dpen, dlin = orthant_step(X, r_, c_, s_, d, t, S, L, W, B, True)
-                    c, ld = _chol_inplace(B)
+                    dtr, dpen, dlin = orthant_step(X, r_, c_, s_, d, t, S, Lm, lw, W, U, True)
+                    c, ld = _chol_inplace(U)
                     if c is not None:
                         ft = -ld + trSX + dtr + pen + dpen
                         if ft <= f + sigma * (dlin + dpen):
@@ -211,7 +234,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
                             break
                     t *= 0.5
             if step > 0.0:
-                dtr, dpen, _ = orthant_step(X, r_, c_, s_, d, step, S, L, W, X, False)
+                dtr, dpen, _ = orthant_step(X, r_, c_, s_, d, step, S, Lm, lw, W, X, False)
                 trSX += dtr
                 pen += dpen
             if step < 0.5:
@@ -219,18 +242,19 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
         else:
             # QUIC's direction: CD sweeps on the l1-regularised Newton model
             # (they find the support; 1 + k // 3 sweeps)
-            D.fill(0.0)
-            U0.fill(0.0)
+            dv = dvec[:m]
+            dv.fill(0.0)
+            U.fill(0.0)
             n_sweeps = min(1 + (it - 1) // 3, 10)
-            cd_sweeps(W, S, X, L, D, U0, col_ptr, r_, col_of_group, n_sweeps, buf)
-            gd, dpen, trSD, _ = direction_terms(W, L, X, D, S)
+            cd_sweeps(W, S, X, Lm, lw, dv, U, col_ptr, r_, col_of_group, n_sweeps, buf)
+            gd, dpen, trSD, pen0 = direction_terms(W, Lm, lw, X, S, r_, c_, dv)
             delta = gd + dpen
             decrease = -delta
             if delta < 0.0:
                 t = 1.0
                 for _ in range(max_line_search):
-                    pen_t = trial_point(X, D, t, L, B)
-                    c, ld = _chol_inplace(B)
+                    pen_t = trial_point(X, r_, c_, dv, t, Lm, lw, pen0, U)
+                    c, ld = _chol_inplace(U)
                     if c is not None:
                         ft = -ld + trSX + t * trSD + pen_t
                         if ft <= f + sigma * t * delta:
@@ -238,7 +262,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
                             break
                     t *= 0.5
             if step > 0.0:
-                X += step * D
+                apply_step(X, r_, c_, dv, step)
                 trSX += step * trSD
                 pen = pen_t
         last_decrease = decrease if (this_mode == "cg" and step == 1.0) else 0.0
@@ -246,7 +270,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
             f = ft
             W_old = W
             W = _inverse_inplace(c, mirror_lower_to_upper)
-            B = W_old
+            U = W_old
         edges = int((np.count_nonzero(X) - n) // 2)
         if this_mode == "cd" and step == 1.0 and abs(edges - edges_prev) <= 0.05 * edges:
             mode = "cg"             # the support has settled: Newton-CG from here
@@ -269,7 +293,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
         }
         floor = decrease <= 1e-15 * scale
         if step == 0.0 or floor or decrease <= gap_check * thr or it == max_iter:
-            gap, g_val = certify(W, S, L, X, B, f)
+            gap, g_val = certify(W, S, L, X, U, f)
             row["duality_gap"] = gap
         row["elapsed"] = time.perf_counter() - t_start
         stop = record(row, hist, verbose=verbose, callback=callback, name="newton-cg")

@@ -196,7 +196,7 @@ def penalty_matrix(alpha, n, penalize_diagonal=False):
     return L
 
 
-def empirical_covariance(X, assume_centered=False, name="X"):
+def empirical_covariance(X, assume_centered=False, name="X", overwrite_X=False):
     """Maximum-likelihood covariance ``X_c.T @ X_c / m`` (divides by m, as
     scikit-learn's ``empirical_covariance``), after validating X.
 
@@ -204,26 +204,39 @@ def empirical_covariance(X, assume_centered=False, name="X"):
     data in very large or very small units neither overflow nor lose their
     precision; a variance that does not fit in double precision (below
     ~2e-308 or above ~1.8e308) is a clear error rather than an ``inf`` or 0.
+    The work is done in place on one validated copy of X and on the result
+    (one n x n array; ``overwrite_X=True``, for a caller that owns a C-contiguous
+    float64 X and no longer needs it, uses X itself, which is then garbage).
 
     >>> empirical_covariance([[1.0, 0.0], [-1.0, 0.0]])
     array([[1., 0.],
            [0., 0.]])
     """
-    X = as_matrix(X, name)
+    own = overwrite_X and isinstance(X, np.ndarray) and X.dtype == np.float64 \
+        and X.ndim == 2 and X.flags.c_contiguous and X.flags.writeable
+    X = X if own else as_matrix(X, name)
+    if own:
+        _check_finite(X, name)
+    m = X.shape[0]
     if not assume_centered:
-        X = X - X.mean(axis=0)
+        X -= X.mean(axis=0)
     a = np.max(np.abs(X), axis=0)
     a_safe = np.where(a > 0, a, 1.0)
-    Y = X / a_safe
-    C = Y.T @ Y / X.shape[0]
+    X /= a_safe
+    C = X.T @ X
+    del X
+    C /= m
+    c_diag = np.diag(C).copy()
     with np.errstate(over="ignore", under="ignore"):
-        S = (C * a_safe[:, None]) * a_safe[None, :]
-        var = np.diag(C) * a_safe * a_safe
+        S = C
+        S *= a_safe[:, None]
+        S *= a_safe[None, :]
+        var = c_diag * a_safe * a_safe
     tiny = np.finfo(float).tiny
-    bad = (np.diag(C) > 0) & ~((var >= tiny) & np.isfinite(var))
+    bad = (c_diag > 0) & ~((var >= tiny) & np.isfinite(var))
     if np.any(bad):
         j = int(np.flatnonzero(bad)[0])
-        sd = float(np.sqrt(np.diag(C)[j]) * a_safe[j])
+        sd = float(np.sqrt(c_diag[j]) * a_safe[j])
         raise DataFormatError(name, None, f"column {j} has standard deviation {sd:.3g}: its variance "
                               "is outside the range of double precision, and so would be its "
                               f"precision; rescale the variables (e.g. standardise the columns)")

@@ -35,6 +35,7 @@ import numpy as np
 from ..errors import ConvergenceWarning, DataFormatError, ParameterError
 from .objective import penalty_matrix, validate_covariance
 from .result import GaussianResult
+from .weights import ScalarWeights, dense_weights
 
 __all__ = ["solve_gaussian", "SOLVERS"]
 
@@ -148,7 +149,8 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
         the solver (the result then has ``stop_reason == 'callback'``).
     overwrite_S : with ``validated=True``, the rescaled problem of the l1 path is
         built in S's memory (one dense n x n array less; S is then garbage): for
-        callers that own S and do not use it afterwards.
+        callers that own S and do not use it afterwards. Without ``validated``
+        the validated copy is used so, and the caller's S is never written.
 
     Returns
     -------
@@ -175,7 +177,7 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
     else:
         res = _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen,
                         warm_start, n_jobs, common, client, fallback_tol,
-                        overwrite=overwrite_S and validated)
+                        overwrite=overwrite_S or not validated)   # validation copies S
     if not res.costs:
         res.costs = [(float(h["objective"]), float(h.get("duality_gap", np.nan)))
                      for h in res.history] or [(float(res.objective), float(res.duality_gap))]
@@ -211,15 +213,17 @@ def _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_wei
 
 
 def _rescale_rows(S, L, s_rows, s_cols, cap, S_out, L_out):
-    """``S_out = S / outer(s_rows, s_cols)`` and ``L_out = min(L / outer(...), cap)``,
-    by blocks of rows (no further dense array; the outputs may be the inputs)."""
+    """``S_out = S / outer(s_rows, s_cols)`` and ``L_out = min(L / outer(...), cap)``
+    (L None: S only), by blocks of rows (no further dense array; the outputs may be
+    the inputs)."""
     with np.errstate(over="ignore"):
         for a in range(0, S.shape[0], _ROWS):
             b = min(a + _ROWS, S.shape[0])
             ss = np.outer(s_rows[a:b], s_cols)
             np.divide(S[a:b], ss, out=S_out[a:b])
-            np.divide(L[a:b], ss, out=L_out[a:b])
-            np.minimum(L_out[a:b], cap, out=L_out[a:b])
+            if L is not None:
+                np.divide(L[a:b], ss, out=L_out[a:b])
+                np.minimum(L_out[a:b], cap, out=L_out[a:b])
 
 
 def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_start,
@@ -261,18 +265,26 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
     # the rescaled problem, built in row blocks (the same arithmetic as S / outer(s, s)):
     # for one component St is the one new dense array (none with overwrite: S's memory)
     # and Lt overwrites L (ours: penalty_matrix copies); for several, each component's
-    # block is rescaled when it is solved (no full rescaled copy besides S and L)
+    # block is rescaled when it is solved (no full rescaled copy besides S and L). A
+    # scalar weight never becomes a matrix for the Newton solvers: their kernels compute
+    # each rescaled weight when they read it (ScalarWeights)
     S_diag = np.diag(S).copy()
     cap = _WEIGHT_CAP * max(1.0, float(dt.max()))
     whole = len(comps) == 1
+    implicit = scalar and kind in ("newton-cg", "newton-cd")
     if whole:
         St = S if overwrite and S.flags.c_contiguous and S.dtype == np.float64 \
             else np.empty_like(S)
-        Lt = np.full((n, n), L) if scalar else L
-        _rescale_rows(S, Lt, s, s, cap, St, Lt)
+        if implicit:
+            Lt = ScalarWeights(s, L_diag / (s * s), L, cap)
+            _rescale_rows(S, None, s, s, cap, St, None)
+        else:
+            Lt = np.full((n, n), L) if scalar else L
+            _rescale_rows(S, Lt, s, s, cap, St, Lt)
         del L
         np.fill_diagonal(St, S_diag / (s * s))
-        np.fill_diagonal(Lt, L_diag / (s * s))
+        if not implicit:
+            np.fill_diagonal(Lt, L_diag / (s * s))
     offset = float(np.sum(np.log(s * s)))
     K0 = None
     if warm_start is not None:
@@ -288,11 +300,15 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
         else:
             sub = np.ix_(idx, idx)
             Ss = np.ascontiguousarray(S[sub])
-            Ls = np.full((idx.size, idx.size), L) if scalar else np.ascontiguousarray(L[sub])
             si = s[idx]
-            _rescale_rows(Ss, Ls, si, si, cap, Ss, Ls)
+            if implicit:
+                Ls = ScalarWeights(si, L_diag[idx] / (si * si), L, cap)
+                _rescale_rows(Ss, None, si, si, cap, Ss, None)
+            else:
+                Ls = np.full((idx.size, idx.size), L) if scalar else np.ascontiguousarray(L[sub])
+                _rescale_rows(Ss, Ls, si, si, cap, Ss, Ls)
+                np.fill_diagonal(Ls, L_diag[idx] / (si * si))
             np.fill_diagonal(Ss, S_diag[idx] / (si * si))
-            np.fill_diagonal(Ls, L_diag[idx] / (si * si))
         off = float(np.sum(np.log(s[idx] * s[idx])))
         X0 = None if K0 is None else (K0 if idx.size == n else K0[np.ix_(idx, idx)])
         if X0 is not None and kind != "projected-gradient" and np.linalg.eigvalsh(X0)[0] <= 0:
@@ -319,20 +335,24 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
         res = results[0]
         # the component's objective already is the whole problem's (offset included)
         return _map_back(res, s, offset, n_components=1)
-    K = np.zeros((n, n))
-    C = np.zeros((n, n))
     # singletons: K~_ii = 1 / (S~_ii + L~_ii) = 1 / dt_i, objective log dt_i + 1 each
-    K[singles, singles] = 1.0 / dt[singles]
-    C[singles, singles] = dt[singles]
     f = float(np.sum(np.log(dt[singles]) + 1.0))
     costs = _whole_costs(f + offset, [(r.history, float(np.sum(np.log(s[idx] * s[idx]))), r)
                                       for idx, r in zip(big, results)])
+    summary = combine_components(f, results, kind)
+    # one whole matrix at a time, each component's block let go once it is copied in
+    K = np.zeros((n, n))
+    K[singles, singles] = 1.0 / dt[singles]
     for idx, r in zip(big, results):
-        sub = np.ix_(idx, idx)
-        K[sub] = r.precision
-        C[sub] = r.covariance
+        K[np.ix_(idx, idx)] = r.precision
+        r.precision = None
+    C = np.zeros((n, n))
+    C[singles, singles] = dt[singles]
+    for idx, r in zip(big, results):
+        C[np.ix_(idx, idx)] = r.covariance
+        r.covariance = None
     res = GaussianResult(precision=K, covariance=C, n_components=len(comps), costs=costs,
-                         **combine_components(f, results, kind))
+                         **summary)
     return _map_back(res, s, offset)
 
 
@@ -414,7 +434,8 @@ def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common, fallback_to
         from .projected_gradient import projected_gradient
 
         Sig0 = None if X0 is None else np.linalg.inv(X0)
-        return projected_gradient(Ss, Ls, Sigma0=Sig0, max_iter=max_iter, offset=off, **common)
+        return projected_gradient(Ss, dense_weights(Ls), Sigma0=Sig0, max_iter=max_iter, offset=off,
+                                  **common)
     if kind == "newton-cd":
         from .newton_cd import newton_cd
 
@@ -431,7 +452,7 @@ def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common, fallback_to
 
     pg_common = common if fallback_tol is None else dict(common, tol=max(common["tol"],
                                                                           fallback_tol))
-    pg = projected_gradient(Ss, Ls, Sigma0=res.covariance, offset=off,
+    pg = projected_gradient(Ss, dense_weights(Ls), Sigma0=res.covariance, offset=off,
                             max_iter=_DEFAULT_MAX_ITER["projected-gradient"] * 5, **pg_common)
     for row in pg.history:
         row["phase"] = "projected-gradient"
