@@ -12,9 +12,11 @@ names (numba compiles a named tuple like a plain one; ``x.name`` reads the same 
 * :class:`Aux` -- the first order's padded view of the unigram features
   (:class:`spargel.chain.crf.CRFView`, see :mod:`spargel.chain.crf_kernels`);
 * :class:`BigramList` -- a bigram list (:func:`spargel.chain.crf_kernels.compact_bigrams`);
-* :class:`Penalty` -- the lazy l1 penalty of one SGD step (:mod:`spargel.chain.crf_sgd`,
-  :mod:`spargel.chain.crf2_sgd`);
-* :class:`Marks` -- the records of the blocks one SGD step meets (same modules).
+* :class:`Penalty` -- the lazy l1 penalty of one SGD step (:mod:`spargel.chain.sgd_kernels`,
+  :mod:`spargel.chain.crf_sgd`, :mod:`spargel.chain.crf2_sgd`);
+* :class:`Marks` -- the records of the blocks one SGD step meets (same modules);
+* :class:`PassWork` -- the scratch of an SGD pass of either order
+  (:func:`spargel.chain.sgd_kernels.work`).
 
 The layout tuple is :class:`spargel.data.feature_space.Space` (``FeatureSpace.as_tuple``).
 """
@@ -70,6 +72,25 @@ Penalty = namedtuple("Penalty", "aux l1w l1 us up variant")
 #: stamp of the last step that met it; ``tu`` / ``tb`` -- the unigram / bigram attributes
 #: met in this step, ``ntu[0]`` / ``ntb[0]`` of them; ``stamp`` -- this step's stamp
 Marks = namedtuple("Marks", "umark tu ntu bmark tb ntb stamp")
+
+#: the scratch of an SGD pass (:mod:`spargel.chain.sgd_kernels`); the first order's
+#: fields, then the second order's (None at order 1):
+#: ``umark`` / ``bmark`` -- per unigram / bigram attribute the stamp of the last step that met it;
+#: ``W`` / ``R`` -- the padded rows' weights / penalty records (no rows at order 2);
+#: ``dmark`` -- per row its stamp;
+#: ``tu`` / ``tb`` -- the unigram / bigram attributes a step met, ``ntu[0]`` / ``ntb[0]`` of them;
+#: ``g`` -- the gradient (``v`` itself for a direct pass); ``T`` -- the transition weights;
+#: ``buf`` -- the kernels' :class:`Work`; ``xbuf`` -- marginal scratch (order 2: under PAIR_ONES);
+#: ``sw`` / ``partial`` -- sequence weights / partial-label flags (None: none);
+#: ``tok`` -- token lists of the padded-rows pass (None: the general pass);
+#: ``flat`` -- True for the general pass (None: padded rows);
+#: ``big`` -- True when the first order's data has bigram attributes (else None);
+#: ``logsp`` -- True: the log-space fallback is compiled (None: not);
+#: ``trans`` -- the transition structure (order 1: DENSE, order 2: PAIR_ONES), loaded per step;
+#: ``lst`` / ``list_k`` -- order 2: the LIST of every transition, the list index of each triple;
+#: ``xbuf_list`` -- order 2: the marginal scratch under LIST
+PassWork = namedtuple("PassWork", "umark W R dmark bmark tu tb ntu ntb g T buf xbuf sw partial tok flat big "
+                                  "logsp trans lst list_k xbuf_list")
 
 
 def data_tuple(data):
