@@ -22,6 +22,7 @@ from . import crf2_kernels as K2
 from . import crf_kernels as K
 from . import crf_sgd as S1
 from .crf_sgd import LOSS      # what a step does with the blocks it meets
+from .kernel_data import PhaseWork
 
 
 @inner(fastmath=C.FAST)
@@ -80,7 +81,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, pen, m
     space fails."""
     U, E, psi, alpha, beta, scale, shift, tmp = buf.U, buf.E, buf.psi, buf.alpha, buf.beta, buf.scale, buf.shift, buf.tmp
     kbuf, lm, need, P, corr = buf.kbuf, buf.lm, buf.need, buf.P, buf.corr
-    gam, tcount = xbuf[2], xbuf[5]
+    gam, tcount = xbuf.gamma, xbuf.tcount
     L = space.L
     S = (L + 1) * L
     labels = data.labels
@@ -179,8 +180,8 @@ def pass_buffers(view, order, trans):
     n_t = len(space.t_pair)
 
     def xbuf(n_glob):
-        return (lb[0], lb[1], lb[2], lb[3], lb[4], np.zeros(S * L),
-                (np.zeros((1, 1)), np.zeros(n_glob), np.zeros(0)))
+        return PhaseWork(lb.la, lb.lb, lb.gamma, lb.fv_t, lb.cand, np.zeros(S * L),
+                         (np.zeros((1, 1)), np.zeros(n_glob), np.zeros(0)))
 
     return dict(W=np.zeros((0, 1)), R=np.zeros((0, 1)), dmark=np.zeros(0, dtype=np.int64), T=np.zeros(n_t),
                 buf=K2.work_buffers(L, maxlen), xbuf=xbuf(n_t), tok=None, flat=True, big=None, trans=ones, lst=lst,

@@ -25,7 +25,7 @@ from ..core.jit import inner
 from ..core import lazy_l1 as Z
 from . import inference as C
 from . import crf_kernels as K
-from .kernel_data import BigramList
+from .kernel_data import BigramList, PhaseWork
 from ..core.ranges import concat_ranges
 
 FAST = C.FAST
@@ -185,20 +185,21 @@ def sample_of(data, s, sw, partial):
 @inner(fastmath=FAST)
 def phase_marginals(E, n, S, trans, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, corr, xbuf, want, logsp):
     """log Z of a sequence's ``n`` rows of state scores ``E`` (``S`` states) and, with
-    ``want``, its marginals and transition counts (``xbuf[5]``, by list index): returns
+    ``want``, its marginals and transition counts (``xbuf.tcount``, by list index): returns
     ``(log Z, how)``, ``how`` SCALED when the scaled recursion held (marginals in
-    ``alpha``), LOG_SPACE when it took log space (marginals in ``xbuf[2]``), ``NEEDS_LOG`` when
+    ``alpha``), LOG_SPACE when it took log space (marginals in ``xbuf.gamma``), ``NEEDS_LOG`` when
     it would need log space but ``logsp`` is None (the fallback is then not compiled;
     nothing was computed). One phase of both orders' :func:`sample_step` (compiled on
     its own, so that the fallback's code is left out where ``logsp`` is None)."""
-    la, lb, gam, fv_t, cand, tcount, acc = xbuf
+    tcount, acc = xbuf.tcount, xbuf.acc
     C.exp_rows(E, psi, shift, n, S, kbuf)
     logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
     for q in range(len(tcount)):
         tcount[q] = 0.0
     if logz != logz:
         if logsp is not None:
-            logz = C.forward_backward_log(E, n, trans, corr, la, lb, scale, gam, tcount, need, P, fv_t, cand)
+            logz = C.forward_backward_log(E, n, trans, corr, xbuf.la, xbuf.lb, scale, xbuf.gamma, tcount, need, P,
+                                          xbuf.fv_t, xbuf.cand)
             return logz, LOG_SPACE
         return logz, NEEDS_LOG
     if want:
@@ -240,7 +241,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     by the variant that has it (see :func:`spargel.chain.sgd_kernels.run_pass`)."""
     E, psi, alpha, beta, scale, shift, tmp = buf.E, buf.psi, buf.alpha, buf.beta, buf.scale, buf.shift, buf.tmp
     kbuf, P, need, cacc, mark, corr = buf.kbuf, buf.P, buf.need, buf.cacc, buf.mark, buf.corr
-    gam, tcount = xbuf[2], xbuf[5]
+    gam, tcount = xbuf.gamma, xbuf.tcount
     L, t_pair, t_base, t_index = space.L, space.t_pair, space.t_base, space.t_index
     labels = data.labels
     lo, hi, c, clamped = sample_of(data, s, sw, partial)
@@ -336,8 +337,8 @@ def pass_buffers(view, order, v, aux, use_rows, trans):
     buf = K.work_buffers(L, Lp, maxlen, n_corr, has_big)
     outer = np.zeros((Lp, Lp)) if len(space.t_pair) > 0 else np.zeros((1, 1))
     pos = np.zeros(L * L) if has_big else np.zeros(0)     # corrections only come from bigram attributes
-    xbuf = (np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
-            np.empty(2 * L + 1), np.zeros(L * L), (outer, np.zeros(0), pos))
+    xbuf = PhaseWork(np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
+                     np.empty(2 * L + 1), np.zeros(L * L), (outer, np.zeros(0), pos))
     fields = dict(W=W, R=R, dmark=np.full(len(row_attrs), -1, dtype=np.int64), T=np.zeros(L * L), buf=buf,
                   xbuf=xbuf, tok=tok, flat=None if use_rows else True, big=True if has_big else None,
                   trans=trans, lst=None, list_k=None, xbuf_list=None)
