@@ -103,7 +103,7 @@ def settle_tokens(v, lo, hi, rows, tok, pen, stamp):
     every row and every other weight that tokens lo..hi-1 read, the first time the step
     meets it. The token lists (``tok``, see :func:`work`) name every weight of every
     attribute met, so this settles exactly the attribute blocks the step touches."""
-    W, R, dmark = rows[1], rows[2], rows[3]
+    W, R, dmark = rows.W, rows.R, rows.dmark
     eaux, wmark = tok
     dptr, drows, eptr, ek = eaux.dptr, eaux.drows, eaux.eptr, eaux.ek
     aux, p, variant = pen.aux, pen.l1 * pen.us, pen.variant
@@ -231,7 +231,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
 
     ``tok`` not None: the padded-rows pass, whose emissions and scatter are the batch
     gradient's own kernels (``crf_kernels.emissions`` / ``scatter`` over the token lists,
-    rows in ``rows[1]``); ``flat`` not None: the general pass (each attribute read as its
+    rows in ``rows.W``, a :class:`~spargel.chain.kernel_data.PassRows`); ``flat`` not None: the general pass (each attribute read as its
     block of v). One of the two is None, and numba compiles no code under a test of an
     argument that is None (a tuple is not known to be not None), so each pass compiles
     only its own path. ``big`` None: the data has no bigram attributes (no corrections,
@@ -259,7 +259,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
                 for y in range(E.shape[1]):
                     E[i, y] *= a
     if flat is not None:
-        flat_emissions(v, m, a, space, data, lo, hi, E, pen, rows[0], marks.tu, marks.ntu, stamp, mode)
+        flat_emissions(v, m, a, space, data, lo, hi, E, pen, rows.umark, marks.tu, marks.ntu, stamp, mode)
     if big is not None:     # else cptr and need stay all zero: no corrections anywhere
         raw = BigramList(space.b_ptr, space.b_pair, space.b_base, v, space.b_pair[:0], space.b_pair[:0], v[:0],
                          space.b_ptr[:0])     # the live weights
@@ -293,7 +293,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
             if not clamped:
                 subtract_gold(labels, lo, hi, L, gamma, P, need)
             if tok is not None:
-                K.scatter(space, data, tok[0], lo, hi, gamma, P, need, cs, g, rows[1])
+                K.scatter(space, data, tok[0], lo, hi, gamma, P, need, cs, g, rows.W)
             if flat is not None:
                 scatter_flat(space, data, lo, hi, gamma, P, need, cs, g)
             for k in range(len(t_pair)):

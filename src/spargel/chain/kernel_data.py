@@ -17,6 +17,8 @@ names (numba compiles a named tuple like a plain one; ``x.name`` reads the same 
 * :class:`Marks` -- the records of the blocks one SGD step meets (same modules);
 * :class:`PhaseWork` -- the marginal scratch of one phase of an SGD sequence step
   (:func:`spargel.chain.crf_sgd.phase_marginals`);
+* :class:`PassRows` -- the padded rows of a first-order SGD pass and their marks
+  (:mod:`spargel.chain.crf_sgd`);
 * :class:`PassWork` -- the scratch of an SGD pass of either order
   (:func:`spargel.chain.sgd_kernels.work`).
 
@@ -82,6 +84,13 @@ Marks = namedtuple("Marks", "umark tu ntu bmark tb ntb stamp")
 #: ``tcount`` -- the transition counts by list index;
 #: ``acc`` -- the backward pass's transition accumulators ``(outer, glob, pos)``
 PhaseWork = namedtuple("PhaseWork", "la lb gamma fv_t cand tcount acc")
+
+#: the padded rows of a first-order SGD pass (:mod:`spargel.chain.crf_sgd`) and the marks
+#: its step reads:
+#: ``umark`` -- per unigram attribute the stamp of the last step that met it (the general pass);
+#: ``W`` / ``R`` -- the padded rows' weights / penalty records;
+#: ``dmark`` -- per row the stamp of the last step that settled it
+PassRows = namedtuple("PassRows", "umark W R dmark")
 
 #: the scratch of an SGD pass (:mod:`spargel.chain.sgd_kernels`); the first order's
 #: fields, then the second order's (None at order 1):

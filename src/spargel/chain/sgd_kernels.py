@@ -41,7 +41,7 @@ from . import crf_kernels as K
 from . import crf_sgd as S1
 from . import crf2_sgd as S2
 from .crf_sgd import DIVERGED, DONE, FELL_BACK, LOSS, LOSS_ONLY, MARK, NEEDS_LOG, SETTLE, STOPPED
-from .kernel_data import Marks, PassWork, Penalty
+from .kernel_data import Marks, PassRows, PassWork, Penalty
 
 
 # --------------------------------------------------------------------------- passes
@@ -214,7 +214,7 @@ def sgd_pass(space, data, order, v, aux, l1w, m, st, prm, wk, begin, general, fi
     if first is not None:
         direct = lazy and B == 1 and len(m) == 0
     Lp = W.shape[1]
-    rows = (umark, W, R, dmark)
+    rows = PassRows(umark, W, R, dmark)
     fallbacks = st[5:6]
     mode = np.int64(SETTLE if lazy else MARK)
     status = DONE
