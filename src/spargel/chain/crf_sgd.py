@@ -25,7 +25,7 @@ from ..core.jit import inner
 from ..core import lazy_l1 as Z
 from . import inference as C
 from . import crf_kernels as K
-from .kernel_data import BigramList, PhaseWork
+from .kernel_data import BigramList, PhaseWork, TokenLists
 from ..core.ranges import concat_ranges
 
 FAST = C.FAST
@@ -101,10 +101,10 @@ def flat_emissions(v, m, a, space, data, lo, hi, E, pen, umark, tu, ntu, stamp, 
 def settle_tokens(v, lo, hi, rows, tok, pen, stamp):
     """In a pass with padded rows (one sequence per step, uniform l1, no l2 mask): settle
     every row and every other weight that tokens lo..hi-1 read, the first time the step
-    meets it. The token lists (``tok``, see :func:`work`) name every weight of every
-    attribute met, so this settles exactly the attribute blocks the step touches."""
+    meets it. The token lists (``tok``, see :func:`pass_buffers`) name every weight of
+    every attribute met, so this settles exactly the attribute blocks the step touches."""
     W, R, dmark = rows.W, rows.R, rows.dmark
-    eaux, wmark = tok
+    eaux, wmark = tok.aux, tok.wmark
     dptr, drows, eptr, ek = eaux.dptr, eaux.drows, eaux.eptr, eaux.ek
     aux, p, variant = pen.aux, pen.l1 * pen.us, pen.variant
     for t in range(lo, hi):
@@ -253,7 +253,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     if tok is not None:
         if mode == SETTLE:
             settle_tokens(v, lo, hi, rows, tok, pen, stamp)
-        K.emissions(v, space, tok[0], lo, hi, E)
+        K.emissions(v, space, tok.aux, lo, hi, E)
         if a != 1.0:
             for i in range(n):
                 for y in range(E.shape[1]):
@@ -293,7 +293,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
             if not clamped:
                 subtract_gold(labels, lo, hi, L, gamma, P, need)
             if tok is not None:
-                K.scatter(space, data, tok[0], lo, hi, gamma, P, need, cs, g, rows.W)
+                K.scatter(space, data, tok.aux, lo, hi, gamma, P, need, cs, g, rows.W)
             if flat is not None:
                 scatter_flat(space, data, lo, hi, gamma, P, need, cs, g)
             for k in range(len(t_pair)):
@@ -330,7 +330,7 @@ def pass_buffers(view, order, v, aux, use_rows, trans):
     if use_rows:
         # the batch model's token lists, reading the pass's rows (every row in use)
         eaux = view.aux._replace(Wd=W, dnz=np.ones(len(row_attrs), np.uint8))
-        tok = (eaux, np.full(len(space.u_lab), -1, dtype=np.int64))
+        tok = TokenLists(eaux, np.full(len(space.u_lab), -1, dtype=np.int64))
     has_big = len(data.big_ids) > 0
     maxlen = K.max_length(data.seq_ptr, order)
     n_corr = K.correction_capacity(space, data, np.diff(space.b_ptr), order) if has_big else 0

@@ -19,6 +19,7 @@ names (numba compiles a named tuple like a plain one; ``x.name`` reads the same 
   (:func:`spargel.chain.crf_sgd.phase_marginals`);
 * :class:`PassRows` -- the padded rows of a first-order SGD pass and their marks
   (:mod:`spargel.chain.crf_sgd`);
+* :class:`TokenLists` -- the token lists of a padded-rows SGD pass (same module);
 * :class:`PassWork` -- the scratch of an SGD pass of either order
   (:func:`spargel.chain.sgd_kernels.work`).
 
@@ -92,6 +93,11 @@ PhaseWork = namedtuple("PhaseWork", "la lb gamma fv_t cand tcount acc")
 #: ``dmark`` -- per row the stamp of the last step that settled it
 PassRows = namedtuple("PassRows", "umark W R dmark")
 
+#: the token lists of a padded-rows SGD pass (:mod:`spargel.chain.crf_sgd`):
+#: ``aux`` -- the batch model's padded view (:class:`Aux`) over the pass's rows;
+#: ``wmark`` -- per weight the stamp of the last step that settled it
+TokenLists = namedtuple("TokenLists", "aux wmark")
+
 #: the scratch of an SGD pass (:mod:`spargel.chain.sgd_kernels`); the first order's
 #: fields, then the second order's (None at order 1):
 #: ``umark`` / ``bmark`` -- per unigram / bigram attribute the stamp of the last step that met it;
@@ -101,7 +107,7 @@ PassRows = namedtuple("PassRows", "umark W R dmark")
 #: ``g`` -- the gradient (``v`` itself for a direct pass); ``T`` -- the transition weights;
 #: ``buf`` -- the kernels' :class:`Work`; ``xbuf`` -- the :class:`PhaseWork` (order 2: under PAIR_ONES);
 #: ``sw`` / ``partial`` -- sequence weights / partial-label flags (None: none);
-#: ``tok`` -- token lists of the padded-rows pass (None: the general pass);
+#: ``tok`` -- the :class:`TokenLists` of the padded-rows pass (None: the general pass);
 #: ``flat`` -- True for the general pass (None: padded rows);
 #: ``big`` -- True when the first order's data has bigram attributes (else None);
 #: ``logsp`` -- True: the log-space fallback is compiled (None: not);
