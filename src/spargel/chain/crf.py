@@ -346,11 +346,15 @@ class BatchChain(Sized):
             return [self._sgd_module().sgd_pass]
         return [B.chunk_logz_grad]
 
-    # -- the "sgd" capability: the order's pass (crf_sgd / crf2_sgd), its structures --
+    # -- the "sgd" capability: one pass for both orders (sgd_kernels), the order's structures --
+    @staticmethod
+    def _sgd_module():
+        from . import sgd_kernels       # imported on first use (it compiles on first call)
+        return sgd_kernels
+
     def sgd_pass(self, order, v, aux, l1w, m, st, prm):
         """One compiled pass of lazily penalised SGD over the sequences ``order`` (see
-        :mod:`spargel.chain.crf_sgd`, :mod:`spargel.chain.crf2_sgd`); returns 0, or 1 on
-        divergence."""
+        :mod:`spargel.chain.sgd_kernels`); returns 0, or 1 on divergence."""
         return self._sgd_module().run_pass(self.view, self._sgd_trans(), order, v, aux, l1w, m, st, prm, self.sw,
                                            self.partial)
 
@@ -389,10 +393,6 @@ class ChainCRF(MapCapability, BatchChain):
         return CRFView(space, data, inference)
 
     # -- the "sgd" capability ---------------------------------------------------------
-    def _sgd_module(self):
-        from . import crf_sgd
-        return crf_sgd
-
     def _sgd_trans(self):
         """The pass's (DENSE) transition structure, used as scratch."""
         L = self.space.n_labels

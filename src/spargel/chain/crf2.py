@@ -99,15 +99,12 @@ class ChainCRF2(MapCapability, BatchChain):
     def _make_view(self, space, data, inference):
         return CRF2View(space, data, inference)
 
-    def _sgd_module(self):
-        from . import crf2_sgd
-        return crf2_sgd
-
     def _sgd_trans(self):
         """The pass's transition structures (PAIR_ONES, LIST, list index of each triple;
         built once, refreshed in place per step)."""
         if getattr(self, "_structures", None) is None:
-            self._structures = self._sgd_module().structures(self.view.space_t)
+            from .crf2_sgd import structures
+            self._structures = structures(self.view.space_t)
         return self._structures
 
 

@@ -1,40 +1,28 @@
-"""The second-order CRF's SGD capability: one compiled pass of lazily penalised SGD
-(:mod:`spargel.core.lazy_l1`) over a list of sequences, and the summed loss of a list of
-sequences. Inference is :mod:`spargel.chain.inference` over the pair states of
-:mod:`spargel.chain.crf2_kernels`.
+"""The second-order chain CRF's pieces of the SGD pass (:mod:`spargel.chain.sgd_kernels`,
+written once for both orders): the sequence step over the pair states of
+:mod:`spargel.chain.crf2_kernels` (inference is :mod:`spargel.chain.inference`), the
+triples' transition structures and the pass's scratch.
 
-Per step (``batch`` sequences) the pass
-
-1. *settles* (lazy variants) the triple block and, the first time the step meets them,
-   the unigram and pair attribute blocks its sequences use: each is brought up to date
-   with the l1 penalty accrued since it was last touched, before it is read;
-2. loads the triple weights into the transition structure (``PAIR_ONES``, or the exact
-   ``LIST`` of every transition when a triple weight is below ``-CANCEL_LIMIT``);
-3. adds the gradient of the sequences' negative log-likelihood to a buffer that is zero
-   outside the touched blocks;
-4. takes the gradient step on the touched blocks (every weight for ``naive``) and
-   advances the schedule, the l2 shrink factor and the penalty accumulator.
-
-A step costs O(attributes x labels and pairs of its sequences + length x (S + |triples|)),
-never O(model size) -- except for ``naive``, which by definition penalises every
-weight. Weights are read as ``lazy_l1.weight(v, m, a, k)`` (lazily scaled).
+Per step the pass loads the triple weights into the transition structure
+(``PAIR_ONES``, or the exact ``LIST`` of every transition when a triple weight is below
+``-CANCEL_LIMIT``: :func:`load_triples`); each sequence's step (:func:`sample_step`)
+settles (lazy variants), the first time the step meets them, the unigram and pair
+attribute blocks it uses, then adds its gradient to a buffer that is zero outside the
+touched blocks. A step costs O(attributes x labels and pairs of its sequences + length
+x (S + |triples|)).
 """
-
-from collections import namedtuple
 
 import numpy as np
 
-from ..core.jit import inner, kernel
+from ..core.jit import inner
 
 from ..core import lazy_l1 as Z
 from . import inference as C
 from . import crf2_kernels as K2
 from . import crf_kernels as K
 from . import crf_sgd as S1
-from .crf_sgd import LOSS, MARK, SETTLE     # what a step does with the blocks it meets
-
-from .crf_sgd import LOSS_ONLY      # variant code of a pass that only sums the losses
-from .kernel_data import Marks, Penalty
+from .crf_sgd import LOSS      # what a step does with the blocks it meets
+from .kernel_data import PhaseWork
 
 
 @inner(fastmath=C.FAST)
@@ -94,7 +82,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, pen, m
     space fails."""
     U, E, psi, alpha, beta, scale, shift, tmp = buf.U, buf.E, buf.psi, buf.alpha, buf.beta, buf.scale, buf.shift, buf.tmp
     kbuf, lm, need, P, corr = buf.kbuf, buf.lm, buf.need, buf.P, buf.corr
-    gam, tcount = xbuf[2], xbuf[5]
+    gam, tcount = xbuf.gamma, xbuf.tcount
     L = space.L
     S = (L + 1) * L
     labels = data.labels
@@ -129,113 +117,42 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, pen, m
     return c * total
 
 
-# --------------------------------------------------------------------------- passes
-#: the scratch of a pass (:func:`work`):
-#: ``umark`` / ``bmark`` -- per unigram / bigram attribute the stamp of the last step that met it;
-#: ``tu`` / ``tb`` -- the unigram / bigram attributes a step met, ``ntu[0]`` / ``ntb[0]`` of them;
-#: ``g`` -- the gradient; ``x`` -- the transition weights;
-#: ``buf`` -- the kernels' :class:`~spargel.chain.kernel_data.Work`;
-#: ``xbuf_ones`` / ``xbuf_list`` -- the marginal scratch under the PAIR_ONES / LIST structure;
-#: ``sw`` / ``partial`` -- sequence weights / partial-label flags (None: none)
-PassWork = namedtuple("PassWork", "umark bmark tu tb ntu ntb g x buf xbuf_ones xbuf_list sw partial")
-
-
-def work(space, data, order, n_params, sw=None, partial=None):
-    """Everything a pass needs, allocated here (kernels allocate nothing): a
-    :class:`PassWork`; ``sw`` the per-sequence weights and ``partial`` the 0/1 flags of partially labelled
-    sequences (None, in the tuple too: all weights 1, no partial labels among ``order``;
-    the pass then compiles without their code, as the first order's)."""
-    L = space.L
-    S = (L + 1) * L
-    maxlen = K.max_length(data.seq_ptr, order)
-    buf = K2.work_buffers(L, maxlen)
-    lb = K2.log_buffers(L, maxlen)
-    n_t = len(space.t_pair)
-
-    def xbuf(n_glob):
-        return (lb[0], lb[1], lb[2], lb[3], lb[4], np.zeros(S * L),
-                (np.zeros((1, 1)), np.zeros(n_glob), np.zeros(0)))
-
-    n_u, n_b = len(space.u_ptr) - 1, len(space.b_ptr) - 1
-    return PassWork(np.full(n_u, -1, dtype=np.int64), np.full(n_b, -1, dtype=np.int64),
-                    np.empty(n_u, dtype=np.int64), np.empty(n_b, dtype=np.int64), np.zeros(1, dtype=np.int64),
-                    np.zeros(1, dtype=np.int64), np.zeros(n_params), np.zeros(n_t), buf, xbuf(n_t), xbuf(S * L),
-                    None if sw is None or len(sw) == 0 else np.ascontiguousarray(sw, dtype=np.float64),
-                    np.ascontiguousarray(partial, dtype=np.uint8) if S1.has_partial(partial, order) else None)
-
-
-@kernel()
-def sgd_pass(space, data, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk):
-    """One pass of SGD-L1 over the sequences ``order`` (in that order), mini-batches of
-    ``prm[6]`` sequences (see :mod:`spargel.core.lazy_l1` for ``st`` and ``prm``). Updates v,
-    aux and st in place; returns 0, or 1 when a loss became non-finite (divergence; the
-    pass stops there). ``ones`` is a PAIR_ONES structure over the layout's triples and
-    ``lst`` the LIST of every transition (``list_k``: the list index of each triple),
-    both refreshed in place per step; ``wk`` the scratch of :func:`work`. With variant
-    ``LOSS_ONLY`` nothing moves: st[4] receives the summed loss at v."""
+# --------------------------------------------------------------------------- the pass's second-order pieces
+@inner()
+def load_triples(v, m, a, space, x, ones, lst, list_k):
+    """Load the triple weights (lazily scaled) into ``x`` and the structure the step
+    uses: ``lst`` (the LIST of every transition, ``list_k`` the list index of each
+    triple) when one is below ``-CANCEL_LIMIT`` (returns True), else ``ones``
+    (PAIR_ONES; returns False)."""
     t_base = space.t_base
-    l1 = prm[7]
-    variant, B = int(prm[3]), max(1, int(prm[6]))
-    n = len(v)
-    lazy = variant != Z.NAIVE
-    umark, bmark, tu, tb, ntu, ntb, g, x = wk.umark, wk.bmark, wk.tu, wk.tb, wk.ntu, wk.ntb, wk.g, wk.x
-    buf, xbuf_ones, xbuf_list, sw, partial = wk.buf, wk.xbuf_ones, wk.xbuf_list, wk.sw, wk.partial
-    loss_only = variant == LOSS_ONLY
-    if loss_only:
-        B = max(1, len(order))
-        lazy = False
-    mode = np.int64(SETTLE if lazy else MARK)
-    if loss_only:
-        mode = np.int64(LOSS)
-    status = 0
-    for start in range(0, len(order), B):
-        end = min(start + B, len(order))
-        nb = end - start
-        eta, a_new = Z.step_rate(st, prm, nb)
-        a, us, up = st[1], st[2], st[3]
-        if loss_only:
-            a = 1.0
-        ntu[0] = 0
-        ntb[0] = 0
-        marks = Marks(umark, tu, ntu, bmark, tb, ntb, np.int64(start))
-        pen = Penalty(aux, l1w, l1, us, up, np.int64(variant))
-        if lazy:
-            Z.penalise_block(v, aux, l1w, l1, m, us, up, t_base, n, variant)
-        lowest = 0.0
-        for q in range(len(x)):
-            x[q] = Z.weight(v, m, a, t_base + q)
-            if x[q] < lowest:
-                lowest = x[q]
-        exact = lowest < -K.CANCEL_LIMIT
-        if exact:
-            C.refresh_list(lst, list_k, x)
-        else:
-            C.refresh_pairs(ones, x)
-        coef = 0.0 if loss_only else 1.0
-        step_loss = 0.0
-        trans = lst if exact else ones
-        xbuf = xbuf_list if exact else xbuf_ones
-        fallbacks = st[5:6]
-        for r in range(start, end):
-            step_loss += sample_step(v, m, a, space, data, order[r], trans, g, coef, mode, buf, xbuf, pen, marks,
-                                     fallbacks, sw, partial)
-        if loss_only:
-            st[4] = step_loss
-            return 0
-        if not (step_loss > -np.inf and step_loss < np.inf):
-            status = 1
-            break
-        st[4] += step_loss
-        inc = Z.step_done(st, prm, eta, nb, a_new, lazy)
-        S1.step_touched(v, g, l1w, l1, m, space, prm, eta, nb, a_new, inc, lazy, tu, ntu, tb, ntb)
-        if st[1] < Z.RENORMALISE_BELOW:
-            Z.renormalise(v, aux, m, st, variant)
-    return status
+    lowest = 0.0
+    for q in range(len(x)):
+        x[q] = Z.weight(v, m, a, t_base + q)
+        if x[q] < lowest:
+            lowest = x[q]
+    exact = lowest < -K.CANCEL_LIMIT
+    if exact:
+        C.refresh_list(lst, list_k, x)
+    else:
+        C.refresh_pairs(ones, x)
+    return exact
+
+
+@inner()
+def step_sequence(v, m, a, space, data, s, wk, exact, g, coef, mode, pen, marks, fallbacks):
+    """:func:`sample_step` of sequence s under the structure the step loaded
+    (:func:`load_triples`: ``exact``, the LIST, else PAIR_ONES) with its scratch
+    (``wk``: the pass's :class:`~spargel.chain.kernel_data.PassWork`)."""
+    if exact:
+        return sample_step(v, m, a, space, data, s, wk.lst, g, coef, mode, wk.buf, wk.xbuf_list, pen, marks,
+                           fallbacks, wk.sw, wk.partial)
+    return sample_step(v, m, a, space, data, s, wk.trans, g, coef, mode, wk.buf, wk.xbuf, pen, marks, fallbacks,
+                       wk.sw, wk.partial)
 
 
 def structures(space_t):
     """(PAIR_ONES over the layout's triples, LIST of every transition, list index of each
-    triple), all with zero scores: :func:`sgd_pass` loads the weights per step."""
+    triple), all with zero scores: the pass loads the weights per step."""
     L, t_pair = space_t.L, space_t.t_pair.astype(np.int64)
     A = L + 1
     S = A * L
@@ -249,21 +166,24 @@ def structures(space_t):
     return ones, lst, list_k
 
 
-def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None):
-    """One pass of SGD-L1 (:func:`sgd_pass`) over the sequences ``order`` of a
-    :class:`~spargel.chain.crf2.CRF2View`, with its scratch; ``trans`` are the
-    :func:`structures` of its layout. Returns 0, or 1 on divergence (as
-    :func:`spargel.chain.crf_sgd.run_pass`)."""
+def pass_buffers(view, order, trans):
+    """The second order's fields of a pass's :class:`~spargel.chain.kernel_data.PassWork`
+    over the sequences ``order`` of a :class:`~spargel.chain.crf2.CRF2View`, ``trans``
+    its :func:`structures`: no padded rows (the general pass, with the log-space
+    fallback), the marginal scratch under each structure (``xbuf`` under PAIR_ONES,
+    ``xbuf_list`` under LIST) and ``T`` the triple weights."""
+    space, data = view.space_t, view.data_t
     ones, lst, list_k = trans
-    order = np.ascontiguousarray(order, dtype=np.int64)
-    wk = work(view.space_t, view.data_t, order, len(v), sw, partial)
-    return sgd_pass(view.space_t, view.data_t, ones, lst, list_k, order, v, aux, l1w, m, st, prm, wk)
+    L = space.L
+    S = (L + 1) * L
+    maxlen = K.max_length(data.seq_ptr, order)
+    lb = K2.log_buffers(L, maxlen)
+    n_t = len(space.t_pair)
 
+    def xbuf(n_glob):
+        return PhaseWork(lb.la, lb.lb, lb.gamma, lb.fv_t, lb.cand, np.zeros(S * L),
+                         (np.zeros((1, 1)), np.zeros(n_glob), np.zeros(0)))
 
-def summed_loss(view, trans, order, w, sw=None, partial=None):
-    """Sum of ``c_s (-log p(y_s | x_s))`` over the sequences ``order`` at w (the pass's
-    ``LOSS_ONLY`` variant)."""
-    st, prm = S1.loss_only()
-    nothing = np.zeros(0)
-    run_pass(view, trans, order, w, nothing, nothing, nothing, st, prm, sw, partial)
-    return float(st[4])
+    return dict(W=np.zeros((0, 1)), R=np.zeros((0, 1)), dmark=np.zeros(0, dtype=np.int64), T=np.zeros(n_t),
+                buf=K2.work_buffers(L, maxlen), xbuf=xbuf(n_t), tok=None, flat=True, big=None, trans=ones, lst=lst,
+                list_k=list_k, xbuf_list=xbuf(S * L))

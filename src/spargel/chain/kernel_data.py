@@ -12,9 +12,16 @@ names (numba compiles a named tuple like a plain one; ``x.name`` reads the same 
 * :class:`Aux` -- the first order's padded view of the unigram features
   (:class:`spargel.chain.crf.CRFView`, see :mod:`spargel.chain.crf_kernels`);
 * :class:`BigramList` -- a bigram list (:func:`spargel.chain.crf_kernels.compact_bigrams`);
-* :class:`Penalty` -- the lazy l1 penalty of one SGD step (:mod:`spargel.chain.crf_sgd`,
-  :mod:`spargel.chain.crf2_sgd`);
-* :class:`Marks` -- the records of the blocks one SGD step meets (same modules).
+* :class:`Penalty` -- the lazy l1 penalty of one SGD step (:mod:`spargel.chain.sgd_kernels`,
+  :mod:`spargel.chain.crf_sgd`, :mod:`spargel.chain.crf2_sgd`);
+* :class:`Marks` -- the records of the blocks one SGD step meets (same modules);
+* :class:`PhaseWork` -- the marginal scratch of one phase of an SGD sequence step
+  (:func:`spargel.chain.crf_sgd.phase_marginals`);
+* :class:`PassRows` -- the padded rows of a first-order SGD pass and their marks
+  (:mod:`spargel.chain.crf_sgd`);
+* :class:`TokenLists` -- the token lists of a padded-rows SGD pass (same module);
+* :class:`PassWork` -- the scratch of an SGD pass of either order
+  (:func:`spargel.chain.sgd_kernels.work`).
 
 The layout tuple is :class:`spargel.data.feature_space.Space` (``FeatureSpace.as_tuple``).
 """
@@ -71,6 +78,45 @@ Penalty = namedtuple("Penalty", "aux l1w l1 us up variant")
 #: stamp of the last step that met it; ``tu`` / ``tb`` -- the unigram / bigram attributes
 #: met in this step, ``ntu[0]`` / ``ntb[0]`` of them; ``stamp`` -- this step's stamp
 Marks = namedtuple("Marks", "umark tu ntu bmark tb ntb stamp")
+
+#: the marginal scratch of one phase of an SGD sequence step (both orders):
+#: ``la`` / ``lb`` -- the log-space forward / backward messages;
+#: ``gamma`` -- the state marginals when the phase took log space;
+#: ``fv_t`` / ``cand`` -- a position's transition scores / the log-sum candidates (log space);
+#: ``tcount`` -- the transition counts by list index;
+#: ``acc`` -- the backward pass's transition accumulators ``(outer, glob, pos)``
+PhaseWork = namedtuple("PhaseWork", "la lb gamma fv_t cand tcount acc")
+
+#: the padded rows of a first-order SGD pass (:mod:`spargel.chain.crf_sgd`) and the marks
+#: its step reads:
+#: ``umark`` -- per unigram attribute the stamp of the last step that met it (the general pass);
+#: ``W`` / ``R`` -- the padded rows' weights / penalty records;
+#: ``dmark`` -- per row the stamp of the last step that settled it
+PassRows = namedtuple("PassRows", "umark W R dmark")
+
+#: the token lists of a padded-rows SGD pass (:mod:`spargel.chain.crf_sgd`):
+#: ``aux`` -- the batch model's padded view (:class:`Aux`) over the pass's rows;
+#: ``wmark`` -- per weight the stamp of the last step that settled it
+TokenLists = namedtuple("TokenLists", "aux wmark")
+
+#: the scratch of an SGD pass (:mod:`spargel.chain.sgd_kernels`); the first order's
+#: fields, then the second order's (None at order 1):
+#: ``umark`` / ``bmark`` -- per unigram / bigram attribute the stamp of the last step that met it;
+#: ``W`` / ``R`` -- the padded rows' weights / penalty records (no rows at order 2);
+#: ``dmark`` -- per row its stamp;
+#: ``tu`` / ``tb`` -- the unigram / bigram attributes a step met, ``ntu[0]`` / ``ntb[0]`` of them;
+#: ``g`` -- the gradient (``v`` itself for a direct pass); ``T`` -- the transition weights;
+#: ``buf`` -- the kernels' :class:`Work`; ``xbuf`` -- the :class:`PhaseWork` (order 2: under PAIR_ONES);
+#: ``sw`` / ``partial`` -- sequence weights / partial-label flags (None: none);
+#: ``tok`` -- the :class:`TokenLists` of the padded-rows pass (None: the general pass);
+#: ``flat`` -- True for the general pass (None: padded rows);
+#: ``big`` -- True when the first order's data has bigram attributes (else None);
+#: ``logsp`` -- True: the log-space fallback is compiled (None: not);
+#: ``trans`` -- the transition structure (order 1: DENSE, order 2: PAIR_ONES), loaded per step;
+#: ``lst`` / ``list_k`` -- order 2: the LIST of every transition, the list index of each triple;
+#: ``xbuf_list`` -- order 2: the :class:`PhaseWork` under LIST
+PassWork = namedtuple("PassWork", "umark W R dmark bmark tu tb ntu ntb g T buf xbuf sw partial tok flat big "
+                                  "logsp trans lst list_k xbuf_list")
 
 
 def data_tuple(data):

@@ -6,7 +6,7 @@ A sample touches the blocks of its non-zero features (K weights each) and the
 intercepts. Per step the pass settles the touched blocks, computes the class scores,
 the softmax and the gradient ``x_j (p - e_y)`` (times the sample weight), and applies
 it: straight into the weights with one sample per step, through a buffer with
-mini-batches. See :mod:`spargel.chain.crf_sgd` for the same scheme on a chain.
+mini-batches. See :mod:`spargel.chain.sgd_kernels` for the same scheme on a chain.
 """
 
 import math
