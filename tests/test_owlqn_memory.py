@@ -121,3 +121,32 @@ def test_grown_coordinates_are_zero_in_the_stored_pairs():
     assert np.allclose(d, explicit_direction(padded, pg), rtol=1e-9, atol=1e-12)
     s, y = pairs[-1]
     assert np.allclose(d[n:], -(s @ y) / (y @ y) * pg[n:])
+
+
+@pytest.mark.filterwarnings("ignore::spargel.errors.ConvergenceWarning")
+@pytest.mark.parametrize("kwargs, memory", [
+    (dict(), 6),                                               # CRFsuite's num_memories default
+    (dict(solver="lbfgs", l1=0.0, l2=1.0), 6),
+    (dict(solver_options={"memory": 10}), 10),
+    (dict(num_memories=3), 3),                                 # CRFsuite's spelling
+])
+def test_crf_passes_its_memory_to_the_solver(monkeypatch, kwargs, memory):
+    """A CRF trains OWL-QN / L-BFGS with 6 curvature pairs unless told otherwise, and
+    the solver keeps no more than that."""
+    from spargel import CRF
+    from spargel.datasets import make_chain_data
+    from spargel.solvers import owlqn
+
+    seen = []
+    real = owlqn.CurvatureMemory
+
+    class Spy(real):
+        def store(self, *args):
+            super().store(*args)
+            seen.append((self.memory, len(self)))
+
+    monkeypatch.setattr(owlqn, "CurvatureMemory", Spy)
+    X, y, _ = make_chain_data(n_sequences=40, random_state=0)
+    CRF(max_iter=12, tol=0.0, gtol=0.0, **kwargs).fit(X, y)
+    assert seen and all(m == memory for m, _ in seen)
+    assert max(k for _, k in seen) == min(memory, len(seen))
