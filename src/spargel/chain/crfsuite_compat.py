@@ -32,6 +32,11 @@ LINESEARCHES = ("MoreThuente", "Backtracking", "StrongBacktracking")
 ONLINE = ("ap", "pa", "arow")
 #: CRFsuite's defaults of l2sgd where they differ from spargel's: c2 = 1, delta = 1e-6
 L2SGD_C2, L2SGD_DELTA = 1.0, 1e-6
+#: curvature pairs OWL-QN / L-BFGS keep for a CRF unless told (``num_memories`` or
+#: ``solver_options["memory"]``): CRFsuite's ``num_memories`` default. On CoNLL-2000 it
+#: takes fewer evaluations per iteration than 10 pairs and reaches CRFsuite's objective
+#: sooner (docs/algorithms.md)
+CRF_MEMORY = 6
 
 # spargel's defaults of the parameters that have a CRFsuite spelling (a value equal to
 # the default counts as "not given" when the CRFsuite spelling is given; tol None: the
@@ -165,6 +170,8 @@ def effective(est, name):
         opts = dict(est.solver_options or {})
         if est.num_memories is not None:
             opts["memory"] = int(est.num_memories)
+        if effective_solver(est) in ("owlqn", "lbfgs"):
+            opts.setdefault("memory", CRF_MEMORY)
         if est.max_linesearch is not None:
             opts["max_linesearch"] = int(est.max_linesearch)
         if alg == "l2sgd":

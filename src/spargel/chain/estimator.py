@@ -99,7 +99,8 @@ class CRF(LogLinearCore):
         0: silent; 1: one line per iteration on stderr.
     solver_options : dict or None
         Extra keyword arguments for the solver (e.g. ``{"memory": 10}`` for OWL-QN's
-        history length); see the solver's documentation.
+        history length: 6 curvature pairs by default for a CRF, CRFsuite's
+        ``num_memories``); see the solver's documentation.
     order : {1, 2}
         Markov order of the labels. 2: a second-order CRF, a chain over label pairs
         (:mod:`spargel.chain.crf2`): ``B`` observations (and a bare ``B``) weigh the
