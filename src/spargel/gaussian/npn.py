@@ -78,7 +78,9 @@ def skeptic_correlation(X):
     if np.any(norms == 0):
         j = int(np.flatnonzero(norms == 0)[0])
         raise ValueError(f"column {j} is constant: its rank correlation is undefined")
-    rho = (R.T @ R) / np.outer(norms, norms)
+    from .objective import gram
+
+    rho = gram(R) / np.outer(norms, norms)
     C = 2.0 * np.sin(np.pi / 6.0 * rho)
     C = 0.5 * (C + C.T)
     np.fill_diagonal(C, 1.0)

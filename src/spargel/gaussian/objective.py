@@ -196,6 +196,44 @@ def penalty_matrix(alpha, n, penalize_diagonal=False):
     return L
 
 
+#: Gram matrices of at least this many entries are computed by row slabs: numpy's
+#: ``X.T @ X`` calls OpenBLAS's threaded syrk, which in OpenBLAS 0.3.31 (numpy 2.4's)
+#: crashes once the result passes 2**31 bytes (p = 16,500 with 1,000 rows: a segfault;
+#: p = 15,000 works); the limit keeps a factor of two from that size
+GRAM_SLAB_ENTRIES = 2 ** 27
+#: rows of the Gram matrix computed at a time above that size
+GRAM_SLAB = 2048
+
+
+def gram(X):
+    """``X.T @ X`` for a 2-D float64 ``X``: numpy's product (a symmetric rank-k update)
+    for up to :data:`GRAM_SLAB_ENTRIES` entries, else by slabs of :data:`GRAM_SLAB`
+    rows (general products into the result, then each pair of off-diagonal blocks
+    made equal: the result is exactly symmetric either way).
+
+    >>> X = np.arange(6.0).reshape(3, 2)
+    >>> gram(X)
+    array([[20., 26.],
+           [26., 35.]])
+    """
+    p = X.shape[1]
+    if p * p < GRAM_SLAB_ENTRIES:
+        return X.T @ X
+    b = GRAM_SLAB
+    C = np.empty((p, p))
+    for i in range(0, p, b):
+        np.matmul(X[:, i:i + b].T, X, out=C[i:i + b])
+    for i in range(0, p, b):
+        D = C[i:i + b, i:i + b]
+        D[...] = 0.5 * (D + D.T)
+        for j in range(i + b, p, b):
+            upper, lower = C[i:i + b, j:j + b], C[j:j + b, i:i + b]
+            upper += lower.T
+            upper *= 0.5
+            lower[...] = upper.T
+    return C
+
+
 def empirical_covariance(X, assume_centered=False, name="X", overwrite_X=False):
     """Maximum-likelihood covariance ``X_c.T @ X_c / m`` (divides by m, as
     scikit-learn's ``empirical_covariance``), after validating X.
@@ -223,7 +261,7 @@ def empirical_covariance(X, assume_centered=False, name="X", overwrite_X=False):
     a = np.max(np.abs(X), axis=0)
     a_safe = np.where(a > 0, a, 1.0)
     X /= a_safe
-    C = X.T @ X
+    C = gram(X)
     del X
     C /= m
     c_diag = np.diag(C).copy()

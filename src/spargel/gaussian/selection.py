@@ -10,6 +10,7 @@ import numpy as np
 
 from ..core.params import ParamsMixin
 from ..errors import DataFormatError, NotFittedError, ParameterError
+from .objective import gram
 from .estimator import (_check_alphas, _FittedMixin, _from_data_choice, check_n_features,
                         need_samples)
 
@@ -150,7 +151,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         if _from_data_choice(self, X.shape, 0):
             return self._fit_from_data(X, sd)
         Z = standardize(X)
-        R = Z.T @ Z / (n - 1)
+        R = gram(Z) / (n - 1)
         R = 0.5 * (R + R.T)
         np.fill_diagonal(R, 1.0)
         if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
@@ -178,7 +179,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             def edges_of(b):
                 idx = subs[b]
                 Zb = standardize(X[idx])
-                Rb = Zb.T @ Zb / (len(idx) - 1)
+                Rb = gram(Zb) / (len(idx) - 1)
                 Rb = 0.5 * (Rb + Rb.T)
                 np.fill_diagonal(Rb, 1.0)
                 path_b = self._path(Rb, alphas, n_jobs=1 if parallel else None)
