@@ -144,3 +144,37 @@ def test_gram_by_slabs_equals_the_product(monkeypatch, slab):
     assert np.allclose(G, whole, rtol=1e-13, atol=1e-13 * np.abs(whole).max())
     S = objective.empirical_covariance(X)
     assert np.allclose(S, S0, rtol=1e-13, atol=1e-15)
+
+
+def test_large_factorisations_run_on_one_blas_thread(monkeypatch):
+    """From ONE_THREAD_ORDER on (OpenBLAS's threaded Cholesky crashes past 2**31 bytes)
+    the solve runs with one BLAS thread, and gives the same result."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from spargel.gaussian import objective, solve
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((60, 40))
+    S = X.T @ X / 60
+    seen = []
+    real = objective.lapack_threads
+
+    def spy(p):
+        ctx = real(p)
+        seen.append((p, type(ctx).__name__))
+        return ctx
+
+    monkeypatch.setattr(solve, "lapack_threads", spy)
+    base = solve.solve_gaussian(S, 0.2)
+    monkeypatch.setattr(objective, "ONE_THREAD_ORDER", 40)
+    inside = []
+    orig = solve._solve_l1
+
+    def probe(*a, **k):
+        inside.append([i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"])
+        return orig(*a, **k)
+
+    monkeypatch.setattr(solve, "_solve_l1", probe)
+    one = solve.solve_gaussian(S, 0.2)
+    assert seen[0] == (40, "nullcontext") and seen[1][0] == 40 and seen[1][1] != "nullcontext"
+    assert inside and inside[0] and all(n == 1 for n in inside[0])
+    assert np.allclose(one.precision, base.precision, rtol=1e-10, atol=1e-12)

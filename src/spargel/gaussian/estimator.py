@@ -325,6 +325,7 @@ class _FittedMixin:
         (shapes, finiteness, a symmetric positive definite precision) before use."""
         from ..core import model_file as io
         from ..errors import ModelFileError
+        from .objective import lapack_threads
 
         meta, a = io.load_arrays(path, "gaussian-mrf")
         req = io.require
@@ -361,7 +362,8 @@ class _FittedMixin:
             req(np.all(np.isfinite(K)) and np.all(np.isfinite(C)), path, "non-finite values")
             req(np.array_equal(K, K.T), path, "precision is not symmetric")
             try:
-                np.linalg.cholesky(K)
+                with lapack_threads(p):
+                    np.linalg.cholesky(K)
             except np.linalg.LinAlgError:
                 raise ModelFileError(f"{path}: invalid model (precision is not positive "
                                      "definite)") from None

@@ -27,6 +27,8 @@ Everything here is plain numpy/LAPACK; no numba.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from scipy.linalg import lapack
 
@@ -203,6 +205,23 @@ def penalty_matrix(alpha, n, penalize_diagonal=False):
 GRAM_SLAB_ENTRIES = 2 ** 27
 #: rows of the Gram matrix computed at a time above that size
 GRAM_SLAB = 2048
+
+
+#: matrices of this order or more are factorised and inverted with one BLAS thread:
+#: OpenBLAS 0.3.31's threaded Cholesky (through its threaded symmetric rank-k update)
+#: crashes once the matrix passes 2**31 bytes (p = 17,000: a segfault; with one thread
+#: it factorises in 24 s and inverts in 43 s on this project's 2-core machines)
+ONE_THREAD_ORDER = 15_000
+
+
+def lapack_threads(p):
+    """A context for the dense factorisations of a p x p matrix: as it is below
+    :data:`ONE_THREAD_ORDER`, one BLAS thread (``threadpoolctl``) from there on."""
+    if p < ONE_THREAD_ORDER:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1, user_api="blas")
 
 
 def gram(X):

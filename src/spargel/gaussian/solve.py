@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..errors import ConvergenceWarning, DataFormatError, ParameterError
-from .objective import penalty_matrix, validate_covariance
+from .objective import lapack_threads, penalty_matrix, validate_covariance
 from .result import GaussianResult
 from .weights import ScalarWeights, dense_weights
 
@@ -171,13 +171,14 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
     if warm_start is not None and warm_start.precision.shape != (n, n):
         warm_start = None
     common = dict(tol=tol, atol=atol, t0=t0, verbose=verbose, callback=callback)
-    if kind == "block-l1":
-        res = _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_weight,
-                            warm_start, step_rule, random_state, common)
-    else:
-        res = _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen,
-                        warm_start, n_jobs, common, client, fallback_tol,
-                        overwrite=overwrite_S or not validated)   # validation copies S
+    with lapack_threads(n):
+        if kind == "block-l1":
+            res = _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_weight,
+                                warm_start, step_rule, random_state, common)
+        else:
+            res = _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen,
+                            warm_start, n_jobs, common, client, fallback_tol,
+                            overwrite=overwrite_S or not validated)   # validation copies S
     if not res.costs:
         res.costs = [(float(h["objective"]), float(h.get("duality_gap", np.nan)))
                      for h in res.history] or [(float(res.objective), float(res.duality_gap))]
