@@ -660,22 +660,16 @@ def _kfold(X, n_samples, cv, random_state, y=None, split_params=None):
 def _cv_fold(X, tr, te, f, alphas, kw, assume_centered, center_test, penalize_diagonal):
     """Held-out scores and edge counts along the path of one fold (a plain function:
     with a Dask client it runs on a worker)."""
-    from .objective import empirical_covariance
+    from .objective import empirical_covariance, fold_location
     from .path import gaussian_path
 
-    n = X.shape[1]
     Xtr, Xte = X[tr], X[te]
     if Xtr.shape[0] < 2 or Xte.shape[0] < 1:
         raise ValueError(f"fold {f} has {Xtr.shape[0]} training and {Xte.shape[0]} test "
                          "samples; need at least 2 and 1")
     Str = empirical_covariance(Xtr, assume_centered=assume_centered)
     _check_no_constant_columns(Str, penalize_diagonal, f"X (training part of fold {f})")
-    if assume_centered:
-        loc = np.zeros(n)
-    elif center_test == "test":
-        loc = Xte.mean(axis=0)
-    else:
-        loc = Xtr.mean(axis=0)
+    loc = fold_location(Xtr, Xte, assume_centered, center_test)
     Ste = empirical_covariance(Xte - loc, assume_centered=True)
     scores = np.full(alphas.size, -np.inf)
     edges = np.zeros(alphas.size)

@@ -109,7 +109,8 @@ def cv_fold_from_data(X, tr, te, f, alphas, kw, assume_centered, center_test,
     """Held-out scores and edge counts along the path of one fold, every alpha a
     from-data fit on the training rows (the dense path's ``_cv_fold``, with no p x p
     array; a plain function, so it runs on a Dask worker as well)."""
-    n = X.shape[1]
+    from .objective import fold_location
+
     Xtr, Xte = X[tr], X[te]
     if Xtr.shape[0] < 2 or Xte.shape[0] < 1:
         raise ValueError(f"fold {f} has {Xtr.shape[0]} training and {Xte.shape[0]} test "
@@ -120,13 +121,7 @@ def cv_fold_from_data(X, tr, te, f, alphas, kw, assume_centered, center_test,
         raise DataFormatError(f"X (training part of fold {f})", None,
                               f"column {j} is constant (zero variance): its precision is "
                               "unbounded; remove constant columns or set penalize_diagonal=True")
-    if assume_centered:
-        loc = np.zeros(n)
-    elif center_test == "test":
-        loc = Xte.mean(axis=0)
-    else:
-        loc = Xtr.mean(axis=0)
-    Xc = Xte - loc
+    Xc = Xte - fold_location(Xtr, Xte, assume_centered, center_test)
     scores = np.full(alphas.size, -np.inf)
     edges = np.zeros(alphas.size)
     for k, res in enumerate(fit_path(cols, alphas, penalize_diagonal, kw)):

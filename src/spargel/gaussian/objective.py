@@ -253,6 +253,14 @@ def gram(X):
     return C
 
 
+def fold_location(Xtr, Xte, assume_centered, center_test):
+    """Where a cross-validation fold's held-out rows are centred: at 0 (``assume_centered``), at their
+    own mean (``center_test="test"``) or at the training rows' mean."""
+    if assume_centered:
+        return np.zeros(Xtr.shape[1])
+    return Xte.mean(axis=0) if center_test == "test" else Xtr.mean(axis=0)
+
+
 def empirical_covariance(X, assume_centered=False, name="X", overwrite_X=False):
     """Maximum-likelihood covariance ``X_c.T @ X_c / m`` (divides by m, as
     scikit-learn's ``empirical_covariance``), after validating X.
