@@ -2,6 +2,17 @@ import numpy as np
 import pytest
 
 
+def chain_samples(n, p, seed=0, rho=0.6, size=None):
+    """n samples of p variables in a chain: each variable plus ``rho`` times the one
+    before it (in independent chains of ``size`` variables when given)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    for j in range(1, p):
+        if size is None or j % size:
+            X[:, j] += rho * X[:, j - 1]
+    return X
+
+
 def random_covariance(m, n, seed, sparse_truth=True):
     """Empirical covariance of m samples from a random sparse-precision Gaussian."""
     rng = np.random.default_rng(seed)

@@ -15,13 +15,7 @@ from spargel.gaussian.from_data import (ComponentTooLargeError, _Columns, screen
                                         solve_from_data)
 from spargel.gaussian.objective import empirical_covariance, penalty_matrix, primal_objective
 
-
-def _chain(n, p, seed=0, rho=0.6):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, p))
-    for j in range(1, p):
-        X[:, j] += rho * X[:, j - 1]
-    return X
+from gmrf_helpers import chain_samples
 
 
 def _largest_component(X, alpha):
@@ -34,7 +28,7 @@ def _largest_component(X, alpha):
 
 @pytest.mark.parametrize("penalize_diagonal", [False, True])
 def test_same_precision_as_dense(penalize_diagonal):
-    X = _chain(20, 60)
+    X = chain_samples(20, 60)
     S = empirical_covariance(X)
     split = 0
     for alpha in (1.2, 0.9, 0.6, 0.3):
@@ -60,7 +54,7 @@ def test_same_precision_as_dense(penalize_diagonal):
 
 
 def test_threads_give_the_same_result():
-    X = _chain(20, 60, seed=4)
+    X = chain_samples(20, 60, seed=4)
     one = SparseGaussianMRF(alpha=0.9, covariance="from_data").fit(X)
     two = SparseGaussianMRF(alpha=0.9, covariance="from_data", n_jobs=2).fit(X)
     assert one.n_components_ > 2
@@ -70,7 +64,7 @@ def test_threads_give_the_same_result():
 
 def test_no_dense_array():
     p, n = 2000, 50
-    X = _chain(n, p, seed=1)
+    X = chain_samples(n, p, seed=1)
     with pytest.raises(ComponentTooLargeError) as info:
         solve_from_data(X, 0.5, max_component=40)
     alpha = info.value.split_alpha
@@ -89,7 +83,7 @@ def test_no_dense_array():
 
 
 def test_refusal_names_size_and_splitting_alpha():
-    X = _chain(30, 300, seed=2)
+    X = chain_samples(30, 300, seed=2)
     alpha, limit = 0.5, 25
     size = _largest_component(X, alpha)
     assert size > limit
@@ -109,7 +103,7 @@ def test_refusal_names_size_and_splitting_alpha():
 
 
 def test_auto_switch_and_refusals():
-    X = _chain(50, 2000, seed=3)
+    X = chain_samples(50, 2000, seed=3)
     big = SparseGaussianMRF(alpha=5.0, covariance="auto").fit(X)      # every variable alone
     assert sp.issparse(big.precision_) and big.n_components_ == 2000
     np.testing.assert_allclose(big.precision_.diagonal(), 1.0 / np.var(X, axis=0), rtol=1e-12)

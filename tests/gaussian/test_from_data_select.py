@@ -22,15 +22,12 @@ from spargel.gaussian.path import alpha_max_for
 from spargel.gaussian.select import ric_alpha, standardize
 from spargel.gaussian.selection import SparseGaussianMRFSelect
 
+from gmrf_helpers import chain_samples
+
 
 def _groups(n, p, seed=0, size=10, rho=0.7):
     """p variables in chains of ``size`` (independent chains: several components)."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, p))
-    for j in range(1, p):
-        if j % size:
-            X[:, j] += rho * X[:, j - 1]
-    return X
+    return chain_samples(n, p, seed, rho, size)
 
 
 def _close_precision(fd, dense):

@@ -15,6 +15,8 @@ from spargel.gaussian.selection import SparseGaussianMRFSelect
 from spargel.core.model_file import load_arrays, save_arrays
 from spargel.gaussian.sparse_file import csr_arrays
 
+from gmrf_helpers import chain_samples
+
 
 def _data(m=80, n=5, seed=0):
     rng = np.random.default_rng(seed)
@@ -149,13 +151,9 @@ def test_cli_save_model(tmp_path, capsys):
 
 # -- models fitted on the from-data path (sparse precision / covariance) -------------------
 
-def _wide(n=20, p=60, seed=0, rho=0.6):
-    """A chain of p variables with n < p samples: several screened components."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, p))
-    for j in range(1, p):
-        X[:, j] += rho * X[:, j - 1]
-    return X
+def _wide(seed=0):
+    """A chain of 60 variables with 20 samples: several screened components."""
+    return chain_samples(20, 60, seed)
 
 
 def _same_csr(a, b):
