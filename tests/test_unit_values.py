@@ -128,8 +128,9 @@ SOLVERS = [dict(algorithm="lbfgs", c2=0.1, max_iterations=8),
 def test_every_trainer_gives_the_same_weights_with_ones_stored_or_not(monkeypatch, kw):
     import warnings
 
-    warnings.simplefilter("ignore")                     # few iterations: convergence warnings
     X, y = corpus(30, seed=4)
+    monkeypatch.setattr(warnings, "filters", list(warnings.filters))   # restored after the test
+    warnings.simplefilter("ignore")                     # few iterations: convergence warnings
     a = CRF(**kw).fit(X, y)
     # the same training with every builder storing its ones
     monkeypatch.setattr(dataset_mod, "unit_values", lambda n: np.ones(int(n)))

@@ -61,9 +61,9 @@ LARGE_VALUE = 1e6
 
 def warn_large_values(est, values):
     """Warn when attribute values are so large that the solvers will struggle."""
-    from .data.dataset import is_unit
+    from .data.dataset import largest_value
 
-    big = float(np.max(np.abs(values))) if len(values) and not is_unit(values) else 0.0
+    big = largest_value(values)
     if big > LARGE_VALUE:
         warnings.warn(f"{type(est).__name__}: attribute values as large as {big:.3g}: the objective is badly "
                       f"conditioned (weights of such attributes must be tiny, the others not); scale the values to "

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.dataset import SequenceData, is_unit
+from ..data.dataset import SequenceData, is_unit, largest_value
 from ..data.vocab import Vocabulary
 
 
@@ -109,11 +109,11 @@ def _empty_part():
 
 def part_stats(part):
     d = part.data
-    vals = [1.0 if is_unit(v) else np.max(np.abs(v)) for v in (d.uni_vals, d.big_vals) if len(v)]
     cols = [(part.n_columns, part.where)] if part.n_columns else []
     return Stats((part.uni, np.bincount(d.uni_ids, minlength=len(part.uni)).astype(np.int64)),
                  (part.big, np.bincount(d.big_ids, minlength=len(part.big)).astype(np.int64)),
-                 list(part.labels), d.n_sequences, d.n_tokens, float(max(vals)) if vals else 0.0, cols)
+                 list(part.labels), d.n_sequences, d.n_tokens,
+                 max(largest_value(d.uni_vals), largest_value(d.big_vals)), cols)
 
 
 def _merge_counts(pairs):

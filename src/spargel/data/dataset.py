@@ -102,6 +102,14 @@ def is_unit(values):
         values.dtype == np.float64 and (len(values) == 0 or values[0] == 1.0)
 
 
+def largest_value(values):
+    """The largest absolute attribute value (0 when there are none; 1 for
+    :func:`unit_values`, without reading them)."""
+    if len(values) == 0:
+        return 0.0
+    return 1.0 if is_unit(values) else float(np.max(np.abs(values)))
+
+
 def compact_values(values):
     """``values`` as :func:`unit_values` when every one is 1.0 (a chunked check: no
     temporary the size of the data), else unchanged."""
@@ -142,17 +150,18 @@ class _CSRBuilder:
                     if vals is not None:
                         vals.append(1.0)
             else:
+                vals = self.vals
                 for name, value in feats:
                     i = mapping.get(name)
                     if i is None:
                         if not grow:
                             continue
                         i = vocab.add(name)
-                    if self.vals is None and value != 1.0:
-                        self.vals = array("d", [1.0]) * len(ids)
+                    if vals is None and value != 1.0:
+                        vals = self.vals = array("d", [1.0]) * len(ids)
                     ids.append(i)
-                    if self.vals is not None:
-                        self.vals.append(value)
+                    if vals is not None:
+                        vals.append(value)
         self.n_tokens += 1
         if self.ptr is None and ids:
             self.ptr = array("q", [0]) * self.n_tokens
