@@ -365,10 +365,13 @@ def test_gaussian_cv_folds_on_the_cluster_give_the_same_choice(client):
     X[:, 4] -= 0.5 * X[:, 3]
     ref = SparseGaussianMRFCV(alphas=6, cv=4).fit(X)
     got = SparseGaussianMRFCV(alphas=6, cv=4, client=client).fit(X)
+    # the same choice and edges; scores and estimate to the last bits a process's memory
+    # alignment can move (numpy's vectorised sums; a test order here gave 2e-16 relative)
     assert got.alpha_ == ref.alpha_
-    for key in ("mean_test_score", "mean_edges", "split3_test_score"):
-        np.testing.assert_array_equal(got.cv_results_[key], ref.cv_results_[key])
-    np.testing.assert_array_equal(got.precision_, ref.precision_)
+    np.testing.assert_array_equal(got.cv_results_["mean_edges"], ref.cv_results_["mean_edges"])
+    for key in ("mean_test_score", "split3_test_score"):
+        np.testing.assert_allclose(got.cv_results_[key], ref.cv_results_[key], rtol=1e-12)
+    np.testing.assert_allclose(got.precision_, ref.precision_, rtol=1e-10, atol=1e-12)
 
 
 def test_gaussian_from_data_cv_folds_on_the_cluster(client):
@@ -391,9 +394,10 @@ def test_gaussian_from_data_cv_folds_on_the_cluster(client):
     assert abs(got.precision_ - ref.precision_).max() <= 1e-12 * abs(ref.precision_).max()
 
 
-def test_gaussian_screened_components_on_the_cluster_bit_for_bit(client):
+def test_gaussian_screened_components_on_the_cluster(client):
     """Three independent blocks of variables: screening splits the problem and each block
-    is solved on a worker; the estimate is the single-process one, bit for bit."""
+    is solved on a worker; the estimate is the single-process one (to the last bits that
+    memory alignment moves: 4e-14 relative seen in one test order)."""
     from spargel.gaussian.estimator import SparseGaussianMRF
     rng = np.random.default_rng(8)
     blocks = []
@@ -407,6 +411,7 @@ def test_gaussian_screened_components_on_the_cluster_bit_for_bit(client):
         got = SparseGaussianMRF(alpha=0.2, client=client).fit(X)
     assert sum("solve_component" in t["key"] for t in ts.data) == 3      # one task per component
     assert ref.n_components_ == got.n_components_ == 3
-    np.testing.assert_array_equal(got.precision_, ref.precision_)
-    np.testing.assert_array_equal(got.covariance_, ref.covariance_)
-    assert got.converged_ and got.objective_ == ref.objective_
+    np.testing.assert_array_equal(got.precision_ != 0, ref.precision_ != 0)
+    np.testing.assert_allclose(got.precision_, ref.precision_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got.covariance_, ref.covariance_, rtol=1e-10, atol=1e-12)
+    assert got.converged_ and got.objective_ == pytest.approx(ref.objective_, rel=1e-12)
