@@ -25,13 +25,14 @@ from ._cd_kernels import weight
 def orthant_count(X, S, W, L, lw):
     """An upper bound on the number of positions :func:`orthant_set` lists at X
     (the diagonal, the non-zeros of X and the zeros with ``|G_ij| > L_ij``, G = S - W):
-    the size its arrays need, which it does not check."""
+    the size its arrays need, which it does not check. X, S, W and L are exactly
+    symmetric: entry (i, j) is read at (j, i), along rows."""
     n = X.shape[0]
     cnt = 0
     for j in range(n):
         for i in range(j + 1):
             # "not <=" also counts a NaN gradient, which orthant_set lists when L_ij = 0
-            if i == j or X[i, j] != 0.0 or not abs(S[i, j] - W[i, j]) <= weight(L, lw, i, j):
+            if i == j or X[j, i] != 0.0 or not abs(S[j, i] - W[j, i]) <= weight(L, lw, j, i):
                 cnt += 1
     return cnt
 
@@ -63,16 +64,17 @@ def orthant_set(X, S, W, L, lw, rows, cols, sgn, grad):
     ``G_ij + L_ij sign_ij``. Positions are listed column by column.
 
     Returns (count, l1 norm of the minimum-norm subgradient over all
-    entries): the latter is 0 exactly at the optimum.
+    entries): the latter is 0 exactly at the optimum. X, S, W and L are
+    exactly symmetric: entry (i, j) is read at (j, i), along rows.
     """
     n = X.shape[0]
     cnt = 0
     sub = 0.0
     for j in range(n):
         for i in range(j + 1):
-            x = X[i, j]
-            gij = S[i, j] - W[i, j]
-            lam = weight(L, lw, i, j)
+            x = X[j, i]
+            gij = S[j, i] - W[j, i]
+            lam = weight(L, lw, j, i)
             v = min_norm_subgradient(x, gij, lam)
             sub += v if i == j else 2.0 * v
             if lam == 0.0:

@@ -12,7 +12,8 @@ Each outer iteration at the current precision X (with W = X^-1):
    t = 1, where one Cholesky factorisation both checks positive definiteness
    and gives log det; the accepted factor is reused to form W = X^-1
    (LAPACK dpotri), so an iteration costs one or two O(n^3) LAPACK calls plus
-   the O(|free| n) sweeps;
+   the O(|free| n) sweeps -- or, for a large sparse X, a sparse factor and
+   its solves (:mod:`.factor`);
 4. the certified duality gap (one more Cholesky, of the clipped dual point
    ``S + clip(W - S, -L, L)``) once the model decrease ``|delta|`` is below
    ``tol`` times the objective; stop when the gap is below ``tol * max(1, |f|)``.
@@ -34,35 +35,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.linalg import lapack
-
+from .factor import Factorizer, dense_cholesky, dense_inverse
 from .objective import interior_dual_start
 from .progress import record
 from .result import GaussianResult
 from .weights import ScalarWeights, dense_weights, weight_args, weights_diag
 
 __all__ = ["newton_cd"]
-
-
-def _chol_inplace(B):
-    """Upper Cholesky of the symmetric C-contiguous B, in B's memory (as the
-    lower triangle of B in C order). Returns (factor view, log det) or
-    (None, -inf) when B is not positive definite."""
-    c, info = lapack.dpotrf(B.T, lower=False, clean=False, overwrite_a=True)
-    if info != 0:
-        return None, -np.inf
-    return c, 2.0 * float(np.sum(np.log(np.diagonal(c))))
-
-
-def _inverse_inplace(c, mirror):
-    """Inverse from the factor returned by ``_chol_inplace``; the result is
-    the C-contiguous symmetric matrix in the same memory."""
-    inv, info = lapack.dpotri(c, lower=False, overwrite_c=True)
-    if info != 0:  # pragma: no cover - factor came from a successful dpotrf
-        raise np.linalg.LinAlgError("dpotri failed")
-    A = inv.T  # C-contiguous view; its lower triangle holds the inverse
-    mirror(A)
-    return A
 
 
 def start_point(S, L, X0):
@@ -88,10 +67,10 @@ def start_point(S, L, X0):
     X = np.array(X0, dtype=np.float64, order="C")
     W = B
     W[...] = X
-    c, logdet = _chol_inplace(W)
+    c, logdet = dense_cholesky(W)
     if c is None:
         raise ValueError("warm start X0 is not positive definite")
-    W = _inverse_inplace(c, mirror_lower_to_upper)
+    W = dense_inverse(c, mirror_lower_to_upper)
     return S, L, X, W, np.empty((n, n)), logdet
 
 
@@ -137,6 +116,7 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     S, L, X, W, U, logdet = start_point(S, L, X0)
     Lm, lw = weight_args(L)
     n = S.shape[0]
+    fz = Factorizer(n)
     hist = [] if history is None else history
     f = -logdet + float(np.vdot(S, X)) + penalty_sum(X, Lm, lw)
 
@@ -183,7 +163,7 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
             accepted = False
             for _ in range(max_line_search):
                 pen = trial_point(X, r, cc, D, step, Lm, lw, pen0, U)
-                c, ld = _chol_inplace(U)
+                c, ld = fz.cholesky(U)
                 if c is not None:
                     ft = -ld + trSX + step * trSD + pen
                     if ft <= f + sigma * step * delta:
@@ -194,7 +174,7 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
                 apply_step(X, r, cc, D, step)
                 f = ft
                 W_old = W
-                W = _inverse_inplace(c, mirror_lower_to_upper)
+                W = fz.inverse(c, mirror_lower_to_upper)
                 U = W_old
             else:
                 step = 0.0
@@ -214,7 +194,7 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
         # at the rounding floor the model decrease stops being informative
         floor = -delta <= 1e-15 * scale
         if step == 0.0 or floor or -delta <= gap_check * thr or it == max_iter:
-            gap, g_val = certify(W, S, L, X, U, f)
+            gap, g_val = certify(W, S, L, X, U, f, fz)
             row["duality_gap"] = gap
         row["elapsed"] = time.perf_counter() - t_start
         stop = record(row, hist, verbose=verbose, callback=callback, name="newton-cd")
@@ -239,24 +219,27 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
                           stop_reason=reason)
 
 
-def certify(W, S, L, X, B, f):
+def certify(W, S, L, X, B, f, factorizer=None):
     """Certified duality gap of the primal X (inverse W, objective f).
 
     The dual point is ``clipped_dual_into``'s (exact on the support of X, so
     the gap shrinks like ``|X - X*|^2``); when it is not positive definite,
     the plain clipped point, and failing that a mix with the strictly
-    feasible start of Lemma 1. B is scratch. Returns (gap, dual value).
+    feasible start of Lemma 1. B is scratch; ``factorizer`` (a
+    :class:`~.factor.Factorizer`) factorises a sparse dual point sparsely.
+    Returns (gap, dual value).
     """
     from ._cd_kernels import clipped_dual_into
 
     n = S.shape[0]
+    chol = (factorizer or Factorizer(n, sparse=False)).cholesky
     clipped_dual_into(W, S, *weight_args(L), X, B)
-    c, ld = _chol_inplace(B)
+    c, ld = chol(B)
     if c is None:   # support-based point not PD: plain clipped point
         L = dense_weights(L)
         Sd = S + np.clip(W - S, -L, L)
         B[...] = Sd
-        c, ld = _chol_inplace(B)
+        c, ld = chol(B)
         if c is None:
             # far from the optimum: move towards the strictly feasible,
             # positive definite start point of Lemma 1 (the dual set is
@@ -265,7 +248,7 @@ def certify(W, S, L, X, B, f):
             theta = 0.5
             for _ in range(40):
                 B[...] = theta * Sd + (1.0 - theta) * Sigma_in
-                c, ld = _chol_inplace(B)
+                c, ld = chol(B)
                 if c is not None:
                     break
                 theta *= 0.5

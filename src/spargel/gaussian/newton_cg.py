@@ -21,7 +21,8 @@ part) one outer iteration
 3. Armijo backtracking on ``f(P(X + t D))``, P the projection onto the
    orthant (entries that would change sign become 0); one Cholesky both
    tests positive definiteness and gives log det, and the accepted factor
-   gives ``W = X^-1`` (``dpotri``);
+   gives ``W = X^-1`` (``dpotri``; a large sparse X is factorised sparsely,
+   see :mod:`.factor`);
 4. the certified duality gap (as in ``newton_cd``) once the predicted
    decrease ``-<g, D>`` is small; stop when the gap is below
    ``max(atol, tol * max(1, |f|))``.
@@ -45,7 +46,8 @@ import time
 
 import numpy as np
 
-from .newton_cd import _chol_inplace, _inverse_inplace, certify, start_point
+from .factor import Factorizer
+from .newton_cd import certify, start_point
 from .progress import record
 from .result import GaussianResult
 from .weights import weight_args
@@ -146,6 +148,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     S, L, X, W, U, logdet = start_point(S, L, X0)
     Lm, lw = weight_args(L)
     n = S.shape[0]
+    fz = Factorizer(n)
     hist = [] if history is None else history
     trSX = float(np.vdot(S, X))
     pen = penalty_sum(X, Lm, lw)
@@ -226,7 +229,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
                 t = 1.0
                 for _ in range(max_line_search):
                     dtr, dpen, dlin = orthant_step(X, r_, c_, s_, d, t, S, Lm, lw, W, U, True)
-                    c, ld = _chol_inplace(U)
+                    c, ld = fz.cholesky(U)
                     if c is not None:
                         ft = -ld + trSX + dtr + pen + dpen
                         if ft <= f + sigma * (dlin + dpen):
@@ -254,7 +257,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
                 t = 1.0
                 for _ in range(max_line_search):
                     pen_t = trial_point(X, r_, c_, dv, t, Lm, lw, pen0, U)
-                    c, ld = _chol_inplace(U)
+                    c, ld = fz.cholesky(U)
                     if c is not None:
                         ft = -ld + trSX + t * trSD + pen_t
                         if ft <= f + sigma * t * delta:
@@ -269,7 +272,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
         if step > 0.0:
             f = ft
             W_old = W
-            W = _inverse_inplace(c, mirror_lower_to_upper)
+            W = fz.inverse(c, mirror_lower_to_upper)
             U = W_old
         edges = int((np.count_nonzero(X) - n) // 2)
         if this_mode == "cd" and step == 1.0 and abs(edges - edges_prev) <= 0.05 * edges:
@@ -293,7 +296,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
         }
         floor = decrease <= 1e-15 * scale
         if step == 0.0 or floor or decrease <= gap_check * thr or it == max_iter:
-            gap, g_val = certify(W, S, L, X, U, f)
+            gap, g_val = certify(W, S, L, X, U, f, fz)
             row["duality_gap"] = gap
         row["elapsed"] = time.perf_counter() - t_start
         stop = record(row, hist, verbose=verbose, callback=callback, name="newton-cg")
