@@ -186,8 +186,54 @@ def test_from_data(tmp_path, capsys):
     rc, out, err = _run([f, "--alpha", 0.01, "--from-data", "--max-component", 2], capsys)
     assert rc == 1 and out == "" and "splits every component" in err
     assert len(err.strip().splitlines()) == 1
-    for extra in (["--out-precision", tmp_path / "K.csv"], ["--plot", tmp_path / "g.png"]):
-        rc, out, err = _run([f, "--alpha", 0.3, "--from-data", *extra], capsys)
-        assert rc == 2 and "--from-data" in err
+    rc, out, err = _run([f, "--alpha", 0.3, "--from-data", "--covariance"], capsys)
+    assert rc == 2 and "--from-data" in err and "--covariance" in err
     rc, out, err = _run([f, "--alpha", 0.3, "--max-component", 5], capsys)
     assert rc == 2 and "goes with --from-data" in err
+
+
+def test_from_data_writes_the_precisions_nonzeros_and_a_picture(tmp_path, capsys):
+    """--from-data --out-precision: the non-zeros of the upper triangle as i,j,value rows
+    (no p x p CSV), equal to the dense path's precision; --plot draws the graph."""
+    pytest.importorskip("matplotlib")
+    X = _data(m=40, n=8, seed=5)
+    f = _write(tmp_path / "d.csv", X)
+    rc, out, err = _run([f, "--alpha", 0.3, "--from-data", "--out-edges", tmp_path / "e.csv",
+                         "--out-precision", tmp_path / "K.csv", "--plot", tmp_path / "g.png"], capsys)
+    assert rc == 0, err
+    ref = SparseGaussianMRF(alpha=0.3).fit(X).precision_
+    rows = list(csv.DictReader((tmp_path / "K.csv").read_text().splitlines()))
+    assert set(rows[0]) == {"i", "j", "value", "name_i", "name_j"}
+    K = np.zeros_like(ref)
+    for r in rows:
+        i, j = int(r["i"]), int(r["j"])
+        assert i <= j and r["name_i"] == f"v{i}" and r["name_j"] == f"v{j}"
+        K[i, j] = K[j, i] = float(r["value"])
+    assert np.array_equal(K != 0, ref != 0)
+    np.testing.assert_allclose(K, ref, rtol=1e-6, atol=1e-9)
+    assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_from_data_plot_of_a_large_graph_draws_the_variables_with_edges(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import spargel.cli.gmrf as gmrf_cli
+
+    X = _data(m=40, n=8, seed=5)
+    f = _write(tmp_path / "d.csv", X)
+    monkeypatch.setattr(gmrf_cli, "PLOT_MAX_VARIABLES", 5)
+    drawn = []
+    real = gmrf_cli._plot_matrix
+    monkeypatch.setattr(gmrf_cli, "_plot_matrix", lambda *a: drawn.append(real(*a)) or drawn[-1])
+    rc, out, err = _run([f, "--alpha", 0.6, "--from-data", "--plot", tmp_path / "g.png"], capsys)
+    ref = SparseGaussianMRF(alpha=0.6).fit(X)
+    with_edges = np.unique(ref.edges_)
+    assert 0 < with_edges.size <= 5          # the correlated first columns, not all eight
+    assert rc == 0, err
+    K, labels, title = drawn[0]
+    assert labels == [f"v{i}" for i in with_edges] and K.shape == (with_edges.size,) * 2
+    np.testing.assert_allclose(K, ref.precision_[np.ix_(with_edges, with_edges)], rtol=1e-6, atol=1e-9)
+    assert title.startswith(f"{with_edges.size} of 8 variables")
+    monkeypatch.setattr(gmrf_cli, "PLOT_MAX_VARIABLES", 1)
+    rc, out, err = _run([f, "--alpha", 0.3, "--from-data", "--plot", tmp_path / "h.png"], capsys)
+    assert rc == 1 and "variables with an edge; --plot draws at most 1" in err
+    assert not (tmp_path / "h.png").exists()

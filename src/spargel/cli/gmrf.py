@@ -137,15 +137,16 @@ def add_parser(subparsers):
                    help="never form the variables x variables covariance (for many more "
                    "variables than samples): screening and each screened component's block "
                    "are computed from the samples; with --cv every fold's path is fitted "
-                   "and scored the same way; writes the edge list, --history and "
-                   "--save-model (the sparse precision), no dense matrix")
+                   "and scored the same way; no p x p matrix: --out-precision writes the "
+                   "precision's non-zeros as i,j,value rows")
     p.add_argument("--max-component", type=int, default=None, metavar="N",
                    help="with --from-data: refuse a screened component of more than N "
                    "variables, naming the alpha that splits it (default: what fits in memory)")
     p.add_argument("--out-edges", metavar="PATH", default="-",
                    help="edge list CSV i,j,weight (default '-': stdout)")
     p.add_argument("--out-precision", metavar="PATH", default=None,
-                   help="precision matrix CSV ('-' = stdout; default: not written)")
+                   help="precision matrix CSV ('-' = stdout; default: not written); with "
+                   "--from-data its non-zeros as rows i,j,value (upper triangle)")
     p.add_argument("--history", metavar="PATH", default=None,
                    help="write the per-iteration history as JSON lines")
     p.add_argument("--save-model", metavar="PATH", default=None,
@@ -165,6 +166,50 @@ def add_parser(subparsers):
 
 def _precision_text(K, names):
     return csv_text(([names] if names is not None else []) + [[repr(float(v)) for v in row] for row in K])
+
+
+def _precision_entries_text(K, names):
+    """The non-zeros of a sparse precision's upper triangle (the diagonal included) as
+    CSV rows ``i,j,value`` (plus ``name_i,name_j``), row by row: what ``--from-data``
+    writes instead of a p x p matrix."""
+    import scipy.sparse as sp
+
+    U = sp.triu(K, format="csr")
+    U.sort_indices()
+    rows = [["i", "j", "value"] + (["name_i", "name_j"] if names is not None else [])]
+    for i in range(U.shape[0]):
+        for k in range(U.indptr[i], U.indptr[i + 1]):
+            j = int(U.indices[k])
+            rows.append([i, j, repr(float(U.data[k]))] + ([names[i], names[j]] if names is not None else []))
+    return csv_text(rows)
+
+
+#: the most variables ``--plot`` draws from a ``--from-data`` fit (with edges; the
+#: isolated ones are counted in the title above this many variables)
+PLOT_MAX_VARIABLES = 2000
+
+
+def _plot_matrix(model, names, path):
+    """The dense precision ``--plot`` draws, its labels and title: all of it on the
+    dense path; from a sparse (``--from-data``) precision all of it up to
+    :data:`PLOT_MAX_VARIABLES` variables, else the variables with an edge."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    K = model.precision_
+    if not sp.issparse(K):
+        return K, names, None
+    p = K.shape[0]
+    if p <= PLOT_MAX_VARIABLES:
+        return K.toarray(), names, None
+    keep = np.unique(np.asarray(model.edges_, dtype=np.int64).ravel())
+    if keep.size > PLOT_MAX_VARIABLES:
+        raise CommandError(f"{path}: the graph has {keep.size} variables with an edge; --plot "
+                           f"draws at most {PLOT_MAX_VARIABLES} (a larger --alpha, or plot a part "
+                           "of the --out-edges list)")
+    sub = K.tocsr()[keep][:, keep].toarray()
+    labels = [names[i] for i in keep] if names is not None else [str(int(i)) for i in keep]
+    return sub, labels, f"{keep.size} of {p} variables (the {p - keep.size} without an edge not drawn)"
 
 
 def _edges_text(model, names):
@@ -206,13 +251,9 @@ def _check_usage(args):
             raise UsageError("--max-component goes with --from-data")
     if args.from_data:
         for opt, given in (("--covariance", args.covariance),
-                           ("--blocks", args.blocks is not None),
-                           ("--out-precision", args.out_precision is not None),
-                           ("--plot", args.plot is not None)):
+                           ("--blocks", args.blocks is not None)):
             if given:
-                raise UsageError(f"--from-data fits from samples and writes the edge list, "
-                                 f"the history and the model (--save-model); it does not "
-                                 f"take {opt}")
+                raise UsageError(f"--from-data fits from samples; it does not take {opt}")
     to_stdout = [opt for opt, path in (("--out-edges", args.out_edges), ("--out-precision", args.out_precision),
                                        ("--history", args.history)) if path == "-"]
     if len(to_stdout) > 1:
@@ -283,7 +324,9 @@ def _run(args):
     write_output(args.out_edges, _edges_text(model, names))
     written = [args.out_edges if args.out_edges != "-" else "stdout (edges)"]
     if args.out_precision is not None:
-        write_output(args.out_precision, _precision_text(model.precision_, names))
+        sparse = args.from_data and hasattr(model.precision_, "tocsr")
+        write_output(args.out_precision, (_precision_entries_text if sparse else _precision_text)(
+            model.precision_, names))
         written.append(args.out_precision if args.out_precision != "-" else "stdout (precision)")
     if args.history:
         write_output(args.history, json_lines(model.history_))
@@ -298,7 +341,8 @@ def _run(args):
 
         from ..gaussian.plot import plot_overview
 
-        ax = plot_overview(model.precision_, labels=names)
+        K, labels, title = _plot_matrix(model, names, args.plot)
+        ax = plot_overview(K, labels=labels, title=title)
         buf = io.BytesIO()
         ax.figure.savefig(buf, dpi=150, bbox_inches="tight", format=Path(args.plot).suffix.lstrip(".") or "png")
         write_output(args.plot, buf.getvalue())
