@@ -1,10 +1,13 @@
 """Sparse Gaussian MRFs at genomics scale: time and peak memory against R's glasso / huge.
 
-Synthetic chain graphs as R's ``huge.generator(graph = "band", g = 1)`` makes them
-(precision ``0.3`` on the first off-diagonal, diagonal ``|lambda_min| + 0.2``,
-rescaled to a correlation matrix), sampled here through the banded Cholesky factor
-of the precision (never a dense p x p matrix) and standardised, written once per p
-to a binary file that every contender reads. Each contender runs in its own
+Synthetic graphs (``--graph``) as R's ``huge.generator`` makes them: ``chain``, its
+``graph = "band", g = 1`` (precision ``0.3`` on the first off-diagonal, diagonal
+``|lambda_min| + 0.2``, rescaled to a correlation matrix), sampled through the banded
+Cholesky factor of the precision; ``random``, its ``graph = "random"`` (each pair an
+edge with probability ``3 / p``, precision ``0.3`` on the edges and
+``|lambda_min| + 0.2`` on the diagonal), sampled through a sparse factor of the
+precision. Never a dense p x p matrix; the samples are standardised and written once
+per p to a binary file that every contender reads. Each contender runs in its own
 process; peak resident memory is that process's (``getrusage`` for spargel, GNU
 ``time -f %M`` for R), time is the fit alone (data loading excluded), as wall-clock
 and as the process's CPU time (the fairer number on a shared machine).
@@ -17,11 +20,13 @@ Contenders (``--which``):
 * ``glasso``: R ``glasso(S, rho = alpha, penalize.diagonal = FALSE)`` on ``S = cor(x)``;
 * ``huge``: R ``huge(x, lambda = alpha, method = "glasso")``.
 
-Edge recall / precision are against the chain's edges. R runs are skipped above
+Edge recall / precision are against the true graph's edges (each contender writes its
+edge list to a file). R runs are skipped above
 ``--r-max-p`` (default 5000) and when R or the package is missing.
 
     python bench/gmrf_scale.py --p 2000 5000 10000 --n 1000 --alpha 0.2 \\
         --which dense from_data glasso huge
+    python bench/gmrf_scale.py --graph random --p 10000 20000 --n 1000 --which dense
 """
 
 from __future__ import annotations
@@ -63,9 +68,8 @@ el <- dt[["elapsed"]]
 cpu <- dt[["user.self"]] + dt[["sys.self"]]
 K[abs(K) < 1e-12] <- 0
 up <- which(K != 0 & upper.tri(K), arr.ind = TRUE)
-chain <- sum(up[, 2] - up[, 1] == 1 | up[, 1] - up[, 2] == 1)
-cat(sprintf('{"time": %.3f, "cpu": %.3f, "edges": %d, "chain_edges": %d}\n', el, cpu,
-            nrow(up), chain))
+writeBin(as.integer(c(t(up)) - 1L), args[6], size = 4)
+cat(sprintf('{"time": %.3f, "cpu": %.3f, "edges": %d}\n', el, cpu, nrow(up)))
 """
 
 
@@ -90,6 +94,51 @@ def chain_data(p, n, seed=0):
     return X
 
 
+def random_data(p, n, seed=0):
+    """Standardised samples of huge's random graph with p variables, and its edges
+    (an (m, 2) array, i < j)."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import eigsh, spsolve_triangular, splu
+
+    rng = np.random.default_rng(seed)
+    pairs = p * (p - 1) // 2
+    m = rng.binomial(pairs, min(1.0, 3.0 / p))
+    codes = np.unique(rng.integers(0, pairs, 2 * m + 100))         # distinct pairs
+    rng.shuffle(codes)
+    codes = np.sort(codes[:m])
+    # pair code -> (i, j), i < j: row i holds codes [i p - i (i + 1) / 2, ...)
+    start = np.arange(p) * p - np.arange(p) * (np.arange(p) + 1) // 2
+    i = np.searchsorted(start, codes, side="right") - 1
+    j = codes - start[i] + i + 1
+    A = sp.coo_matrix((np.full(m, 0.3), (i, j)), shape=(p, p)).tocsr()
+    A = (A + A.T).tocsc()
+    lam_min = eigsh(A, k=1, which="SA", return_eigenvectors=False, tol=1e-8)[0]
+    K = (A + sp.identity(p) * (abs(lam_min) + 0.2)).tocsc()
+    lu = splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+              options={"SymmetricMode": True})
+    assert np.array_equal(lu.perm_r, lu.perm_c)
+    # P K P^T = L D L^T with U = D L^T: x = P^T U^-1 D^(1/2) z has covariance K^-1
+    d = lu.U.diagonal()
+    Z = rng.standard_normal((p, n)) * np.sqrt(d)[:, None]
+    Y = spsolve_triangular(lu.U.tocsr(), Z, lower=False)
+    Xt = Y[lu.perm_c]
+    X = np.ascontiguousarray(Xt.T)
+    X -= X.mean(axis=0)
+    X /= X.std(axis=0)
+    return X, np.column_stack([i, j])
+
+
+def chain_edges(p):
+    return np.column_stack([np.arange(p - 1), np.arange(1, p)])
+
+
+def edge_scores(found, truth, p):
+    """(recall, precision) of the found edges (an (m, 2) array) against the true ones."""
+    code = lambda e: np.minimum(e[:, 0], e[:, 1]).astype(np.int64) * p + np.maximum(e[:, 0], e[:, 1])
+    hit = np.isin(code(found), code(truth)).sum()
+    return hit / max(len(truth), 1), hit / max(len(found), 1)
+
+
 def worker(args):
     import warnings
 
@@ -106,9 +155,9 @@ def worker(args):
         m = SparseGaussianMRF(alpha=args.alpha, covariance=mode).fit(X)
     el, cpu = time.perf_counter() - t0, time.process_time() - c0
     e = m.edges_
-    chain = int(np.count_nonzero(np.abs(e[:, 0] - e[:, 1]) == 1))
+    np.asarray(e, dtype=np.int32).tofile(args.edges)
     print(json.dumps({"time": el, "cpu": cpu, "peak_mb": peak_rss_mb(), "edges": int(len(e)),
-                      "chain_edges": chain, "components": int(m.n_components_),
+                      "components": int(m.n_components_),
                       "converged": bool(m.converged_)}))
 
 
@@ -126,9 +175,9 @@ def _run(cmd, timeout):
     return proc.returncode, out, err
 
 
-def run_spargel(which, data, p, n, alpha, timeout):
+def run_spargel(which, data, p, n, alpha, timeout, edges):
     cmd = [sys.executable, __file__, "--worker", which, "--data", str(data), "--p", str(p),
-           "--n", str(n), "--alpha", str(alpha)]
+           "--n", str(n), "--alpha", str(alpha), "--edges", str(edges)]
     got = _run(cmd, timeout)
     if got is None:
         return {"time": None, "note": f"over {timeout} s"}
@@ -137,11 +186,11 @@ def run_spargel(which, data, p, n, alpha, timeout):
     return json.loads(got[1].strip().splitlines()[-1])
 
 
-def run_r(pkg, data, p, n, alpha, timeout, tmp):
+def run_r(pkg, data, p, n, alpha, timeout, tmp, edges):
     script = Path(tmp) / "fit.R"
     script.write_text(_R)
     cmd = ["/usr/bin/time", "-f", "%M", "Rscript", str(script), str(data), str(p), str(n),
-           str(alpha), pkg]
+           str(alpha), pkg, str(edges)]
     got = _run(cmd, timeout)
     if got is None:
         return {"time": None, "note": f"over {timeout} s"}
@@ -158,10 +207,12 @@ def main():
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--alpha", type=float, default=0.2)
     ap.add_argument("--which", nargs="+", default=["dense", "from_data", "glasso", "huge"])
+    ap.add_argument("--graph", choices=["chain", "random"], default="chain")
     ap.add_argument("--r-max-p", type=int, default=5000)
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
+    ap.add_argument("--edges", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         args.which = args.worker
@@ -172,22 +223,30 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for p in args.p:
             data = Path(tmp) / f"x{p}.bin"
-            chain_data(p, args.n).tofile(data)
+            edges = Path(tmp) / "edges.bin"
+            if args.graph == "chain":
+                X, truth = chain_data(p, args.n), chain_edges(p)
+            else:
+                X, truth = random_data(p, args.n)
+            X.tofile(data)
+            del X
             for which in args.which:
+                edges.unlink(missing_ok=True)
                 if which in ("glasso", "huge"):
                     if not have_r or p > args.r_max_p:
                         continue
-                    r = run_r(which, data, p, args.n, args.alpha, args.timeout, tmp)
+                    r = run_r(which, data, p, args.n, args.alpha, args.timeout, tmp, edges)
                 else:
-                    r = run_spargel(which, data, p, args.n, args.alpha, args.timeout)
-                r.update(p=p, n=args.n, which=which)
-                if r.get("edges"):
-                    r["recall"] = r["chain_edges"] / (p - 1)
-                    r["precision"] = r["chain_edges"] / r["edges"]
+                    r = run_spargel(which, data, p, args.n, args.alpha, args.timeout, edges)
+                r.update(p=p, n=args.n, which=which, graph=args.graph)
+                if r.get("edges") and edges.exists():
+                    found = np.fromfile(edges, dtype=np.int32).reshape(-1, 2)
+                    r["recall"], r["precision"] = edge_scores(found, truth, p)
                 rows.append(r)
                 print(json.dumps(r), flush=True)
             data.unlink()
-    print(markdown_table(rows, [("p", "p", None), ("n", "n", None), ("which", "fit", None),
+    print(markdown_table(rows, [("graph", "graph", None), ("p", "p", None), ("n", "n", None),
+                                ("which", "fit", None),
                                 ("time", "seconds", "{:.1f}"), ("cpu", "CPU s", "{:.1f}"), ("peak_mb", "peak MiB", "{:.0f}"),
                                 ("edges", "edges", None), ("recall", "recall", "{:.3f}"),
                                 ("precision", "precision", "{:.3f}"),
