@@ -28,7 +28,9 @@ wasted (p = 20,000: 30 s a Cholesky, 60 s an inverse on one core).
   exactly symmetric (its lower triangle mirrored), so the solvers keep their four
   n x n arrays.
 
-The dense primitives (:func:`dense_cholesky`, :func:`dense_inverse`) are LAPACK's in
+SuperLU's work is many small BLAS calls, which OpenBLAS's threads only slow down (on
+a busy machine by half again): the sparse factorisations and solves run on one BLAS
+thread. The dense primitives (:func:`dense_cholesky`, :func:`dense_inverse`) are LAPACK's in
 place; every factor, dense or sparse, holds the memory it came from.
 
 >>> import numpy as np
@@ -84,6 +86,12 @@ def dense_inverse(c, mirror):
     return A
 
 
+def _one_blas_thread():
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1, user_api="blas")
+
+
 class SparseFactor:
     """SuperLU's factor of the symmetric matrix held in ``B`` (left unchanged)."""
 
@@ -132,12 +140,13 @@ class Factorizer:
             return dense_inverse(c, mirror)
         n = self.n
         E = np.zeros((n, min(SLAB, n)), order="F")
-        for a in range(0, n, SLAB):
-            b = min(a + SLAB, n)
-            E[:, :b - a] = 0.0
-            E[np.arange(a, b), np.arange(b - a)] = 1.0
-            cols = factor.lu.solve(E[:, :b - a])
-            B[a:b] = cols.T                      # rows a..b of the symmetric inverse
+        with _one_blas_thread():
+            for a in range(0, n, SLAB):
+                b = min(a + SLAB, n)
+                E[:, :b - a] = 0.0
+                E[np.arange(a, b), np.arange(b - a)] = 1.0
+                cols = factor.lu.solve(E[:, :b - a])
+                B[a:b] = cols.T                      # rows a..b of the symmetric inverse
         mirror(B)
         self.stats["sparse_inverse"] += 1
         return B
@@ -162,8 +171,9 @@ class Factorizer:
         A = sp.csc_matrix((data[:nnz], indices[:nnz], indptr), shape=(n, n))
         self.stats["sparse_cholesky"] += 1
         try:
-            lu = splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                      options={"SymmetricMode": True})
+            with _one_blas_thread():
+                lu = splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                          options={"SymmetricMode": True})
         except RuntimeError:       # a zero pivot: singular, so not positive definite
             return None, -np.inf
         fill = int(lu.L.nnz + lu.U.nnz)
