@@ -50,7 +50,7 @@ from ..core.jit import inner, kernel
 from ..core import penalty_kernels as PK
 from . import inference as C
 from . import crf_kernels as K
-from .kernel_data import BigramList, Data
+from .kernel_data import BigramList, Corrections, Data
 from ..core.ranges import concat_ranges, owners, row_pointers
 
 FAST = C.FAST
@@ -276,9 +276,9 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
                     i64, f64 = vptr[:0], big_vals[:0]
                     bl = BigramList(vptr, nz_pair, j0 - j0, NZF[1], nz_pair[:0], nz_pair[:0], f64, i64)
                     data2 = Data(i64, i64, big_ids2[:0], f64, big_ptr, big_ids2, big_vals, big_ids2[:0])
-                    corr = (CI[0], CI[1], CI[2], CF[0], CF[1], CI[3])
+                    corr = Corrections(CI[0], CI[1], CI[2], CF[0], CF[1], CI[3])
                     K.corrections(f64, 1.0, bl, data2, tf - 1, tf + 1, trans, corr, CF[2], U8[:LL], U8[LL:], i64)
-                    q0, q1 = CI[0][1], CI[0][2]
+                    q0, q1 = corr.ptr[1], corr.ptr[2]
             if op != ALPHA:
                 for y in range(Sp):
                     r[y] = psi[tf, y] * beta[tf, y]
