@@ -26,6 +26,8 @@ names (numba compiles a named tuple like a plain one; ``x.name`` reads the same 
   (:func:`spargel.chain.sgd_kernels.work`).
 
 The layout tuple is :class:`spargel.data.feature_space.Space` (``FeatureSpace.as_tuple``).
+Block coordinate descent's own tuples (``IndexTables``, ``BlockRows``, ``BigramSlots``,
+``BlockWork``, ``SweepControl``) are defined with its kernels in :mod:`spargel.chain.crf_bcd`.
 """
 
 from collections import namedtuple
