@@ -50,6 +50,7 @@ from ..core.jit import inner, kernel
 from ..core import penalty_kernels as PK
 from . import inference as C
 from . import crf_kernels as K
+from ..data.feature_space import Space
 from .kernel_data import BigramList, Corrections, Data
 from ..core.ranges import concat_ranges, owners, row_pointers
 
@@ -98,8 +99,11 @@ SweepControl = namedtuple("SweepControl", "damping skip_until zero_streak opts s
 # arrays each one holds and the code it inlines (inlining copies the callee's IR). So there
 # are two compiled functions, _rows (the recursions) and run (everything else, the fused
 # sweep included, written as a loop over steps so that each piece of code appears once),
-# plus one small helper; they take packed arrays (in the named tuples above, read by
-# name, and the layout's Space) and inline nothing of this module.
+# plus one small helper; they take packed arrays, grouped in the named tuples above (and
+# the layout's Space) and read by name, and inline nothing of this module. numba's
+# dispatcher types a named tuple argument from its class and field names on every call
+# (about twice the time of a plain tuple), and the protocol's primitives call run() once
+# per block: so CRFBlocks._run passes these tuples plain and run() names them on entry.
 
 
 # --------------------------------------------------------------------------- index (numpy, once)
@@ -397,7 +401,12 @@ def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, 
             of ``order``, with zero-block skipping (``ctl``: the :data:`SweepControl`).
             It runs the steps above as the actions of one loop (NEXT block, GRAD,
             PROPOSE a step, CHANGE, COMMIT or DISCARD).
+    ``ix``, ``space``, ``rows``, ``pos``, ``wk``, ``ctl``: the plain tuples of an
+    :data:`IndexTables`, a :class:`~spargel.data.feature_space.Space`, a :data:`BlockRows`,
+    a :data:`BigramSlots`, a :data:`BlockWork` and a :data:`SweepControl` (named here).
     """
+    ix, space, rows, pos = IndexTables(*ix), Space(*space), BlockRows(*rows), BigramSlots(*pos)
+    wk, ctl = BlockWork(*wk), SweepControl(*ctl)
     VEC, SAVE, SAVES, old_part, SQ, kbuf, info = wk.VEC, wk.SAVE, wk.SAVES, wk.old_part, wk.SQ, wk.kbuf, wk.info
     n_u, n_grp, L, b_base = hd[N_U], hd[N_GRP], hd[N_LAB], hd[B_BASE]
     a_ptr, a_tok, a_val, grp_attr, gc_idx = ix.a_ptr, ix.a_tok, ix.a_val, ix.grp_attr, ix.gc_idx
@@ -824,13 +833,15 @@ class CRFBlocks:
         self._ctl = SweepControl(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(10),
                                  np.zeros(N_STATS))
         self.big = True if len(dt.big_ids) > 0 else None
+        self._plain = tuple(tuple(x) for x in (self.ixt, self.sp, self.rows, self.pos, self.wk))
         self.started = False
 
     # -- helpers ------------------------------------------------------------------------
     def _run(self, op, b=0, order=None, l1=None, l2=None, ctl=None):
-        return run(op, b, self._none_i if order is None else order, self.hd, self.ixt, self.sp, self.rows, self.pos,
-                   self.trans, self.wk, self.w, self.emp, self._none_f if l1 is None else l1,
-                   self._none_f if l2 is None else l2, self._ctl if ctl is None else ctl, self.big)
+        ix, sp, rows, pos, wk = self._plain          # plain tuples: see run
+        return run(op, b, self._none_i if order is None else order, self.hd, ix, sp, rows, pos, self.trans, wk,
+                   self.w, self.emp, self._none_f if l1 is None else l1, self._none_f if l2 is None else l2,
+                   tuple(self._ctl if ctl is None else ctl), self.big)
 
     def _transitions(self, kind):
         s = self.model.space
