@@ -29,6 +29,7 @@ from crf_reference import dense_weights, random_data, random_space
 from spargel.chain import inference as C
 from spargel.chain.crf import ChainCRF
 from spargel.chain.crf2 import ChainCRF2
+from spargel.chain.kernel_data import Corrections, correction_lists
 
 SCALES = [1.0, 40.0, 400.0, 700.0, 2000.0, 1e4]
 
@@ -289,8 +290,8 @@ def _core_case(rng, kind, scale, n, mat):
         cptr.append(len(rows))
         tables.append(Tt)
     cols = list(zip(*rows)) if rows else [(), (), (), (), ()]
-    corr = (np.array(cptr, np.int64), np.array(cols[0], np.int64), np.array(cols[1], np.int64),
-            np.array(cols[2], float), np.array(cols[3], float), np.array(cols[4], np.int64))
+    corr = Corrections(np.array(cptr, np.int64), np.array(cols[0], np.int64), np.array(cols[1], np.int64),
+                       np.array(cols[2], float), np.array(cols[3], float), np.array(cols[4], np.int64))
     if mats:
         trans = C.with_matrices(trans, np.array(mats), np.array(matsT), np.array(mscores))
     E = rng.uniform(-scale, scale, size=(n, S))
@@ -345,8 +346,7 @@ def test_dense_rows_never_drop_a_path_that_matters():
         Ep[:, :S] = E
         psi, shift = np.zeros((n, Sp)), np.zeros(n)
         C.exp_rows(Ep, psi, shift, n, S, C.exp_scratch(n, Sp))
-        corr = (np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
-                np.zeros(0), np.zeros(0, np.int64))
+        corr = correction_lists(n, 0)
         got = C.forward(psi, shift, n, trans, corr, np.zeros((n, Sp)), np.zeros(n), 0)
         want = _log_z(E, [None] + [T] * (n - 1))
         if not np.isnan(got):

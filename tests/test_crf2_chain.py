@@ -11,6 +11,7 @@ import pytest
 
 from spargel.chain import decoding as D
 from spargel.chain import inference as C
+from spargel.chain.kernel_data import Corrections, correction_lists
 
 
 def _brute(E, allowed, score):
@@ -67,8 +68,8 @@ def _corrections(trans, n, rng, full_at, scale=1.0):
                 rows.append((i, j, C.base_entry(trans, i, j, k) * factor, v, k))
         cptr.append(len(rows))
     cols = list(zip(*rows)) if rows else [(), (), (), (), ()]
-    corr = (np.array(cptr, np.int64), np.array(cols[0], np.int64), np.array(cols[1], np.int64),
-            np.array(cols[2], float), np.array(cols[3], float), np.array(cols[4], np.int64))
+    corr = Corrections(np.array(cptr, np.int64), np.array(cols[0], np.int64), np.array(cols[1], np.int64),
+                       np.array(cols[2], float), np.array(cols[3], float), np.array(cols[4], np.int64))
     return corr, B
 
 
@@ -116,8 +117,7 @@ def test_structures_match_enumeration(kind, extra, seed, with_corrections):
     if with_corrections:
         corr, B = _corrections(trans, n, rng, full_at=2 if seed % 2 else -1)
     else:
-        corr, B = (np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
-                   np.zeros(0), np.zeros(0, np.int64)), {}
+        corr, B = correction_lists(n, 0), {}
     paths, scores = _brute(E, allowed, lambda t, i, j: T[(i, j)] + B.get((t, i, j), 0.0))
     m = scores.max()
     logz = m + np.log(np.exp(scores - m).sum())
@@ -241,8 +241,7 @@ def test_forward_log_z_keeps_its_digits_over_long_tiny_and_huge_scales():
     shift = rng.normal(scale=5.0, size=n)
     factor = 10.0 ** rng.choice([-150.0, -60.0, 0.0, 60.0, 150.0], size=n)
     psi *= factor[:, None]
-    corr = (np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
-            np.zeros(0, np.int64))
+    corr = correction_lists(n, 0)
     alpha, scale = np.zeros((n, Sp)), np.zeros(n)
     logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
     want = shift.sum() + np.log(scale).sum() + (n - 1) * trans[3][0]

@@ -7,6 +7,7 @@ import pytest
 
 from spargel.chain import inference as C
 from spargel.chain import crf as M
+from spargel.chain.kernel_data import correction_lists
 
 from crf_reference import (brute_logz, brute_loss, brute_marginals, enumerate_paths, random_data,
                            random_space)
@@ -253,7 +254,7 @@ def test_transition_structures_agree(kind):
     sc = rng.normal(size=5)
     psi = np.zeros((n, C.padded(S)))
     psi[:, :S] = rng.random((n, S)) + 0.1
-    corr = (np.zeros(n + 1, np.int64),) + tuple(np.zeros(0, t) for t in (np.int64, np.int64, float, float, np.int64))
+    corr = correction_lists(n, 0)
     out = {}
     for k in (C.DENSE, C.ONES):
         trans = C.make_transitions(S, src, dst, sc, kind=k)

@@ -34,7 +34,7 @@ from ..core.jit import inner
 
 from . import inference as C
 from . import crf_kernels as K
-from .kernel_data import LogWork, Work
+from .kernel_data import LogWork, Work, correction_lists
 
 FAST = C.FAST
 # the least factor of an allowed state (a product of two factors of at least exp(-708)
@@ -268,8 +268,7 @@ def work_buffers(L, maxlen):
     Lp = C.padded(L)
     S = (L + 1) * L
     Sp = C.padded(S)
-    corr = (np.zeros(maxlen + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
-            np.zeros(0), np.zeros(0, np.int64))
+    corr = correction_lists(maxlen, 0)
     return Work(np.zeros((maxlen, Sp)), np.zeros((maxlen, Sp)), np.zeros((maxlen, Sp)), np.zeros((maxlen, Sp)),
                 np.zeros(maxlen), np.zeros(maxlen), np.zeros(Sp), C.exp_scratch(maxlen, Sp), np.zeros((1, 1)),
                 np.zeros(maxlen, np.uint8), np.zeros(0), np.zeros(0, np.uint8), corr, np.zeros(0),

@@ -50,7 +50,8 @@ from ..core.jit import inner, kernel
 from ..core import penalty_kernels as PK
 from . import inference as C
 from . import crf_kernels as K
-from .kernel_data import BigramList, Data
+from ..data.feature_space import Space
+from .kernel_data import BigramList, Corrections, Data
 from ..core.ranges import concat_ranges, owners, row_pointers
 
 FAST = C.FAST
@@ -67,17 +68,42 @@ N_U, N_GRP, N_LAB, B_BASE, OPS = range(5)
 N_STATS = 7
 # transitions use the ONES structure when at most this fraction of the |Y|^2 pairs is non-zero
 ONES_FRACTION = 0.25
-# the scratch of run() (BCD.wk):
+# the scratch of run() (CRFBlocks.wk):
 #   VEC -- rows G, H, wold, dw, l1, l2 of the block's coordinates;
 #   SAVE -- rows saved E, saved psi, new E, new psi; SAVES -- rows saved shift, new shift;
 #   old_part -- the span parts of log Z; SQ -- rows r, P, T; kbuf -- exponentials' scratch;
 #   info -- [pending trial block, rounding scale, block of the last statistics]
 BlockWork = namedtuple("BlockWork", "VEC SAVE SAVES old_part SQ kbuf info")
+# the index of the kernels (BlockIndex.as_tuple): a_ptr / a_tok / a_val -- the occurrences
+#   (token, value) of every attribute; grp_attr -- the attributes of the groups, in order;
+#   gc_idx -- the groups' coordinates; GRP -- rows grp_ptr, sp_ptr, gc_ptr, g_nuni per group
+#   (the transitions last); SPAN -- rows sequence, first token, last token, first and end
+#   occurrence per span; BLK -- rows group, first and end coordinate per block
+IndexTables = namedtuple("IndexTables", "a_ptr a_tok a_val grp_attr gc_idx GRP SPAN BLK")
+# the cached rows (CRFBlocks.rows): R -- rows E, psi, alpha, beta per token; TOK -- rows
+#   shift, logca, alpha's and beta's headroom (see _rows) per token; SEQ -- rows va, vb per
+#   sequence; seq_ptr -- the sequences' token offsets
+BlockRows = namedtuple("BlockRows", "R TOK SEQ seq_ptr")
+# the bigram attributes and their listed non-zero weights (CRFBlocks.pos): big_ptr /
+#   big_ids2 / big_vals -- per token its bigram attributes (ids doubled: the view's) and
+#   values; vptr -- attribute a's non-zero weights are the slots vptr[2a]:vptr[2a+1]; per
+#   slot nz_pair -- its label pair, NZIJ -- rows i, j, NZF -- rows correction, weight; the
+#   scratch of a merge (crf_kernels.corrections): CI -- rows ptr, src, dst, pair and CF --
+#   rows factor, score of its Corrections, CF's last row its accumulator; U8 -- its marks
+#   (|Y|^2) then its need flags (2)
+BigramSlots = namedtuple("BigramSlots", "big_ptr big_ids2 big_vals vptr nz_pair NZIJ NZF CI CF U8")
+# the sweep's control (SWEEP): per block its damping, the sweep it is skipped until and its
+#   run of zero steps; opts -- the solver's options; stats -- the N_STATS statistics
+SweepControl = namedtuple("SweepControl", "damping skip_until zero_streak opts stats")
 # First-use compilation time grows with the number of compiled functions, the number of
 # arrays each one holds and the code it inlines (inlining copies the callee's IR). So there
 # are two compiled functions, _rows (the recursions) and run (everything else, the fused
 # sweep included, written as a loop over steps so that each piece of code appears once),
-# plus one small helper; they take packed arrays and inline nothing of this module.
+# plus one small helper; they take packed arrays, grouped in the named tuples above (and
+# the layout's Space) and read by name, and inline nothing of this module. numba's
+# dispatcher types a named tuple argument from its class and field names on every call
+# (about twice the time of a plain tuple), and the protocol's primitives call run() once
+# per block: so CRFBlocks._run passes these tuples plain and run() names them on entry.
 
 
 # --------------------------------------------------------------------------- index (numpy, once)
@@ -206,10 +232,9 @@ class BlockIndex:
         self.L = L
 
     def as_tuple(self):
-        """``(a_ptr, a_tok, a_val, grp_attr, gc_idx, GRP, SPAN, BLK)`` for the kernels:
-        ``GRP`` rows grp_ptr, sp_ptr, gc_ptr, g_nuni (per group, the transitions last);
-        ``SPAN`` rows sequence, first token, last token, first and end occurrence;
-        ``BLK`` rows group, first and end coordinate."""
+        """The :data:`IndexTables` of the kernels: ``GRP`` rows grp_ptr, sp_ptr, gc_ptr,
+        g_nuni (per group, the transitions last); ``SPAN`` rows sequence, first token,
+        last token, first and end occurrence; ``BLK`` rows group, first and end coordinate."""
         n = self.n_groups + 2
         GRP = np.zeros((4, n), np.int64)
         GRP[0, :n - 1] = self.grp_ptr
@@ -217,7 +242,7 @@ class BlockIndex:
         GRP[3, :n - 1] = self.g_nuni
         SPAN = np.ascontiguousarray(np.stack([self.sp_seq, self.sp_f, self.sp_l, self.sp_olo, self.sp_ohi]))
         BLK = np.ascontiguousarray(np.stack([self.blk_grp, self.blk_c0, self.blk_c1]))
-        return self.a_ptr, self.a_tok, self.a_val, self.grp_attr, self.gc_idx, GRP, SPAN, BLK
+        return IndexTables(self.a_ptr, self.a_tok, self.a_val, self.grp_attr, self.gc_idx, GRP, SPAN, BLK)
 
 
 # --------------------------------------------------------------------------- rows (compiled)
@@ -229,14 +254,16 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
     at token a into SQ[1], returning their sum. ALPHA / BETA return 0.0 when a row
     under- or overflows or could have lost a path that a later step raises (the bound
     of ``chain.forward``, on each row's headroom ``TOK[2]`` / ``TOK[3]``), 1.0
-    otherwise. ``big`` None: the data has no bigram attributes
-    (their corrections are not compiled)."""
-    R, TOK, SEQ, seq_ptr = rows
+    otherwise. ``rows``: the :data:`BlockRows`; ``pos``: the :data:`BigramSlots`. ``big``
+    None: the data has no bigram attributes (their corrections are not compiled)."""
+    R, TOK, SEQ, seq_ptr = rows.R, rows.TOK, rows.SEQ, rows.seq_ptr
     psi, alpha, beta = R[1], R[2], R[3]
     shift, logca, room = TOK[0], TOK[1], TOK[2:4]
     va, vb = SEQ[0], SEQ[1]
     r, P = SQ[0], SQ[1]
-    big_ptr, big_ids2, big_vals, vptr, nz_pair, NZIJ, NZF, CI, CF, U8 = pos
+    big_ptr, big_ids2, big_vals, vptr = pos.big_ptr, pos.big_ids2, pos.big_vals, pos.vptr
+    nz_pair, NZIJ, NZF, CI, CF, U8 = pos.nz_pair, pos.NZIJ, pos.NZF, pos.CI, pos.CF, pos.U8
+    corr = Corrections(CI[0], CI[1], CI[2], CF[0], CF[1], CI[3])
     Sp = R.shape[2]
     LL = L * L
     lo, hi = seq_ptr[s], seq_ptr[s + 1]
@@ -263,8 +290,8 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
             # pairs) or t + 1 (backward)
             tf = t + 1 if op == BETA else t
             j0, j1 = big_ptr[tf], big_ptr[tf + 1]
-            ci, cj, cc, q0, q1 = CI[1], CI[2], CF[0], j0 - j0, j0 - j0
-            cv = CF[1]
+            ci, cj, cc, q0, q1 = corr.src, corr.dst, corr.factor, j0 - j0, j0 - j0
+            cv = corr.score
             if big is not None:
                 if j1 - j0 == 1 and big_vals[j0] == 1.0:
                     # one attribute of value 1: its listed non-zero weights as they are
@@ -276,9 +303,8 @@ def _rows(op, s, a, L, rows, pos, trans, SQ, big):
                     i64, f64 = vptr[:0], big_vals[:0]
                     bl = BigramList(vptr, nz_pair, j0 - j0, NZF[1], nz_pair[:0], nz_pair[:0], f64, i64)
                     data2 = Data(i64, i64, big_ids2[:0], f64, big_ptr, big_ids2, big_vals, big_ids2[:0])
-                    corr = (CI[0], CI[1], CI[2], CF[0], CF[1], CI[3])
                     K.corrections(f64, 1.0, bl, data2, tf - 1, tf + 1, trans, corr, CF[2], U8[:LL], U8[LL:], i64)
-                    q0, q1 = CI[0][1], CI[0][2]
+                    q0, q1 = corr.ptr[1], corr.ptr[2]
             if op != ALPHA:
                 for y in range(Sp):
                     r[y] = psi[tf, y] * beta[tf, y]
@@ -355,7 +381,7 @@ def _span_part(f, l, alpha, beta, logca):
 
 # --------------------------------------------------------------------------- everything else (compiled)
 @kernel()
-def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl, big):
+def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, big):
     """The one entry point: operation ``op`` on block ``b`` (or the blocks ``order``).
 
     BEGIN   emission rows of every token from w, the bigram correction lists, empty
@@ -372,19 +398,25 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl, bi
     LOSS    sum of log Z from the cached rows (completing alpha; NaN on a scaling failure);
     SWEEP   the elastic-net block step of the generic loop of
             ``solvers/coordinate_descent.py`` (with ElasticNet.block_step) on every block
-            of ``order``, with zero-block skipping: ``ctl = (damping, skip_until,
-            zero_streak, opts, stats)``. It runs the steps above as the actions of one
-            loop (NEXT block, GRAD, PROPOSE a step, CHANGE, COMMIT or DISCARD).
+            of ``order``, with zero-block skipping (``ctl``: the :data:`SweepControl`).
+            It runs the steps above as the actions of one loop (NEXT block, GRAD,
+            PROPOSE a step, CHANGE, COMMIT or DISCARD).
+    ``ix``, ``space``, ``rows``, ``pos``, ``wk``, ``ctl``: the plain tuples of an
+    :data:`IndexTables`, a :class:`~spargel.data.feature_space.Space`, a :data:`BlockRows`,
+    a :data:`BigramSlots`, a :data:`BlockWork` and a :data:`SweepControl` (named here).
     """
+    ix, space, rows, pos = IndexTables(*ix), Space(*space), BlockRows(*rows), BigramSlots(*pos)
+    wk, ctl = BlockWork(*wk), SweepControl(*ctl)
     VEC, SAVE, SAVES, old_part, SQ, kbuf, info = wk.VEC, wk.SAVE, wk.SAVES, wk.old_part, wk.SQ, wk.kbuf, wk.info
     n_u, n_grp, L, b_base = hd[N_U], hd[N_GRP], hd[N_LAB], hd[B_BASE]
-    a_ptr, a_tok, a_val, grp_attr, gc_idx, GRP, SPAN, BLK = ix
-    u_ptr, u_lab, b_ptr, b_pair, t_pair = spx
-    R, TOK, SEQ, seq_ptr = rows
+    a_ptr, a_tok, a_val, grp_attr, gc_idx = ix.a_ptr, ix.a_tok, ix.a_val, ix.grp_attr, ix.gc_idx
+    GRP, SPAN, BLK = ix.GRP, ix.SPAN, ix.BLK
+    u_ptr, u_lab, b_ptr, b_pair, t_pair = space.u_ptr, space.u_lab, space.b_ptr, space.b_pair, space.t_pair
+    R, TOK, SEQ, seq_ptr = rows.R, rows.TOK, rows.SEQ, rows.seq_ptr
     E, psi, alpha, beta = R[0], R[1], R[2], R[3]
     shift, logca = TOK[0], TOK[1]
     va, vb = SEQ[0], SEQ[1]
-    vptr, nz_pair, NZIJ, NZF = pos[3], pos[4], pos[5], pos[6]
+    vptr, nz_pair, NZIJ, NZF = pos.vptr, pos.nz_pair, pos.NZIJ, pos.NZF
     G, H, wold, dw, l1b, l2b = VEC[0], VEC[1], VEC[2], VEC[3], VEC[4], VEC[5]
     r, P, T = SQ[0], SQ[1], SQ[2]
     LL = L * L
@@ -399,7 +431,7 @@ def run(op, b, order, hd, ix, spx, rows, pos, trans, wk, w, emp, l1, l2, ctl, bi
             for t in range(seq_ptr[s], seq_ptr[s + 1]):
                 total += logca[t]
         return total
-    damping, skip_until, zero_streak, opts, stats = ctl
+    damping, skip_until, zero_streak, opts, stats = ctl.damping, ctl.skip_until, ctl.zero_streak, ctl.opts, ctl.stats
     sweep_mode = op == SWEEP
     max_trials, up, dmin, max_step, h_floor, accept_tol, max_skip, relax = (
         int(opts[0]), opts[1], opts[2], opts[3], opts[4], opts[5], int(opts[6]), opts[7])
@@ -766,8 +798,6 @@ class CRFBlocks:
         self.ix = BlockIndex(space, data, group, split, single)
         self.ixt = self.ix.as_tuple()
         self.sp, self.dt = view.space_t, view.data_t
-        sp = self.sp
-        self.spx = (sp[1], sp[2], sp[3], sp[4], sp[6])
         self.emp = model._emp
         L, Lp = view.L, view.Lp
         self.L = L
@@ -776,7 +806,8 @@ class CRFBlocks:
         self.hd = np.array([self.ix.n_u, self.ix.n_groups, L, space.b_base] + list(range(3)), np.int64)
         # rows: (E, psi, alpha, beta) per token, (shift, logca, alpha's and beta's headroom: see
         # _rows) per token, (va, vb) per sequence
-        self.rows = (np.zeros((4, n_tok, Lp)), np.zeros((4, n_tok)), np.zeros((2, n_seq), np.int64), data.seq_ptr)
+        self.rows = BlockRows(np.zeros((4, n_tok, Lp)), np.zeros((4, n_tok)), np.zeros((2, n_seq), np.int64),
+                              data.seq_ptr)
         # bigram non-zero weights in their attribute's slots; the view: attribute 2a owns
         # slots vptr[2a]:vptr[2a+1] (the non-zero ones), 2a+1 the rest of a's slots
         n_b = self.ix.n_b
@@ -787,9 +818,9 @@ class CRFBlocks:
         vptr[2 * n_b] = space.b_ptr[-1]
         dt = self.dt
         cap = L * L + 1
-        self.pos = (dt[4], (2 * dt[5]).astype(dt[5].dtype), dt[6], vptr, np.zeros(nb, space.b_pair.dtype),
-                    np.zeros((2, nb), np.int64), np.zeros((2, nb)), np.zeros((4, cap), np.int64), np.zeros((3, cap)),
-                    np.zeros(L * L + 2, np.uint8))
+        self.pos = BigramSlots(dt.big_ptr, (2 * dt.big_ids).astype(dt.big_ids.dtype), dt.big_vals, vptr,
+                               np.zeros(nb, space.b_pair.dtype), np.zeros((2, nb), np.int64), np.zeros((2, nb)),
+                               np.zeros((4, cap), np.int64), np.zeros((3, cap)), np.zeros(L * L + 2, np.uint8))
         ix = self.ix
         mc, mo = ix.max_coord, ix.max_occ
         # scratch (a BlockWork)
@@ -799,15 +830,18 @@ class CRFBlocks:
         self.kind = None
         self._none_i = np.zeros(0, np.int64)
         self._none_f = np.zeros(0)
-        self._ctl = (np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(10), np.zeros(N_STATS))
-        self.big = True if len(dt[5]) > 0 else None
+        self._ctl = SweepControl(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(10),
+                                 np.zeros(N_STATS))
+        self.big = True if len(dt.big_ids) > 0 else None
+        self._plain = tuple(tuple(x) for x in (self.ixt, self.sp, self.rows, self.pos, self.wk))
         self.started = False
 
     # -- helpers ------------------------------------------------------------------------
     def _run(self, op, b=0, order=None, l1=None, l2=None, ctl=None):
-        return run(op, b, self._none_i if order is None else order, self.hd, self.ixt, self.spx, self.rows, self.pos,
-                   self.trans, self.wk, self.w, self.emp, self._none_f if l1 is None else l1,
-                   self._none_f if l2 is None else l2, self._ctl if ctl is None else ctl, self.big)
+        ix, sp, rows, pos, wk = self._plain          # plain tuples: see run
+        return run(op, b, self._none_i if order is None else order, self.hd, ix, sp, rows, pos, self.trans, wk,
+                   self.w, self.emp, self._none_f if l1 is None else l1, self._none_f if l2 is None else l2,
+                   tuple(self._ctl if ctl is None else ctl), self.big)
 
     def _transitions(self, kind):
         s = self.model.space
@@ -909,7 +943,7 @@ class CRFBlocks:
             raise RuntimeError("call block_begin(w) first")
         self.discard()
         order = np.ascontiguousarray(order, dtype=np.int64)
-        self._run(SWEEP, 0, order, l1, l2, (damping, skip_until, zero_streak, opts, stats))
+        self._run(SWEEP, 0, order, l1, l2, SweepControl(damping, skip_until, zero_streak, opts, stats))
         if stats[6]:
             raise FloatingPointError(_SCALING)
 

@@ -54,7 +54,7 @@ from ..core import lazy_l1 as Z
 from ..core.jit import inner, kernel
 
 from . import inference as C
-from .kernel_data import LogWork, Work
+from .kernel_data import LogWork, Work, correction_lists
 
 FAST = C.FAST
 
@@ -187,8 +187,8 @@ def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT, mscores)
 def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
     """The chain corrections of tokens lo+1..hi-1 from the bigram list ``bl`` (weights
     read as ``a * v`` where the mask ``m`` allows, see the module documentation) of their
-    bigram attributes, into ``corr = (cptr, ci, cj, cc, cv, ck)`` (positions relative to
-    lo); ``need[t - lo]`` = 1 where the position has bigram attributes (its pair
+    bigram attributes, into the :class:`~spargel.chain.kernel_data.Corrections` ``corr``
+    (positions relative to lo); ``need[t - lo]`` = 1 where the position has bigram attributes (its pair
     marginals are needed for their gradient). A position with a summed score below
     ``-CANCEL_LIMIT`` (under a ONES structure also one whose pair's transition score
     plus summed score is) lists its whole matrix (``chain.FULL``), so no ``1 + expm1``
@@ -205,7 +205,7 @@ def corrections(m, a, bl, data, lo, hi, trans, corr, acc, mark, need, amat):
     fv = trans.fv
     b_ptr, b_pair, b_base, v, bi, bj, bc = bl.ptr, bl.pair, bl.base, bl.v, bl.bi, bl.bj, bl.bc
     big_ptr, big_ids, big_vals = data.big_ptr, data.big_ids, data.big_vals
-    cptr, ci, cj, cc, cv, ck = corr
+    cptr, ci, cj, cc, cv, ck = corr.ptr, corr.src, corr.dst, corr.factor, corr.score, corr.pair
     n = hi - lo
     q = 0
     cptr[0] = 0
@@ -381,13 +381,11 @@ def work_buffers(L, Lp, maxlen, n_corr, pairs):
     """Scratch of one thread (allocated here, in Python: kernels allocate nothing, which
     keeps their compilation short): a :class:`~spargel.chain.kernel_data.Work` whose
     first fields are (E, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, cacc, mark,
-    corr, nomask). ``n_corr``: capacity of the correction lists; ``pairs``: allocate the
+    corr, nomask). ``n_corr``: capacity of the correction lists ``corr``; ``pairs``: allocate the
     pair-marginal rows (models with bigram attributes; else P is None: the kernels then
     compile without the pair-marginal code). ``nomask`` is an empty float array: the
     "no mask" of :func:`weight`. The second order's fields are empty (``U`` is ``E``)."""
-    cap = max(n_corr, 1)
-    corr = (np.zeros(maxlen + 1, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap),
-            np.zeros(cap), np.zeros(cap, np.int64))
+    corr = correction_lists(maxlen, max(n_corr, 1))
     P = np.zeros((maxlen, L * L)) if pairs else None
     E = np.zeros((maxlen, Lp))
     return Work(E, np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)), np.zeros((maxlen, Lp)),

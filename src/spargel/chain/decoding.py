@@ -92,7 +92,7 @@ def viterbi(E, n, trans, corr, delta, back, fv_t, out):
     kind, S = trans.kind, trans.S
     fptr, fi, fv = trans.fptr, trans.fi, trans.fv
     gi, gj, gk = trans.gi, trans.gj, trans.gk
-    cptr, ci, cj, cv, ck = corr[0], corr[1], corr[2], corr[4], corr[5]
+    cptr, ci, cj, cv, ck = corr.ptr, corr.src, corr.dst, corr.score, corr.pair
     sparse = kind == ONES
     allp = kind == DENSE or kind == ONES            # every pair allowed, k = j * S + i
     if allp:

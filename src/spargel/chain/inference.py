@@ -35,7 +35,10 @@ A position correction is given as ``(i, j, c, v, k)``: ``c = Mbase[i, j] * expm1
 what it adds to ``M_t[i, j]`` (``Mbase`` the structure's own entry, see
 :func:`base_entry`), ``v`` the raw score it adds to ``log M_t[i, j]`` and ``k`` the
 index of the pair in the structure's list of allowed pairs (see below). Corrections of
-a sequence are flat arrays with a pointer per position (``cptr``).
+a sequence are flat arrays with a pointer per position, a
+:class:`~spargel.chain.kernel_data.Corrections` ``corr``: ``corr.ptr`` (read as ``cptr``)
+and per entry ``corr.src``, ``corr.dst``, ``corr.factor``, ``corr.score``, ``corr.pair``
+(``i, j, c, v, k``; read as ``ci, cj, cc, cv, ck``).
 
 ``1 + expm1(v)`` cancels when ``v`` is strongly negative (``v = -20`` leaves 9 digits,
 ``v = -37`` none), so a position with such a score lists its *whole* matrix instead:
@@ -586,7 +589,7 @@ def factor_range(trans, corr, t):
     position's corrections (a stored matrix, :data:`MAT`, has its own in ``mscores``)."""
     S, tshift = trans.S, trans.tshift[0]
     lo, hi = trans.tshift[1], trans.tshift[2]
-    cptr, ci, cj, cv, ck = corr[0], corr[1], corr[2], corr[4], corr[5]
+    cptr, ci, cj, cv, ck = corr.ptr, corr.src, corr.dst, corr.score, corr.pair
     q0, q1 = cptr[t], cptr[t + 1]
     if q1 == q0:
         return lo, hi
@@ -656,7 +659,7 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
     goes through :func:`forward_step`."""
     kind, S, tshift = trans.kind, trans.S, trans.tshift[0]
     expT = trans.expT
-    cptr, ci, cj, cc = corr[0], corr[1], corr[2], corr[3]
+    cptr, ci, cj, cc = corr.ptr, corr.src, corr.dst, corr.factor
     Sp = alpha.shape[1]
     pairs = kind == LIST or kind == PAIR_ONES
     lo_b, hi_b = trans.tshift[1], trans.tshift[2]
@@ -767,7 +770,7 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     (a model without bigram attributes), and :func:`pair_matrix` is not even compiled.
     ``tmp`` is a scratch row."""
     kind, S = trans.kind, trans.S
-    cptr, ci, cj, cc, ck = corr[0], corr[1], corr[2], corr[3], corr[5]
+    cptr, ci, cj, cc, ck = corr.ptr, corr.src, corr.dst, corr.factor, corr.pair
     outer, glob, pos = acc[0], acc[1], acc[2]
     Sp = alpha.shape[1]
     want_outer = outer.shape[0] > 1
@@ -875,7 +878,7 @@ def _lse(x, n):
 def position_scores(trans, corr, t, fv_t):
     """Raw log scores of the allowed pairs at position t (list order) into fv_t."""
     fv = trans.fv
-    cptr, cv, ck = corr[0], corr[4], corr[5]
+    cptr, cv, ck = corr.ptr, corr.score, corr.pair
     for k in range(len(fv)):
         fv_t[k] = fv[k]
     for q in range(cptr[t], cptr[t + 1]):

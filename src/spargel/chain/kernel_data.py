@@ -9,6 +9,8 @@ names (numba compiles a named tuple like a plain one; ``x.name`` reads the same 
   :func:`spargel.chain.crf2_kernels.work_buffers`); the fields a given order does not
   use hold empty arrays;
 * :class:`LogWork` -- the scratch of the log-space and decoding kernels;
+* :class:`Corrections` -- the position corrections of a sequence (the bigram attributes'
+  scores, :mod:`spargel.chain.inference`; :func:`correction_lists`);
 * :class:`Aux` -- the first order's padded view of the unigram features
   (:class:`spargel.chain.crf.CRFView`, see :mod:`spargel.chain.crf_kernels`);
 * :class:`BigramList` -- a bigram list (:func:`spargel.chain.crf_kernels.compact_bigrams`);
@@ -24,6 +26,8 @@ names (numba compiles a named tuple like a plain one; ``x.name`` reads the same 
   (:func:`spargel.chain.sgd_kernels.work`).
 
 The layout tuple is :class:`spargel.data.feature_space.Space` (``FeatureSpace.as_tuple``).
+Block coordinate descent's own tuples (``IndexTables``, ``BlockRows``, ``BigramSlots``,
+``BlockWork``, ``SweepControl``) are defined with its kernels in :mod:`spargel.chain.crf_bcd`.
 """
 
 from collections import namedtuple
@@ -41,7 +45,7 @@ Data = namedtuple("Data", "seq_ptr uni_ptr uni_ids uni_vals big_ptr big_ids big_
 #: / ``shift``, ``tmp`` and ``kbuf`` (the exponentials' scratch), the pair marginals
 #: ``P`` (None at order 1 without bigram attributes), ``need`` (positions whose pair
 #: marginals are needed), ``cacc`` / ``mark`` (the corrections' scratch), the corrections
-#: ``corr`` and ``nomask`` (an empty mask: plain weights). Then the second order's: its
+#: ``corr`` (:class:`Corrections`) and ``nomask`` (an empty mask: plain weights). Then the second order's: its
 #: unigram rows ``U``, label marginals ``lm``, the shared pair factors ``eB`` and their
 #: counts ``gB``, and ``pcache`` ([attribute, max score] of the factors held in ``eB``).
 Work = namedtuple("Work", "E psi alpha beta scale shift tmp kbuf P need cacc mark corr nomask "
@@ -51,6 +55,14 @@ Work = namedtuple("Work", "E psi alpha beta scale shift tmp kbuf P need cacc mar
 #: ``la`` / ``lb``, marginals ``gamma``, a position's transition scores ``fv_t``, the
 #: log-sum candidates ``cand`` and the Viterbi back pointers ``back``
 LogWork = namedtuple("LogWork", "la lb gamma fv_t cand back")
+
+#: the position corrections of a sequence (:mod:`spargel.chain.inference`): position
+#: ``t`` has the entries ``ptr[t]:ptr[t+1]``; entry ``q`` raises the transition factor of
+#: the state pair ``(src[q], dst[q])`` by ``factor[q]`` (``Mbase * expm1(score)``), its
+#: raw log score by ``score[q]``, and ``pair[q]`` is the pair's index in the structure's
+#: list of allowed pairs. A position's first entry may be a sentinel instead
+#: (``src = FULL``: its whole matrix follows; ``src = MAT``: ``dst`` names a stored matrix)
+Corrections = namedtuple("Corrections", "ptr src dst factor score pair")
 
 #: the padded unigram view (:func:`spargel.chain.crf.token_lists`):
 #: ``Lp`` -- the padded label count; ``binary`` -- all attribute values are 1;
@@ -117,6 +129,13 @@ TokenLists = namedtuple("TokenLists", "aux wmark")
 #: ``xbuf_list`` -- order 2: the :class:`PhaseWork` under LIST
 PassWork = namedtuple("PassWork", "umark W R dmark bmark tu tb ntu ntb g T buf xbuf sw partial tok flat big "
                                   "logsp trans lst list_k xbuf_list")
+
+
+def correction_lists(n_pos, cap):
+    """Empty :class:`Corrections` for sequences of up to ``n_pos`` positions with room
+    for ``cap`` entries (``ptr`` of ``n_pos + 1`` zeros: no position has corrections)."""
+    return Corrections(np.zeros(n_pos + 1, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.int64),
+                       np.zeros(cap), np.zeros(cap), np.zeros(cap, np.int64))
 
 
 def data_tuple(data):
