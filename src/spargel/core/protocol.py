@@ -46,7 +46,8 @@ lists them):
     ``m`` the l2 mask (both empty when uniform / absent), ``st`` the pass state and
     ``prm`` its parameters (see :mod:`spargel.solvers.sgd` and
     :mod:`spargel.core.lazy_l1` for these arrays; models build their pass from the
-    shared compiled bookkeeping of :mod:`spargel.core.lazy_l1`). Returns 0, or 1 when
+    shared compiled bookkeeping of :mod:`spargel.core.lazy_l1`; the chain CRFs' pass,
+    both orders, is :func:`spargel.chain.sgd_kernels.run_pass`). Returns 0, or 1 when
     a loss became non-finite. ``sample_loss`` sums the samples' losses at ``w``.
 ``"blocks"`` -- block coordinate descent primitives
     ``block_layout() -> (ptr, index)`` (the coordinates of each block),
@@ -56,9 +57,13 @@ lists them):
     exact change of the loss if block ``b`` moved by ``dw``; the trial is kept),
     ``block_commit()`` / ``block_discard()`` (accept or drop the last trial),
     ``block_weights() -> w`` (the current weights). BCD, CD and Gauss-Seidel.
-``"block_sweep"`` -- ``block_sweep(...)``
-    a compiled sweep over many blocks with the same update rule as the generic
-    solver loop (a fused fast path; a test proves both equal).
+``"block_sweep"`` -- ``block_sweep(order, l1, l2, damping, skip_until, zero_streak, opts, stats)``
+    a compiled sweep over the blocks ``order`` with the same update rule as the
+    generic solver loop (a fused fast path; a test proves both equal): ``l1`` / ``l2``
+    the coordinates' penalty weights, ``damping`` / ``skip_until`` / ``zero_streak``
+    per block the step damping, the sweep it is skipped until and its run of zero
+    steps (updated in place), ``opts`` the solver's options and ``stats`` its
+    counters (both as :mod:`spargel.solvers.coordinate_descent` builds them).
 ``"bound"`` -- ``bound(w, **options) -> QuadraticBound``
     a quadratic upper bound on the loss, tight at ``w`` (loss, gradient and a
     curvature object, see :mod:`spargel.core.bound`). Bound majorisation.
