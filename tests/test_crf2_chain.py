@@ -54,7 +54,7 @@ def _structure(kind, rng, L=2, extra_rows=0, scale=1.0):
 def _corrections(trans, n, rng, full_at, scale=1.0):
     """Random position corrections on allowed pairs; position ``full_at`` lists its whole
     matrix. Returns (corr, B) with B[(t, i, j)] the raw score added."""
-    S, fptr, fi = trans[1], trans[9], trans[10]
+    S, fptr, fi = trans.S, trans.fptr, trans.fi
     listed = [(fi[k], j, k) for j in range(S) for k in range(fptr[j], fptr[j + 1])]
     cptr, rows, B = [0, 0], [], {}
     for t in range(1, n):
@@ -83,15 +83,15 @@ def _infer(trans, E, corr, K=4):
     alpha, scale, beta, gamma = np.zeros((n, Sp)), np.zeros(n), np.zeros((n, Sp)), np.zeros((n, Sp))
     need = np.ones(n, np.uint8)
     P, Plog = np.zeros((n, S * S)), np.zeros((n, S * S))
-    acc = (np.zeros((1, 1)), np.zeros(len(trans[6])), np.zeros(len(trans[11])))
-    counts = np.zeros(len(trans[11]))
+    acc = (np.zeros((1, 1)), np.zeros(len(trans.gi)), np.zeros(len(trans.fv)))
+    counts = np.zeros(len(trans.fv))
     logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
     if not np.isnan(logz):
         C.backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, np.zeros(Sp))
         C.transition_counts(trans, acc, counts)
     la, lb, glog = np.zeros((n, S)), np.zeros((n, S)), np.zeros((n, Sp))
-    counts_log, fv_t = np.zeros(len(trans[11])), np.zeros(len(trans[11]))
-    cand = np.zeros(2 * S + len(trans[11]) + 1)
+    counts_log, fv_t = np.zeros(len(trans.fv)), np.zeros(len(trans.fv))
+    cand = np.zeros(2 * S + len(trans.fv) + 1)
     logz_log = C.forward_backward_log(Ep, n, trans, corr, la, lb, np.zeros(n), glog, counts_log, need, Plog, fv_t,
                                       cand)
     path = np.zeros(n, np.int32)
@@ -129,12 +129,12 @@ def test_structures_match_enumeration(kind, extra, seed, with_corrections):
         for t in range(1, n):
             P[t, p[t - 1] * S + p[t]] += pr
             pair[(p[t - 1], p[t])] = pair.get((p[t - 1], p[t]), 0.0) + pr
-    fptr, fi = trans[9], trans[10]
+    fptr, fi = trans.fptr, trans.fi
     expect = np.array([pair.get((fi[k], j), 0.0) for j in range(S) for k in range(fptr[j], fptr[j + 1])])
     r = _infer(trans, E, corr)
     # the scaled recursion gathers exact counts of the listed pairs (every allowed pair
     # under LIST, the pairs with a weight under PAIR_ONES); log space of every pair
-    exact = np.arange(len(expect)) if kind == C.LIST else trans[12]
+    exact = np.arange(len(expect)) if kind == C.LIST else trans.gk
     assert r["logz"] == pytest.approx(logz, abs=1e-12)
     assert r["logz_log"] == pytest.approx(logz, abs=1e-12)
     np.testing.assert_allclose(r["gamma"], gamma, atol=1e-13)
@@ -244,7 +244,7 @@ def test_forward_log_z_keeps_its_digits_over_long_tiny_and_huge_scales():
     corr = correction_lists(n, 0)
     alpha, scale = np.zeros((n, Sp)), np.zeros(n)
     logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
-    want = shift.sum() + np.log(scale).sum() + (n - 1) * trans[3][0]
+    want = shift.sum() + np.log(scale).sum() + (n - 1) * trans.tshift[0]
     assert np.isfinite(logz)
     assert abs(logz - want) <= 1e-12 * abs(want)
     # the reference: the normalisers are what an unscaled recursion would multiply out
@@ -252,7 +252,7 @@ def test_forward_log_z_keeps_its_digits_over_long_tiny_and_huge_scales():
     ref = np.log(a.sum())
     a /= a.sum()
     for t in range(1, n):
-        a = (a @ trans[4][:S, :S]) * psi[t, :S]
+        a = (a @ trans.expT[:S, :S]) * psi[t, :S]
         ref += np.log(a.sum())
         a /= a.sum()
-    assert abs(logz - (shift.sum() + ref + (n - 1) * trans[3][0])) <= 1e-12 * abs(logz)
+    assert abs(logz - (shift.sum() + ref + (n - 1) * trans.tshift[0])) <= 1e-12 * abs(logz)
