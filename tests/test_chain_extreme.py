@@ -255,7 +255,7 @@ def _core_case(rng, kind, scale, n, mat):
         trans = C.make_transitions(S, src, dst, sc, kind=C.PAIR_ONES, n_labels=L, all_pairs=False)
         T = np.full((S, S), -np.inf)
         T[src, dst] = sc
-    fptr, fi = trans[9], trans[10]
+    fptr, fi = trans.fptr, trans.fi
     listed = [(fi[k], j, k) for j in range(S) for k in range(fptr[j], fptr[j + 1])]
     rows, cptr, tables = [], [0, 0], [None]
     mats, matsT, mscores = [], [], []
@@ -320,10 +320,10 @@ def test_chain_core_forward(kind, seed, scale):
     if mat:
         return                               # (log space gets explicit lists, never a stored matrix)
     la, lb = np.zeros((n, S)), np.zeros((n, S))
-    fv_t = np.zeros(len(trans[11]))
+    fv_t = np.zeros(len(trans.fv))
     logz_log = C.forward_backward_log(Ep, n, trans, corr, la, lb, np.zeros(n), np.zeros((n, Sp)),
-                                      np.zeros(len(trans[11])), np.zeros(n, np.uint8), None, fv_t,
-                                      np.zeros(2 * S + len(trans[11]) + 1))
+                                      np.zeros(len(trans.fv)), np.zeros(n, np.uint8), None, fv_t,
+                                      np.zeros(2 * S + len(trans.fv) + 1))
     assert abs(logz_log - want) <= 1e-12 * max(1.0, abs(want)) * n, (logz_log, want)
 
 
