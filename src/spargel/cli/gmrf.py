@@ -324,7 +324,7 @@ def _run(args):
     write_output(args.out_edges, _edges_text(model, names))
     written = [args.out_edges if args.out_edges != "-" else "stdout (edges)"]
     if args.out_precision is not None:
-        sparse = args.from_data and hasattr(model.precision_, "tocsr")
+        sparse = hasattr(model.precision_, "tocsr")      # the from-data path's
         write_output(args.out_precision, (_precision_entries_text if sparse else _precision_text)(
             model.precision_, names))
         written.append(args.out_precision if args.out_precision != "-" else "stdout (precision)")

@@ -185,14 +185,19 @@ def sandwich_sparse(indptr, indices, data, v, ptr, scol, spos, sval, rows, col_p
 
 @kernel()
 def dense_to_csr(X, indptr, indices, data):
-    """Compressed rows of the non-zeros of X (arrays sized n + 1 and n * n)."""
+    """Compressed rows of the non-zeros of X into ``indptr`` (n + 1) and ``indices`` /
+    ``data``; returns their number, or -1 (the arrays partly written) when X has more
+    non-zeros than ``indices`` has room for."""
     n = X.shape[0]
+    cap = indices.shape[0]
     nnz = 0
     indptr[0] = 0
     for i in range(n):
         for k in range(n):
             x = X[i, k]
             if x != 0.0:
+                if nnz == cap:
+                    return -1
                 indices[nnz] = k
                 data[nnz] = x
                 nnz += 1

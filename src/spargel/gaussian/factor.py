@@ -48,6 +48,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack
 
+from .objective import one_blas_thread
+
 __all__ = ["Factorizer", "dense_cholesky", "dense_inverse", "SPARSE_MIN_ORDER"]
 
 #: matrices of smaller order are always factorised dense (LAPACK is fast there)
@@ -84,12 +86,6 @@ def dense_inverse(c, mirror):
     A = inv.T  # C-contiguous view; its lower triangle holds the inverse
     mirror(A)
     return A
-
-
-def _one_blas_thread():
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(1, user_api="blas")
 
 
 class SparseFactor:
@@ -140,7 +136,7 @@ class Factorizer:
             return dense_inverse(c, mirror)
         n = self.n
         E = np.zeros((n, min(SLAB, n)), order="F")
-        with _one_blas_thread():
+        with one_blas_thread():
             for a in range(0, n, SLAB):
                 b = min(a + SLAB, n)
                 E[:, :b - a] = 0.0
@@ -159,24 +155,23 @@ class Factorizer:
         from ._newton_cg_kernels import dense_to_csr
 
         n = self.n
-        nnz = int(np.count_nonzero(B))
-        if nnz > SPARSE_MAX_PER_ROW * n:
-            return None
-        if self._csr is None or self._csr[1].size < nnz:
-            self._csr = (np.empty(n + 1, dtype=np.int64), np.empty(nnz, dtype=np.int64),
-                         np.empty(nnz))
+        if self._csr is None:           # room for SPARSE_MAX_PER_ROW non-zeros a row
+            cap = SPARSE_MAX_PER_ROW * n
+            self._csr = (np.empty(n + 1, dtype=np.int64), np.empty(cap, dtype=np.int64), np.empty(cap))
         indptr, indices, data = self._csr
-        dense_to_csr(B, indptr, indices, data)
+        nnz = dense_to_csr(B, indptr, indices, data)
+        if nnz < 0:                     # too many non-zeros: LAPACK
+            return None
         # B is symmetric: its compressed rows are its compressed columns
         A = sp.csc_matrix((data[:nnz], indices[:nnz], indptr), shape=(n, n))
         self.stats["sparse_cholesky"] += 1
         try:
-            with _one_blas_thread():
+            with one_blas_thread():
                 lu = splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
                           options={"SymmetricMode": True})
         except RuntimeError:       # a zero pivot: singular, so not positive definite
             return None, -np.inf
-        fill = int(lu.L.nnz + lu.U.nnz)
+        fill = int(lu.nnz)              # the entries of L and U
         if fill > SPARSE_MAX_FILL * n * n:
             self.sparse = False
         pivots = lu.U.diagonal()

@@ -214,14 +214,17 @@ GRAM_SLAB = 2048
 ONE_THREAD_ORDER = 15_000
 
 
-def lapack_threads(p):
-    """A context for the dense factorisations of a p x p matrix: as it is below
-    :data:`ONE_THREAD_ORDER`, one BLAS thread (``threadpoolctl``) from there on."""
-    if p < ONE_THREAD_ORDER:
-        return contextlib.nullcontext()
+def one_blas_thread():
+    """A context in which BLAS and LAPACK run on one thread (``threadpoolctl``)."""
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(1, user_api="blas")
+
+
+def lapack_threads(p):
+    """A context for the dense factorisations of a p x p matrix: as it is below
+    :data:`ONE_THREAD_ORDER`, one BLAS thread (:func:`one_blas_thread`) from there on."""
+    return contextlib.nullcontext() if p < ONE_THREAD_ORDER else one_blas_thread()
 
 
 def gram(X):
