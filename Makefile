@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # time); Python writes it on first import for the few modules a run uses
 PIP := $(BIN)/python -m pip install -q --no-compile
 
-.PHONY: demo test test-oldest bench clean
+.PHONY: demo test test-portable test-oldest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,20 @@ demo: $(VENV)/.installed
 # are built once), and the processes share numba's on-disk cache of compiled kernels
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -n auto --dist loadfile
+
+# the suite again as the lowest CPU of this machine kind would run it (an AVX2 machine
+# without AVX-512): OpenBLAS's Haswell kernels (unless OPENBLAS_CORETYPE already names
+# one), numpy without its AVX-512 paths, numba compiling for a Haswell CPU into a cache of
+# its own (a kernel compiled for AVX-512 must never be loaded there). CI runs both.
+PORTABLE_CACHE := $(CURDIR)/$(VENV)/numba-cache-haswell
+PORTABLE_TESTS ?= tests
+test-portable: $(VENV)/.installed-test
+	find $(PORTABLE_CACHE) -mindepth 1 -maxdepth 1 ! -name $(SRC_HASH) -exec rm -rf {} + 2>/dev/null || true
+	OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-Haswell} \
+	NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" \
+	NUMBA_CPU_NAME=haswell NUMBA_CPU_FEATURES= \
+	NUMBA_CACHE_DIR=$(PORTABLE_CACHE)/$(SRC_HASH) \
+	$(BIN)/python -m pytest -q -n auto --dist loadfile $(PORTABLE_TESTS)
 
 # the oldest versions pyproject.toml claims (ci/oldest-constraints.txt), in their own
 # .venv-oldest with their own numba cache; `make test-oldest OLDEST_TESTS=tests` runs the
