@@ -85,6 +85,12 @@ def check_common_params(est):
     check_number("n_shards", getattr(est, "n_shards", None), low=1, integer=True, allow_none=True)
     if solver == "lbfgs" and np.any(np.asarray(est._effective("l1")) > 0):
         raise ParameterError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
+    if solver == "l2sgd" and np.any(np.asarray(est._effective("l1")) > 0):
+        raise ParameterError("solver='l2sgd' is CRFsuite's SGD with an l2 penalty only (CRFsuite has no l1 term "
+                             "there): set l1=0, or use solver='sgd-l1' for l1 / elastic-net penalties")
+    if solver in est._refused_solvers:
+        raise ParameterError(f"{type(est).__name__} does not offer solver={solver!r}: "
+                             f"{est._refused_solvers[solver]}")
     if est.solver_options is not None and not isinstance(est.solver_options, dict):
         raise ParameterError(f"solver_options must be a dict or None, got {est.solver_options!r}")
     from .core.threads import resolve_n_jobs
@@ -191,6 +197,9 @@ class LogLinearCore(ParamsMixin):
             if len(self._label_vocab) < 2:
                 raise ValueError(f"training data has {len(self._label_vocab)} distinct label(s); need at least 2")
         return data
+
+    #: solvers this estimator refuses, with the reason (shown to the user)
+    _refused_solvers = {}
 
     def _check_params(self):
         if self.feature_space not in FEATURE_SPACES:

@@ -6,8 +6,8 @@ Objective ``sum_i loss_i(w) + l2 / 2 ||w||^2`` (CRFsuite: ``l2 = 2 c2``), i.e. p
 sample ``loss_i + lambda / 2 ||w||^2`` with ``lambda = l2 / N``. Step ``t`` (samples
 processed so far, across epochs) has the rate ``eta_t = 1 / (lambda (t0 + t))``; it
 shrinks the weights by ``1 - eta_t lambda`` (one lazy scale factor) and moves them by
-``-eta_t`` times the sample's gradient. An optional l1 part is applied with the
-cumulative rule of :mod:`spargel.solvers.sgd` (CRFsuite has none).
+``-eta_t`` times the sample's gradient. There is no l1 part (CRFsuite has none): a
+penalty with one is refused (:mod:`spargel.solvers.sgd` handles l1).
 
 Calibration of ``t0`` (CRFsuite's, after Bottou's sgd): the samples are shuffled once
 and the first ``calibration_samples`` form the calibration set; from ``eta =
@@ -52,6 +52,9 @@ class _Epochs:
             raise ValueError("solver 'l2sgd' needs an l2 penalty > 0 (CRFsuite's c2 > 0): its step size is "
                              "1 / (lambda (t0 + t)) with lambda = l2 / N")
         self.lam = self.l2 / self.N
+        if self.l1 > 0 or np.any(self.l1w > 0):
+            raise ValueError("solver 'l2sgd' has no l1 term (CRFsuite's l2sgd is l2 only): use solver 'sgd-l1' "
+                             "for l1 / elastic-net penalties")
 
     def fresh(self, w0):
         return w0.copy(), np.zeros(self.n), np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
