@@ -1,0 +1,405 @@
+"""Neighbourhood selection (Meinshausen & Buhlmann 2006) with R huge's scaling:
+:class:`NeighbourhoodSelection` and the path function :func:`neighbourhood_path`.
+
+Every column of X is centred and scaled so that ``(1/n) z_j^T z_j = 1``; for each node
+j the lasso
+
+    min_beta  1/(2n) ||z_j - Z_{-j} beta||^2 + alpha ||beta||_1
+
+gives its neighbours (the non-zero beta_k), and the edges follow by the "or" rule (k is
+a neighbour of j or j of k) or the "and" rule (both). ``S = Z^T Z / n`` is then the
+correlation matrix of X, the matrix R's ``huge.mb`` solves on (``huge`` standardises
+with ``scale(x)``, the n - 1 standard deviation, and takes ``S = cor(x)``, which is the
+same correlation matrix; the n - 1 cancels), so the same ``alpha`` is huge's ``lambda``.
+
+Two ways to reach S (``mode``):
+
+* ``"gram"``: S formed once (p x p) and read by every node;
+* ``"data"``: no p x p matrix. The pairs with ``|S_kl| > tau`` (``tau`` half the
+  smallest alpha) are found by slabs of rows of S (``Z[:, a:b]^T Z[:, a:] / n``, at most
+  ``block_bytes`` at once) and kept as a sparse graph; each node's working set starts
+  from its screened pairs above alpha, its entries of S are dot products of columns of
+  Z, and the optimality check visits only the variables that could violate it (see
+  :mod:`._mb_kernels`): memory about ``8 n p`` bytes for the standardised data, ``24``
+  bytes per screened pair and ``12`` per non-zero coefficient.
+
+``"auto"`` takes ``"gram"`` up to 2,000 variables, ``"data"`` above.
+
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> X = rng.standard_normal((400, 6)); X[:, 1] += X[:, 0]; X[:, 2] += X[:, 1]
+>>> NeighbourhoodSelection(alpha=0.2).fit(X).edges_.tolist()
+[[0, 1], [1, 2]]
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from ..core.params import ParamsMixin
+from ..errors import ConvergenceWarning, DataFormatError, NotFittedError, ParameterError
+
+__all__ = ["NeighbourhoodSelection", "neighbourhood_path", "standardize_unit"]
+
+_RULES = ("or", "and")
+_MODES = ("auto", "gram", "data")
+#: above this many variables "auto" is the data mode
+AUTO_DATA_P = 2000
+#: the screening threshold tau of the data mode, as a fraction of the smallest alpha
+TAU_RATIO = 0.5
+#: nodes per task of the thread pool (and per progress line)
+_CHUNK = 512
+
+
+def standardize_unit(X):
+    """The columns of X centred and scaled to ``(1/n) z^T z = 1``, as a p x n array (a
+    variable per row, contiguous). A constant column is a :class:`DataFormatError`."""
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    Zt = np.array(X.T, order="C", copy=True)
+    Zt -= Zt.mean(axis=1)[:, None]
+    sd = np.sqrt(np.einsum("ij,ij->i", Zt, Zt) / n)
+    top = np.max(np.abs(X), axis=0) if n else np.zeros(0)
+    const = ~(sd > 1e-13 * np.maximum(top, np.finfo(float).tiny))
+    if np.any(const):
+        j = int(np.flatnonzero(const)[0])
+        raise DataFormatError("X", None, f"column {j} is constant (zero variance): it cannot "
+                              "be standardised; remove constant columns")
+    Zt /= sd[:, None]
+    return Zt
+
+
+def screen_pairs(Zt, tau, block_bytes=2**26):
+    """The pairs ``k != l`` with ``|S_kl| > tau`` (``S = Z^T Z / n``) as a symmetric
+    graph in CSR arrays ``(indptr, indices, values)`` (int64, int32, float64), computed
+    by slabs of rows of the upper triangle (at most ``block_bytes`` of S at once)."""
+    p, n = Zt.shape
+    rows = max(1, min(p, int(block_bytes // (8 * max(p, 1)))))
+    I, J, V = [], [], []
+    for a in range(0, p, rows):
+        b = min(a + rows, p)
+        B = Zt[a:b] @ Zt[a:].T
+        B *= 1.0 / n
+        # strict upper triangle of this slab only: column offset > row offset
+        B[np.tril_indices(b - a, 0, B.shape[1])] = 0.0
+        i, j = np.nonzero(np.abs(B) > tau)
+        I.append((i + a).astype(np.int32))
+        J.append((j + a).astype(np.int32))
+        V.append(B[i, j])
+        del B
+    i = np.concatenate(I) if I else np.zeros(0, np.int32)
+    j = np.concatenate(J) if J else np.zeros(0, np.int32)
+    v = np.concatenate(V) if V else np.zeros(0)
+    rows_all = np.concatenate([i, j])
+    cols_all = np.concatenate([j, i])
+    vals_all = np.concatenate([v, v])
+    order = np.lexsort((cols_all, rows_all))
+    indptr = np.zeros(p + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows_all, minlength=p), out=indptr[1:])
+    return indptr, np.ascontiguousarray(cols_all[order]), np.ascontiguousarray(vals_all[order])
+
+
+def _check_alpha_list(alphas):
+    """The alphas as a decreasing float array; each must be a finite number > 0."""
+    if isinstance(alphas, (str, bytes)) or np.ndim(alphas) == 0:
+        raise ParameterError(f"alphas must be a list of numbers > 0, got {alphas!r}")
+    values = list(np.ravel(alphas)) if isinstance(alphas, np.ndarray) else list(alphas)
+    if len(values) == 0:
+        raise ParameterError("alphas is empty; give at least one alpha > 0")
+    for k, a in enumerate(values):
+        if isinstance(a, (bool, np.bool_, str, bytes)) or not isinstance(a, numbers.Real):
+            raise ParameterError(f"alphas[{k}] must be a number, got {a!r}")
+        if not (np.isfinite(a) and a > 0):
+            raise ParameterError(f"alphas[{k}] == {a!r}, must be a finite number > 0")
+    return np.sort(np.asarray(values, dtype=np.float64))[::-1].copy()
+
+
+def _run_chunk(prob, alphas, tau, j0, j1, tol, max_iter):
+    """One thread's share: nodes j0 .. j1 - 1; returns (counts, idx, val, n_iter, unconverged)."""
+    from ._mb_kernels import Out, Work, mb_nodes
+
+    p, n = prob.Zt.shape
+    A = alphas.size
+    wc = min(64, max(p, 1))
+
+    def work(wc):
+        return Work(np.zeros(wc, np.int64), np.zeros((wc, wc)), np.zeros(wc), np.zeros(wc),
+                    np.zeros(wc), np.zeros(n), np.zeros(p, np.int64), np.zeros(p, np.int64),
+                    np.zeros(2, np.int64))
+
+    wk = work(wc)
+    cap = max(4 * A * wc, (j1 - j0) * A * 8)
+    m = j1 - j0
+    out = Out(np.zeros(cap, np.int32), np.zeros(cap), np.zeros(m * A, np.int64),
+              np.zeros(m, np.int64), np.zeros(m, np.int64))
+    j, pos = j0, 0
+    while True:
+        status, j, pos = mb_nodes(prob, wk, out, alphas, tau, j0, j1, j, pos, tol, max_iter)
+        if status == 0:
+            break
+        if status == 1:                         # more room for coefficients
+            cap = max(2 * out.idx.size, pos + 2 * A * wk.wlist.size)
+            idx = np.zeros(cap, np.int32)
+            val = np.zeros(cap)
+            idx[:pos] = out.idx[:pos]
+            val[:pos] = out.val[:pos]
+            out = out._replace(idx=idx, val=val)
+        else:                                   # a larger working set
+            wk = work(min(2 * wk.wlist.size, p))
+    return out.cnt, out.idx[:pos], out.val[:pos], out.n_iter, out.unconverged
+
+
+def neighbourhood_path(X, alphas, *, mode="auto", tol=1e-7, max_iter=1000, n_jobs=1,
+                       block_bytes=2**26, verbose=False, standardized=False):
+    """Each node's lasso coefficients for every alpha of ``alphas`` (solved largest
+    first, each warm-started from the previous one).
+
+    Returns ``(alphas, coefs, n_iter, unconverged, info)``: the alphas in decreasing
+    order, per alpha the p x p ``scipy.sparse.csr_matrix`` whose row j is node j's beta,
+    per node its coordinate-descent sweeps over the path and how many of its alphas
+    stopped at ``max_iter``, and a dict (``mode``, ``tau``, ``screened_pairs``).
+    ``standardized``: X is already the p x n output of :func:`standardize_unit`."""
+    import scipy.sparse as sp
+
+    from ..core.threads import resolve_n_jobs
+    from ._mb_kernels import Problem
+
+    t0 = time.perf_counter()
+    alphas = _check_alpha_list(alphas)
+    Zt = X if standardized else standardize_unit(X)
+    p, n = Zt.shape
+    if mode == "auto":
+        mode = "gram" if p <= AUTO_DATA_P else "data"
+    empty_i = np.zeros(1, np.int64)
+    if mode == "gram":
+        S = Zt @ Zt.T
+        S *= 1.0 / n
+        tau = 0.0
+        prob = Problem(Zt, S, empty_i, np.zeros(0, np.int32), np.zeros(0))
+        pairs = None
+    else:
+        tau = TAU_RATIO * float(alphas[-1])
+        ptr, idx, val = screen_pairs(Zt, tau, block_bytes)
+        prob = Problem(Zt, np.zeros((0, 0)), ptr, idx, val)
+        pairs = idx.size // 2
+        if verbose:
+            print(f"neighbourhood selection: {pairs} pairs with |S_kl| > {tau:.4g} screened "
+                  f"from {p} variables, {time.perf_counter() - t0:.2f} s", file=sys.stderr,
+                  flush=True)
+    jobs = resolve_n_jobs(n_jobs)
+    bounds = list(range(0, p, _CHUNK)) + [p]
+    chunks = list(zip(bounds[:-1], bounds[1:]))
+
+    def task(c):
+        return _run_chunk(prob, alphas, tau, c[0], c[1], float(tol), int(max_iter))
+
+    results = [None] * len(chunks)
+    done = 0
+
+    def report(k, res):
+        nonlocal done
+        results[k] = res
+        done += chunks[k][1] - chunks[k][0]
+        if verbose:
+            print(f"neighbourhood selection: {done} of {p} nodes, {alphas.size} alpha"
+                  f"{'s' if alphas.size != 1 else ''}, {time.perf_counter() - t0:.2f} s",
+                  file=sys.stderr, flush=True)
+
+    if jobs > 1 and len(chunks) > 1:
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        with ThreadPoolExecutor(max_workers=jobs) as ex:
+            futures = {ex.submit(task, c): k for k, c in enumerate(chunks)}
+            for f in as_completed(futures):
+                report(futures[f], f.result())
+    else:
+        for k, c in enumerate(chunks):
+            report(k, task(c))
+    A = alphas.size
+    cnt = np.concatenate([r[0] for r in results]).reshape(p, A) if p else np.zeros((0, A), np.int64)
+    idx = np.concatenate([r[1] for r in results]) if p else np.zeros(0, np.int32)
+    val = np.concatenate([r[2] for r in results]) if p else np.zeros(0)
+    n_iter = np.concatenate([r[3] for r in results]) if p else np.zeros(0, np.int64)
+    unconverged = np.concatenate([r[4] for r in results]) if p else np.zeros(0, np.int64)
+    # entries are node-major, alpha-minor: tag each with its alpha
+    which = np.repeat(np.tile(np.arange(A), p), cnt.ravel())
+    coefs = []
+    for a in range(A):
+        keep = which == a
+        indptr = np.zeros(p + 1, dtype=np.int64)
+        np.cumsum(cnt[:, a], out=indptr[1:])
+        C = sp.csr_matrix((val[keep], idx[keep], indptr), shape=(p, p))
+        C.sort_indices()
+        coefs.append(C)
+    info = {"mode": mode, "tau": tau, "screened_pairs": pairs,
+            "elapsed": time.perf_counter() - t0}
+    return alphas, coefs, n_iter, unconverged, info
+
+
+def adjacency_from_coef(coef, rule="or"):
+    """The symmetric boolean CSR adjacency of the coefficient matrix (row j: node j's
+    beta) by the ``"or"`` or ``"and"`` rule, and its edges ``i < j`` (row-major)."""
+    import scipy.sparse as sp
+
+    P = coef.copy().tocsr()
+    P.eliminate_zeros()
+    P.data = np.ones_like(P.data, dtype=bool)
+    P = P.astype(bool)
+    T = P.T.tocsr()
+    adj = (P + T) if rule == "or" else P.multiply(T)
+    adj = sp.csr_matrix(adj, dtype=bool)
+    adj.setdiag(False)
+    adj.eliminate_zeros()
+    adj.sort_indices()
+    upper = sp.triu(adj, 1).tocoo()
+    order = np.lexsort((upper.col, upper.row))
+    edges = np.stack([upper.row[order], upper.col[order]], axis=1).astype(np.int64).reshape(-1, 2)
+    return adj, edges
+
+
+class NeighbourhoodSelection(ParamsMixin):
+    """Gaussian graphical model structure by neighbourhood selection (Meinshausen &
+    Buhlmann 2006), with the lambda scaling of R's ``huge.mb``.
+
+    The columns of X are centred and scaled to ``(1/n) x_j^T x_j = 1`` (so ``S = Z^T Z /
+    n`` is X's correlation matrix: ``huge``'s ``scale`` divides by the n - 1 standard
+    deviation but then solves on ``cor(x)``, the same matrix); for each node j the lasso
+    ``1/(2n) ||z_j - Z_{-j} beta||^2 + alpha ||beta||_1`` is solved by coordinate
+    descent, and the edges follow by the "or" or "and" rule.
+
+    Parameters
+    ----------
+    alpha : float > 0, the l1 weight (huge's ``lambda``). Give either ``alpha`` or
+        ``alphas``.
+    rule : 'or' (default; an edge when either node selects the other) or 'and'
+        (both must).
+    alphas : None or a list of alphas > 0: fit the path (largest first, each node
+        warm-started from its previous alpha); the fitted attributes are then those of
+        the smallest alpha, and the ``*_path_`` attributes hold every alpha's.
+    mode : 'auto' (default: 'gram' up to 2,000 variables, 'data' above), 'gram'
+        (forms the p x p correlation matrix) or 'data' (never forms it: screened pairs
+        and dot products of columns; memory about ``8 n p`` bytes plus the screened
+        pairs and the coefficients).
+    tol : stop a node's coordinate descent when no coefficient moves more than tol
+        (default 1e-7; coefficients are on the standardised scale).
+    max_iter : most sweeps per node and alpha (default 1000).
+    n_jobs : threads over nodes (scikit-learn's convention: None -> 1, -1 all cores).
+    verbose : progress lines on stderr.
+
+    Attributes
+    ----------
+    coef_ : p x p ``scipy.sparse.csr_matrix``; row j holds node j's beta (standardised
+        scale, zero diagonal).
+    adjacency_ : p x p symmetric boolean ``scipy.sparse.csr_matrix``.
+    edges_ : (E, 2) int array of the edges i < j, row-major.
+    n_iter_ : (p,) int array, each node's coordinate-descent sweeps (over the path).
+    alpha_ : the alpha of the fitted attributes; alphas_ : the path (decreasing).
+    coef_path_, adjacency_path_, edges_path_ : per alpha of ``alphas_``.
+    location_, scale_ : the column means and the (1/n) standard deviations.
+    mode_ : 'gram' or 'data'; n_features_in_, feature_names_in_.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((300, 5)); X[:, 1] += 0.8 * X[:, 0]
+    >>> mb = NeighbourhoodSelection(alpha=0.2).fit(X)
+    >>> mb.edges_.tolist(), mb.adjacency_.shape
+    ([[0, 1]], (5, 5))
+    >>> path = NeighbourhoodSelection(alphas=[0.5, 0.3, 0.1]).fit(X)
+    >>> [len(e) for e in path.edges_path_][0] <= len(path.edges_)
+    True
+    """
+
+    def __init__(self, alpha=None, *, rule="or", alphas=None, mode="auto", tol=1e-7,
+                 max_iter=1000, n_jobs=1, verbose=False):
+        self.alpha = alpha
+        self.rule = rule
+        self.alphas = alphas
+        self.mode = mode
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _check_params(self):
+        from ..core.params import check_number
+
+        if self.rule not in _RULES:
+            raise ParameterError(f"rule must be 'or' or 'and', got {self.rule!r}")
+        if self.mode not in _MODES:
+            raise ParameterError(f"mode must be 'auto', 'gram' or 'data', got {self.mode!r}")
+        if self.alpha is None and self.alphas is None:
+            raise ParameterError("give alpha (one fit) or alphas (a path)")
+        if self.alpha is not None and self.alphas is not None:
+            raise ParameterError("give either alpha or alphas, not both")
+        if self.alpha is not None:
+            check_number("alpha", self.alpha)
+            if not self.alpha > 0:
+                raise ParameterError(f"alpha must be > 0, got {self.alpha!r}")
+            alphas = np.array([float(self.alpha)])
+        else:
+            alphas = _check_alpha_list(self.alphas)
+        check_number("tol", self.tol)
+        check_number("max_iter", self.max_iter, low=1, integer=True)
+        return alphas
+
+    def fit(self, X, y=None):
+        """Standardise X (n_samples, n_features) and select every node's neighbours."""
+        from .estimator import _feature_names, need_samples
+        from .objective import as_matrix
+
+        alphas = self._check_params()
+        names = _feature_names(X)
+        X = as_matrix(X, "X")
+        need_samples(X, 2, "standardise the columns")
+        if names is not None:
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.location_ = X.mean(axis=0)
+        Zt = standardize_unit(X)
+        self.scale_ = np.sqrt(((X - self.location_) ** 2).mean(axis=0))
+        del X
+        alphas, coefs, n_iter, unconverged, info = neighbourhood_path(
+            Zt, alphas, mode=self.mode, tol=self.tol, max_iter=self.max_iter,
+            n_jobs=self.n_jobs, verbose=self.verbose, standardized=True)
+        if np.any(unconverged):
+            warnings.warn(f"neighbourhood selection: {int(np.count_nonzero(unconverged))} of "
+                          f"{unconverged.size} nodes stopped at max_iter={self.max_iter} sweeps "
+                          "before tol; increase max_iter", ConvergenceWarning, stacklevel=2)
+        adj_path, edges_path = [], []
+        for C in coefs:
+            adj, edges = adjacency_from_coef(C, self.rule)
+            adj_path.append(adj)
+            edges_path.append(edges)
+        self.n_features_in_ = Zt.shape[0]
+        self.alphas_ = alphas
+        self.alpha_ = float(alphas[-1])
+        self.coef_path_ = coefs
+        self.adjacency_path_ = adj_path
+        self.edges_path_ = edges_path
+        self.coef_ = coefs[-1]
+        self.adjacency_ = adj_path[-1]
+        self.edges_ = edges_path[-1]
+        self.n_iter_ = n_iter
+        self.mode_ = info["mode"]
+        self.screened_pairs_ = info["screened_pairs"]
+        if self.verbose:
+            print(f"neighbourhood selection: {Zt.shape[0]} variables, alpha={self.alpha_:.6g}, "
+                  f"{len(self.edges_)} edges ({self.rule} rule), {info['elapsed']:.2f} s",
+                  file=sys.stderr, flush=True)
+        return self
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "coef_")
+
+    def _check_fitted(self):
+        if not hasattr(self, "coef_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call "
+                                 "'fit' with appropriate arguments before using this estimator.")
