@@ -56,7 +56,7 @@ Work = namedtuple("Work", "wlist G b beta q r mark seen ctrl")
 Out = namedtuple("Out", "idx val cnt n_iter unconverged")
 
 
-@inner()
+@inner(fastmath=True)
 def _cov(prob, k, l, inv_n):
     """``S[k, l]``: read from the Gram matrix, or the dot product of two rows of Zt."""
     if prob.S.shape[0] > 0:
@@ -69,7 +69,7 @@ def _cov(prob, k, l, inv_n):
     return acc * inv_n
 
 
-@inner()
+@inner(fastmath=True)
 def _add(prob, wk, w, k, j, stamp, inv_n):
     """Append variable k to the working set of size w (beta_k = 0); returns the new
     size, or -1 when the scratch is full."""
@@ -91,7 +91,7 @@ def _add(prob, wk, w, k, j, stamp, inv_n):
     return w + 1
 
 
-@inner()
+@inner(fastmath=True)
 def _sweeps(wk, w, a, tol, max_iter):
     """Coordinate descent on the working set until no coefficient moves more than tol
     (or max_iter sweeps); returns the number of sweeps (negative: not converged)."""
@@ -120,7 +120,7 @@ def _sweeps(wk, w, a, tol, max_iter):
     return -max_iter
 
 
-@inner()
+@inner(fastmath=True)
 def _check(prob, wk, w, j, a, tau, stamp, inv_n):
     """The KKT check outside the working set: adds every violator (|c_k| > a) to it.
     Returns the new size (unchanged: optimal), or -1 when the scratch is full."""
@@ -191,7 +191,7 @@ def _check(prob, wk, w, j, a, tau, stamp, inv_n):
     return w
 
 
-@kernel()
+@kernel(fastmath=True)
 def mb_nodes(prob, wk, out, alphas, tau, j0, j1, start, pos, tol, max_iter):
     """Solve the lasso of nodes ``start .. j1 - 1`` (of the chunk that starts at j0) for
     every alpha (decreasing, warm-started), writing from ``pos`` on.
@@ -269,3 +269,23 @@ def mb_nodes(prob, wk, out, alphas, tau, j0, j1, start, pos, tol, max_iter):
         out.n_iter[j - j0] = sweeps
         out.unconverged[j - j0] = bad
     return 0, j1, pos
+
+
+@kernel()
+def slab_pairs(B, a, low, I, J):
+    """The pairs of a slab ``B = |S[a:a+m, a:]|`` (any sign) in its strict upper
+    triangle with ``|B[r, c]| > low``: written to ``I, J`` (global indices, row-major)
+    when they are long enough; returns how many there are (call again with arrays of
+    that length when it is larger than theirs)."""
+    m, w = B.shape
+    cap = I.shape[0]
+    c = 0
+    for r in range(m):
+        row = B[r]
+        for k in range(r + 1, w):
+            if abs(row[k]) > low:
+                if c < cap:
+                    I[c] = a + r
+                    J[c] = a + k
+                c += 1
+    return c
