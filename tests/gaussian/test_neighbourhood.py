@@ -252,3 +252,62 @@ def test_public_name_and_parameters():
     assert not m.__sklearn_is_fitted__()
     m.fit(_data())
     assert m.__sklearn_is_fitted__() and m.n_features_in_ == 12
+
+
+# -- the command line: spargel gmrf --method mb ------------------------------------------
+
+def _write_csv(path, X, names=True):
+    import csv
+
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        if names:
+            w.writerow([f"v{j}" for j in range(X.shape[1])])
+        for row in X:
+            w.writerow([repr(float(v)) for v in row])
+    return path
+
+
+@pytest.mark.parametrize("extra", [[], ["--from-data"], ["--rule", "and"]])
+def test_cli_method_mb_writes_the_edges(tmp_path, capsys, extra):
+    import csv
+
+    from spargel.cli import main
+
+    X = _data(n=120, p=10, seed=11)
+    data = _write_csv(tmp_path / "x.csv", X)
+    out = tmp_path / "edges.csv"
+    rc = main(["gmrf", str(data), "--method", "mb", "--alpha", "0.15", "--out-edges", str(out),
+               *extra])
+    err = capsys.readouterr().err
+    assert rc == 0 and "neighbourhood selection" in err
+    rows = list(csv.reader(out.open()))
+    assert rows[0] == ["i", "j", "weight", "name_i", "name_j"]
+    rule = "and" if "and" in extra else "or"
+    m = NeighbourhoodSelection(alpha=0.15, rule=rule,
+                               mode="data" if "--from-data" in extra else "auto").fit(X)
+    got = [(int(r[0]), int(r[1])) for r in rows[1:]]
+    assert got == [tuple(e) for e in m.edges_.tolist()] and got
+    B = m.coef_.toarray()
+    for r in rows[1:]:
+        i, j = int(r[0]), int(r[1])
+        assert float(r[2]) == pytest.approx(0.5 * (B[i, j] + B[j, i]))
+        assert (r[3], r[4]) == (f"v{i}", f"v{j}")
+
+
+def test_cli_method_mb_refuses_what_it_does_not_do(tmp_path, capsys):
+    from spargel.cli import main
+
+    data = _write_csv(tmp_path / "x.csv", _data(n=30, p=5))
+    for argv, msg in ((["--method", "mb"], "needs --alpha"),
+                      (["--method", "mb", "--alpha", "0.1", "--cv", "3"], "--cv"),
+                      (["--method", "mb", "--alpha", "0.1", "--out-precision", str(tmp_path / "K.csv")],
+                       "--out-precision"),
+                      (["--method", "mb", "--alpha", "0"], "must be > 0"),
+                      (["--alpha", "0.1", "--rule", "and"], "--rule goes with --method mb")):
+        rc = main(["gmrf", str(data), *argv])
+        err = capsys.readouterr().err
+        assert rc == 2 and msg in err, (argv, err)
+    # glasso stays the default
+    assert main(["gmrf", str(data), "--alpha", "0.1", "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("i,j,weight")
