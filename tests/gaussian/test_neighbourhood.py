@@ -311,3 +311,19 @@ def test_cli_method_mb_refuses_what_it_does_not_do(tmp_path, capsys):
     # glasso stays the default
     assert main(["gmrf", str(data), "--alpha", "0.1", "--quiet"]) == 0
     assert capsys.readouterr().out.startswith("i,j,weight")
+
+
+def test_scikit_learn_estimator_checks():
+    """Every check of scikit-learn's check_estimator passes (the estimator does not
+    inherit from BaseEstimator: scikit-learn is not a dependency of spargel)."""
+    import warnings
+
+    pytest.importorskip("sklearn", minversion="1.6")
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*does not inherit from .*BaseEstimator")
+        warnings.filterwarnings("ignore", message=".*SCIPY_ARRAY_API")
+        results = check_estimator(NeighbourhoodSelection(alpha=0.1), on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    assert len(results) > 30 and failed == []
