@@ -1,7 +1,8 @@
 """Neighbourhood selection at genomics scale: spargel against pyhuge's ``huge_mb``.
 
 The data are ``bench/gmrf_scale.py``'s chain (R ``huge.generator``'s band graph with
-``g = 1``: an AR(1)-like chain across the variables), n samples, standardised and
+``g = 1``: an AR(1)-like chain across the variables) or, with ``--graph random``, its
+random graph (each pair an edge with probability 3 / p), n samples, standardised and
 written once to a binary file that both contenders read. Each contender runs in its own
 process; time is the fit alone (data loading excluded), wall-clock and CPU, and peak
 resident memory is that process's (``getrusage``). Both fit one lambda with the "or"
@@ -14,6 +15,7 @@ interpreter with ``--pyhuge-python`` (its worker needs only numpy and pyhuge).
 
     python bench/mb_scale.py --p 2000 10000 --n 1000 --alpha 0.2 \\
         --pyhuge-python /path/to/venv/bin/python
+    python bench/mb_scale.py --graph random --p 2000 10000 --alpha 0.1 --pyhuge-python ...
 """
 
 from __future__ import annotations
@@ -76,12 +78,14 @@ def jaccard(a, b, p):
 
 
 def main():
-    from gmrf_scale import _run, chain_data, chain_edges, edge_scores
+    from gmrf_scale import _run, chain_data, chain_edges, edge_scores, random_data
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--p", type=int, nargs="+", default=[2000, 10000])
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--alpha", type=float, default=0.2)
+    ap.add_argument("--graph", choices=["chain", "random"], default="chain",
+                    help="the chain (default) or huge's random graph (gmrf_scale.py's)")
     ap.add_argument("--n-jobs", type=int, default=1, help="spargel's threads over nodes")
     ap.add_argument("--pyhuge-python", default=None,
                     help="a Python interpreter that has pyhuge (skipped when not given)")
@@ -97,8 +101,12 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for p in args.p:
             data = Path(tmp) / f"x{p}.bin"
-            chain_data(p, args.n).tofile(data)
-            truth = chain_edges(p)
+            if args.graph == "chain":
+                X, truth = chain_data(p, args.n), chain_edges(p)
+            else:
+                X, truth = random_data(p, args.n)
+            X.tofile(data)
+            del X
             found = {}
             for which, python in (("spargel", sys.executable), ("pyhuge", args.pyhuge_python)):
                 if python is None:
@@ -116,7 +124,7 @@ def main():
                     r = json.loads(got[1].strip().splitlines()[-1])
                     found[which] = np.fromfile(edges, dtype=np.int32).reshape(-1, 2)
                     r["recall"], r["precision"] = edge_scores(found[which], truth, p)
-                r.update(p=p, n=args.n, which=which, alpha=args.alpha)
+                r.update(p=p, n=args.n, which=which, alpha=args.alpha, graph=args.graph)
                 rows.append(r)
             if len(found) == 2:
                 J = jaccard(found["spargel"], found["pyhuge"], p)
@@ -125,7 +133,7 @@ def main():
             for r in rows[-2:]:
                 print(json.dumps(r), flush=True)
             data.unlink()
-    print(markdown_table(rows, [("p", "p", None), ("n", "n", None), ("which", "fit", None),
+    print(markdown_table(rows, [("graph", "graph", None), ("p", "p", None), ("n", "n", None), ("which", "fit", None),
                                 ("time", "seconds", "{:.2f}"), ("cpu", "CPU s", "{:.2f}"),
                                 ("peak_mb", "peak MiB", "{:.0f}"), ("edges", "edges", None),
                                 ("jaccard", "Jaccard", "{:.4f}"), ("recall", "recall", "{:.3f}"),

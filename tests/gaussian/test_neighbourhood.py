@@ -95,8 +95,10 @@ def test_gram_and_data_modes_agree_with_fewer_samples_than_variables():
 
 
 def test_data_mode_dense_neighbourhoods_check_every_variable():
-    """Strongly correlated data and a small alpha: supports with ||beta||_1 > 1, where
-    the screened graph alone does not certify optimality (every variable is checked)."""
+    """Strongly correlated data and a small alpha: supports with ||beta||_1 > 1, and a
+    screening threshold above alpha (3 / sqrt(n)), where the screened graph alone does
+    not certify optimality: every node is checked by the matrix product, and those with
+    violators are solved again."""
     rng = np.random.default_rng(2)
     n, p = 60, 30
     F = rng.standard_normal((n, 3))
@@ -108,6 +110,9 @@ def test_data_mode_dense_neighbourhoods_check_every_variable():
     assert np.abs(B).sum(axis=1).max() > 1.0               # the bound did not certify
     assert _kkt_violation(_z(X), B, alpha) < 1e-7
     np.testing.assert_allclose(B, g.coef_.toarray(), atol=1e-7)
+    # those nodes went through the product check (and some were solved again)
+    info = nb.neighbourhood_path(X, [alpha], mode="data", tol=1e-11, max_iter=100_000)[4]
+    assert info["tau"] > alpha and info["checked"] > X.shape[1]
 
 
 @pytest.mark.parametrize("mode", ["gram", "data"])
@@ -134,7 +139,7 @@ def test_or_and_rules_by_construction():
         want = {"or": P | P.T, "and": P & P.T}
         for m, rule in ((o, "or"), (a, "and")):
             A = m.adjacency_
-            assert sp.isspmatrix_csr(A) and A.dtype == bool
+            assert isinstance(A, sp.csr_matrix) and A.dtype == bool
             np.testing.assert_array_equal(A.toarray(), want[rule])
             assert (A != A.T).nnz == 0 and not A.diagonal().any()
             iu, ju = np.nonzero(np.triu(want[rule], 1))

@@ -26,13 +26,17 @@ Two sources of S (:class:`Problem`):
   that can violate: the screened graph ``(adj_ptr, adj_idx, adj_val)`` holds every pair
   with ``|s_kl| > tau``, so a variable k that is not a screened neighbour of j nor of any
   l in the support has ``|c_k| <= tau (1 + ||beta||_1)``; when that bound is <= a only the
-  screened neighbours are computed, otherwise (a rare dense neighbourhood) every k.
+  screened neighbours are computed, otherwise the node is flagged for the caller's check.
 
-A kernel call runs nodes ``j0 .. j1 - 1`` of one chunk, writing each node's non-zero
-coefficients, alpha after alpha, to the chunk's output (:class:`Out`); it returns early
-(status 1) when the output might not hold another node, or (status 2) when a working set
-outgrows the scratch (:class:`Work`), and is called again from that node with larger
-buffers.
+A kernel call solves one alpha for a list of nodes, each warm-started from its *seeds*
+(the previous alpha's coefficients on a path, and the violators the caller's check
+found), writing each node's non-zero coefficients to the call's output (:class:`Out`).
+In data mode a node whose bound does not certify it is not checked variable by variable
+here: it is flagged (``Out.uncertified``), and the caller checks all flagged nodes at once
+with one matrix product (:func:`spargel.gaussian.neighbourhood.neighbourhood_path`) and
+solves those with violators again, seeded with them. A call returns early (status 1)
+when the output might not hold another node, or (status 2) when a working set outgrows
+the scratch (:class:`Work`), and is called again from that node with larger buffers.
 """
 
 from collections import namedtuple
@@ -45,15 +49,16 @@ from ..core.jit import inner, kernel
 Problem = namedtuple("Problem", "Zt S adj_ptr adj_idx adj_val")
 
 #: per-chunk scratch: the working set ``wlist`` and its block ``G`` (wc x wc), ``b``,
-#: ``beta``, ``q`` (length wc), the residual ``r`` (n), the stamps ``mark`` (k is in the
+#: ``beta``, ``q`` (length wc), the residual ``r`` (n; p in Gram mode: the gradient), the stamps ``mark`` (k is in the
 #: working set) and ``seen`` (k already checked in this round), both length p, and
 #: ``ctrl = [last mark stamp, last seen stamp]``
 Work = namedtuple("Work", "wlist G b beta q r mark seen ctrl")
 
-#: per-chunk output: coefficients in node-major, alpha-minor order (``idx``, ``val``),
-#: ``cnt[(j - j0) * A + a]`` of them for node j at alpha a, ``n_iter[j - j0]`` sweeps and
-#: ``unconverged[j - j0]`` alphas that stopped at max_iter
-Out = namedtuple("Out", "idx val cnt n_iter unconverged")
+#: per-call output: the coefficients of the nodes in order (``idx``, ``val``), ``cnt[i]``
+#: of them for the i-th node, its coordinate-descent sweeps ``n_iter[i]``, ``unconverged[i]``
+#: (1: stopped at max_iter) and ``uncertified[i]`` (1: data mode, the screened bound did
+#: not prove the solution optimal; the caller checks it)
+Out = namedtuple("Out", "idx val cnt n_iter unconverged uncertified")
 
 
 @inner(fastmath=True)
@@ -123,19 +128,27 @@ def _sweeps(wk, w, a, tol, max_iter):
 @inner(fastmath=True)
 def _check(prob, wk, w, j, a, tau, stamp, inv_n):
     """The KKT check outside the working set: adds every violator (|c_k| > a) to it.
-    Returns the new size (unchanged: optimal), or -1 when the scratch is full."""
+    Returns the new size (unchanged: optimal), -1 when the scratch is full, or -2 (data
+    mode) when the screened bound ``tau (1 + ||beta||_1) <= a`` does not hold."""
     Zt, S = prob.Zt, prob.S
     p = Zt.shape[0]
     beta, wlist = wk.beta, wk.wlist
     w0 = w
-    if S.shape[0] > 0:                      # Gram mode: c = S[:, j] - S[:, supp] beta
+    if S.shape[0] > 0:                      # Gram mode: c = S[j] - beta^T S[supp] (rows)
+        r = wk.r                            # S is symmetric: rows are read, contiguous
+        Sj = S[j]
+        for k in range(p):
+            r[k] = Sj[k]
+        for t in range(w0):
+            bt = beta[t]
+            if bt != 0.0:
+                Sl = S[wlist[t]]
+                for k in range(p):
+                    r[k] -= bt * Sl[k]
         for k in range(p):
             if k == j or wk.mark[k] == stamp:
                 continue
-            c = S[k, j]
-            for t in range(w0):
-                if beta[t] != 0.0:
-                    c -= S[k, wlist[t]] * beta[t]
+            c = r[k]
             if abs(c) > a:
                 w = _add(prob, wk, w, k, j, stamp, inv_n)
                 if w < 0:
@@ -157,19 +170,8 @@ def _check(prob, wk, w, j, a, tau, stamp, inv_n):
                 r[m] -= bt * zl[m]
     wk.ctrl[1] += 1
     seen = wk.ctrl[1]
-    if tau * (1.0 + l1) > a:                # the bound does not certify: every k
-        for k in range(p):
-            if k == j or wk.mark[k] == stamp:
-                continue
-            zk = Zt[k]
-            c = 0.0
-            for m in range(n):
-                c += zk[m] * r[m]
-            if abs(c * inv_n) > a:
-                w = _add(prob, wk, w, k, j, stamp, inv_n)
-                if w < 0:
-                    return -1
-        return w
+    if tau * (1.0 + l1) > a:                # the bound does not certify: the caller checks
+        return -2
     # only the screened neighbours of j and of the support can violate
     for t in range(-1, w0):
         if t >= 0 and beta[t] == 0.0:
@@ -192,83 +194,88 @@ def _check(prob, wk, w, j, a, tau, stamp, inv_n):
 
 
 @kernel(fastmath=True)
-def mb_nodes(prob, wk, out, alphas, tau, j0, j1, start, pos, tol, max_iter):
-    """Solve the lasso of nodes ``start .. j1 - 1`` (of the chunk that starts at j0) for
-    every alpha (decreasing, warm-started), writing from ``pos`` on.
+def mb_nodes(prob, wk, out, a, tau, nodes, seed_ptr, seed_idx, seed_val, start, pos, tol,
+             max_iter):
+    """Solve the lasso at weight ``a`` for ``nodes[start:]``, writing from ``pos`` on. Node
+    ``nodes[i]`` starts from its seeds ``seed_idx[seed_ptr[i]:seed_ptr[i + 1]]`` with the
+    values ``seed_val`` (a warm start), and from the variables with ``|s_kj| > a``.
 
-    Returns ``(status, node, pos)``: status 0 when all are done; 1 when the output may
-    not hold node ``node``'s coefficients, 2 when its working set outgrew the scratch
-    (call again from ``node`` and ``pos`` with larger buffers)."""
+    Returns ``(status, i, pos)``: status 0 when all are done; 1 when the output may not
+    hold the coefficients of ``nodes[i]``, 2 when its working set outgrew the scratch
+    (call again from ``i`` and ``pos`` with larger buffers)."""
     Zt, S = prob.Zt, prob.S
     n = Zt.shape[1]
     p = Zt.shape[0]
     inv_n = 1.0 / n
-    A = alphas.shape[0]
     wc = wk.wlist.shape[0]
-    for j in range(start, j1):
-        if pos + A * wc > out.idx.shape[0]:
-            return 1, j, pos
-        node_pos = pos
+    G, beta, q = wk.G, wk.beta, wk.q
+    for i in range(start, nodes.shape[0]):
+        j = nodes[i]
+        if pos + wc > out.idx.shape[0]:
+            return 1, i, pos
         wk.ctrl[0] += 1
         stamp = wk.ctrl[0]
-        a0 = alphas[0]
         w = 0
-        # the first working set: |s_kj| > alpha (the violators at beta = 0)
+        # the seeds, with their values (q = G beta kept up to date)
+        for e in range(seed_ptr[i], seed_ptr[i + 1]):
+            k = seed_idx[e]
+            if k == j or wk.mark[k] == stamp:
+                continue
+            w = _add(prob, wk, w, k, j, stamp, inv_n)
+            if w < 0:
+                return 2, i, pos
+            v = seed_val[e]
+            if v != 0.0:
+                t = w - 1
+                beta[t] = v
+                for u in range(w):
+                    q[u] += v * G[u, t]
+        # the variables that violate optimality at beta = 0: |s_kj| > a
         if S.shape[0] > 0:
+            Sj = S[j]
             for k in range(p):
-                if k != j and abs(S[k, j]) > a0:
+                if k != j and wk.mark[k] != stamp and abs(Sj[k]) > a:
                     w = _add(prob, wk, w, k, j, stamp, inv_n)
                     if w < 0:
-                        return 2, j, node_pos
+                        return 2, i, pos
         else:
             for e in range(prob.adj_ptr[j], prob.adj_ptr[j + 1]):
-                if abs(prob.adj_val[e]) > a0:
-                    w = _add(prob, wk, w, prob.adj_idx[e], j, stamp, inv_n)
+                k = prob.adj_idx[e]
+                if wk.mark[k] != stamp and abs(prob.adj_val[e]) > a:
+                    w = _add(prob, wk, w, k, j, stamp, inv_n)
                     if w < 0:
-                        return 2, j, node_pos
+                        return 2, i, pos
         sweeps = 0
         bad = 0
-        for ia in range(A):
-            a = alphas[ia]
-            if ia > 0:
-                # the strong candidates of this alpha not yet in the working set
-                if S.shape[0] > 0:
-                    for k in range(p):
-                        if k != j and wk.mark[k] != stamp and abs(S[k, j]) > a:
-                            w = _add(prob, wk, w, k, j, stamp, inv_n)
-                            if w < 0:
-                                return 2, j, node_pos
-                else:
-                    for e in range(prob.adj_ptr[j], prob.adj_ptr[j + 1]):
-                        k = prob.adj_idx[e]
-                        if wk.mark[k] != stamp and abs(prob.adj_val[e]) > a:
-                            w = _add(prob, wk, w, k, j, stamp, inv_n)
-                            if w < 0:
-                                return 2, j, node_pos
-            while True:
-                s = _sweeps(wk, w, a, tol, max_iter)
-                if s < 0:
-                    bad += 1
-                    sweeps -= s
-                else:
-                    sweeps += s
-                w1 = _check(prob, wk, w, j, a, tau, stamp, inv_n)
-                if w1 < 0:
-                    return 2, j, node_pos
-                if w1 == w:
-                    break
-                w = w1
-            c = 0
-            for t in range(w):
-                if wk.beta[t] != 0.0:
-                    out.idx[pos] = wk.wlist[t]
-                    out.val[pos] = wk.beta[t]
-                    pos += 1
-                    c += 1
-            out.cnt[(j - j0) * A + ia] = c
-        out.n_iter[j - j0] = sweeps
-        out.unconverged[j - j0] = bad
-    return 0, j1, pos
+        flag = 0
+        while True:
+            s_ = _sweeps(wk, w, a, tol, max_iter)
+            if s_ < 0:
+                bad = 1
+                sweeps -= s_
+            else:
+                sweeps += s_
+            w1 = _check(prob, wk, w, j, a, tau, stamp, inv_n)
+            if w1 == -1:
+                return 2, i, pos
+            if w1 == -2:
+                flag = 1
+                break
+            if w1 == w:
+                break
+            w = w1
+        c = 0
+        for t in range(w):
+            if beta[t] != 0.0:
+                out.idx[pos] = wk.wlist[t]
+                out.val[pos] = beta[t]
+                pos += 1
+                c += 1
+        out.cnt[i] = c
+        out.n_iter[i] = sweeps
+        out.unconverged[i] = bad
+        out.uncertified[i] = flag
+    return 0, nodes.shape[0], pos
 
 
 @kernel()

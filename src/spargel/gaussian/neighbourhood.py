@@ -50,8 +50,11 @@ _RULES = ("or", "and")
 _MODES = ("auto", "gram", "data")
 #: above this many variables "auto" is the data mode
 AUTO_DATA_P = 2000
-#: the screening threshold tau of the data mode, as a fraction of the smallest alpha
+#: the screening threshold tau of the data mode: this fraction of the smallest alpha ...
 TAU_RATIO = 0.5
+#: ... and at least this many standard deviations of a correlation of independent
+#: variables (1 / sqrt(n)): about 0.27% of the pairs of unrelated variables are kept
+TAU_NOISE = 3.0
 #: nodes per task of the thread pool (and per progress line)
 _CHUNK = 512
 
@@ -78,7 +81,7 @@ def standardize_unit(X, stats=False):
     return (Zt, mean, sd) if stats else Zt
 
 
-def screen_pairs(Zt, tau, block_bytes=2**26):
+def screen_pairs(Zt, tau, block_bytes=2**26, keep_single=False):
     """The pairs ``k != l`` with ``|S_kl| > tau`` (``S = Z^T Z / n``) as a symmetric
     graph in CSR arrays ``(indptr, indices, values)`` (int64, int32, float64).
 
@@ -88,7 +91,8 @@ def screen_pairs(Zt, tau, block_bytes=2**26):
     error of a single-precision ``S_kl`` (the columns' rounding, ``2 u``, and the
     accumulation, ``n u / (1 - n u)``, each times ``|z_k| |z_l| / n = 1``). Those pairs are
     recomputed in double precision and kept when above ``tau``: the same pairs as a
-    double-precision screening, never one fewer."""
+    double-precision screening, never one fewer. With ``keep_single`` the single-precision
+    columns (scaled by ``1 / sqrt(n)``) are returned too, as a fourth value."""
     from ._mb_kernels import slab_pairs
 
     p, n = Zt.shape
@@ -114,7 +118,8 @@ def screen_pairs(Zt, tau, block_bytes=2**26):
         I.append(i[:got].copy())
         J.append(j[:got].copy())
         del B
-    del Z32
+    if not keep_single:
+        del Z32
     i = np.concatenate(I) if I else np.zeros(0, np.int32)
     j = np.concatenate(J) if J else np.zeros(0, np.int32)
     v = np.empty(i.size)
@@ -128,7 +133,8 @@ def screen_pairs(Zt, tau, block_bytes=2**26):
     order = np.lexsort((cols_all, rows_all))
     indptr = np.zeros(p + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows_all, minlength=p), out=indptr[1:])
-    return indptr, np.ascontiguousarray(cols_all[order]), np.ascontiguousarray(vals_all[order])
+    graph = indptr, np.ascontiguousarray(cols_all[order]), np.ascontiguousarray(vals_all[order])
+    return (*graph, Z32) if keep_single else graph
 
 
 def _check_alpha_list(alphas):
@@ -146,39 +152,134 @@ def _check_alpha_list(alphas):
     return np.sort(np.asarray(values, dtype=np.float64))[::-1].copy()
 
 
-def _run_chunk(prob, alphas, tau, j0, j1, tol, max_iter):
-    """One thread's share: nodes j0 .. j1 - 1; returns (counts, idx, val, n_iter, unconverged)."""
+def _run_chunk(prob, a, tau, nodes, seeds, tol, max_iter):
+    """One thread's share: the lasso at ``a`` of ``nodes`` (seeded by the rows of the CSR
+    ``seeds``, one per node); returns (counts, idx, val, n_iter, unconverged, uncertified)."""
     from ._mb_kernels import Out, Work, mb_nodes
 
     p, n = prob.Zt.shape
-    A = alphas.size
-    wc = min(64, max(p, 1))
+    m = nodes.size
+    longest = int(np.diff(seeds.indptr).max()) if m else 0
+    wc = min(max(64, 2 * longest), max(p, 1))
 
     def work(wc):
         return Work(np.zeros(wc, np.int64), np.zeros((wc, wc)), np.zeros(wc), np.zeros(wc),
-                    np.zeros(wc), np.zeros(n), np.zeros(p, np.int64), np.zeros(p, np.int64),
-                    np.zeros(2, np.int64))
+                    np.zeros(wc), np.zeros(p if prob.S.shape[0] else n), np.zeros(p, np.int64),
+                    np.zeros(p, np.int64), np.zeros(2, np.int64))
 
     wk = work(wc)
-    cap = max(4 * A * wc, (j1 - j0) * A * 8)
-    m = j1 - j0
-    out = Out(np.zeros(cap, np.int32), np.zeros(cap), np.zeros(m * A, np.int64),
-              np.zeros(m, np.int64), np.zeros(m, np.int64))
-    j, pos = j0, 0
+    cap = max(4 * wc, 8 * m, seeds.nnz + wc)
+    out = Out(np.zeros(cap, np.int32), np.zeros(cap), np.zeros(m, np.int64),
+              np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64))
+    ptr = seeds.indptr.astype(np.int64)
+    idx = seeds.indices.astype(np.int64)
+    val = seeds.data.astype(np.float64)
+    i, pos = 0, 0
     while True:
-        status, j, pos = mb_nodes(prob, wk, out, alphas, tau, j0, j1, j, pos, tol, max_iter)
+        status, i, pos = mb_nodes(prob, wk, out, a, tau, nodes, ptr, idx, val, i, pos, tol,
+                                  max_iter)
         if status == 0:
             break
         if status == 1:                         # more room for coefficients
-            cap = max(2 * out.idx.size, pos + 2 * A * wk.wlist.size)
-            idx = np.zeros(cap, np.int32)
-            val = np.zeros(cap)
-            idx[:pos] = out.idx[:pos]
-            val[:pos] = out.val[:pos]
-            out = out._replace(idx=idx, val=val)
+            cap = max(2 * out.idx.size, pos + 2 * wk.wlist.size)
+            new_idx = np.zeros(cap, np.int32)
+            new_val = np.zeros(cap)
+            new_idx[:pos] = out.idx[:pos]
+            new_val[:pos] = out.val[:pos]
+            out = out._replace(idx=new_idx, val=new_val)
         else:                                   # a larger working set
             wk = work(min(2 * wk.wlist.size, p))
-    return out.cnt, out.idx[:pos], out.val[:pos], out.n_iter, out.unconverged
+    return (out.cnt, out.idx[:pos], out.val[:pos], out.n_iter, out.unconverged,
+            out.uncertified)
+
+
+def _solve(prob, a, tau, nodes, seeds, tol, max_iter, jobs, progress=None):
+    """The lasso at ``a`` of ``nodes`` (warm-started from the rows of ``seeds``, a CSR with a
+    row per node), in chunks of :data:`_CHUNK` nodes on ``jobs`` threads. Returns the
+    coefficients (CSR, a row per node) and per node its sweeps, whether it stopped at
+    max_iter and whether its optimality is left to check (data mode)."""
+    import scipy.sparse as sp
+
+    p = prob.Zt.shape[0]
+    m = nodes.size
+    bounds = list(range(0, m, _CHUNK)) + [m]
+    chunks = list(zip(bounds[:-1], bounds[1:]))
+    results = [None] * len(chunks)
+
+    def task(k):
+        c0, c1 = chunks[k]
+        return _run_chunk(prob, a, tau, nodes[c0:c1], seeds[c0:c1], tol, max_iter)
+
+    def done(k, res):
+        results[k] = res
+        if progress is not None:
+            progress(chunks[k][1] - chunks[k][0])
+
+    if jobs > 1 and len(chunks) > 1:
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        with ThreadPoolExecutor(max_workers=jobs) as ex:
+            futures = {ex.submit(task, k): k for k in range(len(chunks))}
+            for f in as_completed(futures):
+                done(futures[f], f.result())
+    else:
+        for k in range(len(chunks)):
+            done(k, task(k))
+    if not results:
+        z = np.zeros(0, np.int64)
+        return sp.csr_matrix((0, p)), z, z, z
+    cnt, idx, val, n_iter, unconv, uncert = (np.concatenate(part) for part in zip(*results))
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(cnt, out=indptr[1:])
+    C = sp.csr_matrix((val, idx, indptr), shape=(m, p))
+    C.sort_indices()
+    return C, n_iter, unconv, uncert
+
+
+def _violators(Zt, Z32, nodes, rows, a, slack):
+    """The exact optimality check of the lasso solutions ``rows`` (CSR, a row per node of
+    ``nodes``) at weight ``a``: per node, the variables k outside its support with ``|c_k|
+    = |z_k . r| / n > a + slack``, ``r = z_j - Z beta``. By blocks of nodes, one
+    single-precision product ``R^T Z`` each (candidates above ``a`` less the rounding
+    margin of :func:`screen_pairs`, ``|r| / sqrt(n)`` times that of unit columns),
+    recomputed in double precision."""
+    p, n = Zt.shape
+    u = float(np.finfo(np.float32).eps) / 2
+    out = []
+    for b0 in range(0, nodes.size, 256):
+        js = nodes[b0:b0 + 256]
+        B = rows[b0:b0 + 256]
+        R = Zt[js] - np.asarray(B @ Zt)                  # residuals, a row per node
+        scale = np.sqrt(np.einsum("ij,ij->i", R, R) / n)
+        R32 = (R * (1.0 / np.sqrt(n))).astype(np.float32)
+        C = R32 @ Z32.T                                  # c_k = z_k . r / n, in float32
+        margin = 2.0 * (n + 4) * u * np.maximum(scale, 1.0)
+        np.abs(C, out=C)
+        C[np.arange(js.size), js] = 0.0                  # the node itself
+        for t in range(js.size):                         # the support: |c_k| = a there
+            C[t, B.indices[B.indptr[t]:B.indptr[t + 1]]] = 0.0
+        ti, k = np.nonzero(C > (a + slack - margin)[:, None])
+        del C
+        exact = np.einsum("ij,ij->i", Zt[k], R[ti]) / n
+        keep = np.abs(exact) > a + slack
+        ti, k = ti[keep], k[keep]
+        for t in range(js.size):
+            out.append(k[ti == t])
+    return out
+
+
+def _replace_rows(C, where, R):
+    """C (CSR) with its rows ``where`` replaced by the rows of R (in that order)."""
+    import scipy.sparse as sp
+
+    p = C.shape[0]
+    keep = np.ones(p)
+    keep[where] = 0.0
+    P = sp.csr_matrix((np.ones(where.size), (where, np.arange(where.size))), shape=(p, where.size))
+    out = (sp.diags(keep) @ C + P @ R).tocsr()
+    out.eliminate_zeros()
+    out.sort_indices()
+    return out
 
 
 def neighbourhood_path(X, alphas, *, mode="auto", tol=1e-7, max_iter=1000, n_jobs=1,
@@ -189,7 +290,8 @@ def neighbourhood_path(X, alphas, *, mode="auto", tol=1e-7, max_iter=1000, n_job
     Returns ``(alphas, coefs, n_iter, unconverged, info)``: the alphas in decreasing
     order, per alpha the p x p ``scipy.sparse.csr_matrix`` whose row j is node j's beta,
     per node its coordinate-descent sweeps over the path and how many of its alphas
-    stopped at ``max_iter``, and a dict (``mode``, ``tau``, ``screened_pairs``).
+    stopped at ``max_iter``, and a dict (``mode``, ``tau``, ``screened_pairs``,
+    ``checked``: the nodes checked by the matrix product, over the path).
     ``standardized``: X is already the p x n output of :func:`standardize_unit`."""
     import scipy.sparse as sp
 
@@ -202,16 +304,16 @@ def neighbourhood_path(X, alphas, *, mode="auto", tol=1e-7, max_iter=1000, n_job
     p, n = Zt.shape
     if mode == "auto":
         mode = "gram" if p <= AUTO_DATA_P else "data"
-    empty_i = np.zeros(1, np.int64)
+    Z32 = None
     if mode == "gram":
         S = Zt @ Zt.T
         S *= 1.0 / n
         tau = 0.0
-        prob = Problem(Zt, S, empty_i, np.zeros(0, np.int32), np.zeros(0))
+        prob = Problem(Zt, S, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0))
         pairs = None
     else:
-        tau = TAU_RATIO * float(alphas[-1])
-        ptr, idx, val = screen_pairs(Zt, tau, block_bytes)
+        tau = max(TAU_RATIO * float(alphas[-1]), TAU_NOISE / np.sqrt(n))
+        ptr, idx, val, Z32 = screen_pairs(Zt, tau, block_bytes, keep_single=True)
         prob = Problem(Zt, np.zeros((0, 0)), ptr, idx, val)
         pairs = idx.size // 2
         if verbose:
@@ -219,51 +321,60 @@ def neighbourhood_path(X, alphas, *, mode="auto", tol=1e-7, max_iter=1000, n_job
                   f"from {p} variables, {time.perf_counter() - t0:.2f} s", file=sys.stderr,
                   flush=True)
     jobs = resolve_n_jobs(n_jobs)
-    bounds = list(range(0, p, _CHUNK)) + [p]
-    chunks = list(zip(bounds[:-1], bounds[1:]))
-
-    def task(c):
-        return _run_chunk(prob, alphas, tau, c[0], c[1], float(tol), int(max_iter))
-
-    results = [None] * len(chunks)
-    done = 0
-
-    def report(k, res):
-        nonlocal done
-        results[k] = res
-        done += chunks[k][1] - chunks[k][0]
-        if verbose:
-            print(f"neighbourhood selection: {done} of {p} nodes, {alphas.size} alpha"
-                  f"{'s' if alphas.size != 1 else ''}, {time.perf_counter() - t0:.2f} s",
-                  file=sys.stderr, flush=True)
-
-    if jobs > 1 and len(chunks) > 1:
-        from concurrent.futures import ThreadPoolExecutor, as_completed
-
-        with ThreadPoolExecutor(max_workers=jobs) as ex:
-            futures = {ex.submit(task, c): k for k, c in enumerate(chunks)}
-            for f in as_completed(futures):
-                report(futures[f], f.result())
-    else:
-        for k, c in enumerate(chunks):
-            report(k, task(c))
-    A = alphas.size
-    cnt = np.concatenate([r[0] for r in results]).reshape(p, A) if p else np.zeros((0, A), np.int64)
-    idx = np.concatenate([r[1] for r in results]) if p else np.zeros(0, np.int32)
-    val = np.concatenate([r[2] for r in results]) if p else np.zeros(0)
-    n_iter = np.concatenate([r[3] for r in results]) if p else np.zeros(0, np.int64)
-    unconverged = np.concatenate([r[4] for r in results]) if p else np.zeros(0, np.int64)
-    # entries are node-major, alpha-minor: tag each with its alpha
-    which = np.repeat(np.tile(np.arange(A), p), cnt.ravel())
+    nodes = np.arange(p, dtype=np.int64)
+    n_iter = np.zeros(p, np.int64)
+    unconverged = np.zeros(p, np.int64)
     coefs = []
-    for a in range(A):
-        keep = which == a
-        indptr = np.zeros(p + 1, dtype=np.int64)
-        np.cumsum(cnt[:, a], out=indptr[1:])
-        C = sp.csr_matrix((val[keep], idx[keep], indptr), shape=(p, p))
-        C.sort_indices()
+    checked = 0
+    prev = sp.csr_matrix((p, p))
+    slack = 10.0 * float(tol)
+    for ia, a in enumerate(alphas):
+        a = float(a)
+        count = [0]
+
+        def progress(k, ia=ia, a=a, count=count):
+            count[0] += k
+            if verbose:
+                print(f"neighbourhood selection: alpha {a:.4g} ({ia + 1} of {alphas.size}), "
+                      f"{count[0]} of {p} nodes, {time.perf_counter() - t0:.2f} s",
+                      file=sys.stderr, flush=True)
+
+        C, it, unc, flag = _solve(prob, a, tau, nodes, prev, float(tol), int(max_iter), jobs,
+                                  progress)
+        n_iter += it
+        unconverged += unc
+        todo = np.flatnonzero(flag)
+        rounds = 0
+        while todo.size:
+            checked += todo.size
+            found = _violators(Zt, Z32, todo, C[todo], a, slack)
+            redo = np.array([j for j, v in zip(todo, found) if v.size], dtype=np.int64)
+            if verbose:
+                print(f"neighbourhood selection: alpha {a:.4g}: checked {todo.size} nodes by "
+                      f"a product, {redo.size} to solve again", file=sys.stderr, flush=True)
+            if not redo.size:
+                break
+            rounds += 1
+            if rounds > 100:
+                raise RuntimeError("neighbourhood selection: the optimality check did not "
+                                   "settle in 100 rounds")
+            extra = {int(j): v for j, v in zip(todo, found) if v.size}
+            rows_ptr, rows_idx, rows_val = [0], [], []
+            for j in redo:
+                lo, hi = C.indptr[j], C.indptr[j + 1]
+                rows_idx += [C.indices[lo:hi], extra[int(j)]]
+                rows_val += [C.data[lo:hi], np.zeros(extra[int(j)].size)]
+                rows_ptr.append(rows_ptr[-1] + (hi - lo) + extra[int(j)].size)
+            seeds = sp.csr_matrix((np.concatenate(rows_val), np.concatenate(rows_idx),
+                                   np.asarray(rows_ptr)), shape=(redo.size, p))
+            R, it, unc, flag = _solve(prob, a, tau, redo, seeds, float(tol), int(max_iter), jobs)
+            n_iter[redo] += it
+            unconverged[redo] += unc
+            C = _replace_rows(C, redo, R)
+            todo = redo[flag.astype(bool)]
         coefs.append(C)
-    info = {"mode": mode, "tau": tau, "screened_pairs": pairs,
+        prev = C
+    info = {"mode": mode, "tau": tau, "screened_pairs": pairs, "checked": checked,
             "elapsed": time.perf_counter() - t0}
     return alphas, coefs, n_iter, unconverged, info
 
