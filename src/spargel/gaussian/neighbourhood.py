@@ -16,12 +16,15 @@ Two ways to reach S (``mode``):
 
 * ``"gram"``: S formed once (p x p) and read by every node;
 * ``"data"``: no p x p matrix. The pairs with ``|S_kl| > tau`` (``tau`` half the
-  smallest alpha) are found by slabs of rows of S (``Z[:, a:b]^T Z[:, a:] / n``, at most
+  smallest alpha, at least ``3 / sqrt(n)``) are found by slabs of rows of S
+  (``Z[:, a:b]^T Z[:, a:] / n`` in single precision with a rounding margin, at most
   ``block_bytes`` at once) and kept as a sparse graph; each node's working set starts
   from its screened pairs above alpha, its entries of S are dot products of columns of
   Z, and the optimality check visits only the variables that could violate it (see
-  :mod:`._mb_kernels`): memory about ``8 n p`` bytes for the standardised data, ``24``
-  bytes per screened pair and ``12`` per non-zero coefficient.
+  :mod:`._mb_kernels`); the nodes that bound does not certify are checked together by
+  one product ``R^T Z`` per block of nodes and solved again with their violators.
+  Memory about ``12 n p`` bytes for the standardised data and its single-precision
+  copy, one slab, ``48`` bytes per screened pair and ``24`` per non-zero coefficient.
 
 ``"auto"`` takes ``"gram"`` up to 2,000 variables, ``"data"`` above.
 
