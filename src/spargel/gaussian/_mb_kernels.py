@@ -26,7 +26,8 @@ Two sources of S (:class:`Problem`):
   that can violate: the screened graph ``(adj_ptr, adj_idx, adj_val)`` holds every pair
   with ``|s_kl| > tau``, so a variable k that is not a screened neighbour of j nor of any
   l in the support has ``|c_k| <= tau (1 + ||beta||_1)``; when that bound is <= a only the
-  screened neighbours are computed, otherwise the node is flagged for the caller's check.
+  screened neighbours are computed, otherwise the node is flagged for the caller's check
+  once its screened neighbours no longer violate.
 
 A kernel call solves one alpha for a list of nodes, each warm-started from its *seeds*
 (the previous alpha's coefficients on a path, and the violators the caller's check
@@ -170,9 +171,9 @@ def _check(prob, wk, w, j, a, tau, stamp, inv_n):
                 r[m] -= bt * zl[m]
     wk.ctrl[1] += 1
     seen = wk.ctrl[1]
-    if tau * (1.0 + l1) > a:                # the bound does not certify: the caller checks
-        return -2
-    # only the screened neighbours of j and of the support can violate
+    # the screened neighbours of j and of the support: beyond them no k can violate when
+    # the bound tau (1 + ||beta||_1) <= a holds (else the caller checks the rest, after
+    # these violators are in)
     for t in range(-1, w0):
         if t >= 0 and beta[t] == 0.0:
             continue
@@ -190,6 +191,8 @@ def _check(prob, wk, w, j, a, tau, stamp, inv_n):
                 w = _add(prob, wk, w, k, j, stamp, inv_n)
                 if w < 0:
                     return -1
+    if w == w0 and tau * (1.0 + l1) > a:    # none here, and the bound does not certify
+        return -2
     return w
 
 
