@@ -428,7 +428,7 @@ class NeighbourhoodSelection(ParamsMixin):
         the smallest alpha, and the ``*_path_`` attributes hold every alpha's.
     mode : 'auto' (default: 'gram' up to 2,000 variables, 'data' above), 'gram'
         (forms the p x p correlation matrix) or 'data' (never forms it: screened pairs
-        and dot products of columns; memory about ``8 n p`` bytes plus the screened
+        and dot products of columns; memory about ``12 n p`` bytes plus the screened
         pairs and the coefficients).
     tol : stop a node's coordinate descent when no coefficient moves more than tol
         (default 1e-7; coefficients are on the standardised scale).
@@ -446,7 +446,8 @@ class NeighbourhoodSelection(ParamsMixin):
     alpha_ : the alpha of the fitted attributes; alphas_ : the path (decreasing).
     coef_path_, adjacency_path_, edges_path_ : per alpha of ``alphas_``.
     location_, scale_ : the column means and the (1/n) standard deviations.
-    mode_ : 'gram' or 'data'; n_features_in_, feature_names_in_.
+    mode_ : 'gram' or 'data'; screened_pairs_ : the pairs kept by the data mode's
+        screening (None in Gram mode); n_features_in_, feature_names_in_.
 
     Examples
     --------
