@@ -254,9 +254,14 @@ def to_crfsuite_model(est):
 def from_crfsuite_file(cls, path):
     """A fitted ``cls`` holding the CRFsuite model in ``path``."""
     from . import crfsuite_format
+    return from_crfsuite_model(cls, crfsuite_format.read(path), path)
+
+
+def from_crfsuite_model(cls, m, name):
+    """A fitted ``cls`` holding the :class:`~spargel.chain.crfsuite_format.CRFsuiteModel`
+    ``m`` (read from ``name``, for errors)."""
     from ..data.vocab import Vocabulary
     from ..data.feature_space import FeatureSpace
-    m = crfsuite_format.read(path)
     est = cls(value_sep=":")
     try:
         est._uni_vocab = Vocabulary(m.attributes)
@@ -266,7 +271,7 @@ def from_crfsuite_file(cls, path):
                              np.zeros(0, np.int32), m.t_pair)
         space.validate(len(m.attributes), 0)
     except ValueError as exc:
-        raise ModelFileError(f"{path}: invalid CRFsuite model ({exc})") from None
+        raise ModelFileError(f"{name}: invalid CRFsuite model ({exc})") from None
     est.space_ = space
     est.weights_ = np.concatenate([m.u_w, m.t_w])
     est.classes_ = est._label_vocab.names
@@ -278,53 +283,138 @@ def from_crfsuite_file(cls, path):
 
 # --------------------------------------------------------------------------- the tagger
 class ParsedDump:
-    """What python-crfsuite's ``Tagger.info()`` returns: ``header``, ``labels``,
-    ``attributes`` (name -> id, as strings), ``transitions`` {(from, to): weight} and
-    ``state_features`` {(attribute, label): weight}."""
+    """What python-crfsuite's ``Tagger.info()`` returns: ``header`` (the file header's
+    fields, as strings), ``labels`` and ``attributes`` (name -> id, as strings),
+    ``transitions`` {(from, to): weight} and ``state_features`` {(attribute, label):
+    weight} (the weights exact, not rounded to the listing's six decimals)."""
 
-    def __init__(self, header, labels, attributes, transitions, state_features):
-        self.header, self.labels, self.attributes = header, labels, attributes
-        self.transitions, self.state_features = transitions, state_features
+    def __init__(self, header=None, labels=None, attributes=None, transitions=None, state_features=None):
+        self.header = {} if header is None else header
+        self.labels = {} if labels is None else labels
+        self.attributes = {} if attributes is None else attributes
+        self.transitions = {} if transitions is None else transitions
+        self.state_features = {} if state_features is None else state_features
+
+
+class TaggerClosedError(RuntimeError):
+    """``info()`` or ``dump()`` of a tagger that holds no model (python-crfsuite raises a
+    ``RuntimeError`` there)."""
+
+
+#: labels, tokens and attributes per tagged sequence a decoder's buffers start with
+_START_LENGTH = 64
+
+
+class _Decoder:
+    """The per-call path of :meth:`Tagger.tag` for a first-order CRF without bigram
+    attributes or a template (what a CRFsuite file holds), built once per model: the
+    attribute vocabulary (its ``{key: {value: id}}`` index included, so a feature dict
+    is looked up without building strings), the unigram weights in the layout's lists,
+    the dense transition structure and the Viterbi buffers, grown to the longest
+    sequence seen. A call encodes one sequence
+    (:func:`~spargel.data.featuredicts.encode_sequences`) and makes one compiled call
+    (:func:`~spargel.chain.decoding.tag_attributes`)."""
+
+    def __init__(self, crf):
+        from . import inference as C
+        s, w = crf.space_, np.ascontiguousarray(crf.weights_, dtype=np.float64)
+        L = s.n_labels
+        self.vocab, self.sep, self.classes = crf._uni_vocab, crf._value_sep(), [str(c) for c in crf.classes_]
+        self.vocab.split_index(self.sep)
+        self.u_ptr = np.ascontiguousarray(s.u_ptr, dtype=np.int64)
+        self.u_lab = np.ascontiguousarray(s.u_lab, dtype=np.int32)
+        self.u_w = np.ascontiguousarray(w[:s.b_base])
+        t_pair = np.asarray(s.t_pair, dtype=np.int64)
+        self.trans = C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=C.DENSE)
+        self.L = L
+        self._size(_START_LENGTH)
+
+    @staticmethod
+    def usable(crf):
+        s = crf.space_
+        return getattr(s, "order", 1) == 1 and len(s.b_pair) == 0 and crf._template() is None
+
+    def _size(self, n):
+        from .kernel_data import correction_lists
+        L = self.L
+        self.cap = n
+        self.E, self.delta = np.zeros((n, L)), np.zeros((n, L))
+        self.back, self.out = np.zeros((n, L), np.int32), np.zeros(n, np.int32)
+        self.fv_t = np.zeros(L * L)
+        self.corr = correction_lists(n, 0)
+
+    def encode(self, xseq):
+        """(token offsets, attribute ids, values or an empty array: all 1) of one sequence."""
+        from ..data.dataset import is_unit
+        from ..data.featuredicts import encode_sequences
+        _, tok_ptr, ids, vals = encode_sequences((xseq,), self.vocab, False, self.sep)
+        return tok_ptr, ids, (_EMPTY if is_unit(vals) else vals)
+
+    def tag(self, xseq):
+        from .decoding import tag_attributes
+        tok_ptr, ids, vals = self.encode(xseq)
+        n = len(tok_ptr) - 1
+        if n > self.cap:
+            self._size(max(n, 2 * self.cap))
+        tag_attributes(tok_ptr, ids, vals, self.u_ptr, self.u_lab, self.u_w, self.trans, self.corr, self.E,
+                       self.delta, self.back, self.fv_t, self.out)
+        classes = self.classes
+        return [classes[i] for i in self.out[:n].tolist()]
+
+
+_EMPTY = np.zeros(0)
 
 
 class Tagger:
-    """python-crfsuite's ``Tagger`` over a spargel CRF: ``open(path)``, ``tag(xseq)``,
-    ``set(xseq)``, ``probability(yseq)``, ``marginal(y, t)``, ``labels()``, ``info()``,
-    ``dump(path)``, ``close()``. ``crf.tagger_`` is one bound to a fitted CRF."""
+    """python-crfsuite's ``Tagger`` over a spargel CRF: ``open(path)`` /
+    ``open_inmemory(bytes)`` (each returns the tagger, a context manager that closes it:
+    ``with tagger.open(path): ...``), ``tag(xseq)``, ``set(xseq)``,
+    ``probability(yseq)``, ``marginal(y, t)``, ``labels()``, ``info()``, ``dump(path)``,
+    ``close()``. ``crf.tagger_`` is one bound to a fitted CRF; ``spargel.pycrfsuite.Tagger``
+    is this class."""
 
     def __init__(self, crf=None):
+        self._set_model(crf)
+
+    def _set_model(self, crf):
         self._crf = crf
         self._xseq = None
+        self._marg = None
+        self._decoder = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
 
     # -- opening --------------------------------------------------------------------
     def open(self, name):
         """Load a model file (CRFsuite's format or spargel's) with the class of the model
         this tagger holds, or else with the public ``spargel.CRF`` (as a user would: this
-        module is below the estimator and does not import it)."""
+        module is below the estimator and does not import it). A missing file raises
+        ``FileNotFoundError``, an unusable one ``ModelFileError`` (a ``ValueError``)."""
         cls = type(self._crf) if self._crf is not None else _public_crf()
-        self._crf = cls.load(name)
-        self._xseq = None
+        self._set_model(cls.load(name))
         return self
 
     def open_inmemory(self, value):
-        """Load a CRFsuite model from its bytes."""
-        import os
-        import tempfile
-        fd, path = tempfile.mkstemp(suffix=".crfsuite")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(bytes(value))
-            return self.open(path)
-        finally:
-            os.unlink(path)
+        """Load a CRFsuite model from its bytes (what ``Trainer.train`` wrote)."""
+        from .crfsuite_format import read_bytes
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise TypeError(f"open_inmemory takes the bytes of a CRFsuite model, not {type(value).__name__}")
+        cls = type(self._crf) if self._crf is not None else _public_crf()
+        self._set_model(from_crfsuite_model(cls, read_bytes(value, "<bytes>"), "<bytes>"))
+        return self
 
     def close(self):
-        self._crf = None
-        self._xseq = None
+        """Forget the model (``labels``, ``tag``, ... then raise until the next ``open``)."""
+        self._set_model(None)
 
     def _model(self):
         if self._crf is None:
-            raise ValueError("the tagger has no model: call open() first")
+            raise ValueError("the tagger is not opened: call open() first")
         return self._crf
 
     # -- tagging --------------------------------------------------------------------
@@ -333,20 +423,27 @@ class Tagger:
 
     def set(self, xseq):
         """Set the sequence that ``tag()``, ``probability`` and ``marginal`` work on."""
-        xseq = list(xseq)
         self._model()
-        self._xseq = xseq
+        if isinstance(xseq, (str, bytes, dict)) or not hasattr(xseq, "__iter__"):
+            raise TypeError(f"xseq must be a sequence of items, not {type(xseq).__name__}")
+        self._xseq = xseq if isinstance(xseq, list) else list(xseq)
         self._marg = None
 
     def tag(self, xseq=None):
-        """The most probable labels of ``xseq`` (or of the sequence given to ``set``)."""
+        """The most probable labels of ``xseq`` (or of the sequence given to ``set`` or to
+        the previous ``tag``; none: ``[]``)."""
+        crf = self._model()
         if xseq is not None:
             self.set(xseq)
-        if self._xseq is None:
-            raise ValueError("no sequence: call set(xseq) or tag(xseq)")
-        if not self._xseq:
+        x = self._xseq
+        if not x:
             return []
-        return self._model().predict([self._xseq])[0]
+        decoder = self._decoder
+        if decoder is None:
+            decoder = self._decoder = _Decoder(crf) if _Decoder.usable(crf) else False
+        if decoder is False:
+            return crf.predict([x])[0]
+        return decoder.tag(x)
 
     def _current(self):
         if self._xseq is None:
@@ -354,61 +451,89 @@ class Tagger:
         return self._xseq
 
     def probability(self, yseq):
-        """p(yseq | x) of the current sequence."""
-        x = self._current()
+        """p(yseq | x) of the current sequence (0 for an empty one, as CRFsuite)."""
         crf = self._model()
+        x = self._current()
         yseq = list(yseq)
         if len(yseq) != len(x):
-            raise ValueError(f"the label sequence has {len(yseq)} labels, the sequence {len(x)} items")
+            raise ValueError(f"The numbers of items and labels differ: |x| = {len(x)}, |y| = {len(yseq)}")
+        if not x:
+            return 0.0
         unknown = [y for y in yseq if y not in crf._label_vocab]
         if unknown:
-            raise ValueError(f"unknown label {unknown[0]!r}")
+            raise ValueError(f"Failed to convert into label identifier: {unknown[0]}")
         data = crf._dataset([x], [yseq])
         loss = crf._inference().sequence_loss(crf.space_, data, crf.weights_)
         return float(np.exp(-loss[0]))
 
     def marginal(self, y, pos):
         """p(label ``y`` at position ``pos`` | x) of the current sequence."""
-        x = self._current()
         crf = self._model()
-        if not 0 <= pos < len(x):
-            raise ValueError(f"position {pos} is outside the sequence (length {len(x)})")
+        x = self._current()
+        if isinstance(pos, bool) or not isinstance(pos, (int, np.integer)) or not 0 <= pos < len(x):
+            raise ValueError(f"The position, {pos!r}, is out of range of {len(x)}")
+        i = crf._label_vocab.id(y)
+        if i < 0:
+            raise ValueError(f"Failed to convert into label identifier: {y}")
         if self._marg is None:
             data = crf._dataset([x])
             self._marg, _ = crf._inference().marginals(crf.space_, data, crf.weights_)
-        i = crf._label_vocab.id(y)
-        if i < 0:
-            raise ValueError(f"unknown label {y!r}")
         return float(self._marg[pos, i])
 
     # -- inspection -----------------------------------------------------------------
+    def _open_model(self):
+        if self._crf is None:
+            raise TaggerClosedError("Tagger is closed")
+        return self._crf
+
     def info(self):
-        crf = self._model()
+        """The model's content as python-crfsuite's ``ParsedDump``."""
+        crf = self._open_model()
         labels = self.labels()
         attrs = list(crf._uni_vocab)
-        header = {"magic": "lCRF", "type": "FOMC", "version": "100", "num_labels": str(len(labels)),
-                  "num_attrs": str(len(attrs)), "num_features": str(int(np.count_nonzero(crf.weights_))),
-                  "size": str(crf.size_)}
-        return ParsedDump(header, {n: str(i) for i, n in enumerate(labels)},
+        return ParsedDump(_header(crf, labels, attrs), {n: str(i) for i, n in enumerate(labels)},
                           {n: str(i) for i, n in enumerate(attrs)}, crf.transition_features_,
                           crf.state_features_)
 
     def dump(self, filename=None):
-        """Write a readable listing of the model (labels, attributes, weights) to
-        ``filename`` (standard output when None)."""
+        """Write CRFsuite's listing of the model (``crfsuite dump``: header, labels,
+        attributes, transitions, state features) to ``filename`` (atomically) or to
+        standard output (None)."""
         import sys
         info = self.info()
-        lines = ["FILEHEADER = {"] + [f"  {k}: {v}" for k, v in info.header.items()] + ["}", "", "LABELS = {"]
-        lines += [f"  {i:5d}: {n}" for n, i in ((n, int(i)) for n, i in info.labels.items())] + ["}", ""]
-        lines += ["TRANSITIONS = {"] + [f"  ({a} --> {b}): {v:f}" for (a, b), v in info.transitions.items()]
+        lines = ["FILEHEADER = {"] + [f"  {k}: {v}" for k, v in info.header.items()] + ["}", ""]
+        for title, table in (("LABELS", info.labels), ("ATTRIBUTES", info.attributes)):
+            lines += [f"{title} = {{"] + [f"  {int(i):5d}: {n}" for n, i in table.items()] + ["}", ""]
+        lines += ["TRANSITIONS = {"] + [f"  (1) {a} --> {b}: {v:f}" for (a, b), v in info.transitions.items()]
         lines += ["}", "", "STATE_FEATURES = {"]
-        lines += [f"  ({a} --> {b}): {v:f}" for (a, b), v in info.state_features.items()] + ["}", ""]
+        lines += [f"  (0) {a} --> {b}: {v:f}" for (a, b), v in info.state_features.items()] + ["}", ""]
         text = "\n".join(lines) + "\n"
         if filename is None:
             sys.stdout.write(text)
+            sys.stdout.flush()
         else:
-            with open(filename, "w", encoding="utf-8") as fh:
+            from ..core.files import atomic_write
+            with atomic_write(filename, "w", encoding="utf-8") as fh:
                 fh.write(text)
+
+
+def _header(crf, labels, attrs):
+    """The fields of the CRFsuite file header of ``crf``'s model, as CRFsuite's listing
+    shows them (the offsets in hexadecimal); sizes only when CRFsuite's format can hold
+    the model."""
+    import struct
+    from .crfsuite_format import HEADER_SIZE, to_bytes
+    if representable(crf) is not None:
+        return {"magic": "lCRF", "type": "FOMC", "version": "100", "num_features": "0",
+                "num_labels": str(len(labels)), "num_attrs": str(len(attrs)), "size": str(crf.size_)}
+    head = to_bytes(to_crfsuite_model(crf))[:HEADER_SIZE]
+    size, = struct.unpack_from("<I", head, 4)
+    version, n_feat, n_lab, n_attr, *offsets = struct.unpack_from("<9I", head, 12)
+    out = {"magic": head[:4].decode("ascii"), "size": str(size), "type": head[8:12].decode("ascii"),
+           "version": str(version), "num_features": str(n_feat), "num_labels": str(n_lab), "num_attrs": str(n_attr)}
+    for name, off in zip(("off_features", "off_labels", "off_attrs", "off_labelrefs", "off_attrrefs"), offsets):
+        out[name] = f"0x{off:X}"
+    return out
 
 
 def _public_crf():
