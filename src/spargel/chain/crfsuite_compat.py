@@ -4,7 +4,7 @@ and the conversion between a fitted CRF and a CRFsuite model file."""
 
 import numpy as np
 
-from ..errors import ModelFileError, ParameterError
+from ..errors import ItemFormatError, ModelFileError, ParameterError, TaggerClosedError
 
 #: CRFsuite's trainers: (description, spargel solver or None: the ``solver`` parameter decides)
 ALGORITHMS = {
@@ -296,11 +296,6 @@ class ParsedDump:
         self.state_features = {} if state_features is None else state_features
 
 
-class TaggerClosedError(RuntimeError):
-    """``info()`` or ``dump()`` of a tagger that holds no model (python-crfsuite raises a
-    ``RuntimeError`` there)."""
-
-
 #: labels, tokens and attributes per tagged sequence a decoder's buffers start with
 _START_LENGTH = 64
 
@@ -395,7 +390,11 @@ class Tagger:
         this tagger holds, or else with the public ``spargel.CRF`` (as a user would: this
         module is below the estimator and does not import it). A missing file raises
         ``FileNotFoundError``, an unusable one ``ModelFileError`` (a ``ValueError``)."""
+        import errno
+        import os
         cls = type(self._crf) if self._crf is not None else _public_crf()
+        if not os.path.exists(name):
+            raise FileNotFoundError(errno.ENOENT, "no such model file", os.fsdecode(name))
         self._set_model(cls.load(name))
         return self
 
@@ -425,7 +424,7 @@ class Tagger:
         """Set the sequence that ``tag()``, ``probability`` and ``marginal`` work on."""
         self._model()
         if isinstance(xseq, (str, bytes, dict)) or not hasattr(xseq, "__iter__"):
-            raise TypeError(f"xseq must be a sequence of items, not {type(xseq).__name__}")
+            raise ItemFormatError(f"xseq must be a sequence of items, not {type(xseq).__name__}")
         self._xseq = xseq if isinstance(xseq, list) else list(xseq)
         self._marg = None
 
@@ -441,9 +440,12 @@ class Tagger:
         decoder = self._decoder
         if decoder is None:
             decoder = self._decoder = _Decoder(crf) if _Decoder.usable(crf) else False
-        if decoder is False:
-            return crf.predict([x])[0]
-        return decoder.tag(x)
+        try:
+            if decoder is False:
+                return crf.predict([x])[0]
+            return decoder.tag(x)
+        except TypeError as exc:            # an item in no accepted format
+            raise ItemFormatError(str(exc)) from None
 
     def _current(self):
         if self._xseq is None:

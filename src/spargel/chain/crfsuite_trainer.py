@@ -16,7 +16,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ..errors import ConvergenceWarning
+from ..errors import ConvergenceWarning, ItemFormatError
 from . import crfsuite_log as log
 
 # --------------------------------------------------------------------------- parameters
@@ -141,8 +141,11 @@ class ItemSequence(list):
             return
         from ..data.featuredicts import token_attributes
         if isinstance(pyseq, (str, bytes, dict)) or not hasattr(pyseq, "__iter__"):
-            raise TypeError(f"an item sequence is a list of items, not {type(pyseq).__name__}")
-        super().__init__(dict(token_attributes(x, f"item {t}: ", ":")) for t, x in enumerate(pyseq))
+            raise ItemFormatError(f"an item sequence is a list of items, not {type(pyseq).__name__}")
+        try:
+            super().__init__(dict(token_attributes(x, f"item {t}: ", ":")) for t, x in enumerate(pyseq))
+        except TypeError as exc:
+            raise ItemFormatError(str(exc)) from None
 
     def items(self):
         """The items: a list of ``{attribute: value}`` dicts."""
