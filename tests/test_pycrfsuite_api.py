@@ -475,3 +475,23 @@ def test_files_move_both_ways_with_python_crfsuite(tmp_path):
     theirs_info = theirs_info.info()
     for key, w in theirs_info.state_features.items():
         assert mine.state_features.get(key, 0.0) == pytest.approx(w, abs=2e-3)
+
+
+def test_the_per_call_encoder_reads_items_as_the_batch_encoder():
+    from spargel.data.featuredicts import encode_known, encode_sequences
+    from spargel.data.vocab import Vocabulary
+    vocab = Vocabulary(["w:the", "w:dog", "n", "end", "p:q:r", "k:x", "k:y", "o", "a"])
+    seq = [{"w": "the", "n": 0.5}, {"w": "dog", "end": True, "n": 0}, {"w": "cat", "zz": 1.0, "qq": "v"},
+           {b"w": "the", b"n": 1, "end": False}, {"p": {"q": "r"}, "k": ["x", "y"]}, ["w:the", "o", "nope"],
+           [("n", 2.5), "a"], ("a", "o"), {}, {"w": b"dog", "o": 1}]
+    ptr, ids, vals = encode_known(seq, vocab, ":")
+    _, tok_ptr, want_ids, want_vals = encode_sequences([seq], vocab, False, ":")
+    assert ptr == tok_ptr.tolist()[:1] + ptr[1:] and len(ptr) == len(seq) + 1
+    for t in range(len(seq)):
+        got = sorted((i, 1.0 if vals is None else vals[k]) for k, i in enumerate(ids) if ptr[t] <= k < ptr[t + 1]
+                     and i >= 0)
+        want = sorted((int(want_ids[k]), float(want_vals[k])) for k in range(tok_ptr[t], tok_ptr[t + 1]))
+        assert got == want, t
+    for bad in (["w:the"], [{"w": None}], [{"w": float("nan")}], [[{"a": 1}]]):
+        with pytest.raises((TypeError, ValueError)):
+            encode_known([bad[0]] if isinstance(bad[0], dict) else bad, vocab, ":")

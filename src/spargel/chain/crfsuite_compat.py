@@ -2,6 +2,8 @@
 CRFsuite training parameters and how they map onto spargel's, the ``tagger_`` object,
 and the conversion between a fitted CRF and a CRFsuite model file."""
 
+from array import array
+
 import numpy as np
 
 from ..errors import ItemFormatError, ModelFileError, ParameterError, TaggerClosedError
@@ -307,7 +309,7 @@ class _Decoder:
     is looked up without building strings), the unigram weights in the layout's lists,
     the dense transition structure and the Viterbi buffers, grown to the longest
     sequence seen. A call encodes one sequence
-    (:func:`~spargel.data.featuredicts.encode_sequences`) and makes one compiled call
+    (:func:`~spargel.data.featuredicts.encode_known`) and makes one compiled call
     (:func:`~spargel.chain.decoding.tag_attributes`)."""
 
     def __init__(self, crf):
@@ -339,11 +341,12 @@ class _Decoder:
         self.corr = correction_lists(n, 0)
 
     def encode(self, xseq):
-        """(token offsets, attribute ids, values or an empty array: all 1) of one sequence."""
-        from ..data.dataset import is_unit
-        from ..data.featuredicts import encode_sequences
-        _, tok_ptr, ids, vals = encode_sequences((xseq,), self.vocab, False, self.sep)
-        return tok_ptr, ids, (_EMPTY if is_unit(vals) else vals)
+        """(token offsets, attribute ids (unknown ones negative), values or an empty
+        array: all 1) of one sequence, as arrays."""
+        from ..data.featuredicts import encode_known
+        ptr, ids, vals = encode_known(xseq, self.vocab, self.sep)
+        return (np.frombuffer(array("q", ptr), np.int64), np.frombuffer(array("i", ids), np.int32),
+                _EMPTY if vals is None else np.frombuffer(array("d", vals), np.float64))
 
     def tag(self, xseq):
         from .decoding import tag_attributes
