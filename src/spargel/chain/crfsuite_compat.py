@@ -316,7 +316,7 @@ class _Decoder:
         from . import inference as C
         s, w = crf.space_, np.ascontiguousarray(crf.weights_, dtype=np.float64)
         L = s.n_labels
-        self.vocab, self.sep, self.classes = crf._uni_vocab, crf._value_sep(), [str(c) for c in crf.classes_]
+        self.vocab, self.sep, self.classes = crf._uni_vocab, crf._value_sep(), list(crf.classes_)
         self.vocab.split_index(self.sep)
         self.u_ptr = np.ascontiguousarray(s.u_ptr, dtype=np.int64)
         self.u_lab = np.ascontiguousarray(s.u_lab, dtype=np.int32)
@@ -434,19 +434,27 @@ class Tagger:
     def tag(self, xseq=None):
         """The most probable labels of ``xseq`` (or of the sequence given to ``set`` or to
         the previous ``tag``; none: ``[]``)."""
-        crf = self._model()
+        self._model()
         if xseq is not None:
             self.set(xseq)
         x = self._xseq
         if not x:
             return []
+        return [str(y) for y in self.decode(x)]
+
+    def decode(self, xseq):
+        """The most probable labels of the non-empty sequence ``xseq``, leaving the
+        current sequence as it is (``CRF.predict_single`` goes through here): one
+        compiled call for a model a CRFsuite file can hold (:class:`_Decoder`), the
+        estimator's ``predict`` for the others."""
+        crf = self._model()
         decoder = self._decoder
         if decoder is None:
             decoder = self._decoder = _Decoder(crf) if _Decoder.usable(crf) else False
         try:
             if decoder is False:
-                return crf.predict([x])[0]
-            return decoder.tag(x)
+                return crf.predict([xseq])[0]
+            return decoder.tag(xseq)
         except TypeError as exc:            # an item in no accepted format
             raise ItemFormatError(str(exc)) from None
 
