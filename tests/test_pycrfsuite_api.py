@@ -495,3 +495,16 @@ def test_the_per_call_encoder_reads_items_as_the_batch_encoder():
     for bad in (["w:the"], [{"w": None}], [{"w": float("nan")}], [[{"a": 1}]]):
         with pytest.raises((TypeError, ValueError)):
             encode_known([bad[0]] if isinstance(bad[0], dict) else bad, vocab, ":")
+
+
+def test_tagging_from_several_threads_at_once():
+    from concurrent.futures import ThreadPoolExecutor
+    from spargel import CRF
+    crf = CRF.load(SMALL)
+    with open(os.path.join(DATA, "crfsuite_small.json"), encoding="utf-8") as fh:
+        ref = json.load(fh)
+    xs = [x * k for x in ref["X"] for k in (1, 7, 40)]              # lengths that grow the buffers
+    want = [crf.predict([x])[0] for x in xs]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            assert list(pool.map(crf.predict_single, xs * 5)) == want * 5

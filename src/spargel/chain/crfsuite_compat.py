@@ -2,6 +2,7 @@
 CRFsuite training parameters and how they map onto spargel's, the ``tagger_`` object,
 and the conversion between a fitted CRF and a CRFsuite model file."""
 
+import threading
 from array import array
 
 import numpy as np
@@ -307,8 +308,8 @@ class _Decoder:
     attributes or a template (what a CRFsuite file holds), built once per model: the
     attribute vocabulary (its ``{key: {value: id}}`` index included, so a feature dict
     is looked up without building strings), the unigram weights in the layout's lists,
-    the dense transition structure and the Viterbi buffers, grown to the longest
-    sequence seen. A call encodes one sequence
+    the dense transition structure, and per thread the Viterbi buffers, grown to the
+    longest sequence seen. A call encodes one sequence
     (:func:`~spargel.data.featuredicts.encode_known`) and makes one compiled call
     (:func:`~spargel.chain.decoding.tag_attributes`)."""
 
@@ -324,21 +325,24 @@ class _Decoder:
         t_pair = np.asarray(s.t_pair, dtype=np.int64)
         self.trans = C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=C.DENSE)
         self.L = L
-        self._size(_START_LENGTH)
+        self._local = threading.local()         # the buffers, one set per thread
 
     @staticmethod
     def usable(crf):
         s = crf.space_
         return getattr(s, "order", 1) == 1 and len(s.b_pair) == 0 and crf._template() is None
 
-    def _size(self, n):
+    def _buffers(self, n):
+        """This thread's Viterbi buffers, for sequences of at least ``n`` tokens (a
+        ``CRF`` and its ``tagger_`` may be used from several threads at once)."""
         from .kernel_data import correction_lists
-        L = self.L
-        self.cap = n
-        self.E, self.delta = np.zeros((n, L)), np.zeros((n, L))
-        self.back, self.out = np.zeros((n, L), np.int32), np.zeros(n, np.int32)
-        self.fv_t = np.zeros(L * L)
-        self.corr = correction_lists(n, 0)
+        b = getattr(self._local, "b", None)
+        if b is None or len(b[4]) < n:
+            n = max(n, _START_LENGTH, 2 * (0 if b is None else len(b[4])))
+            L = self.L
+            b = self._local.b = (np.zeros((n, L)), np.zeros((n, L)), np.zeros((n, L), np.int32), np.zeros(L * L),
+                                 np.zeros(n, np.int32), correction_lists(n, 0))
+        return b
 
     def encode(self, xseq):
         """(token offsets, attribute ids (unknown ones negative), values or an empty
@@ -352,12 +356,11 @@ class _Decoder:
         from .decoding import tag_attributes
         tok_ptr, ids, vals = self.encode(xseq)
         n = len(tok_ptr) - 1
-        if n > self.cap:
-            self._size(max(n, 2 * self.cap))
-        tag_attributes(tok_ptr, ids, vals, self.u_ptr, self.u_lab, self.u_w, self.trans, self.corr, self.E,
-                       self.delta, self.back, self.fv_t, self.out)
+        E, delta, back, fv_t, out, corr = self._buffers(n)
+        tag_attributes(tok_ptr, ids, vals, self.u_ptr, self.u_lab, self.u_w, self.trans, corr, E, delta, back, fv_t,
+                       out)
         classes = self.classes
-        return [classes[i] for i in self.out[:n].tolist()]
+        return [classes[i] for i in out[:n].tolist()]
 
 
 _EMPTY = np.zeros(0)
