@@ -131,6 +131,7 @@ def test_no_data_and_a_single_label_train_as_crfsuite(tmp_path):
     with open(path, "rb") as fh:
         assert fh.read(4) == b"lCRF"
     trainer.append([{"a": 1.0}, {"b": 1.0}], ["only", "only"])
+    trainer.append([], [])                          # contributes nothing
     path = str(tmp_path / "one.crfsuite")
     trainer.train(path)
     tagger = pycrfsuite.Tagger().open(path)

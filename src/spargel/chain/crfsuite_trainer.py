@@ -373,8 +373,9 @@ class _Training:
         self.trainer, self.model, self.holdout = trainer, model, holdout
         self.alg = trainer._algorithm
         self.values = dict(trainer._values)
-        self.train_set = [(x, y) for x, y, g in trainer._data if g != holdout]
-        self.holdout_set = [(x, y) for x, y, g in trainer._data if g == holdout] if holdout >= 0 else []
+        # (an empty sequence contributes nothing, in CRFsuite too)
+        self.train_set = [(x, y) for x, y, g in trainer._data if g != holdout and y]
+        self.holdout_set = [(x, y) for x, y, g in trainer._data if g == holdout and y] if holdout >= 0 else []
         self.t0 = time.perf_counter()
         self.started = False
         self.prev = (0, 0.0)            # (n_evals, elapsed) of the last iteration
