@@ -381,6 +381,8 @@ class _Training:
         self.prev = (0, 0.0)            # (n_evals, elapsed) of the last iteration
         self.crf = None
         self.ho_data = None
+        # the messages of the feature generation sent before the features are known
+        self._sent = 3 if holdout >= 0 else 1
 
     def say(self, lines):
         for line in lines:
@@ -390,7 +392,6 @@ class _Training:
         v = self.values
         # "Feature generation" (after the holdout group) at once; the rest of the feature
         # generation's lines when the features are known (the fit's first iteration)
-        self._sent = 3 if self.holdout >= 0 else 1
         self.say(log.featgen_lines(v["feature.minfreq"], v["feature.possible_states"],
                                    v["feature.possible_transitions"], 0, 0.0, self.holdout)[:self._sent])
         labels = {y for _, ys in self.train_set for y in ys}
@@ -521,7 +522,8 @@ class _Training:
         self.say(lines[self._sent:])
         self.say(self._algorithm_lines())
         if self.alg == "lbfgs":
-            first = "L-BFGS terminated with error code (-1020)\n" if not n_features else "L-BFGS resulted in convergence\n"
+            first = ("L-BFGS terminated with error code (-1020)\n" if not n_features
+                     else "L-BFGS resulted in convergence\n")
             self.say([first, f"Total seconds required for training: {time.perf_counter() - self.t0:.3f}\n", "\n"])
         else:
             self.say(self._end_lines("max_iter", 0.0))
