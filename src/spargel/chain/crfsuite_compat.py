@@ -2,6 +2,7 @@
 CRFsuite training parameters and how they map onto spargel's, the ``tagger_`` object,
 and the conversion between a fitted CRF and a CRFsuite model file."""
 
+import math
 import threading
 from array import array
 
@@ -304,14 +305,14 @@ _START_LENGTH = 64
 
 
 class _Decoder:
-    """The per-call path of :meth:`Tagger.tag` for a first-order CRF without bigram
+    """The per-call path of a :class:`Tagger` for a first-order CRF without bigram
     attributes or a template (what a CRFsuite file holds), built once per model: the
     attribute vocabulary (its ``{key: {value: id}}`` index included, so a feature dict
     is looked up without building strings), the unigram weights in the layout's lists,
-    the dense transition structure, and per thread the Viterbi buffers, grown to the
-    longest sequence seen. A call encodes one sequence
+    the dense transition structure and matrix, and per thread the buffers of the batch
+    kernels, grown to the longest sequence seen. A call encodes one sequence
     (:func:`~spargel.data.featuredicts.encode_known`) and makes one compiled call
-    (:func:`~spargel.chain.decoding.tag_attributes`)."""
+    (:mod:`spargel.chain.tagger_kernels`)."""
 
     def __init__(self, crf):
         from . import inference as C
@@ -324,7 +325,10 @@ class _Decoder:
         self.u_w = np.ascontiguousarray(w[:s.b_base])
         t_pair = np.asarray(s.t_pair, dtype=np.int64)
         self.trans = C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=C.DENSE)
-        self.L = L
+        self.T = np.zeros((L, L))               # transition weights, for a path's score
+        self.T[t_pair // L, t_pair % L] = w[s.t_base:]
+        self.T_rows = self.T.tolist()
+        self.L, self.Lp = L, C.padded(L)
         self._local = threading.local()         # the buffers, one set per thread
 
     @staticmethod
@@ -333,15 +337,16 @@ class _Decoder:
         return getattr(s, "order", 1) == 1 and len(s.b_pair) == 0 and crf._template() is None
 
     def _buffers(self, n):
-        """This thread's Viterbi buffers, for sequences of at least ``n`` tokens (a
-        ``CRF`` and its ``tagger_`` may be used from several threads at once)."""
-        from .kernel_data import correction_lists
+        """This thread's buffers ``(work, log work, labels, marginals, tcount)`` for
+        sequences of at least ``n`` tokens (a ``CRF`` and its ``tagger_`` may be used from
+        several threads at once)."""
+        from . import crf_kernels as K
         b = getattr(self._local, "b", None)
-        if b is None or len(b[4]) < n:
-            n = max(n, _START_LENGTH, 2 * (0 if b is None else len(b[4])))
-            L = self.L
-            b = self._local.b = (np.zeros((n, L)), np.zeros((n, L)), np.zeros((n, L), np.int32), np.zeros(L * L),
-                                 np.zeros(n, np.int32), correction_lists(n, 0))
+        if b is None or len(b[2]) < n:
+            n = max(n, _START_LENGTH, 2 * (0 if b is None else len(b[2])))
+            L, Lp = self.L, self.Lp
+            b = self._local.b = (K.work_buffers(L, Lp, n, 0, False), K.log_buffers(L, Lp, n), np.zeros(n, np.int32),
+                                 np.zeros((n, L)), np.zeros(len(self.trans.fv)))
         return b
 
     def encode(self, xseq):
@@ -352,15 +357,34 @@ class _Decoder:
         return (np.frombuffer(array("q", ptr), np.int64), np.frombuffer(array("i", ids), np.int32),
                 _EMPTY if vals is None else np.frombuffer(array("d", vals), np.float64))
 
-    def tag(self, xseq):
-        from .decoding import tag_attributes
-        tok_ptr, ids, vals = self.encode(xseq)
+    def tag(self, enc):
+        """The best labels of an encoded sequence (:meth:`encode`)."""
+        from .tagger_kernels import viterbi_attributes
+        tok_ptr, ids, vals = enc
         n = len(tok_ptr) - 1
-        E, delta, back, fv_t, out, corr = self._buffers(n)
-        tag_attributes(tok_ptr, ids, vals, self.u_ptr, self.u_lab, self.u_w, self.trans, corr, E, delta, back, fv_t,
-                       out)
+        buf, lbuf, out, _, _ = self._buffers(n)
+        viterbi_attributes(tok_ptr, ids, vals, self.u_ptr, self.u_lab, self.u_w, self.trans, buf.corr, buf.E,
+                           buf.alpha, lbuf.back, lbuf.fv_t, out)
         classes = self.classes
         return [classes[i] for i in out[:n].tolist()]
+
+    def posterior(self, enc):
+        """``(marginals n x L, log Z, state scores n x L)`` of an encoded sequence, or
+        None when the scaled recursion cannot be trusted (the batch path then goes to
+        log space)."""
+        from .tagger_kernels import marginals_attributes
+        tok_ptr, ids, vals = enc
+        n = len(tok_ptr) - 1
+        buf, _, _, marg, tcount = self._buffers(n)
+        z = marginals_attributes(tok_ptr, ids, vals, self.u_ptr, self.u_lab, self.u_w, self.trans, buf, tcount, marg)
+        if np.isnan(z):
+            return None
+        return marg[:n].copy(), float(z), buf.E[:n, :self.L].copy()
+
+    def path_score(self, E, y):
+        """The score of the label ids ``y`` (a list) given the state scores ``E``."""
+        T = self.T_rows
+        return sum(row[i] for row, i in zip(E.tolist(), y)) + sum(T[a][b] for a, b in zip(y, y[1:]))
 
 
 _EMPTY = np.zeros(0)
@@ -380,6 +404,7 @@ class Tagger:
     def _set_model(self, crf):
         self._crf = crf
         self._xseq = None
+        self._enc = None
         self._marg = None
         self._decoder = None
 
@@ -432,6 +457,7 @@ class Tagger:
         if isinstance(xseq, (str, bytes, dict)) or not hasattr(xseq, "__iter__"):
             raise ItemFormatError(f"xseq must be a sequence of items, not {type(xseq).__name__}")
         self._xseq = xseq if isinstance(xseq, list) else list(xseq)
+        self._enc = None
         self._marg = None
 
     def tag(self, xseq=None):
@@ -443,7 +469,20 @@ class Tagger:
         x = self._xseq
         if not x:
             return []
-        return [str(y) for y in self.decode(x)]
+        decoder = self._fast()
+        if decoder is None:
+            return [str(y) for y in self.decode(x)]
+        return [str(y) for y in decoder.tag(self._encoded())]
+
+    def _encoded(self):
+        """The current sequence encoded for the decoder, once per ``set``."""
+        enc = self._enc
+        if enc is None:
+            try:
+                enc = self._enc = self._decoder.encode(self._xseq)
+            except TypeError as exc:        # an item in no accepted format
+                raise ItemFormatError(str(exc)) from None
+        return enc
 
     def decode(self, xseq):
         """The most probable labels of the non-empty sequence ``xseq``, leaving the
@@ -451,20 +490,42 @@ class Tagger:
         compiled call for a model a CRFsuite file can hold (:class:`_Decoder`), the
         estimator's ``predict`` for the others."""
         crf = self._model()
-        decoder = self._decoder
-        if decoder is None:
-            decoder = self._decoder = _Decoder(crf) if _Decoder.usable(crf) else False
+        decoder = self._fast()
         try:
-            if decoder is False:
+            if decoder is None:
                 return crf.predict([xseq])[0]
-            return decoder.tag(xseq)
+            return decoder.tag(decoder.encode(xseq))
         except TypeError as exc:            # an item in no accepted format
             raise ItemFormatError(str(exc)) from None
+
+    def _fast(self):
+        """The model's :class:`_Decoder`, or None where the estimator's paths serve."""
+        decoder = self._decoder
+        if decoder is None:
+            crf = self._model()
+            decoder = self._decoder = _Decoder(crf) if _Decoder.usable(crf) else False
+        return decoder or None
 
     def _current(self):
         if self._xseq is None:
             raise ValueError("no sequence: call set(xseq) first")
         return self._xseq
+
+    def _posterior(self):
+        """``(marginals, log Z, state scores or None)`` of the current sequence, kept
+        until the next ``set``."""
+        if self._marg is None:
+            crf, x = self._model(), self._current()
+            decoder = self._fast()
+            try:
+                post = None if decoder is None else decoder.posterior(self._encoded())
+                if post is None:
+                    marg, logz = crf._inference().marginals(crf.space_, crf._dataset([x]), crf.weights_)
+                    post = (marg, float(logz[0]), None)
+            except TypeError as exc:
+                raise ItemFormatError(str(exc)) from None
+            self._marg = post
+        return self._marg
 
     def probability(self, yseq):
         """p(yseq | x) of the current sequence (0 for an empty one, as CRFsuite)."""
@@ -475,9 +536,12 @@ class Tagger:
             raise ValueError(f"The numbers of items and labels differ: |x| = {len(x)}, |y| = {len(yseq)}")
         if not x:
             return 0.0
-        unknown = [y for y in yseq if y not in crf._label_vocab]
-        if unknown:
-            raise ValueError(f"Failed to convert into label identifier: {unknown[0]}")
+        ids = [crf._label_vocab.id(y) for y in yseq]
+        if min(ids) < 0:
+            raise ValueError(f"Failed to convert into label identifier: {yseq[ids.index(min(ids))]}")
+        _, logz, E = self._posterior()
+        if E is not None:
+            return math.exp(self._decoder.path_score(E, ids) - logz)
         data = crf._dataset([x], [yseq])
         loss = crf._inference().sequence_loss(crf.space_, data, crf.weights_)
         return float(np.exp(-loss[0]))
@@ -485,16 +549,14 @@ class Tagger:
     def marginal(self, y, pos):
         """p(label ``y`` at position ``pos`` | x) of the current sequence."""
         crf = self._model()
-        x = self._current()
-        if isinstance(pos, bool) or not isinstance(pos, (int, np.integer)) or not 0 <= pos < len(x):
-            raise ValueError(f"The position, {pos!r}, is out of range of {len(x)}")
-        i = crf._label_vocab.id(y)
-        if i < 0:
+        marg = self._posterior()[0]
+        if (pos.__class__ is not int and (isinstance(pos, bool) or not isinstance(pos, np.integer))) or \
+                not 0 <= pos < len(marg):
+            raise ValueError(f"The position, {pos!r}, is out of range of {len(marg)}")
+        i = crf._label_vocab.mapping.get(y)
+        if i is None:
             raise ValueError(f"Failed to convert into label identifier: {y}")
-        if self._marg is None:
-            data = crf._dataset([x])
-            self._marg, _ = crf._inference().marginals(crf.space_, data, crf.weights_)
-        return float(self._marg[pos, i])
+        return float(marg[pos, i])
 
     # -- inspection -----------------------------------------------------------------
     def _open_model(self):

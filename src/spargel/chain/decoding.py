@@ -7,7 +7,7 @@ transition structures as the forward-backward, with the same position correction
 import numpy as np
 from numba import njit
 
-from ..core.jit import inner, kernel
+from ..core.jit import inner
 from .inference import DENSE, FULL, MAT, NEG_INF, ONES, PAIR_ONES, position_scores
 
 
@@ -219,28 +219,3 @@ def nbest(E, n, trans, corr, K, fv_t, paths, scores):
             y, rank = back_state[t, y, rank], back_rank[t, y, rank]
         found += 1
     return found
-
-
-@kernel()
-def tag_attributes(tok_ptr, ids, vals, u_ptr, u_lab, u_w, trans, corr, E, delta, back, fv_t, out):
-    """Best labels of one sequence of a first-order CRF without bigram attributes, from
-    its attribute lists (token ``t`` has the attributes ``ids[tok_ptr[t]:tok_ptr[t+1]]``
-    with values ``vals``, empty: all 1; a negative id is an unknown attribute, skipped)
-    and the layout's unigram weights (attribute ``a``'s labels
-    ``u_lab[u_ptr[a]:u_ptr[a+1]]``, weights ``u_w``): the state scores,
-    then :func:`viterbi`. One compiled call per sequence: the per-call path of a tagger
-    (:class:`spargel.chain.crfsuite_compat.Tagger`). Returns the path's score."""
-    n = len(tok_ptr) - 1
-    S = trans.S
-    unit = len(vals) == 0
-    for t in range(n):
-        for y in range(S):
-            E[t, y] = 0.0
-        for k in range(tok_ptr[t], tok_ptr[t + 1]):
-            a = ids[k]
-            if a < 0:
-                continue
-            x = 1.0 if unit else vals[k]
-            for e in range(u_ptr[a], u_ptr[a + 1]):
-                E[t, u_lab[e]] += x * u_w[e]
-    return viterbi(E, n, trans, corr, delta, back, fv_t, out)
