@@ -509,3 +509,21 @@ def test_tagging_from_several_threads_at_once():
     with ThreadPoolExecutor(4) as pool:
         for _ in range(3):
             assert list(pool.map(crf.predict_single, xs * 5)) == want * 5
+
+
+def test_extreme_weights_go_to_log_space_and_stay_right():
+    from spargel import CRF
+    from spargel.chain.crfsuite_compat import Tagger
+    crf = CRF.load(SMALL)
+    crf.weights_ = crf.weights_ * 800.0              # the scaled recursion cannot hold these
+    tagger = Tagger(crf)
+    with open(os.path.join(DATA, "crfsuite_small.json"), encoding="utf-8") as fh:
+        x = json.load(fh)["X"][0]
+    tagger.set(x)
+    assert tagger._fast().posterior(tagger._encoded()) is None
+    best = tagger.tag()
+    assert best == crf.predict([x])[0]
+    margs = [[tagger.marginal(y, t) for y in tagger.labels()] for t in range(len(x))]
+    assert all(abs(sum(m) - 1.0) < 1e-9 for m in margs)
+    want = float(np.exp(-crf._inference().sequence_loss(crf.space_, crf._dataset([x], [best]), crf.weights_)[0]))
+    assert tagger.probability(best) == pytest.approx(want, rel=1e-9)
