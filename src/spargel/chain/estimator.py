@@ -415,7 +415,11 @@ class CRF(LogLinearCore):
         return fixed
 
     def predict_single(self, xseq, constraints=None):
-        """The labels of one sequence (sklearn-crfsuite's ``predict_single``)."""
+        """The labels of one sequence (sklearn-crfsuite's ``predict_single``). Without
+        constraints, a model that a CRFsuite file can hold is decoded by its tagger's
+        one-call path (``tagger_.decode``), which spares the batch path's set-up."""
+        if constraints is None and isinstance(xseq, list) and xseq and self._fitted():
+            return self.tagger_.decode(xseq)
         return self.predict([xseq], None if constraints is None else [constraints])[0]
 
     def predict_marginals_single(self, xseq):
