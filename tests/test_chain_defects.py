@@ -1,0 +1,45 @@
+"""Defects of the chain family's file readers, the CLI and the estimator found by a
+bad-input campaign (issue 48), each with the check that it stays mended."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+def run_python(code, *, prefix=(), timeout=120, **kw):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([*prefix, sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=timeout, **kw)
+
+
+# --------------------------------------------------------------------------- 1: bounded reading
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs prlimit (util-linux)")
+def test_foreign_models_load_and_tag_under_a_memory_limit():
+    # reading used to reserve the size bound (2^34 bytes for Wapiti / CRF++, 2^32 for
+    # CRFsuite) up front: MemoryError for a 3.5 KB model under a 1.5 GB address limit
+    code = f"""
+from pathlib import Path
+from spargel.chain import crfpp_format, crfsuite_format, wapiti_format
+from spargel import CRF
+d = Path({str(DATA)!r})
+for reader, name in ((crfsuite_format.read, "crfsuite_small.crfsuite"),
+                     (wapiti_format.read, "tiny_chunks.wapiti"),
+                     (crfpp_format.read, "tiny_chunks.crfpp.model.txt")):
+    reader(d / name)
+X = [[["A", "DT"], ["quiet", "JJ"], ["cat", "NN"]]]
+for name in ("tiny_chunks.wapiti", "tiny_chunks.crfpp.model.txt"):
+    print(CRF.load(d / name).predict(X))
+print(len(CRF.load(d / "crfsuite_small.crfsuite").classes_))
+print("ok")
+"""
+    r = run_python(code, prefix=("prlimit", "--as=1500000000"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().endswith("ok")
