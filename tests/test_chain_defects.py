@@ -43,3 +43,17 @@ print("ok")
     r = run_python(code, prefix=("prlimit", "--as=1500000000"))
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().endswith("ok")
+
+
+# --------------------------------------------------------------------------- 2: Wapiti regex cost
+def test_wapiti_regex_on_a_long_token_is_refused_quickly():
+    from spargel.data.safe_regex import RegexTooSlow
+    from spargel.data.templates import Template
+
+    # a long regex (as a forged 20 KB model holds) on one 50,000-byte token took minutes
+    tpl = Template.parse('u:m=%m[0,0,"' + "a*" * 2000 + 'b"]\n', source="forged.wapiti",
+                         format="wapiti")
+    with pytest.raises(RegexTooSlow, match=r"forged\.wapiti:1: .*50000 bytes"):
+        tpl.extract([["a" * 50000]])
+    # ordinary tokens are matched as before
+    assert tpl.extract([["aab"]])

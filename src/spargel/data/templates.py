@@ -529,7 +529,8 @@ class Template:
                                                f"{MAX_OFFSET} tokens away)")
                     if column > MAX_COLUMN:
                         raise WapitiRegexError(f"column {column} is out of range (at most {MAX_COLUMN})")
-                    regex = WapitiRegex(regex_text) if regex_text is not None else None
+                    regex = (WapitiRegex(regex_text, where=(source, lineno))
+                             if regex_text is not None else None)
                     commands.append(_WapitiCommand(op, caps, offset, column, absolute, regex))
             except WapitiRegexError as exc:
                 raise DataFormatError(source, lineno, f"{exc}: {line!r}") from None
