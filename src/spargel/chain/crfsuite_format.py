@@ -331,6 +331,10 @@ def _read_cqdb(r, off, count, what):
     refs = r.u32_array(off + CQDB_HEADER, 2 * CQDB_TABLES, f"the {what} table's hash references").reshape(-1, 2)
     total = int(refs[:, 1].sum())
     r.need(total == 2 * count, f"the {what} table's hash tables hold {total // 2} keys, the header says {count}")
+    # each name takes at least its id link (4 bytes), its record's id and size (8) and
+    # one byte: a count the table cannot hold is refused before anything is sized by it
+    r.need(count * 13 <= size - CQDB_DATA,
+           f"the {what} table's {size} bytes cannot hold {count} names")
     names = [None] * count
     rec_end = []
     if count:
