@@ -16,7 +16,8 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 def run_python(code, *, prefix=(), timeout=120, **kw):
     env = dict(os.environ)
     env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([*prefix, sys.executable, "-c", code], env=env, capture_output=True,
+    kw.setdefault("stdout", subprocess.PIPE)
+    return subprocess.run([*prefix, sys.executable, "-c", code], env=env, stderr=subprocess.PIPE,
                           text=True, timeout=timeout, **kw)
 
 
@@ -83,3 +84,25 @@ def test_forged_crfsuite_count_is_refused_before_allocating():
     finally:
         tracemalloc.stop()
     assert peak < 16 << 20, peak    # was a list of 2^25 entries (256 MiB)
+
+
+# --------------------------------------------------------------------------- 4: short writes
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs prlimit (util-linux)")
+@pytest.mark.parametrize("command", [
+    ["dump", str(DATA / "tiny_chunks.wapiti")],
+    ["eval", str(DATA / "tiny_chunks.crfpp.out")],
+    ["label", "-m", str(DATA / "tiny_chunks.wapiti"), str(DATA / "tiny_chunks_test.txt")],
+])
+def test_output_cut_by_a_file_size_limit_is_an_error(command, tmp_path, capsys):
+    # the write to stdout took only part and the rest was dropped, with exit status 0
+    from spargel.cli import main
+
+    assert main(command) == 0  # compiled kernels on disk: the limit is for the output only
+    capsys.readouterr()
+    out = tmp_path / "out.txt"
+    with open(out, "wb") as fh:
+        r = run_python(f"import sys; from spargel.cli import main; sys.exit(main({command!r}))",
+                       prefix=("prlimit", "--fsize=60"), stdout=fh)
+    assert r.returncode == 1, r.stderr
+    assert "<stdout>" in r.stderr and "Traceback" not in r.stderr
+    assert out.stat().st_size <= 60

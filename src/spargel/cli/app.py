@@ -485,7 +485,9 @@ def main(argv=None):
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help / --version
             return exc.code if isinstance(exc.code, int) else 0
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        _flush_stdout()  # text still buffered: a failure to write it is an error too
+        return status
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
@@ -499,6 +501,15 @@ def main(argv=None):
         error(describe(exc))
         _silence_stdout(only_if_broken=True)
         return exit_status(exc)
+
+
+def _flush_stdout():
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, "<stdout>") from None
 
 
 def _silence_stdout(only_if_broken=False):
