@@ -106,3 +106,31 @@ def test_output_cut_by_a_file_size_limit_is_an_error(command, tmp_path, capsys):
     assert r.returncode == 1, r.stderr
     assert "<stdout>" in r.stderr and "Traceback" not in r.stderr
     assert out.stat().st_size <= 60
+
+
+# --------------------------------------------------------------------------- 6: SIGTERM in a save
+@pytest.mark.skipif(not hasattr(os, "kill") or os.name != "posix", reason="POSIX signals")
+def test_sigterm_during_a_save_removes_the_temporary_file(tmp_path):
+    import signal
+
+    target = tmp_path / "m.model"
+    target.write_bytes(b"old model")
+    code = f"""
+from spargel.core.files import atomic_write
+with atomic_write({str(target)!r}, "wb") as fh:
+    fh.write(b"new model")
+"""
+    env = dict(os.environ, SPARGEL_TEST_PAUSE_IN_SAVE="60", PYTHONUNBUFFERED="1",
+               PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stderr.readline()          # printed once the data is written
+        assert "test pause in save" in line, line + proc.stderr.read()
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert rc == -signal.SIGTERM               # ended by the signal, as before
+    assert target.read_bytes() == b"old model"
+    assert sorted(os.listdir(tmp_path)) == ["m.model"]   # no hidden temporary left
