@@ -2,6 +2,7 @@
 bad-input campaign (issue 48), each with the check that it stays mended."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -134,3 +135,51 @@ with atomic_write({str(target)!r}, "wb") as fh:
     assert rc == -signal.SIGTERM               # ended by the signal, as before
     assert target.read_bytes() == b"old model"
     assert sorted(os.listdir(tmp_path)) == ["m.model"]   # no hidden temporary left
+
+
+# --------------------------------------------------------------------------- 8: absurd weights
+def _crfsuite_with_weight(value):
+    import struct
+
+    from spargel.chain import crfsuite_format as cf
+
+    data = bytearray((DATA / "crfsuite_small.crfsuite").read_bytes())
+    off_f = struct.unpack_from("<I", data, 12 + 4 * 4)[0]
+    struct.pack_into("<d", data, off_f + cf.CHUNK_SIZE + 12, value)   # the first feature's weight
+    return bytes(data)
+
+
+@pytest.mark.parametrize("kind", ["crfpp", "wapiti", "crfsuite", "spargel"])
+def test_model_files_with_absurd_weights_are_refused(kind, tmp_path):
+    # finite weights near 1e308 overflow the scores: all-zero or NaN marginals, silently
+    from spargel import CRF
+    from spargel.errors import ModelFileError
+
+    def make(value):
+        path = tmp_path / f"{kind}-{value:g}.model"
+        if kind == "crfpp":
+            text = (DATA / "tiny_chunks.crfpp.model.txt").read_text()
+            path.write_text(text.replace("cost-factor: 1\n", f"cost-factor: {value:g}\n"))
+        elif kind == "wapiti":
+            text = (DATA / "tiny_chunks.wapiti").read_text().rstrip("\n")
+            head, _, _ = text.rpartition("=")
+            path.write_text(f"{head}={value!r}\n")
+        elif kind == "crfsuite":
+            path.write_bytes(_crfsuite_with_weight(value))
+        else:
+            model = CRF.load(DATA / "tiny_chunks.wapiti")
+            model.weights_ = model.weights_.copy()
+            model.weights_[np.flatnonzero(model.weights_)[0]] = value
+            model.save(path)
+        return path
+
+    import numpy as np
+
+    bad = make(1e308)
+    with pytest.raises(ModelFileError, match=re.escape(str(bad)) + r".*beyond \+-1e\+100"):
+        CRF.load(bad)
+    good = CRF.load(make(1e99))                 # large but usable: marginals still sum to 1
+    X = [[["A", "DT"], ["quiet", "JJ"], ["cat", "NN"]]] if kind != "crfsuite" else None
+    if X is not None:
+        marg = good.predict_marginals(X)[0]
+        assert all(abs(sum(m.values()) - 1) < 1e-9 for m in marg)

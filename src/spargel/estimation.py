@@ -57,6 +57,21 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
 EARLY_LINESEARCH = 5
 # attribute values beyond this make the objective badly conditioned for every solver
 LARGE_VALUE = 1e6
+#: the largest weight magnitude a model file may hold: sums of such weights over a
+#: token's attributes and a sequence stay far from overflow, while weights near 1e308
+#: overflow the scores and give all-zero or NaN marginals
+MAX_ABS_WEIGHT = 1e100
+
+
+def check_weight_range(weights, path, what="a weight"):
+    """Refuse a model file whose weights are not finite or exceed :data:`MAX_ABS_WEIGHT`
+    in magnitude (a ``ModelFileError`` naming ``path``): inference on such weights
+    overflows and its results mean nothing."""
+    w = np.asarray(weights)
+    bad = np.flatnonzero(~(np.abs(w) <= MAX_ABS_WEIGHT))
+    if bad.size:
+        raise io.ModelFileError(f"{path}: invalid model ({what}, {w[bad[0]]:.6g}, is beyond "
+                                f"+-{MAX_ABS_WEIGHT:.0e}: inference would overflow)")
 
 
 def warn_large_values(est, values):
@@ -317,6 +332,7 @@ class LogLinearCore(ParamsMixin):
             coef = a["coef"]
             io.require(coef.dtype == np.float64 and coef.shape == (space.n_params,), path, "weights have the wrong shape")
             io.require(bool(np.all(np.isfinite(coef))), path, "weights are not finite")
+            check_weight_range(coef, path)
             est._restore(meta, path)
         except io.ModelFileError:
             raise

@@ -197,11 +197,13 @@ def from_crfpp_file(cls, path, encoding="utf-8"):
         raise ModelFileError(f"{name}: invalid CRF++ text model (the template uses column "
                              f"{tpl.n_columns_required - 1}, xsize is {m.xsize})")
     Y = len(m.labels)
+    from ..estimation import MAX_ABS_WEIGHT
+
     # crf_test's weights: 32-bit floats, times the cost factor
     w = m.weights.astype(np.float32).astype(np.float64) * m.cost_factor
-    if not np.all(np.isfinite(w)):
+    if not np.all(np.abs(w) <= MAX_ABS_WEIGHT):
         raise ModelFileError(f"{name}: invalid CRF++ text model (a weight times the cost factor "
-                             f"{m.cost_factor:g} is not finite)")
+                             f"{m.cost_factor:g} is beyond +-{MAX_ABS_WEIGHT:.0e}: inference would overflow)")
     uni_names, u_ptr, u_lab, u_w = [], [0], [], []
     big_names, b_ptr, b_pair, b_w = [], [0], [], []
     t_pair = np.zeros(0, np.int32)
