@@ -183,3 +183,50 @@ def test_model_files_with_absurd_weights_are_refused(kind, tmp_path):
     if X is not None:
         marg = good.predict_marginals(X)[0]
         assert all(abs(sum(m.values()) - 1) < 1e-9 for m in marg)
+
+
+# --------------------------------------------------------------------------- 9: many labels
+def _wapiti_with_labels(n):
+    out = [f"#mdl#2#1\n#rdr#2/1/0\n11:u:w=%x[0,0],\n1:b,\n#qrk#{n}\n"]
+    out += [f"{len(f'L{i}')}:L{i},\n" for i in range(n)]
+    out.append("#qrk#2\n5:u:w=a,\n1:b,\n0=0x1p+0\n")
+    return "".join(out)
+
+
+def _crfpp_with_labels(n):
+    text = (DATA / "tiny_chunks.crfpp.model.txt").read_text()
+    head, _, rest = text.partition("\n\n")          # the header, then the labels' block
+    _, _, rest = rest.partition("\n\n")
+    return head + "\n\n" + "".join(f"L{i}\n" for i in range(n)) + "\n" + rest
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs prlimit (util-linux)")
+def test_many_labels_are_refused_before_their_label_pair_tables(tmp_path):
+    # 40,000 labels (the readers' own limit) asked for 12.8 GB of label x label tables:
+    # MemoryError from numpy deep inside the reader
+    (tmp_path / "many.wapiti").write_text(_wapiti_with_labels(40000))
+    (tmp_path / "many.crfpp.txt").write_text(_crfpp_with_labels(40000))
+    code = f"""
+from spargel import CRF
+from spargel.errors import ModelFileError
+for name in ("many.wapiti", "many.crfpp.txt"):
+    try:
+        CRF.load({str(tmp_path)!r} + "/" + name)
+    except ModelFileError as exc:
+        print(exc)
+"""
+    r = run_python(code, prefix=("prlimit", "--as=3000000000"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 2, r.stdout
+    for line, name in zip(lines, ("many.wapiti", "many.crfpp.txt")):
+        assert name in line and "40000 labels need" in line and "GiB" in line, line
+
+
+def test_label_pair_check_allows_ordinary_label_sets():
+    from spargel.core.limits import check_label_pairs
+    from spargel.errors import ModelFileError
+
+    check_label_pairs(1000, "m.model", memory_limit=1 << 30)
+    with pytest.raises(ModelFileError, match=r"m\.model: 40000 labels need 35\.8 GiB"):
+        check_label_pairs(40000, "m.model", memory_limit=16 << 30)

@@ -37,6 +37,7 @@ import re
 
 import numpy as np
 
+from ..core.limits import check_label_pairs
 from ..errors import ModelFileError
 from .foreign_files import read_limited, starts_with
 
@@ -131,8 +132,10 @@ def read_bytes(data, name="<bytes>", encoding="utf-8"):
     if len(labels) > MAX_LABELS:
         fail(lab_line, f"{len(labels)} labels; at most {MAX_LABELS} are supported")
     if len(set(labels)) != len(labels):
-        dup = next(lab for i, lab in enumerate(labels) if lab in labels[:i])
-        fail(lab_line + labels.index(dup, labels.index(dup) + 1), f"the label {dup[:40]!r} is listed twice")
+        seen = set()
+        at = next(i for i, lab in enumerate(labels) if lab in seen or seen.add(lab))
+        fail(lab_line + at, f"the label {labels[at][:40]!r} is listed twice")
+    check_label_pairs(len(labels), name)
     Y = len(labels)
     tpl_line, templates = block("template")
     for i, t in enumerate(templates):

@@ -43,6 +43,7 @@ import numpy as np
 from ..core.jit import inner, kernel
 from ..errors import ModelFileError
 from ..core.files import atomic_write
+from ..core.limits import check_label_pairs
 from .foreign_files import read_limited, starts_with
 
 MAGIC = b"lCRF"
@@ -401,6 +402,7 @@ def read_bytes(data, name="<bytes>"):
     r.need(version == VERSION, f"version {version}; only version {VERSION} is known")
     r.need(size == r.size, f"the header says {size} bytes, the file has {r.size} (truncated or extended)")
     r.need(L >= 1, "no labels")
+    check_label_pairs(L, name)
     # features
     r.span(off_f, CHUNK_SIZE, "the feature chunk")
     r.need(r.data[off_f:off_f + 4] == b"FEAT", "the feature chunk has no FEAT mark")

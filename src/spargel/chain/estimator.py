@@ -8,6 +8,7 @@ import numpy as np
 from ..data.templates import Template
 from ..errors import ParameterError
 from ..core.interrupts import reraise_interrupt
+from ..core.limits import check_label_pairs
 from ..estimation import LogLinearCore, check_weight_range
 from .featurizer import SequenceFeaturizer
 from .labels import label_lists, refuse_marker_label
@@ -625,7 +626,9 @@ class CRF(LogLinearCore):
             from .crfpp_format import from_crfpp_file
             est = from_crfpp_file(cls, path, encoding)
         else:
-            return super().load(path)  # checks its weights itself
+            est = super().load(path)  # checks its weights itself
+            check_label_pairs(len(est.classes_), os.fspath(path))
+            return est
         check_weight_range(est.weights_, os.fspath(path))
         return est
 
