@@ -230,3 +230,19 @@ def test_label_pair_check_allows_ordinary_label_sets():
     check_label_pairs(1000, "m.model", memory_limit=1 << 30)
     with pytest.raises(ModelFileError, match=r"m\.model: 40000 labels need 35\.8 GiB"):
         check_label_pairs(40000, "m.model", memory_limit=16 << 30)
+
+
+# --------------------------------------------------------------------------- 10: cut CRF++ model
+def test_crfpp_text_model_cut_inside_its_last_weight_is_refused(tmp_path):
+    from spargel import CRF
+    from spargel.errors import ModelFileError
+
+    data = (DATA / "tiny_chunks.crfpp.model.txt").read_bytes()
+    last = data.rstrip(b"\n").rsplit(b"\n", 1)[1]
+    assert len(last) > 6
+    cut = tmp_path / "cut.txt"
+    cut.write_bytes(data.rstrip(b"\n")[:-4])          # the last weight loses its last digits
+    with pytest.raises(ModelFileError, match=r"cut\.txt:\d+: .*truncated"):
+        CRF.load(cut)
+    (tmp_path / "whole.txt").write_bytes(data)
+    CRF.load(tmp_path / "whole.txt")

@@ -86,6 +86,10 @@ def read_bytes(data, name="<bytes>", encoding="utf-8"):
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    elif text:
+        # crf_learn ends every line, the last weight's too: a file cut inside a line
+        # would otherwise load with that line's number shortened
+        fail(len(lines), f"the file ends inside a line ({lines[-1][:40]!r}, no line end): truncated?")
     pos = 0
 
     def block(what):
