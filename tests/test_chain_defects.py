@@ -246,3 +246,25 @@ def test_crfpp_text_model_cut_inside_its_last_weight_is_refused(tmp_path):
         CRF.load(cut)
     (tmp_path / "whole.txt").write_bytes(data)
     CRF.load(tmp_path / "whole.txt")
+
+
+# --------------------------------------------------------------------------- 11: line breaks
+@pytest.mark.filterwarnings("ignore::spargel.errors.ConvergenceWarning")
+def test_labels_with_line_breaks_are_not_printed_raw(tmp_path, capsys):
+    # a CRFsuite file may hold any bytes in a label: "B\nEVIL" printed raw forged a line
+    from spargel import CRF
+    from spargel.cli import main
+
+    X = [[{"w=a": 1.0}, {"w=b": 1.0}], [{"w=b": 1.0}, {"w=a": 1.0}]]
+    y = [["A", "B\nEVIL"], ["B\nEVIL", "A"]]
+    model = CRF(l1=0.01, max_iter=20).fit(X, y)
+    path = tmp_path / "m.crfsuite"
+    model.save(path, format="crfsuite")
+    items = tmp_path / "items.txt"
+    items.write_text("A\tw=a\nA\tw=b\n\n")
+    for argv in (["label", "-m", str(path), str(items)], ["dump", str(path)]):
+        capsys.readouterr()
+        assert main(argv) == 1
+        out, err = capsys.readouterr()
+        assert "EVIL" not in out
+        assert "m.crfsuite" in err and "line break" in err and err.count("\n") == 1

@@ -374,6 +374,16 @@ def write_output(path, data, encoding="utf-8"):
         fh.write(data)
 
 
+def refuse_line_breaks(names, what, source):
+    """Output written one name to a line cannot hold a name with a line break (a forged
+    or foreign model's label): a ``CommandError`` naming ``source`` and the name, rather
+    than lines that read as something else."""
+    for name in names:
+        if isinstance(name, str) and ("\n" in name or "\r" in name):
+            raise CommandError(f"{source}: the {what} {name[:60]!r} contains a line break and cannot be "
+                               f"written one per line")
+
+
 def _write_all(out, data):
     """Write all of ``data`` to the binary stream ``out`` and flush it. A write can take
     only part (a file-size limit, a full disk): the rest is written again, so that the

@@ -12,7 +12,8 @@ import signal
 import sys
 import time
 
-from .common import PROG, CommandError, UsageError, check_outputs, json_line, read_text, write_output
+from .common import (PROG, CommandError, UsageError, check_outputs, json_line, read_text, refuse_line_breaks,
+                     write_output)
 
 #: Stored as the first line of the template of a model trained by ``spargel train``,
 #: so that ``spargel label`` knows how many observation columns the input has.
@@ -650,10 +651,12 @@ def cmd_label(args):
         if args.nbest > 1 or args.force:
             raise UsageError("label: --nbest and --force are not available with a CRFsuite model file")
         model = CRF.load(args.model)
+        refuse_line_breaks(model.classes_, "label", args.model)
         text, name = read_text(args.input, args.encoding)
         write_output(args.output, crfsuite_cli.label(args, model, text, name), args.encoding)
         return 0
     model = _load_crf(args.model, args.encoding)
+    refuse_line_breaks(model.classes_, "label", args.model)
     text, name = read_text(args.input, args.encoding)
     tabbed = any("\t" in line for line in text.split("\n", 50)[:50])
     separator = "\t" if (args.force and tabbed) else None
@@ -828,6 +831,8 @@ def cmd_dump(args):
         rows.sort(key=lambda r: (r[0], r[1], r[2]))
     if args.top is not None:
         rows = rows[:args.top]
+    for attr, prev, lab, _ in rows:
+        refuse_line_breaks((attr, prev, lab), "name", args.model)
     write_output("-", "".join(f"{attr}\t{prev}\t{lab}\t{w:.6g}\n" for attr, prev, lab, w in rows))
     return 0
 
