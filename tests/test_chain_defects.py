@@ -268,3 +268,20 @@ def test_labels_with_line_breaks_are_not_printed_raw(tmp_path, capsys):
         out, err = capsys.readouterr()
         assert "EVIL" not in out
         assert "m.crfsuite" in err and "line break" in err and err.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- 12, 13: train options
+@pytest.mark.parametrize("options, named", [
+    (["--init", "old.model"], "--init"),
+    (["--shards", "3"], "--shards"),
+    (["--seed", "-1"], "--seed"),
+])
+def test_train_options_that_would_be_ignored_or_are_invalid(options, named, tmp_path, capsys):
+    # --init without --stream and --shards without --scheduler were ignored with status 0;
+    # --seed -1 failed after reading the data without naming the option
+    from spargel.cli import main
+
+    missing = tmp_path / "missing.txt"             # never read: the options are checked first
+    assert main(["train", *options, str(missing), str(tmp_path / "m.model")]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "missing.txt" not in err and err.count("\n") == 1, err

@@ -12,8 +12,8 @@ import signal
 import sys
 import time
 
-from .common import (PROG, CommandError, UsageError, check_outputs, json_line, read_text, refuse_line_breaks,
-                     write_output)
+from .common import (PROG, CommandError, UsageError, check_number, check_outputs, json_line, read_text,
+                     refuse_line_breaks, write_output)
 
 #: Stored as the first line of the template of a model trained by ``spargel train``,
 #: so that ``spargel label`` knows how many observation columns the input has.
@@ -234,6 +234,14 @@ def cmd_train(args):
         raise UsageError("train: --threads must be >= 1, or -1 for all cores")
     if args.train == "-" and args.dev == "-":
         raise UsageError("train: TRAIN and --dev cannot both be stdin")
+    # options that only one way of training reads: refused, not silently ignored
+    if args.init is not None and args.stream is None:
+        raise UsageError("train: --init continues a model only with --stream N (a plain train starts "
+                         "from zero)")
+    if args.shards is not None and args.scheduler is None:
+        raise UsageError("train: --shards applies only with --scheduler")
+    if args.seed is not None:
+        check_number("--seed", args.seed, low=0, integer=True)
     # --init may be MODEL itself (continue a model in place): it is read before the save
     check_outputs({"MODEL": args.model, "--history": args.history},
                   {"TRAIN": args.train, "--dev": args.dev, "--pattern": args.pattern})
