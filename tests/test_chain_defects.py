@@ -285,3 +285,40 @@ def test_train_options_that_would_be_ignored_or_are_invalid(options, named, tmp_
     assert main(["train", *options, str(missing), str(tmp_path / "m.model")]) == 2
     err = capsys.readouterr().err
     assert named in err and "missing.txt" not in err and err.count("\n") == 1, err
+
+
+# --------------------------------------------------------------------------- 14: eval -d
+@pytest.mark.parametrize("re2", [True, False])
+def test_eval_delimiter_cannot_backtrack_for_ever(re2, tmp_path, capsys, monkeypatch):
+    # '(a+)+$' on a 40-character line took 2^40 steps in re
+    from spargel.cli import main
+    from spargel.data import safe_regex
+
+    if re2 and not safe_regex.re2_available():
+        pytest.skip("RE2 (google-re2) is not installed")
+    if not re2:
+        monkeypatch.setattr(safe_regex, "_RE2", [None])     # as on a machine without RE2
+    data = tmp_path / "tags.txt"
+    data.write_text("a" * 40 + "! B-NP B-NP\n")
+    rc = main(["eval", "-d", "(a+)+$", str(data)])
+    err = capsys.readouterr().err
+    if re2:        # the linear-time engine splits the line: no match, so one field
+        assert rc == 1 and "one field" in err
+    else:          # refused up front, naming the option's value
+        assert rc == 2 and "(a+)+$" in err and "spargel[re2]" in err
+    # ordinary delimiters still split as conlleval does
+    data.write_text("w\tB-NP\tB-NP\n")
+    assert main(["eval", "-d", "\t", "--json", str(data)]) == 0
+    capsys.readouterr()
+
+
+def test_eval_delimiter_long_line_over_its_bound(tmp_path, capsys, monkeypatch):
+    from spargel.cli import main
+    from spargel.data import safe_regex
+
+    monkeypatch.setattr(safe_regex, "_RE2", [None])
+    data = tmp_path / "tags.txt"
+    data.write_text("x B-NP B-NP\n" + "y" * 20000 + " B-NP B-NP\n")
+    assert main(["eval", "-d", " +", str(data)]) == 1   # ' +' is polynomial: bounded per line
+    err = capsys.readouterr().err
+    assert "tags.txt:2:" in err and "20010 characters" in err

@@ -36,6 +36,7 @@ does, so type names of any encoding print back unchanged and pad by bytes.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -201,6 +202,37 @@ def _start_of_chunk(prev_tag: str, tag: str, prev_type: str, ctype: str) -> bool
     return start
 
 
+def _delimiter_pattern(delimiter: str):
+    """``(pattern, longest line)`` for the delimiter regex: Python's ``re`` up to the line
+    length its backtracking bound allows (:mod:`spargel.data.safe_regex`), beyond that
+    (or for a shape that can backtrack exponentially, ``(a+)+$``) RE2 when installed;
+    without RE2 an exponential shape is a ``ValueError``, a line over the limit an error
+    where it is met -- never a hang."""
+    from .data import safe_regex
+
+    text = delimiter.encode().decode("latin-1")
+    try:
+        safe_regex.check_nesting(text)
+        pattern = re.compile(text, re.ASCII)
+        c, d = safe_regex.shape_cost(text, re.ASCII)
+        limit, why = safe_regex.max_safe_length(c, d), "it has too many optional parts"
+    except re.error as exc:
+        raise ValueError(f"bad delimiter {delimiter!r}: {exc}") from None
+    except safe_regex.UnsafeRegex as exc:
+        limit, why = -1, str(exc)
+    if limit >= 10 ** 7:
+        return pattern, limit
+    if safe_regex.re2_available():
+        try:
+            return safe_regex.compile_re2(text), math.inf
+        except safe_regex.UnsafeRegex as exc:
+            raise ValueError(f"bad delimiter {delimiter!r}: {exc}") from None
+    if limit < 0:
+        raise ValueError(f"the delimiter {delimiter!r} could backtrack for a very long time ({why}); install "
+                         f"the linear-time engine (pip install 'spargel[re2]') or simplify it")
+    return pattern, limit
+
+
 def read_tokens(data: bytes, name: str = "<stdin>", delimiter: str | None = None,
                 raw: bool = False, outside: str = "O", gold: int | None = None,
                 pred: int | None = None):
@@ -224,13 +256,15 @@ def read_tokens(data: bytes, name: str = "<stdin>", delimiter: str | None = None
                 if len(fields) == 1 and fields[0] != BOUNDARY and "\t" in fields[0]:
                     delimiter = "\t"
                 break
-    try:
-        pattern = re.compile(delimiter.encode().decode("latin-1"), re.ASCII)
-    except re.error as exc:
-        raise ValueError(f"bad delimiter {delimiter!r}: {exc}") from None
+    pattern, limit = _delimiter_pattern(delimiter)
     width = -1
     width_line = 0
     for lineno, line in enumerate(lines, 1):
+        if len(line) > limit:
+            raise DataFormatError(name, lineno, f"a line of {len(line)} characters: the delimiter {delimiter!r} "
+                                                f"could backtrack for a very long time on it (its limit is "
+                                                f"{limit}); install the linear-time engine (pip install "
+                                                f"'spargel[re2]') or simplify the delimiter")
         fields = perl_split(pattern, line)
         if width < 0:
             width, width_line = len(fields) - 1, lineno

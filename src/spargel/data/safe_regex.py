@@ -51,7 +51,8 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as _c
     import sre_parse as _sre_parse
 
-__all__ = ["STEP_BUDGET", "UnsafeRegex", "RegexTooSlow", "compile_regex", "shape_cost", "re2_available"]
+__all__ = ["STEP_BUDGET", "UnsafeRegex", "RegexTooSlow", "check_nesting", "compile_re2", "compile_regex",
+           "max_safe_length", "shape_cost", "re2_available"]
 
 #: the most backtracking steps (worst case) a regex may take on one cell with ``re``
 STEP_BUDGET = 10 ** 8
@@ -249,7 +250,7 @@ def shape_cost(pattern: str, flags: int = 0) -> tuple[int, int]:
     >>> shape_cost("^[A-Z][a-z]+$"), shape_cost(".?.?.?$"), shape_cost("[0-9]")
     ((1, 1), (8, 0), (1, 0))
     """
-    _check_nesting(pattern)
+    check_nesting(pattern)
     try:
         parsed = _sre_parse.parse(pattern, flags)
         return _cost(parsed)
@@ -259,7 +260,7 @@ def shape_cost(pattern: str, flags: int = 0) -> tuple[int, int]:
         raise UnsafeRegex("nested too deeply") from None
 
 
-def _check_nesting(pattern: str, limit: int = MAX_NESTING) -> None:
+def check_nesting(pattern: str, limit: int = MAX_NESTING) -> None:
     """Refuse a pattern whose groups nest deeper than ``limit`` before ``re`` parses it:
     its parser and compiler recurse once per level, and thousands of levels raise
     ``RecursionError`` from inside them."""
@@ -328,6 +329,12 @@ def _compile_re2(pattern: str, flags: int):
         raise UnsafeRegex(f"RE2 cannot compile it ({msg})") from None
 
 
+def compile_re2(pattern: str, flags: int = 0):
+    """``pattern`` compiled by RE2 (linear time; ``re``'s ``search`` / ``finditer``);
+    :class:`UnsafeRegex` when RE2 cannot compile it. Only where :func:`re2_available`."""
+    return _compile_re2(pattern, flags)
+
+
 class _Guarded:
     """Python's ``re`` on cells short enough for the bound; RE2 (or an error) beyond."""
 
@@ -372,7 +379,7 @@ def compile_regex(pattern: str, flags: int = 0, where=("<template>", None)):
     Raises ``re.error`` for bad syntax, and :class:`UnsafeRegex` when the pattern needs
     the linear-time engine and it is not installed (or cannot compile the pattern).
     """
-    _check_nesting(pattern)
+    check_nesting(pattern)
     try:
         rx = re.compile(pattern, flags)
     except RecursionError:
