@@ -322,3 +322,20 @@ def test_eval_delimiter_long_line_over_its_bound(tmp_path, capsys, monkeypatch):
     assert main(["eval", "-d", " +", str(data)]) == 1   # ' +' is polynomial: bounded per line
     err = capsys.readouterr().err
     assert "tags.txt:2:" in err and "20010 characters" in err
+
+
+# --------------------------------------------------------------------------- 16: binary CRF++
+def test_binary_crfpp_model_is_named_as_such(tmp_path):
+    import struct
+
+    from spargel import CRF
+    from spargel.errors import ModelFileError
+
+    # crf_learn's binary layout: version 100, type 0, cost factor, maxid, xsize, ...
+    path = tmp_path / "model"
+    path.write_bytes(struct.pack("<IidQII", 100, 0, 1.0, 780, 2, 4096) + bytes(200))
+    with pytest.raises(ModelFileError, match=r"model: a binary CRF\+\+ model.*crf_learn -t"):
+        CRF.load(path)
+    (tmp_path / "other").write_bytes(b"\x00" * 64)        # anything else: as before
+    with pytest.raises(ModelFileError, match="not a spargel model file"):
+        CRF.load(tmp_path / "other")

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import struct
 
 import numpy as np
 
@@ -53,6 +54,21 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\Z")
 def is_crfpp_text_file(path):
     """True when ``path`` starts like a CRF++ text model."""
     return starts_with(path, b"version: ")
+
+
+def is_crfpp_binary_file(path):
+    """True when ``path`` starts like CRF++'s binary model (``crf_learn``'s default
+    output, which spargel does not read): the version 100 as a 32-bit integer, the model
+    type 0, then a positive finite cost factor (a little-endian double)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return False
+    if len(head) < 16 or head[:8] != struct.pack("<Ii", 100, 0):
+        return False
+    (cost,) = struct.unpack("<d", head[8:16])
+    return 0 < cost < math.inf
 
 
 class CrfppModel:

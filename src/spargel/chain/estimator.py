@@ -626,6 +626,12 @@ class CRF(LogLinearCore):
             from .crfpp_format import from_crfpp_file
             est = from_crfpp_file(cls, path, encoding)
         else:
+            from .crfpp_format import is_crfpp_binary_file
+            if is_crfpp_binary_file(path):
+                from ..errors import ModelFileError
+                raise ModelFileError(f"{os.fspath(path)}: a binary CRF++ model (crf_learn's default output), "
+                                     f"which spargel does not read; write the text model with crf_learn -t "
+                                     f"and load the MODEL.txt it writes beside the binary one")
             est = super().load(path)  # checks its weights itself
             check_label_pairs(len(est.classes_), os.fspath(path))
             return est
