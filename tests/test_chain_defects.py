@@ -339,3 +339,18 @@ def test_binary_crfpp_model_is_named_as_such(tmp_path):
     (tmp_path / "other").write_bytes(b"\x00" * 64)        # anything else: as before
     with pytest.raises(ModelFileError, match="not a spargel model file"):
         CRF.load(tmp_path / "other")
+
+
+# --------------------------------------------------------------------------- 17: argparse errors
+def test_argparse_errors_name_the_command_once(capsys):
+    from spargel.cli import main
+
+    assert main(["train", "a.txt", "m.model", "--bogus"]) == 2
+    assert capsys.readouterr().err == ("spargel: error: train: unrecognized arguments: --bogus "
+                                       "(see 'spargel train --help')\n")
+    assert main(["train", "a.txt", "m.model", "--l1", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("spargel: error: train: argument --l1") and "spargel: error: spargel" not in err
+    assert err.rstrip().endswith("(see 'spargel train --help')")
+    assert main([]) == 2
+    assert capsys.readouterr().err.startswith("spargel: error: the following arguments are required: COMMAND")
