@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 DATA = Path(__file__).parent / "data"
@@ -354,3 +355,33 @@ def test_argparse_errors_name_the_command_once(capsys):
     assert err.rstrip().endswith("(see 'spargel train --help')")
     assert main([]) == 2
     assert capsys.readouterr().err.startswith("spargel: error: the following arguments are required: COMMAND")
+
+
+# --------------------------------------------------------------------------- 18: Ctrl-C in encoding
+@pytest.mark.filterwarnings("ignore::spargel.errors.ConvergenceWarning")
+def test_ctrl_c_while_fit_encodes_leaves_a_consistent_state():
+    # the documented catch-and-continue pattern read stop_reason_: AttributeError
+    from spargel import CRF
+
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}, {"w": "a"}]] * 3
+    y = [["A", "B"], ["B", "A"]] * 3
+
+    def interrupted(n):
+        for i, x in enumerate(X):
+            if i == n:
+                raise KeyboardInterrupt      # Ctrl-C while the sequences are being read
+            yield x
+
+    crf = CRF(max_iter=5)
+    with pytest.raises(KeyboardInterrupt):
+        crf.fit(interrupted(3), iter(y))
+    assert crf.stop_reason_ == "interrupted" and crf.n_iter_ == 0 and crf.history_ == []
+    with pytest.raises(Exception, match="not fitted|fit"):
+        crf.predict(X[:1])
+    # a model fitted before stays usable when a later fit is interrupted that early
+    crf.fit(X, y)
+    weights = crf.weights_.copy()
+    with pytest.raises(KeyboardInterrupt):
+        crf.fit(interrupted(2), iter(y))
+    assert crf.stop_reason_ == "interrupted" and crf.n_iter_ == 0
+    assert np.array_equal(crf.weights_, weights) and crf.predict(X[:1]) == [["A", "B"]]
