@@ -385,3 +385,23 @@ def test_ctrl_c_while_fit_encodes_leaves_a_consistent_state():
         crf.fit(interrupted(2), iter(y))
     assert crf.stop_reason_ == "interrupted" and crf.n_iter_ == 0
     assert np.array_equal(crf.weights_, weights) and crf.predict(X[:1]) == [["A", "B"]]
+
+
+# --------------------------------------------------------------------------- 19: warning's line
+def test_convergence_warning_points_at_the_users_line():
+    # it pointed at spargel's own estimator.py, whatever line of the user's called fit
+    import warnings
+
+    from spargel import CRF
+    from spargel.errors import ConvergenceWarning
+
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}, {"w": "a"}]]
+    y = [["A", "B"], ["B", "A"]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        CRF(max_iter=1, l1=0.0, l2=0.1).fit(X, y)
+    conv = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert conv, [str(w.message) for w in caught]
+    assert all(w.filename == __file__ and w.lineno == line for w in conv), \
+        [(w.filename, w.lineno) for w in conv]
