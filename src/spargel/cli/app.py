@@ -522,6 +522,8 @@ def main(argv=None):
 
 
 def _flush_stdout():
+    if sys.stdout is None:
+        return
     try:
         sys.stdout.flush()
     except BrokenPipeError:
