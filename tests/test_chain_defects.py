@@ -52,14 +52,18 @@ print("ok")
 def test_wapiti_regex_on_a_long_token_is_refused_quickly():
     from spargel.data.safe_regex import RegexTooSlow
     from spargel.data.templates import Template
+    from spargel.errors import DataFormatError
 
     # a long regex (as a forged 20 KB model holds) on one 50,000-byte token took minutes
-    tpl = Template.parse('u:m=%m[0,0,"' + "a*" * 2000 + 'b"]\n', source="forged.wapiti",
+    tpl = Template.parse('u:m=%m[0,0,"' + "a*" * 200 + 'b"]\n', source="forged.wapiti",
                          format="wapiti")
     with pytest.raises(RegexTooSlow, match=r"forged\.wapiti:1: .*50000 bytes"):
         tpl.extract([["a" * 50000]])
     # ordinary tokens are matched as before
-    assert tpl.extract([["aab"]])
+    assert tpl.extract([["aab"]])[0] == [["u:m=aab"]]
+    # and a regex longer than any Wapiti pattern has is refused when it is read
+    with pytest.raises(DataFormatError, match=r"forged\.wapiti:1: .*more than 256 items"):
+        Template.parse('u:m=%m[0,0,"' + "a*" * 2000 + 'b"]\n', source="forged.wapiti", format="wapiti")
 
 
 # --------------------------------------------------------------------------- 3: CRFsuite counts

@@ -19,7 +19,8 @@ optional characters -- by dynamic programming over (regex item, byte position): 
 (items + 1) x (length + 1) steps for a token, whatever the regex. A regex and a token
 that would need more than :data:`STEP_BUDGET` steps (a long regex on a long token, as a
 forged model file may bring) are a clear error (:class:`~spargel.data.safe_regex.RegexTooSlow`,
-naming the pattern's file and line) instead of minutes of work per token.
+naming the pattern's file and line) instead of minutes of work per token, and a regex of
+more than :data:`MAX_ITEMS` items is refused when the pattern is read.
 
 :func:`parse_wapiti_line` reads one pattern line the way Wapiti does: a ``#`` anywhere
 starts a comment, trailing blanks are dropped, the first character (``u``, ``b`` or
@@ -30,11 +31,15 @@ from __future__ import annotations
 
 from .safe_regex import RegexTooSlow
 
-__all__ = ["STEP_BUDGET", "WapitiRegex", "WapitiRegexError", "parse_wapiti_line", "split_wapiti_pattern"]
+__all__ = ["MAX_ITEMS", "STEP_BUDGET", "WapitiRegex", "WapitiRegexError", "parse_wapiti_line", "split_wapiti_pattern"]
 
 #: the most steps ((regex items + 1) x (token bytes + 1)) one match may take: about
 #: 0.2 s in Python; ordinary patterns on ordinary tokens take a few hundred
 STEP_BUDGET = 10 ** 6
+#: the most items (characters, classes, each with its quantifier) a regex may have:
+#: Wapiti's regexes are a few characters long, and every item costs a step per byte of
+#: every token
+MAX_ITEMS = 256
 
 _ANY, _CHAR, _CLASS = range(3)
 _NONE, _STAR, _OPT = range(3)
@@ -106,6 +111,9 @@ class WapitiRegex:
                 quant = _STAR if re[p] == ord("*") else _OPT
                 p += 1
             items.append(item + (quant,))
+            if len(items) > MAX_ITEMS:
+                raise WapitiRegexError(f"the regex {_short(pattern)!r} has more than {MAX_ITEMS} items "
+                                       f"(characters or classes); Wapiti's regexes are short")
         self.items = items
 
     def __repr__(self):
