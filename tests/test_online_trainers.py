@@ -300,6 +300,9 @@ def test_l2sgd_calibration_with_extreme_settings():
         minimize_l2sgd(model, ElasticNet(0.0, 1.0), calibration_eta=1e-320)
     with pytest.raises(ValueError, match="t0"):
         minimize_l2sgd(model, ElasticNet(0.0, 1.0), t0=1e-320)
+    # a huge period (window) sizes nothing: it only means that the tol test never runs
+    res = minimize_l2sgd(model, ElasticNet(0.0, 1.0), max_iter=2, t0=10.0, window=10 ** 15)
+    assert res.stop_reason == "max_iter" and res.n_iter == 2
 
 
 # --------------------------------------------------------------------------- parameters

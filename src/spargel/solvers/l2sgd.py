@@ -164,7 +164,9 @@ def minimize_l2sgd(model, penalty, w0=None, *, max_iter=1000, tol=1e-6, gtol=Non
                              f"(the first rate 1 / (lambda t0) overflows)")
     v, aux, st = run.fresh(w)
     best, best_w = math.inf, v.copy()
-    pf = np.zeros(period)
+    # every epoch's loss: the tol test looks `period` epochs back (a ring of `period`
+    # entries would be an allocation sized by an option before any epoch ran)
+    past = []
     stop = "max_iter"
     tol = 0.0 if tol is None else float(tol)
     try:
@@ -176,8 +178,8 @@ def minimize_l2sgd(model, penalty, w0=None, *, max_iter=1000, tol=1e-6, gtol=Non
                                          f"lower calibration_eta or give t0")
             if F < best:
                 best, best_w = F, v.copy()
-            improvement = (pf[(epoch - 1) % period] - F) / F if epoch > period else tol
-            pf[(epoch - 1) % period] = F
+            improvement = (past[epoch - 1 - period] - F) / F if epoch > period else tol
+            past.append(F)
             eta = 1.0 / (run.lam * (t0 + st[0] - 1))
             if history.record(epoch, F, online, F - online, v, epoch, eta=eta, t0=t0):
                 stop = "callback"
