@@ -289,6 +289,22 @@ def test_l2sgd_calibration_matches_a_plain_implementation():
     assert res.history[0]["t0"] == pytest.approx(t0, rel=1e-12)
 
 
+def test_l2sgd_calibration_with_extreme_settings():
+    # calibration_rate=1e300 drove eta to inf (and t0 to 0): a division by zero
+    space, data = tiny(9, n_seq=5, max_len=3, n_big=0)
+    model = ChainCRF(space, data)
+    res = minimize_l2sgd(model, ElasticNet(0.0, 1.0), max_iter=2, random_state=3, calibration_rate=1e300)
+    t0 = res.history[0]["t0"]
+    assert 0 < t0 < math.inf and np.all(np.isfinite(res.w))
+    with pytest.raises(ValueError, match="calibration_eta"):
+        minimize_l2sgd(model, ElasticNet(0.0, 1.0), calibration_eta=1e-320)
+    with pytest.raises(ValueError, match="t0"):
+        minimize_l2sgd(model, ElasticNet(0.0, 1.0), t0=1e-320)
+    # a huge period (window) sizes nothing: it only means that the tol test never runs
+    res = minimize_l2sgd(model, ElasticNet(0.0, 1.0), max_iter=2, t0=10.0, window=10 ** 15)
+    assert res.stop_reason == "max_iter" and res.n_iter == 2
+
+
 # --------------------------------------------------------------------------- parameters
 def test_parameters_are_validated():
     space, data = tiny(10)

@@ -81,8 +81,12 @@ def calibrate_t0(run, w0, rng, eta0=0.1, rate=2.0, samples=1000, candidates=10, 
     eta, best_eta, best = eta0, eta0, math.inf
     table = []
     while num > 0 or not dec:
-        v, aux, st = run.fresh(w0)
-        loss, _ = run.epoch(order, v, aux, st, 1.0 / (run.lam * eta))
+        t0 = _t0_of(run.lam, eta)
+        if t0 is None:   # eta overflowed or underflowed (a huge calibration_rate): a failed trial
+            loss = math.inf
+        else:
+            v, aux, st = run.fresh(w0)
+            loss, _ = run.epoch(order, v, aux, st, t0)
         table.append((eta, loss))
         ok = math.isfinite(loss) and loss < init
         if ok:
@@ -99,7 +103,24 @@ def calibrate_t0(run, w0, rng, eta0=0.1, rate=2.0, samples=1000, candidates=10, 
         trials += 1
         if trials >= max_trials:
             break
-    return 1.0 / (run.lam * best_eta), table
+    t0 = _t0_of(run.lam, best_eta)
+    if t0 is None:
+        raise ValueError(f"calibration_eta={eta0!r} gives no usable step size with lambda={run.lam:g}; "
+                         f"choose another calibration_eta (CRFsuite's default is 0.1)")
+    return t0, table
+
+
+def _t0_of(lam, eta):
+    """``t0 = 1 / (lambda eta)``, or None when it or the first rate ``1 / (lambda t0)``
+    is not a finite positive number (an eta of 0 or inf after many calibration steps)."""
+    if not (0.0 < lam * eta < math.inf):
+        return None
+    t0 = 1.0 / (lam * eta)
+    return t0 if _usable_t0(lam, t0) else None
+
+
+def _usable_t0(lam, t0):
+    return 0.0 < t0 < math.inf and 0.0 < lam * t0 and 1.0 / (lam * t0) < math.inf
 
 
 def _positive(name, value, integer=False, above=0.0):
@@ -138,9 +159,14 @@ def minimize_l2sgd(model, penalty, w0=None, *, max_iter=1000, tol=1e-6, gtol=Non
         t0, _ = calibrate_t0(run, w, rng, eta0, rate, samples, cands, trials)
     else:
         t0 = _positive("t0", t0)
+        if not _usable_t0(run.lam, t0):
+            raise ValueError(f"t0={t0!r} gives no usable step size with lambda={run.lam:g} "
+                             f"(the first rate 1 / (lambda t0) overflows)")
     v, aux, st = run.fresh(w)
     best, best_w = math.inf, v.copy()
-    pf = np.zeros(period)
+    # every epoch's loss: the tol test looks `period` epochs back (a ring of `period`
+    # entries would be an allocation sized by an option before any epoch ran)
+    past = []
     stop = "max_iter"
     tol = 0.0 if tol is None else float(tol)
     try:
@@ -152,8 +178,8 @@ def minimize_l2sgd(model, penalty, w0=None, *, max_iter=1000, tol=1e-6, gtol=Non
                                          f"lower calibration_eta or give t0")
             if F < best:
                 best, best_w = F, v.copy()
-            improvement = (pf[(epoch - 1) % period] - F) / F if epoch > period else tol
-            pf[(epoch - 1) % period] = F
+            improvement = (past[epoch - 1 - period] - F) / F if epoch > period else tol
+            past.append(F)
             eta = 1.0 / (run.lam * (t0 + st[0] - 1))
             if history.record(epoch, F, online, F - online, v, epoch, eta=eta, t0=t0):
                 stop = "callback"
