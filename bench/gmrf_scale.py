@@ -1,12 +1,11 @@
 """Sparse Gaussian MRFs at genomics scale: time and peak memory against R's glasso / huge.
 
-Synthetic graphs (``--graph``) as R's ``huge.generator`` makes them: ``chain``, its
-``graph = "band", g = 1`` (precision ``0.3`` on the first off-diagonal, diagonal
-``|lambda_min| + 0.2``, rescaled to a correlation matrix), sampled through the banded
-Cholesky factor of the precision; ``random``, its ``graph = "random"`` (each pair an
-edge with probability ``3 / p``, precision ``0.3`` on the edges and
-``|lambda_min| + 0.2`` on the diagonal), sampled through a sparse factor of the
-precision. Never a dense p x p matrix; the samples are standardised and written once
+Synthetic graphs (``--graph``) as R's ``huge.generator`` makes them, from
+:func:`spargel.gaussian.make_graph_data`: ``chain``, its ``graph = "band", g = 1``
+(precision ``0.3`` on the first off-diagonal, diagonal ``|lambda_min| + 0.2``, rescaled
+to a correlation matrix); ``random``, its ``graph = "random"`` (each pair an edge with
+probability ``3 / p``), both sampled through a sparse factor of the precision from
+10,000 variables on. Never a dense p x p matrix there; the samples are standardised and written once
 per p to a binary file that every contender reads. Each contender runs in its own
 process; peak resident memory is that process's (``getrusage`` for spargel, GNU
 ``time -f %M`` for R), time is the fit alone (data loading excluded), as wall-clock
@@ -73,59 +72,27 @@ cat(sprintf('{"time": %.3f, "cpu": %.3f, "edges": %d}\n', el, cpu, nrow(up)))
 """
 
 
-def chain_data(p, n, seed=0):
-    """Standardised samples of huge's band graph (g = 1) with p variables."""
-    from scipy.linalg import cholesky_banded, solve_banded
-
-    v, u = 0.3, 0.1
-    lam_min = -2 * v * np.cos(np.pi / (p + 1))         # of the zero-diagonal band
-    diag = abs(lam_min) + 0.1 + u
-    ab = np.zeros((2, p))                               # upper banded storage
-    ab[0, 1:] = v
-    ab[1, :] = diag
-    R = cholesky_banded(ab)                             # precision = R^T R
-    rng = np.random.default_rng(seed)
-    Z = rng.standard_normal((p, n))
-    # x = R^-1 z has covariance (R^T R)^-1
-    Xt = solve_banded((0, 1), R, Z)
-    X = np.ascontiguousarray(Xt.T)
+def _standardised(X):
     X -= X.mean(axis=0)
     X /= X.std(axis=0)
     return X
 
 
+def chain_data(p, n, seed=0):
+    """Standardised samples of huge's band graph (g = 1) with p variables
+    (:func:`spargel.gaussian.make_graph_data`, sparse from 10,000 variables)."""
+    from spargel.gaussian.generators import make_graph_data
+
+    return _standardised(make_graph_data(n, p, "band", g=1, random_state=seed).data)
+
+
 def random_data(p, n, seed=0):
     """Standardised samples of huge's random graph with p variables, and its edges
     (an (m, 2) array, i < j)."""
-    import scipy.sparse as sp
-    from scipy.sparse.linalg import eigsh, spsolve_triangular, splu
+    from spargel.gaussian.generators import make_graph_data
 
-    rng = np.random.default_rng(seed)
-    pairs = p * (p - 1) // 2
-    m = rng.binomial(pairs, min(1.0, 3.0 / p))
-    codes = np.unique(rng.integers(0, pairs, 2 * m + 100))         # distinct pairs
-    rng.shuffle(codes)
-    codes = np.sort(codes[:m])
-    # pair code -> (i, j), i < j: row i holds codes [i p - i (i + 1) / 2, ...)
-    start = np.arange(p) * p - np.arange(p) * (np.arange(p) + 1) // 2
-    i = np.searchsorted(start, codes, side="right") - 1
-    j = codes - start[i] + i + 1
-    A = sp.coo_matrix((np.full(m, 0.3), (i, j)), shape=(p, p)).tocsr()
-    A = (A + A.T).tocsc()
-    lam_min = eigsh(A, k=1, which="SA", return_eigenvectors=False, tol=1e-8)[0]
-    K = (A + sp.identity(p) * (abs(lam_min) + 0.2)).tocsc()
-    lu = splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-              options={"SymmetricMode": True})
-    assert np.array_equal(lu.perm_r, lu.perm_c)
-    # P K P^T = L D L^T with U = D L^T: x = P^T U^-1 D^(1/2) z has covariance K^-1
-    d = lu.U.diagonal()
-    Z = rng.standard_normal((p, n)) * np.sqrt(d)[:, None]
-    Y = spsolve_triangular(lu.U.tocsr(), Z, lower=False)
-    Xt = Y[lu.perm_c]
-    X = np.ascontiguousarray(Xt.T)
-    X -= X.mean(axis=0)
-    X /= X.std(axis=0)
-    return X, np.column_stack([i, j])
+    d = make_graph_data(n, p, "random", random_state=seed)
+    return _standardised(d.data), d.edges
 
 
 def chain_edges(p):

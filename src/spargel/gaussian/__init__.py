@@ -38,6 +38,9 @@ _LAZY = {
     "graphical_lasso": "spargel.gaussian.glasso",
     "NeighbourhoodSelection": "spargel.gaussian.neighbourhood",
     "neighbourhood_path": "spargel.gaussian.neighbourhood",
+    "make_graph_data": "spargel.gaussian.generators",
+    "make_graph": "spargel.gaussian.generators",
+    "GraphData": "spargel.gaussian.generators",
 }
 
 __all__ = sorted(_LAZY)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["partial_correlations", "plot_graph", "plot_heatmap", "plot_overview",
-           "plot_pattern", "layout", "cluster_order"]
+           "plot_pattern", "layout", "cluster_order", "plot_graph_data"]
 
 _POS, _NEG = "#2166ac", "#b2182b"        # blue: positive, red: negative partial correlation
 
@@ -317,3 +317,35 @@ def plot_pattern(precision, ax=None, title=None):
     nnz = int((np.count_nonzero(K) - np.count_nonzero(np.diag(K))) // 2)
     ax.set_title(title or f"sparsity pattern: {nnz} edges")
     return ax
+
+
+def plot_graph_data(d, max_graph=500):
+    """What ``huge.generator(..., vis = TRUE)`` shows for a
+    :func:`spargel.gaussian.make_graph_data` result: the adjacency matrix, the graph
+    (up to ``max_graph`` variables), the covariance and the empirical covariance of
+    the samples (both only when the covariance is dense). Returns the figure."""
+    import scipy.sparse as sp
+
+    plt = _pyplot()
+    p = d.graph.shape[0]
+    dense = d.covariance is not None
+    panels = 2 + (2 if dense else 0) - (1 if p > max_graph else 0)
+    fig, axes = plt.subplots(1, panels, figsize=(4.6 * panels, 4.6), squeeze=False)
+    axes = list(axes[0])
+    ax = axes.pop(0)
+    ax.spy(sp.csr_matrix(d.graph), markersize=max(0.5, 200.0 / max(p, 1)), color="black")
+    ax.set_title(f"adjacency matrix: {d.n_edges} edges ({d.graph_type})", fontsize=10)
+    if p <= max_graph:
+        K = d.precision.toarray() if sp.issparse(d.precision) else np.asarray(d.precision)
+        plot_graph(K, ax=axes.pop(0), title=f"graph pattern: {p} variables", legend=p <= 30)
+    if dense:
+        S = np.cov(d.data.T, bias=True) if d.data.shape[0] > 1 else np.zeros((p, p))
+        for ax, M, title in ((axes[0], d.covariance, "covariance matrix"),
+                             (axes[1], S, "empirical covariance matrix")):
+            vmax = float(np.max(np.abs(M))) or 1.0
+            im = ax.imshow(M, cmap="RdBu", vmin=-vmax, vmax=vmax, interpolation="nearest")
+            cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
+            cb.set_label("covariance", fontsize=8)
+            ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
