@@ -41,6 +41,8 @@ _LAZY = {
     "make_graph_data": "spargel.gaussian.generators",
     "make_graph": "spargel.gaussian.generators",
     "GraphData": "spargel.gaussian.generators",
+    "path_roc": "spargel.gaussian.roc",
+    "PathROC": "spargel.gaussian.roc",
 }
 
 __all__ = sorted(_LAZY)

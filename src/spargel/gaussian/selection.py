@@ -20,6 +20,28 @@ __all__ = ["SparseGaussianMRFSelect", "Nonparanormal"]
 _CRITERIA = ("ebic", "stars", "ric")
 
 
+def _adjacency(K):
+    """The graph of a precision (dense or sparse): a symmetric boolean CSR adjacency
+    with an empty diagonal (huge's ``path`` entries)."""
+    import scipy.sparse as sp
+
+    A = sp.csr_matrix(K)
+    A.eliminate_zeros()
+    A = A.astype(bool)
+    A.setdiag(False)
+    A.eliminate_zeros()
+    return A
+
+
+def _frequency(iu, theta, p):
+    """(p, p) symmetric CSR matrix of the per-pair fractions ``theta`` (pairs ``iu``)."""
+    import scipy.sparse as sp
+
+    keep = theta > 0
+    F = sp.coo_matrix((theta[keep], (iu[0][keep], iu[1][keep])), shape=(p, p)).tocsr()
+    return (F + F.T).tocsr()
+
+
 class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     """:class:`SparseGaussianMRF` with ``alpha`` chosen by EBIC, StARS or RIC, as R's
     ``huge`` + ``huge.select`` choose it.
@@ -76,6 +98,12 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         (fitted on all data). loglik_path_ : ``log det K - tr(R K)`` per alpha.
     edge_frequency_ : StARS only, (p, p) fraction of subsamples with each edge
         at the chosen alpha.
+    path_ : the graphs of the path (huge's ``path``): one symmetric boolean
+        ``scipy.sparse`` CSR adjacency per alpha of ``alphas_`` (fitted on all data).
+    selected_index_ : the index of ``alpha_`` in ``alphas_`` (huge's ``opt.index``,
+        0-based); None for RIC, whose alpha is not on the path.
+    edge_frequency_path_ : StARS only, per alpha the sparse (p, p) fractions of
+        subsamples with each edge (huge's ``merge``).
     precision_, covariance_ : the estimate at ``alpha_``, mapped back to the
         units of X (``K_ij / (sd_i sd_j)``; same graph); location_ : the mean;
     and the other attributes of :class:`SparseGaussianMRF` (objective_ and the
@@ -166,7 +194,9 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         self.alphas_ = alphas
         self.edges_path_ = edges
         self.loglik_path_ = loglik
+        self.path_ = [_adjacency(r.precision) for r in path]
         self.criterion_scores_ = None
+        self.selected_index_ = None
         if self.criterion == "ebic":
             scores = ebic_scores(loglik, edges, n=n, p=p, gamma=self.gamma)
             best = int(np.argmin(scores))
@@ -207,13 +237,16 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             freq = np.zeros((p, p))
             freq[iu] = counts[best] / len(subs)
             self.edge_frequency_ = freq + freq.T
+            self.edge_frequency_path_ = [_frequency(iu, c / len(subs), p) for c in counts]
             chosen, alpha = path[best], float(alphas[best])
         else:
+            best = None
             rot = self._rotations(n, rng)
             alpha = ric_alpha(Z, rot)
             self.rotations_ = np.asarray(rot)
             chosen = self._path(R, [alpha])[0]
         self.alpha_ = alpha
+        self.selected_index_ = best
         self._result = chosen
         ss = np.outer(sd, sd)
         mapped = dataclasses.replace(chosen, precision=chosen.precision / ss,
@@ -253,6 +286,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         self.alphas_ = alphas
         self.edges_path_ = np.array([data.edges(r.precision) for r in path])
         self.loglik_path_ = np.array([data.loglik(r.precision) for r in path])
+        self.path_ = [_adjacency(r.precision) for r in path]
         if self.criterion == "ebic":
             scores = ebic_scores(self.loglik_path_, self.edges_path_, n=n, p=p, gamma=self.gamma)
             best = int(np.argmin(scores))
@@ -279,13 +313,16 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             self.criterion_scores_ = var
             freq = counts[best] / len(subs)
             self.edge_frequency_ = (freq + freq.T).tocsr()
+            self.edge_frequency_path_ = [((c + c.T) / len(subs)).tocsr() for c in counts]
             chosen, alpha = path[best], float(alphas[best])
         else:
+            best = None
             rot = self._rotations(n, rng)
             alpha = ric_alpha_by_slabs(Z, rot)
             self.rotations_ = np.asarray(rot)
             chosen = data.fit(alpha)
         self.alpha_ = alpha
+        self.selected_index_ = best
         self._result = chosen
         mapped = dataclasses.replace(chosen, precision=scale_sparse(chosen.precision, sd, True),
                                      covariance=scale_sparse(chosen.covariance, sd, False))
