@@ -14,6 +14,10 @@
 * :func:`plot_overview`: both side by side (what ``spargel gmrf --plot`` draws
   for more than 30 variables).
 * :func:`plot_pattern`: the sparsity pattern.
+* :func:`plot_path`, :func:`plot_instability`: a selection's path (edges and the
+  criterion against alpha, the choice marked) and StARS's instability;
+  :func:`plot_roc`: ROC and precision–recall of a path against the true graph;
+  :func:`plot_graph_data`: a generated model (``huge.generator``'s ``vis``).
 
 The layouts are deterministic (fixed seed).
 
@@ -30,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["partial_correlations", "plot_graph", "plot_heatmap", "plot_overview",
-           "plot_pattern", "layout", "cluster_order", "plot_graph_data"]
+           "plot_pattern", "layout", "cluster_order", "plot_graph_data", "plot_path",
+           "plot_instability", "plot_roc"]
 
 _POS, _NEG = "#2166ac", "#b2182b"        # blue: positive, red: negative partial correlation
 
@@ -349,3 +354,134 @@ def plot_graph_data(d, max_graph=500):
             ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _fitted_path(selector):
+    alphas = getattr(selector, "alphas_", None)
+    edges = getattr(selector, "edges_path_", None)
+    if alphas is None or edges is None:
+        raise ValueError(f"{type(selector).__name__} holds no fitted path: fit a "
+                         "SparseGaussianMRFSelect (or an estimator with alphas_ and "
+                         "edges_path_) first")
+    return np.asarray(alphas, dtype=np.float64), np.asarray(edges)
+
+
+def _alpha_axis(ax, alphas):
+    """A log alpha axis labelled at (up to 6 of) the path's own alphas."""
+    from matplotlib.ticker import NullFormatter, NullLocator
+
+    ax.set_xscale("log")
+    a = np.sort(np.asarray(alphas, dtype=np.float64))
+    ticks = a[np.unique(np.linspace(0, a.size - 1, min(6, a.size)).round().astype(int))]
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(ticks, [f"{t:.3g}" for t in ticks])
+    ax.set_xlabel("alpha (correlation scale)")
+
+
+def _mark_choice(ax, alpha, label):
+    ax.axvline(alpha, color="#b2182b", ls="--", lw=1.2, label=label)
+
+
+def plot_path(selector, axes=None, title=None):
+    """The path of a fitted :class:`~spargel.SparseGaussianMRFSelect` (or any estimator
+    with ``alphas_`` and ``edges_path_``): the number of edges against alpha, and the
+    criterion per alpha (EBIC's score, StARS's variability with its threshold; RIC has
+    no curve: its alpha is marked on the first panel), the chosen alpha marked on both.
+    Returns the axes (two, or one without a criterion curve)."""
+    plt = _pyplot()
+    alphas, edges = _fitted_path(selector)
+    scores = getattr(selector, "criterion_scores_", None)
+    crit = str(getattr(selector, "criterion", "")).lower()
+    chosen = getattr(selector, "alpha_", None)
+    k = 2 if scores is not None else 1
+    if axes is None:
+        fig, axes = plt.subplots(1, k, figsize=(5.2 * k, 4.0), squeeze=False)
+        axes = list(axes[0])
+    axes = list(np.atleast_1d(axes))
+    name = {"ebic": "EBIC", "stars": "StARS", "ric": "RIC"}.get(crit, crit or "chosen")
+    ax = axes[0]
+    ax.plot(alphas, edges, "o-", color="0.2", ms=4, label="edges (all data)")
+    if chosen is not None:
+        _mark_choice(ax, chosen, f"{name}: alpha = {chosen:.4g}")
+    _alpha_axis(ax, alphas)
+    ax.set_ylabel("number of edges")
+    ax.set_title(title or f"path: {len(alphas)} alphas", fontsize=10)
+    ax.legend(fontsize=8, frameon=False)
+    if scores is not None and len(axes) > 1:
+        ax = axes[1]
+        if crit == "stars":
+            _draw_instability(ax, selector, alphas, scores, chosen)
+        else:
+            ax.plot(alphas, scores, "o-", color="#2166ac", ms=4, label=f"{name} score")
+            if chosen is not None:
+                _mark_choice(ax, chosen, f"chosen: alpha = {chosen:.4g} (smallest score)")
+            _alpha_axis(ax, alphas)
+            ax.set_ylabel(f"{name} score")
+            ax.set_title(f"{name} along the path", fontsize=10)
+            ax.legend(fontsize=8, frameon=False)
+    axes[0].figure.tight_layout()
+    return axes if len(axes) > 1 else axes[0]
+
+
+def _draw_instability(ax, selector, alphas, var, chosen):
+    thr = getattr(selector, "stars_threshold", None)
+    ax.plot(alphas, var, "o-", color="#2166ac", ms=4, label="variability (subsamples)")
+    if thr is not None:
+        ax.axhline(thr, color="0.5", ls=":", lw=1.2, label=f"threshold {thr:g}")
+    if chosen is not None:
+        _mark_choice(ax, chosen, f"chosen: alpha = {chosen:.4g}")
+    _alpha_axis(ax, alphas)
+    ax.set_ylabel("4 mean theta (1 - theta)")
+    ax.set_title("StARS edge instability", fontsize=10)
+    ax.legend(fontsize=8, frameon=False)
+
+
+def plot_instability(selector, ax=None, title=None):
+    """StARS's variability ``4 mean_{i<j} theta (1 - theta)`` per alpha of a
+    :class:`~spargel.SparseGaussianMRFSelect` fitted with ``criterion='stars'``, with
+    the threshold and the chosen alpha. Returns the axes."""
+    plt = _pyplot()
+    alphas, _ = _fitted_path(selector)
+    if str(getattr(selector, "criterion", "")).lower() != "stars" or \
+            getattr(selector, "criterion_scores_", None) is None:
+        raise ValueError("plot_instability needs a selector fitted with criterion='stars' "
+                         f"(this one: {getattr(selector, 'criterion', None)!r})")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 4.0))
+    _draw_instability(ax, selector, alphas, np.asarray(selector.criterion_scores_),
+                      getattr(selector, "alpha_", None))
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_roc(roc, axes=None, label="path", title=None):
+    """The ROC curve (FPR sorted, TPR following, as ``huge.roc`` draws it) and the
+    precision–recall points of a :func:`spargel.gaussian.path_roc` result, each with a
+    legend (the AUC as huge.roc computes it). Returns the two axes."""
+    plt = _pyplot()
+    if axes is None:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    a1, a2 = axes
+    order = np.argsort(roc.fpr, kind="stable")
+    a1.plot(roc.fpr[order], roc.tpr[order], "o-", ms=4, color="#2166ac",
+            label=f"{label}: AUC {roc.auc:.3f} (closed {roc.auc_closed:.3f})")
+    a1.plot([0, 1], [0, 1], ls=":", color="0.6", label="random guess")
+    a1.set_xlim(-0.02, 1.02)
+    a1.set_ylim(-0.02, 1.02)
+    a1.set_xlabel("false positive rate")
+    a1.set_ylabel("true positive rate")
+    a1.set_title(title or f"ROC against the true graph ({roc.n_true_edges} edges)", fontsize=10)
+    a1.legend(fontsize=8, frameon=False, loc="lower right")
+    by = np.argsort(roc.recall, kind="stable")
+    a2.plot(roc.recall[by], roc.precision[by], "o-", ms=4, color="#b2182b",
+            label=f"{label}: best F1 {float(np.max(roc.f1)):.3f}")
+    a2.set_xlim(-0.02, 1.02)
+    a2.set_ylim(-0.02, 1.02)
+    a2.set_xlabel("recall")
+    a2.set_ylabel("precision")
+    a2.set_title("precision-recall", fontsize=10)
+    a2.legend(fontsize=8, frameon=False, loc="lower left")
+    a1.figure.tight_layout()
+    return a1, a2
