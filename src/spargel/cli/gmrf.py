@@ -20,6 +20,10 @@ Output, where asked and nowhere else:
   picture (``--plot``); a one-line summary on stderr (unless ``--quiet``),
   per-iteration lines on stderr with ``--verbose``.
 
+With ``--select ebic|stars|ric`` alpha is chosen as R's ``huge.select`` chooses it
+(:class:`spargel.SparseGaussianMRFSelect`; ``--plot-path`` draws the path and the
+criterion).
+
 With ``--method mb`` the graph is estimated by neighbourhood selection instead
 (:class:`spargel.NeighbourhoodSelection`: a lasso per variable on the standardised
 columns, R huge's ``lambda`` as ``--alpha``, ``--rule or|and``; ``--from-data`` never
@@ -101,6 +105,7 @@ def add_parser(subparsers):
             "  spargel gmrf expr.csv --alpha 0.05 --blocks groups.csv --plot graph.png\n"
             "  spargel gmrf wide.csv --from-data --cv 5 --save-model wide.model\n"
             "  spargel gmrf wide.csv --method mb --alpha 0.2 --from-data > edges.csv\n"
+            "  spargel gmrf expr.csv --select stars --seed 1 --plot-path path.png\n"
             "cross-validation folds are contiguous blocks of rows (as scikit-learn's KFold\n"
             "and SparseGaussianMRFCV by default); --seed N shuffles them.\n"
             + exit_status_help()),
@@ -122,12 +127,28 @@ def add_parser(subparsers):
     p.add_argument("--cv", type=int, default=None, metavar="K",
                    help="choose alpha by K-fold cross-validated log-likelihood on a "
                    "warm-started path (--n-alphas values from alpha_max)")
-    p.add_argument("--n-alphas", type=int, default=10, help="grid size for --cv (default 10)")
-    p.add_argument("--alpha-min-ratio", type=float, default=0.01, metavar="R",
-                   help="the --cv grid ends at R * alpha_max (default 0.01; with --from-data "
-                   "a larger R keeps the screened components small)")
+    p.add_argument("--select", choices=["ebic", "stars", "ric"], default=None,
+                   help="choose alpha as R's huge.select does (SparseGaussianMRFSelect: "
+                   "standardised data, penalised diagonal, a path of --n-alphas values "
+                   "down to --alpha-min-ratio, default 0.1): EBIC, StARS or RIC")
+    p.add_argument("--gamma", type=float, default=None,
+                   help="with --select ebic: EBIC's gamma (default 0.5)")
+    p.add_argument("--stars-threshold", type=float, default=None,
+                   help="with --select stars: the variability threshold (default 0.1)")
+    p.add_argument("--n-subsamples", type=int, default=None,
+                   help="with --select stars: number of subsamples (default 20)")
+    p.add_argument("--n-alphas", type=int, default=10,
+                   help="grid size for --cv and --select (default 10)")
+    p.add_argument("--alpha-min-ratio", type=float, default=None, metavar="R",
+                   help="the --cv / --select grid ends at R * alpha_max (default 0.01 for "
+                   "--cv, 0.1 for --select as huge; with --from-data a larger R keeps the "
+                   "screened components small)")
+    p.add_argument("--plot-path", metavar="PNG", default=None,
+                   help="with --select: draw the path (edges and the criterion against "
+                   "alpha, the choice marked; needs matplotlib)")
     p.add_argument("--seed", type=int, default=None,
-                   help="shuffle the --cv folds with this seed (default: contiguous folds)")
+                   help="shuffle the --cv folds with this seed (default: contiguous folds); "
+                   "with --select stars / ric: the seed of the subsamples / rotations")
     p.add_argument("--solver", default="auto",
                    choices=["auto", "newton-cg", "newton-cd", "projected-gradient"],
                    help="auto (default): newton-cg for l1, projected-gradient (Algorithm 3) with "
@@ -165,7 +186,8 @@ def add_parser(subparsers):
                    help="write the per-iteration history as JSON lines")
     p.add_argument("--save-model", metavar="PATH", default=None,
                    help="write the fitted model (spargel's model format; load it with "
-                   "SparseGaussianMRF.load or SparseGaussianMRFCV.load with --cv)")
+                   "SparseGaussianMRF.load, SparseGaussianMRFCV.load with --cv, "
+                   "SparseGaussianMRFSelect.load with --select)")
     p.add_argument("--plot", metavar="PNG", default=None,
                    help="draw the learned graph, with the clustered heat map of the partial "
                    "correlations beside it above 30 variables (needs matplotlib)")
@@ -242,6 +264,7 @@ def _check_usage(args):
         if args.alpha <= 0:
             raise UsageError(f"--alpha must be > 0 with --method mb, got {args.alpha}")
         for opt, given in (("--cv", args.cv is not None), ("--covariance", args.covariance),
+                           ("--select", args.select is not None),
                            ("--blocks", args.blocks is not None),
                            ("--solver", args.solver != "auto"),
                            ("--penalize-diagonal", args.penalize_diagonal),
@@ -256,10 +279,14 @@ def _check_usage(args):
                                  "variables itself and estimates edges, not a precision matrix)")
     elif args.rule is not None:
         raise UsageError("--rule goes with --method mb")
-    if args.alpha is None and args.cv is None:
-        raise UsageError("give --alpha X or --cv K")
-    if args.alpha is not None and args.cv is not None:
-        raise UsageError("give either --alpha or --cv, not both")
+    _check_select(args)
+    if args.alpha is None and args.cv is None and args.select is None:
+        raise UsageError("give --alpha X, --cv K or --select ebic|stars|ric")
+    chosen = [o for o, g in (("--alpha", args.alpha is not None), ("--cv", args.cv is not None),
+                             ("--select", args.select is not None)) if g]
+    if len(chosen) > 1:
+        raise UsageError(f"give either {' or '.join(chosen)}, not both" if len(chosen) == 2 else
+                         "give only one of --alpha, --cv and --select")
     if args.alpha is not None:
         check_number("--alpha", args.alpha, low=0)
     if args.cv is not None:
@@ -267,6 +294,8 @@ def _check_usage(args):
         if args.covariance:
             raise UsageError("--cv needs samples, not --covariance")
     check_number("--n-alphas", args.n_alphas, low=1, high=MAX_ALPHAS, integer=True)
+    if args.alpha_min_ratio is None:
+        args.alpha_min_ratio = 0.1 if args.select is not None else 0.01
     if not 0 < args.alpha_min_ratio < 1:
         raise UsageError(f"--alpha-min-ratio must be in (0, 1), got {args.alpha_min_ratio}")
     if args.seed is not None:
@@ -295,8 +324,34 @@ def _check_usage(args):
     if args.data == "-" and args.blocks == "-":
         raise UsageError("DATA.csv and --blocks cannot both be standard input")
     check_outputs({"--out-edges": args.out_edges, "--out-precision": args.out_precision,
-                   "--history": args.history, "--plot": args.plot, "--save-model": args.save_model},
+                   "--history": args.history, "--plot": args.plot, "--save-model": args.save_model,
+                   "--plot-path": args.plot_path},
                   {"the input file": args.data, "the --blocks file": args.blocks})
+
+
+def _check_select(args):
+    """The options of ``--select`` and those that only go with it."""
+    only = (("--gamma", args.gamma is not None, "ebic"),
+            ("--stars-threshold", args.stars_threshold is not None, "stars"),
+            ("--n-subsamples", args.n_subsamples is not None, "stars"),
+            ("--plot-path", args.plot_path is not None, None))
+    for opt, given, crit in only:
+        if given and (args.select is None or crit is not None and args.select != crit):
+            raise UsageError(f"{opt} goes with --select {crit or 'ebic|stars|ric'}")
+    if args.select is None:
+        return
+    for opt, given in (("--covariance", args.covariance), ("--blocks", args.blocks is not None),
+                       ("--standardize", args.standardize),
+                       ("--penalize-diagonal", args.penalize_diagonal)):
+        if given:
+            raise UsageError(f"--select does not take {opt} (it standardises the variables "
+                             "and penalises the diagonal itself, as huge does)")
+    if args.gamma is not None:
+        check_number("--gamma", args.gamma, low=0)
+    if args.stars_threshold is not None:
+        check_number("--stars-threshold", args.stars_threshold, low=0)
+    if args.n_subsamples is not None:
+        check_number("--n-subsamples", args.n_subsamples, low=1, high=10_000, integer=True)
 
 
 def _read_blocks(path, n, names):
@@ -336,7 +391,19 @@ def _run(args):
         try:
             if args.from_data:
                 common.update(covariance="from_data", max_component=args.max_component)
-            if args.cv is not None:
+            if args.select is not None:
+                from ..gaussian.selection import SparseGaussianMRFSelect
+
+                extra = {k: v for k, v in (("gamma", args.gamma),
+                                           ("stars_threshold", args.stars_threshold),
+                                           ("n_subsamples", args.n_subsamples)) if v is not None}
+                del common["blocks"], common["penalize_diagonal"]
+                model = SparseGaussianMRFSelect(args.select, alphas=args.n_alphas,
+                                                alpha_min_ratio=args.alpha_min_ratio,
+                                                random_state=args.seed, **extra, **common)
+                model.fit(data)
+                alpha = model.alpha_
+            elif args.cv is not None:
                 model = SparseGaussianMRFCV(alphas=args.n_alphas, cv=args.cv,
                                             alpha_min_ratio=args.alpha_min_ratio,
                                             random_state=args.seed, **common)
@@ -383,8 +450,25 @@ def _run(args):
         ax.figure.savefig(buf, dpi=150, bbox_inches="tight", format=Path(args.plot).suffix.lstrip(".") or "png")
         write_output(args.plot, buf.getvalue())
         written.append(args.plot)
+    if args.plot_path:
+        import io
+
+        from ..gaussian.plot import plot_path
+
+        axes = plot_path(model)
+        fig = (axes[0] if isinstance(axes, (list, tuple)) else axes).figure
+        buf = io.BytesIO()
+        fig.savefig(buf, dpi=150, bbox_inches="tight",
+                    format=Path(args.plot_path).suffix.lstrip(".") or "png")
+        write_output(args.plot_path, buf.getvalue())
+        written.append(args.plot_path)
     if not args.quiet:
-        print(f"gmrf: {n} variables, alpha={alpha:.6g}, {len(model.edges_)} edges, "
+        how = ""
+        if args.select is not None:
+            k = model.selected_index_
+            how = f" ({args.select.upper()}" + ("" if k is None else
+                                                 f", index {k} of {len(model.alphas_)}") + ")"
+        print(f"gmrf: {n} variables, alpha={alpha:.6g}{how}, {len(model.edges_)} edges, "
               f"objective={model.objective_:.10g}, duality gap={model.duality_gap_:.3g}, "
               f"{model.n_iter_} iterations ({model.solver_}), {elapsed:.3f}s; "
               f"wrote {', '.join(written)}", file=sys.stderr)
