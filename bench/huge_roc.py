@@ -124,6 +124,7 @@ def main():
                 edges_s = [int(e) for e in ours.n_edges]
                 row = dict(graph=graph, method=method, p=args.p, n=args.n,
                            true_edges=d.n_edges, auc_huge=r["auc"], auc_same_path=same.auc,
+                           diff_same=abs(same.auc - r["auc"]),
                            auc_spargel=ours.auc, diff=abs(ours.auc - r["auc"]),
                            tpr_fpr_equal=bool(np.allclose(same.tpr[order], r["tp"]) and
                                               np.allclose(same.fpr[order], r["fp"])),
@@ -134,6 +135,7 @@ def main():
                                 ("true_edges", "true edges", None),
                                 ("auc_huge", "huge.roc AUC", "{:.4f}"),
                                 ("auc_same_path", "path_roc, huge's path", "{:.4f}"),
+                                ("diff_same", "|difference|", "{:.1e}"),
                                 ("auc_spargel", "path_roc, spargel's path", "{:.4f}"),
                                 ("diff", "|difference|", "{:.1e}"),
                                 ("tpr_fpr_equal", "TPR/FPR equal", None)]))
