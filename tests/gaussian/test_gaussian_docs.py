@@ -31,6 +31,10 @@ def test_docs_examples_run(tmp_path, monkeypatch):
     assert namespace["m"].solver_ == "block-l1"
     res, rows = namespace["res"], namespace["rows"]
     assert res.converged
+    sim, sel_path, roc = namespace["sim"], namespace["sel_path"], namespace["roc"]
+    assert sim.data.shape == (200, 40) and sim.n_edges == 38
+    assert sel_path.alphas_[sel_path.selected_index_] == sel_path.alpha_
+    assert len(roc.tpr) == len(sel_path.path_) and 0 < roc.auc <= max(roc.fpr)
     cv = namespace["cv"]
     assert sorted(cv.cv_results_)[:4] == ["alphas", "mean_edges", "mean_test_score",
                                          "split0_test_score"]

@@ -16,7 +16,9 @@ block-l1 extension (Duchi, Gould & Koller 2008):
 
 The public estimators are :class:`spargel.SparseGaussianMRF` and
 :class:`spargel.SparseGaussianMRFCV`; neighbourhood selection is
-:class:`spargel.NeighbourhoodSelection` (``neighbourhood``). Nothing here imports numba until a
+:class:`spargel.NeighbourhoodSelection` (``neighbourhood``). Simulated graphs
+(``make_graph_data``, R huge.generator's) and the ROC of a path (``path_roc``, R
+huge.roc's) are in ``generators`` and ``roc``. Nothing here imports numba until a
 solver runs.
 """
 
