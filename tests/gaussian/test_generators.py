@@ -182,3 +182,21 @@ def test_vis_draws_the_four_panels():
     assert "adjacency matrix: 18 edges (hub)" in titles
     assert "covariance matrix" in titles and "empirical covariance matrix" in titles
     plt.close("all")
+
+
+@pytest.mark.parametrize("graph", ["band", "hub", "scale-free"])
+def test_large_p_forms_no_dense_matrix(graph):
+    import tracemalloc
+
+    p = 10_000
+    make_graph_data(2, 50, graph, dense_max=10, random_state=0)     # compile the kernel
+    tracemalloc.start()
+    try:
+        d = make_graph_data(5, p, graph, random_state=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sp.issparse(d.precision) and d.covariance is None and d.data.shape == (5, p)
+    assert peak < 8 * p * p / 40                      # one p x p array would be 800 MB
+    diag = d.precision.diagonal()
+    assert np.all(diag > 0) and d.precision.nnz == p + 2 * d.n_edges
