@@ -20,36 +20,35 @@ from ..core.jit import kernel
 
 
 @kernel()
-def inverse_diagonal(indptr, indices, lval, d, zval, zdiag):
+def inverse_diagonal(indptr, indices, lval, d, zval, zdiag, acc):
     """``zdiag`` <- diag(B^-1) (and ``zval`` <- B^-1 on the pattern of L). ``indptr``,
-    ``indices``, ``lval``: L's strictly lower part in CSC with sorted rows. Returns
-    False when an entry needed is missing from the pattern (then nothing is valid)."""
+    ``indices``, ``lval``: L's strictly lower part in CSC with sorted rows; ``acc``: a
+    buffer of the longest column's length. Each pair ``k > i`` of column j's rows is
+    visited once, ``Z_ki`` found by walking column i's sorted rows alongside column j's
+    (the rows of j below i are among i's), and gives to both ``Z_ij`` and ``Z_kj``.
+    Returns False when an entry needed is missing from the pattern (then nothing is
+    valid)."""
     p = d.size
     for j in range(p - 1, -1, -1):
         a, b = indptr[j], indptr[j + 1]
-        for t in range(a, b):                        # Z_ij, i = indices[t]
-            i = indices[t]
-            acc = 0.0
-            for q in range(a, b):
-                k = indices[q]
-                if k == i:
-                    zki = zdiag[i]
-                else:
-                    lo, hi = (i, k) if i < k else (k, i)   # Z_ki in column lo, row hi
-                    s, e = indptr[lo], indptr[lo + 1]
-                    while s < e:                     # binary search of row hi
-                        m = (s + e) // 2
-                        if indices[m] < hi:
-                            s = m + 1
-                        else:
-                            e = m
-                    if s == indptr[lo + 1] or indices[s] != hi:
-                        return False
-                    zki = zval[s]
-                acc -= lval[q] * zki
-            zval[t] = acc
-        acc = 1.0 / d[j]
         for t in range(a, b):
-            acc -= lval[t] * zval[t]
-        zdiag[j] = acc
+            acc[t - a] = -lval[t] * zdiag[indices[t]]       # the term k = i
+        for t in range(a, b):
+            i = indices[t]
+            r, re = indptr[i], indptr[i + 1]
+            for q in range(t + 1, b):
+                k = indices[q]
+                while r < re and indices[r] < k:
+                    r += 1
+                if r == re or indices[r] != k:
+                    return False
+                z = zval[r]                                  # Z_ki, k > i
+                acc[t - a] -= lval[q] * z
+                acc[q - a] -= lval[t] * z
+                r += 1
+        x = 1.0 / d[j]
+        for t in range(a, b):
+            zval[t] = acc[t - a]
+            x -= lval[t] * acc[t - a]
+        zdiag[j] = x
     return True

@@ -287,8 +287,10 @@ class _SparseFactor:
         L.sort_indices()
         p = self.d.size
         zdiag = np.empty(p)
-        ok = inverse_diagonal(L.indptr.astype(np.int64), L.indices.astype(np.int64),
-                              L.data, self.d, np.empty(L.nnz), zdiag)
+        indptr = L.indptr.astype(np.int64)
+        longest = int(np.max(np.diff(indptr))) if p else 0
+        ok = inverse_diagonal(indptr, L.indices.astype(np.int64), L.data, self.d,
+                              np.empty(L.nnz), zdiag, np.empty(max(longest, 1)))
         if ok:
             return zdiag[self.lu.perm_c]
         out = np.empty(p)                                  # pragma: no cover
