@@ -136,7 +136,8 @@ def test_inverse_diagonal_from_the_factor():
 def test_sample_covariance_approaches_the_covariance(graph):
     d = make_graph_data(40000, 12, graph, v=0.5, random_state=7)
     assert d.data.shape == (40000, 12)
-    S = d.data.T @ d.data / d.data.shape[0]
+    S = d.sample_covariance                                      # huge's sigmahat
+    np.testing.assert_allclose(S, np.cov(d.data.T, bias=True), atol=1e-12)
     assert np.max(np.abs(S - d.covariance)) < 0.04              # about 4 sd of an entry
     assert np.max(np.abs(d.data.mean(axis=0))) < 0.03
 
@@ -197,6 +198,8 @@ def test_large_p_forms_no_dense_matrix(graph):
     finally:
         tracemalloc.stop()
     assert sp.issparse(d.precision) and d.covariance is None and d.data.shape == (5, p)
+    with pytest.raises(ValueError, match="not formed"):
+        d.sample_covariance
     assert peak < 8 * p * p / 40                      # one p x p array would be 800 MB
     diag = d.precision.diagonal()
     assert np.all(diag > 0) and d.precision.nnz == p + 2 * d.n_edges

@@ -3,7 +3,6 @@ the path plot, and the option checks."""
 
 import csv
 
-import numpy as np
 import pytest
 
 import spargel

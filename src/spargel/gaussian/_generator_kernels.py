@@ -14,8 +14,6 @@ only there: about ``sum_j |s(j)|^2`` operations, the work of the factorisation i
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..core.jit import kernel
 
 

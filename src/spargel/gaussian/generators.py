@@ -67,6 +67,8 @@ class GraphData:
     covariance : (p, p) ndarray with unit diagonal, or None when sparse.
     graph : (p, p) ``scipy.sparse`` CSR adjacency (0/1 int8, symmetric, zero diagonal).
     graph_type : the shape asked for; params : the parameters used (v, u, g, prob, ...).
+    edges, n_edges : the true edges (i < j) and their number; sample_covariance :
+    huge's ``sigmahat`` (dense models only).
     """
 
     data: np.ndarray
@@ -87,7 +89,20 @@ class GraphData:
 
     @property
     def n_edges(self):
+        """The number of true edges."""
         return int(self.graph.nnz // 2)
+
+    @property
+    def sample_covariance(self):
+        """huge's ``sigmahat``: the empirical covariance of ``data`` (divisor n,
+        centred on the column means), computed when read; (p, p) and dense, so only
+        while the covariance is (below ``dense_max`` variables)."""
+        if self.covariance is None:
+            raise ValueError("the sample covariance is a dense p x p matrix; it is not "
+                             "formed for a model drawn without a dense covariance "
+                             "(p >= dense_max)")
+        Xc = self.data - self.data.mean(axis=0)
+        return Xc.T @ Xc / self.data.shape[0]
 
 
 def _integer(name, value, least):
