@@ -7,8 +7,10 @@ of one of five shapes and turns it into a precision matrix and samples:
 * ``"band"``: ``theta_ij = 1`` when ``1 <= |i - j| <= g`` (bandwidth ``g``, default 1:
   a chain); ``(2p - 1 - g) g / 2`` edges;
 * ``"hub"``: the variables split evenly into ``g`` contiguous groups (default
-  ``ceil(p / 20)`` from 40 variables, 2 below); the first variable of each group is
-  its hub, joined to every other variable of the group; ``p - g`` edges;
+  ``ceil(p / 20)`` from 40 variables, 2 below; the first ``g - p mod g`` groups of
+  ``floor(p / g)`` variables, the others of one more, as huge.generator splits them);
+  the first variable of each group is its hub, joined to every other variable of the
+  group; ``p - g`` edges;
 * ``"cluster"``: the same ``g`` groups; each pair within a group is an edge with
   probability ``prob`` (default ``6 g / p`` when ``p / g <= 30``, else 0.3);
 * ``"random"``: Erdős–Rényi, each pair an edge with probability ``prob``
@@ -46,7 +48,8 @@ import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["GraphData", "make_graph_data", "make_graph", "graph_precision", "GRAPHS"]
+__all__ = ["GraphData", "make_graph_data", "make_graph", "graph_precision", "graph_model",
+           "GRAPHS"]
 
 GRAPHS = ("band", "hub", "cluster", "random", "scale-free")
 
@@ -124,8 +127,11 @@ def _real(name, value, low, high=None, low_open=False):
 
 
 def _groups(p, g):
-    """Boundaries of ``g`` contiguous groups of sizes differing by at most one."""
-    return np.linspace(0, p, g + 1).round().astype(np.int64)
+    """Boundaries of ``g`` contiguous groups: the first ``g - p mod g`` of
+    ``floor(p / g)`` variables, the others of one more (huge.generator's partition)."""
+    size = np.full(g, p // g, np.int64)
+    size[g - p % g:] += 1
+    return np.r_[0, np.cumsum(size)]
 
 
 def _pairs_to_ij(codes, p):
@@ -275,6 +281,23 @@ def graph_precision(theta, v=0.3, u=0.1, *, dense=None, smallest=None):
     return (A + sp.identity(p, format="csc") * (abs(e) + 0.1 + u)).tocsc()
 
 
+def graph_model(theta, v=0.3, u=0.1, *, smallest=None):
+    """The dense ``(precision, covariance)`` of the graph ``theta`` (a symmetric 0/1
+    matrix, dense or sparse) as huge.generator makes them: ``K0`` of
+    :func:`graph_precision`, the covariance ``D^-1/2 K0^-1 D^-1/2`` (unit diagonal,
+    ``D = diag(K0^-1)``) and its inverse ``D^1/2 K0 D^1/2``."""
+    import scipy.sparse as sp
+
+    theta = sp.csr_matrix(theta)
+    K0 = graph_precision(theta, v, u, dense=True, smallest=smallest).toarray()
+    C0 = np.linalg.inv(K0)
+    s = np.sqrt(np.diag(C0))
+    cov = C0 / np.outer(s, s)
+    cov = 0.5 * (cov + cov.T)
+    np.fill_diagonal(cov, 1.0)
+    return K0 * np.outer(s, s), cov
+
+
 class _SparseFactor:
     """``P K P^T = L D L^T`` by SuperLU on the diagonal (``U = D L^T``)."""
 
@@ -362,22 +385,15 @@ def make_graph_data(n=200, p=50, graph="random", *, v=0.3, u=0.1, g=None, prob=N
     # the chain's (band, g = 1) smallest eigenvalue in closed form: Lanczos converges
     # slowly on its tightly clustered spectrum
     chain = -2.0 * v * np.cos(np.pi / (p + 1)) if graph == "band" and params["g"] == 1 else None
-    K0 = graph_precision(theta, v, u, dense=dense, smallest=chain)
     params.update(v=v, u=u)
     if dense:
-        K0 = K0.toarray()
-        C0 = np.linalg.inv(K0)
-        d = np.diag(C0).copy()
-        s = np.sqrt(d)
-        cov = C0 / np.outer(s, s)
-        cov = 0.5 * (cov + cov.T)
-        np.fill_diagonal(cov, 1.0)
-        K = K0 * np.outer(s, s)
+        K, cov = graph_model(theta, v, u, smallest=chain)
         L = np.linalg.cholesky(cov)
         X = rng.standard_normal((n, p)) @ L.T
     else:
         import scipy.sparse as sp
 
+        K0 = graph_precision(theta, v, u, dense=False, smallest=chain)
         f = _SparseFactor(K0)
         s = np.sqrt(f.inverse_diagonal())
         S = sp.diags(s)
