@@ -27,11 +27,14 @@ its inverse ``K = D^1/2 K0 D^1/2`` (the same zeros as ``K0``). The rows of ``dat
 independent draws of ``N(0, Sigma)``.
 
 From ``dense_max`` variables on (default 10,000) no p x p array is formed: ``theta``
-and ``K`` are ``scipy.sparse`` CSR matrices, the smallest eigenvalue comes from ARPACK
-(``eigsh``), ``D`` and the samples from one sparse ``L D L^T`` factorisation of ``K0``
-(SuperLU, minimum-degree ordering, diagonal pivots): ``x = P^T U^-1 D0^1/2 z`` has
-covariance ``K0^-1``, and ``diag(K0^-1)`` is solved for in slabs of columns. The dense
-covariance is then not formed either (``covariance`` is None).
+and ``K`` are ``scipy.sparse`` CSR matrices; the smallest eigenvalue is the smallest
+over the connected components (LAPACK up to 2,000 variables, ARPACK's Lanczos above;
+the chain's in closed form, ``-2 v cos(pi / (p + 1))``); ``D`` and the samples come
+from one sparse ``L D L^T`` factorisation of ``K0`` (SuperLU, minimum-degree ordering,
+diagonal pivots): ``x = P^T U^-1 D0^1/2 z`` has covariance ``K0^-1``, and
+``diag(K0^-1)`` follows from Takahashi's recurrences on the factor's pattern
+(:mod:`._generator_kernels`). The dense covariance is then not formed either
+(``covariance`` is None).
 
 >>> d = make_graph_data(100, 8, "band", g=2, random_state=0)
 >>> d.data.shape, int(d.graph.nnz // 2), bool(np.allclose(np.diag(d.covariance), 1.0))
