@@ -49,6 +49,15 @@ def test_ric_has_no_index(hub):
     assert sel.selected_index_ is None and len(sel.path_) == 4
 
 
+def test_model_file_keeps_the_index(hub, tmp_path):
+    for crit in ("ebic", "ric"):
+        sel = spargel.SparseGaussianMRFSelect(crit, alphas=4, random_state=0).fit(hub.data)
+        sel.save(tmp_path / "s.model")
+        back = spargel.SparseGaussianMRFSelect.load(tmp_path / "s.model")
+        assert back.selected_index_ == sel.selected_index_
+        assert not hasattr(back, "path_")                 # not kept (documented)
+
+
 def test_plots_have_legends(hub):
     pytest.importorskip("matplotlib")
     import matplotlib

@@ -267,7 +267,8 @@ class _FittedMixin:
     # -- model files ----------------------------------------------------------------------
     #: fitted scalars kept in a model file (the per-iteration history_ is not kept)
     _SCALARS = ("objective_", "dual_objective_", "duality_gap_", "n_iter_", "converged_",
-                "stop_reason_", "solver_", "n_components_", "n_samples_", "alpha_", "criterion_")
+                "stop_reason_", "solver_", "n_components_", "n_samples_", "alpha_", "criterion_",
+                "selected_index_")
     #: fitted arrays kept (when present), with the dtype they must have
     _ARRAYS = (("alphas_", "f"), ("criterion_scores_", "f"), ("edges_path_", "i"),
                ("loglik_path_", "f"), ("edge_frequency_", "f"), ("rotations_", "i"))
@@ -402,6 +403,11 @@ class _FittedMixin:
         est.history_ = []
         est.n_features_in_ = p
         est._set_edges(est.precision_)
+        if "alphas_" in a and hasattr(cls, "_subsamples"):        # a selection: its choice
+            k = meta["fitted"].get("selected_index_")
+            req(k is None or (type(k) is int and 0 <= k < a["alphas_"].size), path,
+                "selected_index_ is not an index of alphas_")
+            est.selected_index_ = k
         return est
 
 
