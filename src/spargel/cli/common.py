@@ -101,23 +101,23 @@ def warn(command, message):
 # option values: a bad one is a usage error that names the option
 # ---------------------------------------------------------------------------------------
 
-def check_number(option, value, *, low=None, high=None, integer=False, low_open=False):
+def check_number(option, value, *, low=None, high=None, integer=False, low_open=False, high_open=False):
     """``value`` if it is a finite number in range, else a :class:`UsageError` naming
-    ``option``."""
+    ``option`` (``low_open`` / ``high_open``: the bound itself is out of range)."""
     bad = (isinstance(value, bool) or value is None
            or (integer and not float(value).is_integer())
            or not math.isfinite(float(value)))
     if not bad and low is not None:
         bad = value <= low if low_open else value < low
     if not bad and high is not None:
-        bad = value > high
+        bad = value >= high if high_open else value > high
     if bad:
         what = "an integer" if integer else "a finite number"
         rng = ""
         if low is not None:
             rng = f" {'>' if low_open else '>='} {_number_text(low)}"
         if high is not None:
-            rng += f"{' and' if rng else ''} <= {_number_text(high)}"
+            rng += f"{' and' if rng else ''} {'<' if high_open else '<='} {_number_text(high)}"
         raise UsageError(f"{option} must be {what}{rng}, got {value!r}")
     return value
 

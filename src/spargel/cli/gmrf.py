@@ -235,6 +235,13 @@ def _check_usage(args):
     check_number("--n-alphas", args.n_alphas, low=1, high=MAX_ALPHAS, integer=True)
     if not 0 < args.alpha_min_ratio < 1:
         raise UsageError(f"--alpha-min-ratio must be in (0, 1), got {args.alpha_min_ratio}")
+    if args.seed is not None and args.cv is None:
+        raise UsageError("--seed shuffles the --cv folds; it goes with --cv")
+    if args.n_samples is not None and not args.covariance:
+        raise UsageError("--n-samples goes with --covariance (with samples it is their count)")
+    if args.blocks is not None and args.solver in ("newton-cg", "newton-cd"):
+        raise UsageError(f"--solver {args.solver} handles plain l1 weights only; --blocks needs "
+                         "--solver projected-gradient or auto")
     if args.seed is not None:
         check_number("--seed", args.seed, low=0, high=2 ** 32 - 1, integer=True)
     if args.tol is not None:
