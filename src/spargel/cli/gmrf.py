@@ -42,8 +42,6 @@ from .common import (CommandError, UsageError, check_number, check_outputs, csv_
 
 __all__ = ["add_parser", "run", "read_csv_matrix"]
 
-#: the largest --n-alphas (a grid of fits; each fit costs seconds)
-MAX_ALPHAS = 10_000
 
 
 def read_csv_matrix(path, header=None):
@@ -232,6 +230,8 @@ def _check_usage(args):
         check_number("--cv", args.cv, low=2, integer=True)
         if args.covariance:
             raise UsageError("--cv needs samples, not --covariance")
+    from ..gaussian.path import MAX_ALPHAS      # the estimators' cap on a grid (numpy: imported here)
+
     check_number("--n-alphas", args.n_alphas, low=1, high=MAX_ALPHAS, integer=True)
     if not 0 < args.alpha_min_ratio < 1:
         raise UsageError(f"--alpha-min-ratio must be in (0, 1), got {args.alpha_min_ratio}")

@@ -119,8 +119,11 @@ def _from_data_choice(est, shape, alpha_ndim, dense_only=("precomputed",)):
 def _check_compat(est):
     """scikit-learn's ``mode``, ``enet_tol`` and ``eps``: accepted and checked, and
     without effect (see the class docstring)."""
+    from ..core.params import check_n_jobs
+
     if est.mode not in _MODES:
         raise ParameterError(f"mode must be 'cd' or 'lars', got {est.mode!r}")
+    check_n_jobs(est.n_jobs)
     for name in ("enet_tol", "eps"):
         v = getattr(est, name)
         if isinstance(v, (bool, str)) or not isinstance(v, (int, float, np.integer, np.floating)):
@@ -654,7 +657,26 @@ def _kfold(X, n_samples, cv, random_state, y=None, split_params=None):
         splits = list(cv)
     if not splits:
         raise ValueError("cv gave no splits")
-    return [(np.asarray(a), np.asarray(b)) for a, b in splits]
+    return [(_fold_indices(a, n_samples, k, "train"), _fold_indices(b, n_samples, k, "test"))
+            for k, (a, b) in enumerate(splits)]
+
+
+def _fold_indices(idx, n_samples, k, part):
+    """A split's row indices as an int array, each in [0, n_samples) (a boolean mask
+    of n_samples rows is taken as its positions); a ValueError naming the split
+    otherwise, never an IndexError or a negative index wrapping around."""
+    a = np.asarray(idx)
+    if a.dtype == bool and a.ndim == 1 and a.size == n_samples:
+        return np.flatnonzero(a)
+    if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+        raise ValueError(f"cv split {k}: the {part} indices must be a 1-D array of integer row "
+                         f"indices, got an array of dtype {a.dtype} and shape {a.shape}")
+    a = a.astype(np.int64, copy=False)
+    bad = np.flatnonzero((a < 0) | (a >= n_samples))
+    if bad.size:
+        raise ValueError(f"cv split {k}: {part} index {int(a[bad[0]])} is out of range for "
+                         f"{n_samples} samples (row indices are 0 to {n_samples - 1})")
+    return a
 
 
 def _cv_fold(X, tr, te, f, alphas, kw, assume_centered, center_test, penalize_diagonal):
@@ -863,11 +885,13 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         import sys
 
         from .objective import empirical_covariance
-        from .path import alpha_grid, gaussian_path
+        from .path import alpha_grid, check_n_alphas, gaussian_path
 
         _check_compat(self)
         if self.center_test not in ("train", "test"):
             raise ParameterError(f"center_test must be 'train' or 'test', got {self.center_test!r}")
+        if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
+            check_n_alphas(self.alphas, "alphas")       # before a grid is sized by it
         X = self._data(X, reset=True, least=2, purpose="estimate a covariance")
         m, n = X.shape
         fd = _from_data_choice(self, X.shape, 0)

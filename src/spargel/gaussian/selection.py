@@ -142,6 +142,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             if isinstance(v, (bool, str)) or not isinstance(v, numbers.Real) or \
                     not np.isfinite(v) or v < 0:
                 raise ParameterError(f"{name} must be a finite number >= 0, got {v!r}")
+        self._check_params()
         X = self._data(X, reset=True, least=3, purpose="standardise and fit")
         n, p = X.shape
         sd = X.std(axis=0, ddof=1)
@@ -294,6 +295,30 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         self.n_samples_ = n
         return self
 
+    def _check_params(self):
+        """The grid size, threads, subsampling and rotation parameters, checked at fit
+        before anything is sized by them (:class:`ParameterError` naming each)."""
+        import numbers
+
+        from ..core.params import check_n_jobs
+        from .path import check_n_alphas
+
+        if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
+            check_n_alphas(self.alphas, "alphas")
+        check_n_jobs(self.n_jobs)
+        for name in ("n_subsamples", "n_rotations"):
+            v = getattr(self, name)
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ParameterError(f"{name} must be an integer >= 1, got {v!r}")
+        v = self.subsample_size
+        if v is not None and (isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)):
+            raise ParameterError(f"subsample_size must be None or an integer >= 3, got {v!r}")
+        if self.rotations is not None:
+            rot = np.asarray(self.rotations)
+            if rot.dtype.kind not in "iu" and not (rot.dtype.kind == "O" and all(
+                    isinstance(r, numbers.Integral) and not isinstance(r, bool) for r in rot.ravel())):
+                raise ParameterError(f"rotations must be integer row shifts, got {self.rotations!r}")
+
     def _subsamples(self, n, rng, default_size):
         if self.subsamples is not None:
             subs = [np.asarray(s, dtype=np.int64).ravel() for s in self.subsamples]
@@ -304,7 +329,15 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             if not subs:
                 raise ValueError("subsamples is empty")
             return subs
-        size = default_size(n) if self.subsample_size is None else int(self.subsample_size)
+        if self.subsample_size is None:
+            size = default_size(n)
+            if size < 3:
+                raise ValueError(f"StARS needs subsamples of at least 3 rows (to standardise them), "
+                                 f"and {n} samples give a default subsample size of {size} "
+                                 f"(0.8 n, as huge): give subsample_size (3 to {n}), more samples, "
+                                 f"or criterion='ebic' or 'ric'")
+        else:
+            size = int(self.subsample_size)
         if not 3 <= size <= n:
             raise ValueError(f"subsample_size must be in [3, {n}], got {size}")
         k = int(self.n_subsamples)
