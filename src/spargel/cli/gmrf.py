@@ -322,7 +322,15 @@ def _run(args):
                 alpha = args.alpha
         except DataFormatError as exc:
             if exc.source in ("X", "S") and exc.line is None:   # name the file instead
-                raise DataFormatError("<stdin>" if args.data == "-" else args.data, None, exc.message) from None
+                message = exc.message
+                reason = getattr(exc, "singular", None)
+                if reason is not None:                          # and the variables as the file has them
+                    from ..gaussian.solve import singular_text
+
+                    message = message.replace(singular_text(reason), singular_text(
+                        reason, lambda j: f"column {names[j]!r}" if names is not None else
+                        f"value column {j + 1}"))
+                raise DataFormatError("<stdin>" if args.data == "-" else args.data, None, message) from None
             raise
     elapsed = time.perf_counter() - t0
     for w in caught:
