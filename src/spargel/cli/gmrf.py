@@ -302,6 +302,7 @@ def _run(args):
     common = dict(blocks=blocks, solver=args.solver, tol=args.tol, max_iter=args.max_iter,
                   penalize_diagonal=args.penalize_diagonal, verbose=args.verbose)
     t0 = time.perf_counter()
+    interrupted, model = False, None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         try:
@@ -332,6 +333,12 @@ def _run(args):
                         f"value column {j + 1}"))
                 raise DataFormatError("<stdin>" if args.data == "-" else args.data, None, message) from None
             raise
+        except KeyboardInterrupt:
+            # Ctrl-C: the plain fit keeps the iterate reached (written below, exit 130);
+            # cross-validation has no model to write before its refit
+            if args.cv is not None or not hasattr(model, "precision_"):
+                raise
+            interrupted, alpha = True, args.alpha
     elapsed = time.perf_counter() - t0
     for w in caught:
         if issubclass(w.category, ConvergenceWarning) and not args.quiet:
@@ -367,6 +374,9 @@ def _run(args):
               f"objective={model.objective_:.10g}, duality gap={model.duality_gap_:.3g}, "
               f"{model.n_iter_} iterations ({model.solver_}), {elapsed:.3f}s; "
               f"wrote {', '.join(written)}", file=sys.stderr)
+    if interrupted:
+        print("spargel gmrf: interrupted; the model reached so far is written", file=sys.stderr)
+        return 130
     return 0
 
 

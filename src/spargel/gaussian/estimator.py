@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 
 from ..errors import DataFormatError, NotFittedError, ParameterError
+from ..core.interrupts import ctrl_c_stops, note_interrupt, reraise_interrupt
 from ..core.params import ParamsMixin
 
 __all__ = ["SparseGaussianMRF", "SparseGaussianMRFCV"]
@@ -544,9 +545,12 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         self.enet_tol = enet_tol
         self.eps = eps
 
+    @reraise_interrupt
     def fit(self, X, y=None):
         """Fit from data X (n_samples, n_features), or from a covariance
-        matrix when ``covariance='precomputed'``."""
+        matrix when ``covariance='precomputed'``. Ctrl-C stops the solver: the iterate
+        reached is kept (``stop_reason_ == 'interrupted'``), then ``KeyboardInterrupt``
+        is raised."""
         _check_compat(self)
         if self.covariance not in _COVARIANCE:
             raise ParameterError(f"covariance must be None, 'dense', 'precomputed', 'from_data' or "
@@ -574,17 +578,21 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
     def _fit_from_data(self, X):
         from .from_data import solve_from_data
 
-        res = solve_from_data(X, self.alpha, assume_centered=self.assume_centered,
-                              penalize_diagonal=self.penalize_diagonal,
-                              max_component=self.max_component, solver=self.solver,
-                              tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
-                              random_state=_seed(self.random_state), n_jobs=self.n_jobs)
+        with ctrl_c_stops() as ctrl_c:
+            res = solve_from_data(X, self.alpha, assume_centered=self.assume_centered,
+                                  penalize_diagonal=self.penalize_diagonal,
+                                  max_component=self.max_component, solver=self.solver,
+                                  tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
+                                  random_state=_seed(self.random_state), n_jobs=self.n_jobs,
+                                  callback=ctrl_c.callback)
+        _interrupted(self, res, ctrl_c)
         self._result = res
         self._store(res, X.shape[1])
         self.n_samples_ = X.shape[0]
         self.location_ = np.zeros(X.shape[1]) if self.assume_centered else X.mean(axis=0)
         return self
 
+    @reraise_interrupt
     def fit_covariance(self, S, n_samples=None):
         """Fit from an empirical covariance S (``n_samples`` is informative),
         the same as ``covariance='precomputed'``."""
@@ -609,17 +617,30 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         if self.warm_start and hasattr(self, "_result") and \
                 self._result.precision.shape == S.shape:
             warm = self._result
-        res = solve_gaussian(S, self.alpha, blocks=self.blocks, solver=self.solver,
-                             tol=self.tol, max_iter=self.max_iter,
-                             penalize_diagonal=self.penalize_diagonal,
-                             block_weight=self.block_weight, screen=self.screen,
-                             step_rule=self.step_rule, warm_start=warm, n_jobs=self.n_jobs,
-                             random_state=_seed(self.random_state), verbose=self.verbose,
-                             validated=True, client=self.client, overwrite_S=True)
+        with ctrl_c_stops() as ctrl_c:
+            res = solve_gaussian(S, self.alpha, blocks=self.blocks, solver=self.solver,
+                                 tol=self.tol, max_iter=self.max_iter,
+                                 penalize_diagonal=self.penalize_diagonal,
+                                 block_weight=self.block_weight, screen=self.screen,
+                                 step_rule=self.step_rule, warm_start=warm, n_jobs=self.n_jobs,
+                                 random_state=_seed(self.random_state), verbose=self.verbose,
+                                 validated=True, client=self.client, overwrite_S=True,
+                                 callback=ctrl_c.callback)
+        _interrupted(self, res, ctrl_c)
         self._result = res
         self._store(res, S.shape[0])
         self.n_samples_ = n_samples
         return self
+
+
+def _interrupted(est, res, ctrl_c):
+    """After a solve under :func:`ctrl_c_stops`: a solver stopped by Ctrl-C has the stop
+    reason 'interrupted' (its iterate is kept; ``fit`` raises ``KeyboardInterrupt`` once
+    it is stored)."""
+    if ctrl_c.requested:
+        if not res.converged:
+            res.stop_reason = "interrupted"
+        note_interrupt(est, "interrupted")
 
 
 def _kfold(X, n_samples, cv, random_state, y=None, split_params=None):
