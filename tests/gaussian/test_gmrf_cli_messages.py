@@ -43,3 +43,28 @@ def test_estimator_alpha_0_on_a_multiple_of_a_column():
         SparseGaussianMRF(alpha=0).fit(X)
     # alpha > 0 is the way out the message gives
     assert np.all(np.isfinite(SparseGaussianMRF(alpha=0.1).fit(X).precision_))
+
+
+@pytest.mark.parametrize("text, line, what", [
+    ("a;b;c\n1;2;3\n4;5;6\n7;8;9\n", 1, "semicolon"),            # one field per line
+    ("a;b;c\n1;2;3\n4,5;5;6\n7;8;9\n", 3, "semicolon"),          # a decimal comma: 2 fields
+    ("a b c\n1 2 3\n4 5 6\n7 8 9\n", 1, "space"),
+    ("1,5\t2,5\n3,1\t4,2\n7,0\t1,1\n", None, "tab"),              # tabs and decimal commas
+])
+def test_a_file_that_is_not_comma_separated_says_so(tmp_path, capsys, text, line, what):
+    data = tmp_path / "d.csv"
+    data.write_text(text)
+    rc, out, err = _run([data, "--alpha", "0.1", "--out-edges", tmp_path / "e.csv"], capsys)
+    assert rc == 1 and err.count("\n") == 1, err
+    where = f"{data}:{line}: " if line else f"{data}:"
+    assert where in err
+    assert f"{what}-separated" in err and "not comma-separated" in err
+    assert not (tmp_path / "e.csv").exists()
+
+
+def test_tab_separated_files_are_still_read(tmp_path, capsys):
+    data = tmp_path / "d.tsv"
+    rng = np.random.default_rng(0)
+    data.write_text("a\tb\tc\n" + "".join("\t".join(map(repr, r)) + "\n" for r in rng.standard_normal((20, 3)).tolist()))
+    rc, out, err = _run([data, "--alpha", "0.1", "--out-edges", tmp_path / "e.csv", "--quiet"], capsys)
+    assert rc == 0, err

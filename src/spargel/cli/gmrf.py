@@ -61,7 +61,7 @@ def read_csv_matrix(path, header=None):
                 v = float(c)
             except ValueError:
                 raise DataFormatError(table.source, line, f"non-numeric value {c!r} in column "
-                                      f"{col + 1 + offset}") from None
+                                      f"{col + 1 + offset}" + _separator_hint(c)) from None
             if not math.isfinite(v):
                 raise DataFormatError(table.source, line, f"non-finite value {c!r} in column {col + 1 + offset}")
             data[k, col] = v
@@ -72,6 +72,17 @@ def read_csv_matrix(path, header=None):
         raise DataFormatError(table.source, table.header_line, f"header has {len(names)} names but rows "
                               f"have {table.width} values")
     return data, names
+
+
+def _separator_hint(value):
+    """A hint when a field that is not a number holds another separator (the file is
+    then likely not comma-separated, or has decimal commas)."""
+    for sep, what in ((";", "semicolon"), ("\t", "tab"), (" ", "space")):
+        if sep in value:
+            return (f"; it holds a {what}: the file looks {what}-separated or has decimal "
+                    "commas, not comma-separated (spargel reads CSV: values separated by "
+                    "commas, a dot for decimals)")
+    return ""
 
 
 def add_parser(subparsers):
