@@ -42,7 +42,11 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     * ``'ric'``: the rotation information criterion, an alpha computed from the
       data (not from the path), min over ``n_rotations`` random row shifts (or
       the given ``rotations``) of the largest cross-product of a shifted column
-      with another column, over n; the model is then fitted at that alpha.
+      with another column, over n; the model is then fitted at that alpha. As
+      ``huge.select`` computes it, from the data as given (``ric_data='raw'``:
+      neither centred nor scaled, so the alpha depends on the data's units, while
+      the fit is on the correlation scale), or from the standardised columns
+      (``ric_data='standardized'``: a correlation-scale alpha, invariant to units).
 
     Parameters
     ----------
@@ -53,7 +57,8 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     stars_threshold : StARS threshold on the variability (default 0.1).
     n_subsamples, subsample_size, subsamples : StARS subsampling (above).
     n_rotations, rotations : RIC's random shifts (default 20; all n shifts
-        when n <= 20), or the shifts themselves.
+        when n <= 20), or the shifts themselves (integers).
+    ric_data : 'raw' (default, as huge.select) or 'standardized' (above).
     penalize_diagonal : default True (as huge); False leaves it unpenalised.
     random_state : seed of the subsamples / rotations.
     n_jobs : threads: StARS fits its subsamples' paths concurrently (same result);
@@ -93,10 +98,11 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
 
     def __init__(self, criterion="ebic", *, alphas=10, alpha_min_ratio=0.1, gamma=0.5,
                  stars_threshold=0.1, n_subsamples=20, subsample_size=None, subsamples=None,
-                 n_rotations=20, rotations=None, penalize_diagonal=True, solver="auto",
-                 tol=None, max_iter=None, screen=True, n_jobs=1, random_state=None,
-                 verbose=False, covariance=None, max_component=None):
+                 n_rotations=20, rotations=None, ric_data="raw", penalize_diagonal=True,
+                 solver="auto", tol=None, max_iter=None, screen=True, n_jobs=1,
+                 random_state=None, verbose=False, covariance=None, max_component=None):
         self.criterion = criterion
+        self.ric_data = ric_data
         self.covariance = covariance
         self.max_component = max_component
         self.alphas = alphas
@@ -211,7 +217,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             chosen, alpha = path[best], float(alphas[best])
         else:
             rot = self._rotations(n, rng)
-            alpha = ric_alpha(Z, rot)
+            alpha = ric_alpha(X if self.ric_data == "raw" else Z, rot)
             self.rotations_ = np.asarray(rot)
             chosen = self._path(R, [alpha])[0]
         self.alpha_ = alpha
@@ -283,7 +289,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             chosen, alpha = path[best], float(alphas[best])
         else:
             rot = self._rotations(n, rng)
-            alpha = ric_alpha_by_slabs(Z, rot)
+            alpha = ric_alpha_by_slabs(X if self.ric_data == "raw" else Z, rot)
             self.rotations_ = np.asarray(rot)
             chosen = data.fit(alpha)
         self.alpha_ = alpha
@@ -306,6 +312,9 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
             check_n_alphas(self.alphas, "alphas")
         check_n_jobs(self.n_jobs)
+        if self.ric_data not in ("raw", "standardized"):
+            raise ParameterError(f"ric_data must be 'raw' (as huge.select) or 'standardized', "
+                                 f"got {self.ric_data!r}")
         for name in ("n_subsamples", "n_rotations"):
             v = getattr(self, name)
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) or v < 1:
