@@ -68,3 +68,28 @@ def test_tab_separated_files_are_still_read(tmp_path, capsys):
     data.write_text("a\tb\tc\n" + "".join("\t".join(map(repr, r)) + "\n" for r in rng.standard_normal((20, 3)).tolist()))
     rc, out, err = _run([data, "--alpha", "0.1", "--out-edges", tmp_path / "e.csv", "--quiet"], capsys)
     assert rc == 0, err
+
+
+@pytest.mark.parametrize("how, options", [
+    ("given", ["--alpha", "0.1"]),
+    ("chosen by 3-fold cross-validation among 4 alphas", ["--cv", "3", "--n-alphas", "4"]),
+])
+def test_plot_title_says_alpha_and_how_it_was_chosen(tmp_path, capsys, monkeypatch, how, options):
+    pytest.importorskip("matplotlib")
+    import spargel.gaussian.plot as plot
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 4))
+    X[:, 1] += X[:, 0]
+    data = tmp_path / "d.csv"
+    data.write_text("".join(",".join(map(repr, r)) + "\n" for r in X.tolist()))
+    titles = []
+    real = plot.plot_overview
+    monkeypatch.setattr(plot, "plot_overview",
+                        lambda *a, **k: titles.append(real(*a, **k).get_title()) or real(*a, **k))
+    rc, out, err = _run([data, *options, "--out-edges", tmp_path / "e.csv", "--plot", tmp_path / "g.png",
+                         "--quiet"], capsys)
+    assert rc == 0, err
+    first = titles[0].splitlines()[0]
+    assert first.startswith("alpha = ") and first.endswith(f"({how})")
+    assert (tmp_path / "g.png").stat().st_size > 0

@@ -375,7 +375,12 @@ def _run(args):
         from ..gaussian.plot import plot_overview
 
         K, labels, title = _plot_matrix(model, names, args.plot)
-        ax = plot_overview(K, labels=labels, title=title)
+        how = (f"chosen by {args.cv}-fold cross-validation among {len(model.alphas_)} alphas"
+               if args.cv is not None else "given")
+        caption = f"alpha = {alpha:.4g} ({how})" + (", interrupted" if interrupted else "")
+        if title is not None:
+            title = f"{caption}\n{title}"
+        ax = plot_overview(K, labels=labels, title=title, caption=caption)
         buf = io.BytesIO()
         ax.figure.savefig(buf, dpi=150, bbox_inches="tight", format=Path(args.plot).suffix.lstrip(".") or "png")
         write_output(args.plot, buf.getvalue())
