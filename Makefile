@@ -2,22 +2,30 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-# --no-compile: no bytecode for every installed module (about half of a fresh install's
-# time); Python writes it on first import for the few modules a run uses
+# --no-compile: pip compiles one file at a time (about half of a fresh install's time);
+# COMPILE below does it on every core
 PIP := $(BIN)/python -m pip install -q --no-compile
 
-.PHONY: demo test test-oldest bench clean
+.PHONY: demo test test-portable test-oldest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 
+# bytecode for what was installed, in parallel: pip's own compile step is skipped above,
+# and where PYTHONDONTWRITEBYTECODE is set Python writes none on import either, which
+# left every process compiling numba, numpy and scipy from source (about 1.5 s of each
+# `spargel label`, and of every command-line test)
+COMPILE := $(BIN)/python -m compileall -q -j 0 -x '/tests?/' $(VENV)/lib src
+
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(PIP) -e '.[plot]'
+	$(COMPILE) > /dev/null || true     # (bytecode only saves time)
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(PIP) -e '.[test]'
+	$(COMPILE) > /dev/null || true     # (bytecode only saves time)
 	touch $@
 
 demo: $(VENV)/.installed
@@ -27,6 +35,20 @@ demo: $(VENV)/.installed
 # are built once), and the processes share numba's on-disk cache of compiled kernels
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -n auto --dist loadfile
+
+# the suite again as the lowest CPU of this machine kind would run it (an AVX2 machine
+# without AVX-512): OpenBLAS's Haswell kernels (unless OPENBLAS_CORETYPE already names
+# one), numpy without its AVX-512 paths, numba compiling for a Haswell CPU into a cache of
+# its own (a kernel compiled for AVX-512 must never be loaded there). CI runs both.
+PORTABLE_CACHE := $(CURDIR)/$(VENV)/numba-cache-haswell
+PORTABLE_TESTS ?= tests
+test-portable: $(VENV)/.installed-test
+	find $(PORTABLE_CACHE) -mindepth 1 -maxdepth 1 ! -name $(SRC_HASH) -exec rm -rf {} + 2>/dev/null || true
+	OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-Haswell} \
+	NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" \
+	NUMBA_CPU_NAME=haswell NUMBA_CPU_FEATURES= \
+	NUMBA_CACHE_DIR=$(PORTABLE_CACHE)/$(SRC_HASH) \
+	$(BIN)/python -m pytest -q -n auto --dist loadfile $(PORTABLE_TESTS)
 
 # the oldest versions pyproject.toml claims (ci/oldest-constraints.txt), in their own
 # .venv-oldest with their own numba cache; `make test-oldest OLDEST_TESTS=tests` runs the

@@ -338,3 +338,14 @@ def test_default_unit_scales_with_the_candidates_and_reaches_the_optimum():
     one = minimize_grafting_light(model, pen, select_unit=1)
     assert default.stop_reason in ("tol", "gtol") and default.n_evals < one.n_evals
     assert default.objective == pytest.approx(ref.objective, rel=1e-4)
+
+
+@pytest.mark.parametrize("solver, opts", SOLVERS)
+def test_the_empty_model_is_returned_when_it_is_optimal(solver, opts):
+    # a penalty large enough that no weight may move: Grafting divided by zero (the
+    # first step's length from a zero gradient over an empty working set)
+    model = crf()
+    res = solver(model, ElasticNet(l1=1e4), **opts)
+    assert res.stop_reason == "gtol"
+    assert not np.any(res.w)
+    assert res.objective == pytest.approx(model.loss(np.zeros(model.n_params)))

@@ -289,6 +289,22 @@ def test_l2sgd_calibration_matches_a_plain_implementation():
     assert res.history[0]["t0"] == pytest.approx(t0, rel=1e-12)
 
 
+def test_l2sgd_calibration_with_extreme_settings():
+    # calibration_rate=1e300 drove eta to inf (and t0 to 0): a division by zero
+    space, data = tiny(9, n_seq=5, max_len=3, n_big=0)
+    model = ChainCRF(space, data)
+    res = minimize_l2sgd(model, ElasticNet(0.0, 1.0), max_iter=2, random_state=3, calibration_rate=1e300)
+    t0 = res.history[0]["t0"]
+    assert 0 < t0 < math.inf and np.all(np.isfinite(res.w))
+    with pytest.raises(ValueError, match="calibration_eta"):
+        minimize_l2sgd(model, ElasticNet(0.0, 1.0), calibration_eta=1e-320)
+    with pytest.raises(ValueError, match="t0"):
+        minimize_l2sgd(model, ElasticNet(0.0, 1.0), t0=1e-320)
+    # a huge period (window) sizes nothing: it only means that the tol test never runs
+    res = minimize_l2sgd(model, ElasticNet(0.0, 1.0), max_iter=2, t0=10.0, window=10 ** 15)
+    assert res.stop_reason == "max_iter" and res.n_iter == 2
+
+
 # --------------------------------------------------------------------------- parameters
 def test_parameters_are_validated():
     space, data = tiny(10)
@@ -311,6 +327,8 @@ def test_parameters_are_validated():
         minimize_l2sgd(model, ElasticNet(0.0, 0.0))
     with pytest.raises(ValueError, match="calibration_rate"):
         minimize_l2sgd(model, ElasticNet(0.0, 1.0), calibration_rate=1.0)
+    with pytest.raises(ValueError, match="no l1 term"):           # l2 only, as CRFsuite's
+        minimize_l2sgd(model, ElasticNet(0.5, 1.0))
 
 
 def test_a_model_without_map_decoding_is_refused():
@@ -430,3 +448,38 @@ def test_loglinear_classifier_trains_with_the_online_solvers(solver):
     assert clf.score(X, y) >= 0.95
     with pytest.raises(ValueError, match="takes no penalty"):
         LogLinearClassifier(solver=solver, l1=0.1, l2=0.0).fit(X, y)
+
+
+def _flat_case():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 8))
+    y = np.argmax(X @ rng.standard_normal((8, 3)) + rng.gumbel(size=(300, 3)), 1)
+    return X, y
+
+
+def test_l2sgd_refuses_an_l1_term_it_cannot_honour():
+    """CRFsuite's l2sgd has no l1 term: an l1 asked for is refused before any work (it
+    was applied by another rule and stopped 8% above the optimum, silently)."""
+    from spargel import CRF
+    from spargel.errors import ParameterError
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}, {"w": "c"}, {"w": "a"}]]
+    Y = [["x", "y"], ["y", "x", "x"]]
+    with pytest.raises(ParameterError, match="l2 penalty only.*sgd-l1"):
+        CRF("l2sgd", l1=0.5).fit(X, Y)
+    CRF("l2sgd", max_iterations=2, random_state=0).fit(X, Y)       # l2 alone stays CRFsuite's
+
+
+def test_flat_classifier_refuses_l2sgd_and_its_stochastic_solver_converges():
+    """On the flat classifier CRFsuite's stopping rule (the online loss of an epoch against
+    the one ten epochs earlier) stopped after 12 epochs 17% above the optimum with no
+    warning: l2sgd is refused there with the reason, and the solver it points to
+    reaches the optimum within 1e-3."""
+    from spargel import LogLinearClassifier
+    from spargel.errors import ParameterError
+    X, y = _flat_case()
+    with pytest.raises(ParameterError, match="LogLinearClassifier does not offer solver='l2sgd'.*sgd-l1"):
+        LogLinearClassifier(solver="l2sgd", l1=0.0, l2=0.1).fit(X, y)
+    for l1 in (0.0, 0.5):
+        best = LogLinearClassifier(solver="owlqn", l1=l1, l2=0.1, max_iter=1000, tol=1e-12, gtol=1e-10).fit(X, y)
+        sgd = LogLinearClassifier(solver="sgd-l1", l1=l1, l2=0.1, max_iter=300, tol=1e-12, random_state=0).fit(X, y)
+        assert sgd.objective_ <= best.objective_ * (1 + 1e-3)

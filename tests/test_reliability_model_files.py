@@ -321,3 +321,14 @@ def test_a8_inflated_member_size_is_refused_without_a_large_read(model_file, tmp
     assert isinstance(result, ModelFileError) and "inflated.model" in str(result), result
     assert "compressed" in str(result)
     assert peak < 8, f"{peak:.1f} MB allocated"
+
+
+def test_a7_deeply_nested_regex_in_a_stored_template(model_file, tmp_path):
+    # 5,000 nested groups raised RecursionError from inside re's parser
+    regex = "(" * 5000 + "a" + ")" * 5000
+    text = CRF.load(model_file).template + f'\nU99:%t[0,0,"{regex}"]\n'
+    path = _with_template(model_file, tmp_path / "deep.model", text)
+    with pytest.raises(ModelFileError, match=r"deep\.model.*nested more than 100 deep") as info:
+        CRF.load(path)
+    assert len(str(info.value)) < 400
+    assert safe_regex.compile_regex("(" * 100 + "a" + ")" * 100).search("a")

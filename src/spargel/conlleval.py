@@ -201,6 +201,48 @@ def _start_of_chunk(prev_tag: str, tag: str, prev_type: str, ctype: str) -> bool
     return start
 
 
+class _Delimiter:
+    """The delimiter regex, split with as it can be without hanging: Python's ``re`` on
+    lines up to the length its backtracking bound allows (:mod:`spargel.data.safe_regex`),
+    RE2 beyond it and for shapes that can backtrack exponentially (``(a+)+$``). Without
+    RE2 such a shape is a ``ValueError`` at once and a line over the bound an error where
+    it is met -- never a hang."""
+
+    def __init__(self, delimiter: str):
+        from .data import safe_regex
+
+        self.delimiter = delimiter
+        text = delimiter.encode().decode("latin-1")
+        try:
+            safe_regex.check_nesting(text)
+            self.pattern = re.compile(text, re.ASCII)
+            c, d = safe_regex.shape_cost(text, re.ASCII)
+            self.limit, why = safe_regex.max_safe_length(c, d), "it has too many optional parts"
+        except re.error as exc:
+            raise ValueError(f"bad delimiter {delimiter!r}: {exc}") from None
+        except safe_regex.UnsafeRegex as exc:
+            self.limit, why = -1, str(exc)
+        self.linear = None
+        if self.limit < 10 ** 7 and safe_regex.re2_available():
+            try:
+                self.linear = safe_regex.compile_re2(text)
+            except safe_regex.UnsafeRegex as exc:
+                raise ValueError(f"bad delimiter {delimiter!r}: {exc}") from None
+        elif self.limit < 0:
+            raise ValueError(f"the delimiter {delimiter!r} could backtrack for a very long time ({why}); "
+                             f"install the linear-time engine (pip install 'spargel[re2]') or simplify it")
+
+    def split(self, line: str, name: str, lineno: int) -> list[str]:
+        if len(line) <= self.limit:
+            return perl_split(self.pattern, line)
+        if self.linear is not None:
+            return perl_split(self.linear, line)
+        raise DataFormatError(name, lineno, f"a line of {len(line)} characters: the delimiter "
+                                            f"{self.delimiter!r} could backtrack for a very long time on it "
+                                            f"(its limit is {self.limit}); install the linear-time engine "
+                                            f"(pip install 'spargel[re2]') or simplify the delimiter")
+
+
 def read_tokens(data: bytes, name: str = "<stdin>", delimiter: str | None = None,
                 raw: bool = False, outside: str = "O", gold: int | None = None,
                 pred: int | None = None):
@@ -224,14 +266,11 @@ def read_tokens(data: bytes, name: str = "<stdin>", delimiter: str | None = None
                 if len(fields) == 1 and fields[0] != BOUNDARY and "\t" in fields[0]:
                     delimiter = "\t"
                 break
-    try:
-        pattern = re.compile(delimiter.encode().decode("latin-1"), re.ASCII)
-    except re.error as exc:
-        raise ValueError(f"bad delimiter {delimiter!r}: {exc}") from None
+    splitter = _Delimiter(delimiter)
     width = -1
     width_line = 0
     for lineno, line in enumerate(lines, 1):
-        fields = perl_split(pattern, line)
+        fields = splitter.split(line, name, lineno)
         if width < 0:
             width, width_line = len(fields) - 1, lineno
         elif width != len(fields) - 1 and fields:

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["SpargelError", "DataFormatError", "NonNumericDataError", "ModelFileError", "ParameterError",
+__all__ = ["SpargelError", "DataFormatError", "NonNumericDataError", "ModelFileError", "ParameterError", "ItemFormatError",
+           "TaggerClosedError",
            "CapabilityError", "NotFittedError", "SpargelWarning", "ConvergenceWarning", "DataConversionWarning"]
 
 
@@ -86,6 +87,18 @@ class ParameterError(SpargelError, ValueError, TypeError):
     >>> isinstance(err, ValueError) and isinstance(err, TypeError)
     True
     """
+
+
+class ItemFormatError(SpargelError, TypeError, ValueError):
+    """An item (token) of a sequence given to ``spargel.pycrfsuite`` in none of the
+    accepted formats (a string instead of a list of items, a list holding a dict, ...):
+    both a ``TypeError``, as spargel's feature readers raise, and a ``ValueError``, as
+    python-crfsuite's callers expect."""
+
+
+class TaggerClosedError(SpargelError, RuntimeError):
+    """``info()`` or ``dump()`` of a tagger that holds no model (python-crfsuite raises a
+    ``RuntimeError`` there)."""
 
 
 class CapabilityError(SpargelError, TypeError):

@@ -1,8 +1,6 @@
 """What the CRF and the flat log-linear classifier share: vocabularies, fitting a
 model x penalty x solver, compaction, warm starts and model files."""
 
-import warnings
-
 import numpy as np
 
 from .core import model_file as io
@@ -12,6 +10,7 @@ from .errors import ConvergenceWarning, ParameterError
 from .data.feature_space import FEATURE_SPACES, FeatureSpace
 from .core.penalties import ElasticNet
 from .core.interrupts import note_interrupt
+from .core.user_warnings import warn as user_warn
 from .core.params import ParamsMixin, check_number
 
 
@@ -42,14 +41,14 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
     note_interrupt(est, result.stop_reason)
     est.objective_ = result.objective
     if result.stop_reason == "max_iter" and max_iter > 0 and solver not in ("sgd-l1", "ap", "pa", "arow"):
-        warnings.warn(f"{type(est).__name__}: solver {solver!r} stopped after max_iter={max_iter} iterations "
-                      f"before meeting tol={tol:g} / gtol={gtol:g}; increase max_iter or loosen tol",
-                      ConvergenceWarning, stacklevel=3)
+        user_warn(f"{type(est).__name__}: solver {solver!r} stopped after max_iter={max_iter} iterations "
+                  f"before meeting tol={tol:g} / gtol={gtol:g}; increase max_iter or loosen tol",
+                  ConvergenceWarning)
     elif result.stop_reason == "linesearch" and result.n_iter < EARLY_LINESEARCH:
-        warnings.warn(f"{type(est).__name__}: solver {solver!r} found no decrease of the objective after "
-                      f"{result.n_iter} iteration(s): the model is probably useless. The problem is badly scaled: "
-                      f"check the size of the attribute values (scale them to about [-1, 1])",
-                      ConvergenceWarning, stacklevel=3)
+        user_warn(f"{type(est).__name__}: solver {solver!r} found no decrease of the objective after "
+                  f"{result.n_iter} iteration(s): the model is probably useless. The problem is badly scaled: "
+                  f"check the size of the attribute values (scale them to about [-1, 1])",
+                  ConvergenceWarning)
     return result
 
 
@@ -57,6 +56,21 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
 EARLY_LINESEARCH = 5
 # attribute values beyond this make the objective badly conditioned for every solver
 LARGE_VALUE = 1e6
+#: the largest weight magnitude a model file may hold: sums of such weights over a
+#: token's attributes and a sequence stay far from overflow, while weights near 1e308
+#: overflow the scores and give all-zero or NaN marginals
+MAX_ABS_WEIGHT = 1e100
+
+
+def check_weight_range(weights, path, what="a weight"):
+    """Refuse a model file whose weights are not finite or exceed :data:`MAX_ABS_WEIGHT`
+    in magnitude (a ``ModelFileError`` naming ``path``): inference on such weights
+    overflows and its results mean nothing."""
+    w = np.asarray(weights)
+    bad = np.flatnonzero(~(np.abs(w) <= MAX_ABS_WEIGHT))
+    if bad.size:
+        raise io.ModelFileError(f"{path}: invalid model ({what}, {w[bad[0]]:.6g}, is beyond "
+                                f"+-{MAX_ABS_WEIGHT:.0e}: inference would overflow)")
 
 
 def warn_large_values(est, values):
@@ -65,9 +79,9 @@ def warn_large_values(est, values):
 
     big = largest_value(values)
     if big > LARGE_VALUE:
-        warnings.warn(f"{type(est).__name__}: attribute values as large as {big:.3g}: the objective is badly "
-                      f"conditioned (weights of such attributes must be tiny, the others not); scale the values to "
-                      f"about [-1, 1]", UserWarning, stacklevel=4)
+        user_warn(f"{type(est).__name__}: attribute values as large as {big:.3g}: the objective is badly "
+                  f"conditioned (weights of such attributes must be tiny, the others not); scale the values to "
+                  f"about [-1, 1]", UserWarning)
 
 
 def check_common_params(est):
@@ -85,6 +99,12 @@ def check_common_params(est):
     check_number("n_shards", getattr(est, "n_shards", None), low=1, integer=True, allow_none=True)
     if solver == "lbfgs" and np.any(np.asarray(est._effective("l1")) > 0):
         raise ParameterError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
+    if solver == "l2sgd" and np.any(np.asarray(est._effective("l1")) > 0):
+        raise ParameterError("solver='l2sgd' is CRFsuite's SGD with an l2 penalty only (CRFsuite has no l1 term "
+                             "there): set l1=0, or use solver='sgd-l1' for l1 / elastic-net penalties")
+    if solver in est._refused_solvers:
+        raise ParameterError(f"{type(est).__name__} does not offer solver={solver!r}: "
+                             f"{est._refused_solvers[solver]}")
     if est.solver_options is not None and not isinstance(est.solver_options, dict):
         raise ParameterError(f"solver_options must be a dict or None, got {est.solver_options!r}")
     from .core.threads import resolve_n_jobs
@@ -191,6 +211,9 @@ class LogLinearCore(ParamsMixin):
             if len(self._label_vocab) < 2:
                 raise ValueError(f"training data has {len(self._label_vocab)} distinct label(s); need at least 2")
         return data
+
+    #: solvers this estimator refuses, with the reason (shown to the user)
+    _refused_solvers = {}
 
     def _check_params(self):
         if self.feature_space not in FEATURE_SPACES:
@@ -308,6 +331,7 @@ class LogLinearCore(ParamsMixin):
             coef = a["coef"]
             io.require(coef.dtype == np.float64 and coef.shape == (space.n_params,), path, "weights have the wrong shape")
             io.require(bool(np.all(np.isfinite(coef))), path, "weights are not finite")
+            check_weight_range(coef, path)
             est._restore(meta, path)
         except io.ModelFileError:
             raise

@@ -34,9 +34,11 @@ from __future__ import annotations
 import math
 import os
 import re
+import struct
 
 import numpy as np
 
+from ..core.limits import check_label_pairs
 from ..errors import ModelFileError
 from .foreign_files import read_limited, starts_with
 
@@ -52,6 +54,21 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\Z")
 def is_crfpp_text_file(path):
     """True when ``path`` starts like a CRF++ text model."""
     return starts_with(path, b"version: ")
+
+
+def is_crfpp_binary_file(path):
+    """True when ``path`` starts like CRF++'s binary model (``crf_learn``'s default
+    output, which spargel does not read): the version 100 as a 32-bit integer, the model
+    type 0, then a positive finite cost factor (a little-endian double)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return False
+    if len(head) < 16 or head[:8] != struct.pack("<Ii", 100, 0):
+        return False
+    (cost,) = struct.unpack("<d", head[8:16])
+    return 0 < cost < math.inf
 
 
 class CrfppModel:
@@ -85,6 +102,10 @@ def read_bytes(data, name="<bytes>", encoding="utf-8"):
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    elif text:
+        # crf_learn ends every line, the last weight's too: a file cut inside a line
+        # would otherwise load with that line's number shortened
+        fail(len(lines), f"the file ends inside a line ({lines[-1][:40]!r}, no line end): truncated?")
     pos = 0
 
     def block(what):
@@ -131,8 +152,10 @@ def read_bytes(data, name="<bytes>", encoding="utf-8"):
     if len(labels) > MAX_LABELS:
         fail(lab_line, f"{len(labels)} labels; at most {MAX_LABELS} are supported")
     if len(set(labels)) != len(labels):
-        dup = next(lab for i, lab in enumerate(labels) if lab in labels[:i])
-        fail(lab_line + labels.index(dup, labels.index(dup) + 1), f"the label {dup[:40]!r} is listed twice")
+        seen = set()
+        at = next(i for i, lab in enumerate(labels) if lab in seen or seen.add(lab))
+        fail(lab_line + at, f"the label {labels[at][:40]!r} is listed twice")
+    check_label_pairs(len(labels), name)
     Y = len(labels)
     tpl_line, templates = block("template")
     for i, t in enumerate(templates):
@@ -197,11 +220,13 @@ def from_crfpp_file(cls, path, encoding="utf-8"):
         raise ModelFileError(f"{name}: invalid CRF++ text model (the template uses column "
                              f"{tpl.n_columns_required - 1}, xsize is {m.xsize})")
     Y = len(m.labels)
+    from ..estimation import MAX_ABS_WEIGHT
+
     # crf_test's weights: 32-bit floats, times the cost factor
     w = m.weights.astype(np.float32).astype(np.float64) * m.cost_factor
-    if not np.all(np.isfinite(w)):
+    if not np.all(np.abs(w) <= MAX_ABS_WEIGHT):
         raise ModelFileError(f"{name}: invalid CRF++ text model (a weight times the cost factor "
-                             f"{m.cost_factor:g} is not finite)")
+                             f"{m.cost_factor:g} is beyond +-{MAX_ABS_WEIGHT:.0e}: inference would overflow)")
     uni_names, u_ptr, u_lab, u_w = [], [0], [], []
     big_names, b_ptr, b_pair, b_w = [], [0], [], []
     t_pair = np.zeros(0, np.int32)

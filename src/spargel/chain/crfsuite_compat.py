@@ -2,9 +2,13 @@
 CRFsuite training parameters and how they map onto spargel's, the ``tagger_`` object,
 and the conversion between a fitted CRF and a CRFsuite model file."""
 
+import math
+import threading
+from array import array
+
 import numpy as np
 
-from ..errors import ModelFileError, ParameterError
+from ..errors import ItemFormatError, ModelFileError, ParameterError, TaggerClosedError
 
 #: CRFsuite's trainers: (description, spargel solver or None: the ``solver`` parameter decides)
 ALGORITHMS = {
@@ -254,9 +258,14 @@ def to_crfsuite_model(est):
 def from_crfsuite_file(cls, path):
     """A fitted ``cls`` holding the CRFsuite model in ``path``."""
     from . import crfsuite_format
+    return from_crfsuite_model(cls, crfsuite_format.read(path), path)
+
+
+def from_crfsuite_model(cls, m, name):
+    """A fitted ``cls`` holding the :class:`~spargel.chain.crfsuite_format.CRFsuiteModel`
+    ``m`` (read from ``name``, for errors)."""
     from ..data.vocab import Vocabulary
     from ..data.feature_space import FeatureSpace
-    m = crfsuite_format.read(path)
     est = cls(value_sep=":")
     try:
         est._uni_vocab = Vocabulary(m.attributes)
@@ -266,7 +275,7 @@ def from_crfsuite_file(cls, path):
                              np.zeros(0, np.int32), m.t_pair)
         space.validate(len(m.attributes), 0)
     except ValueError as exc:
-        raise ModelFileError(f"{path}: invalid CRFsuite model ({exc})") from None
+        raise ModelFileError(f"{name}: invalid CRFsuite model ({exc})") from None
     est.space_ = space
     est.weights_ = np.concatenate([m.u_w, m.t_w])
     est.classes_ = est._label_vocab.names
@@ -278,53 +287,164 @@ def from_crfsuite_file(cls, path):
 
 # --------------------------------------------------------------------------- the tagger
 class ParsedDump:
-    """What python-crfsuite's ``Tagger.info()`` returns: ``header``, ``labels``,
-    ``attributes`` (name -> id, as strings), ``transitions`` {(from, to): weight} and
-    ``state_features`` {(attribute, label): weight}."""
+    """What python-crfsuite's ``Tagger.info()`` returns: ``header`` (the file header's
+    fields, as strings), ``labels`` and ``attributes`` (name -> id, as strings),
+    ``transitions`` {(from, to): weight} and ``state_features`` {(attribute, label):
+    weight} (the weights exact, not rounded to the listing's six decimals)."""
 
-    def __init__(self, header, labels, attributes, transitions, state_features):
-        self.header, self.labels, self.attributes = header, labels, attributes
-        self.transitions, self.state_features = transitions, state_features
+    def __init__(self, header=None, labels=None, attributes=None, transitions=None, state_features=None):
+        self.header = {} if header is None else header
+        self.labels = {} if labels is None else labels
+        self.attributes = {} if attributes is None else attributes
+        self.transitions = {} if transitions is None else transitions
+        self.state_features = {} if state_features is None else state_features
+
+
+#: labels, tokens and attributes per tagged sequence a decoder's buffers start with
+_START_LENGTH = 64
+
+
+class _Decoder:
+    """The per-call path of a :class:`Tagger` for a first-order CRF without bigram
+    attributes or a template (what a CRFsuite file holds), built once per model: the
+    attribute vocabulary (its ``{key: {value: id}}`` index included, so a feature dict
+    is looked up without building strings), the unigram weights in the layout's lists,
+    the dense transition structure and matrix, and per thread the buffers of the batch
+    kernels, grown to the longest sequence seen. A call encodes one sequence
+    (:func:`~spargel.data.featuredicts.encode_known`) and makes one compiled call
+    (:mod:`spargel.chain.tagger_kernels`)."""
+
+    def __init__(self, crf):
+        from . import inference as C
+        s, w = crf.space_, np.ascontiguousarray(crf.weights_, dtype=np.float64)
+        L = s.n_labels
+        self.vocab, self.sep, self.classes = crf._uni_vocab, crf._value_sep(), list(crf.classes_)
+        self.vocab.split_index(self.sep)
+        self.u_ptr = np.ascontiguousarray(s.u_ptr, dtype=np.int64)
+        self.u_lab = np.ascontiguousarray(s.u_lab, dtype=np.int32)
+        self.u_w = np.ascontiguousarray(w[:s.b_base])
+        t_pair = np.asarray(s.t_pair, dtype=np.int64)
+        self.trans = C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=C.DENSE)
+        self.T = np.zeros((L, L))               # transition weights, for a path's score
+        self.T[t_pair // L, t_pair % L] = w[s.t_base:]
+        self.T_rows = self.T.tolist()
+        self.L, self.Lp = L, C.padded(L)
+        self._local = threading.local()         # the buffers, one set per thread
+
+    @staticmethod
+    def usable(crf):
+        s = crf.space_
+        return getattr(s, "order", 1) == 1 and len(s.b_pair) == 0 and crf._template() is None
+
+    def _buffers(self, n):
+        """This thread's buffers ``(work, log work, labels, marginals, tcount)`` for
+        sequences of at least ``n`` tokens (a ``CRF`` and its ``tagger_`` may be used from
+        several threads at once)."""
+        from . import crf_kernels as K
+        b = getattr(self._local, "b", None)
+        if b is None or len(b[2]) < n:
+            n = max(n, _START_LENGTH, 2 * (0 if b is None else len(b[2])))
+            L, Lp = self.L, self.Lp
+            b = self._local.b = (K.work_buffers(L, Lp, n, 0, False), K.log_buffers(L, Lp, n), np.zeros(n, np.int32),
+                                 np.zeros((n, L)), np.zeros(len(self.trans.fv)))
+        return b
+
+    def encode(self, xseq):
+        """(token offsets, attribute ids (unknown ones negative), values or an empty
+        array: all 1) of one sequence, as arrays."""
+        from ..data.featuredicts import encode_known
+        ptr, ids, vals = encode_known(xseq, self.vocab, self.sep)
+        return (np.frombuffer(array("q", ptr), np.int64), np.frombuffer(array("i", ids), np.int32),
+                _EMPTY if vals is None else np.frombuffer(array("d", vals), np.float64))
+
+    def tag(self, enc):
+        """The best labels of an encoded sequence (:meth:`encode`)."""
+        from .tagger_kernels import viterbi_attributes
+        tok_ptr, ids, vals = enc
+        n = len(tok_ptr) - 1
+        buf, lbuf, out, _, _ = self._buffers(n)
+        viterbi_attributes(tok_ptr, ids, vals, self.u_ptr, self.u_lab, self.u_w, self.trans, buf.corr, buf.E,
+                           buf.alpha, lbuf.back, lbuf.fv_t, out)
+        classes = self.classes
+        return [classes[i] for i in out[:n].tolist()]
+
+    def posterior(self, enc):
+        """``(marginals n x L, log Z, state scores n x L)`` of an encoded sequence, or
+        None when the scaled recursion cannot be trusted (the batch path then goes to
+        log space)."""
+        from .tagger_kernels import marginals_attributes
+        tok_ptr, ids, vals = enc
+        n = len(tok_ptr) - 1
+        buf, _, _, marg, tcount = self._buffers(n)
+        z = marginals_attributes(tok_ptr, ids, vals, self.u_ptr, self.u_lab, self.u_w, self.trans, buf, tcount, marg)
+        if np.isnan(z):
+            return None
+        return marg[:n].copy(), float(z), buf.E[:n, :self.L].copy()
+
+    def path_score(self, E, y):
+        """The score of the label ids ``y`` (a list) given the state scores ``E``."""
+        T = self.T_rows
+        return sum(row[i] for row, i in zip(E.tolist(), y)) + sum(T[a][b] for a, b in zip(y, y[1:]))
+
+
+_EMPTY = np.zeros(0)
 
 
 class Tagger:
-    """python-crfsuite's ``Tagger`` over a spargel CRF: ``open(path)``, ``tag(xseq)``,
-    ``set(xseq)``, ``probability(yseq)``, ``marginal(y, t)``, ``labels()``, ``info()``,
-    ``dump(path)``, ``close()``. ``crf.tagger_`` is one bound to a fitted CRF."""
+    """python-crfsuite's ``Tagger`` over a spargel CRF: ``open(path)`` /
+    ``open_inmemory(bytes)`` (each returns the tagger, a context manager that closes it:
+    ``with tagger.open(path): ...``), ``tag(xseq)``, ``set(xseq)``,
+    ``probability(yseq)``, ``marginal(y, t)``, ``labels()``, ``info()``, ``dump(path)``,
+    ``close()``. ``crf.tagger_`` is one bound to a fitted CRF; ``spargel.pycrfsuite.Tagger``
+    is this class."""
 
     def __init__(self, crf=None):
+        self._set_model(crf)
+
+    def _set_model(self, crf):
         self._crf = crf
         self._xseq = None
+        self._enc = None
+        self._marg = None
+        self._decoder = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
 
     # -- opening --------------------------------------------------------------------
     def open(self, name):
         """Load a model file (CRFsuite's format or spargel's) with the class of the model
         this tagger holds, or else with the public ``spargel.CRF`` (as a user would: this
-        module is below the estimator and does not import it)."""
+        module is below the estimator and does not import it). A missing file raises
+        ``FileNotFoundError``, an unusable one ``ModelFileError`` (a ``ValueError``)."""
+        import errno
+        import os
         cls = type(self._crf) if self._crf is not None else _public_crf()
-        self._crf = cls.load(name)
-        self._xseq = None
+        if not os.path.exists(name):
+            raise FileNotFoundError(errno.ENOENT, "no such model file", os.fsdecode(name))
+        self._set_model(cls.load(name))
         return self
 
     def open_inmemory(self, value):
-        """Load a CRFsuite model from its bytes."""
-        import os
-        import tempfile
-        fd, path = tempfile.mkstemp(suffix=".crfsuite")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(bytes(value))
-            return self.open(path)
-        finally:
-            os.unlink(path)
+        """Load a CRFsuite model from its bytes (what ``Trainer.train`` wrote)."""
+        from .crfsuite_format import read_bytes
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise TypeError(f"open_inmemory takes the bytes of a CRFsuite model, not {type(value).__name__}")
+        cls = type(self._crf) if self._crf is not None else _public_crf()
+        self._set_model(from_crfsuite_model(cls, read_bytes(value, "<bytes>"), "<bytes>"))
+        return self
 
     def close(self):
-        self._crf = None
-        self._xseq = None
+        """Forget the model (``labels``, ``tag``, ... then raise until the next ``open``)."""
+        self._set_model(None)
 
     def _model(self):
         if self._crf is None:
-            raise ValueError("the tagger has no model: call open() first")
+            raise ValueError("the tagger is not opened: call open() first")
         return self._crf
 
     # -- tagging --------------------------------------------------------------------
@@ -333,82 +453,165 @@ class Tagger:
 
     def set(self, xseq):
         """Set the sequence that ``tag()``, ``probability`` and ``marginal`` work on."""
-        xseq = list(xseq)
         self._model()
-        self._xseq = xseq
+        if isinstance(xseq, (str, bytes, dict)) or not hasattr(xseq, "__iter__"):
+            raise ItemFormatError(f"xseq must be a sequence of items, not {type(xseq).__name__}")
+        self._xseq = xseq if isinstance(xseq, list) else list(xseq)
+        self._enc = None
         self._marg = None
 
     def tag(self, xseq=None):
-        """The most probable labels of ``xseq`` (or of the sequence given to ``set``)."""
+        """The most probable labels of ``xseq`` (or of the sequence given to ``set`` or to
+        the previous ``tag``; none: ``[]``)."""
+        self._model()
         if xseq is not None:
             self.set(xseq)
-        if self._xseq is None:
-            raise ValueError("no sequence: call set(xseq) or tag(xseq)")
-        if not self._xseq:
+        x = self._xseq
+        if not x:
             return []
-        return self._model().predict([self._xseq])[0]
+        decoder = self._fast()
+        if decoder is None:
+            return [str(y) for y in self.decode(x)]
+        return [str(y) for y in decoder.tag(self._encoded())]
+
+    def _encoded(self):
+        """The current sequence encoded for the decoder, once per ``set``."""
+        enc = self._enc
+        if enc is None:
+            try:
+                enc = self._enc = self._decoder.encode(self._xseq)
+            except TypeError as exc:        # an item in no accepted format
+                raise ItemFormatError(str(exc)) from None
+        return enc
+
+    def decode(self, xseq):
+        """The most probable labels of the non-empty sequence ``xseq``, leaving the
+        current sequence as it is (``CRF.predict_single`` goes through here): one
+        compiled call for a model a CRFsuite file can hold (:class:`_Decoder`), the
+        estimator's ``predict`` for the others."""
+        crf = self._model()
+        decoder = self._fast()
+        try:
+            if decoder is None:
+                return crf.predict([xseq])[0]
+            return decoder.tag(decoder.encode(xseq))
+        except TypeError as exc:            # an item in no accepted format
+            raise ItemFormatError(str(exc)) from None
+
+    def _fast(self):
+        """The model's :class:`_Decoder`, or None where the estimator's paths serve."""
+        decoder = self._decoder
+        if decoder is None:
+            crf = self._model()
+            decoder = self._decoder = _Decoder(crf) if _Decoder.usable(crf) else False
+        return decoder or None
 
     def _current(self):
         if self._xseq is None:
             raise ValueError("no sequence: call set(xseq) first")
         return self._xseq
 
+    def _posterior(self):
+        """``(marginals, log Z, state scores or None)`` of the current sequence, kept
+        until the next ``set``."""
+        if self._marg is None:
+            crf, x = self._model(), self._current()
+            decoder = self._fast()
+            try:
+                post = None if decoder is None else decoder.posterior(self._encoded())
+                if post is None:
+                    marg, logz = crf._inference().marginals(crf.space_, crf._dataset([x]), crf.weights_)
+                    post = (marg, float(logz[0]), None)
+            except TypeError as exc:
+                raise ItemFormatError(str(exc)) from None
+            self._marg = post
+        return self._marg
+
     def probability(self, yseq):
-        """p(yseq | x) of the current sequence."""
-        x = self._current()
+        """p(yseq | x) of the current sequence (0 for an empty one, as CRFsuite)."""
         crf = self._model()
+        x = self._current()
         yseq = list(yseq)
         if len(yseq) != len(x):
-            raise ValueError(f"the label sequence has {len(yseq)} labels, the sequence {len(x)} items")
-        unknown = [y for y in yseq if y not in crf._label_vocab]
-        if unknown:
-            raise ValueError(f"unknown label {unknown[0]!r}")
+            raise ValueError(f"The numbers of items and labels differ: |x| = {len(x)}, |y| = {len(yseq)}")
+        if not x:
+            return 0.0
+        ids = [crf._label_vocab.id(y) for y in yseq]
+        if min(ids) < 0:
+            raise ValueError(f"Failed to convert into label identifier: {yseq[ids.index(min(ids))]}")
+        _, logz, E = self._posterior()
+        if E is not None:
+            return math.exp(self._decoder.path_score(E, ids) - logz)
         data = crf._dataset([x], [yseq])
         loss = crf._inference().sequence_loss(crf.space_, data, crf.weights_)
         return float(np.exp(-loss[0]))
 
     def marginal(self, y, pos):
         """p(label ``y`` at position ``pos`` | x) of the current sequence."""
-        x = self._current()
         crf = self._model()
-        if not 0 <= pos < len(x):
-            raise ValueError(f"position {pos} is outside the sequence (length {len(x)})")
-        if self._marg is None:
-            data = crf._dataset([x])
-            self._marg, _ = crf._inference().marginals(crf.space_, data, crf.weights_)
-        i = crf._label_vocab.id(y)
-        if i < 0:
-            raise ValueError(f"unknown label {y!r}")
-        return float(self._marg[pos, i])
+        marg = self._posterior()[0]
+        if (pos.__class__ is not int and (isinstance(pos, bool) or not isinstance(pos, np.integer))) or \
+                not 0 <= pos < len(marg):
+            raise ValueError(f"The position, {pos!r}, is out of range of {len(marg)}")
+        i = crf._label_vocab.mapping.get(y)
+        if i is None:
+            raise ValueError(f"Failed to convert into label identifier: {y}")
+        return float(marg[pos, i])
 
     # -- inspection -----------------------------------------------------------------
+    def _open_model(self):
+        if self._crf is None:
+            raise TaggerClosedError("Tagger is closed")
+        return self._crf
+
     def info(self):
-        crf = self._model()
+        """The model's content as python-crfsuite's ``ParsedDump``."""
+        crf = self._open_model()
         labels = self.labels()
         attrs = list(crf._uni_vocab)
-        header = {"magic": "lCRF", "type": "FOMC", "version": "100", "num_labels": str(len(labels)),
-                  "num_attrs": str(len(attrs)), "num_features": str(int(np.count_nonzero(crf.weights_))),
-                  "size": str(crf.size_)}
-        return ParsedDump(header, {n: str(i) for i, n in enumerate(labels)},
+        return ParsedDump(_header(crf, labels, attrs), {n: str(i) for i, n in enumerate(labels)},
                           {n: str(i) for i, n in enumerate(attrs)}, crf.transition_features_,
                           crf.state_features_)
 
     def dump(self, filename=None):
-        """Write a readable listing of the model (labels, attributes, weights) to
-        ``filename`` (standard output when None)."""
+        """Write CRFsuite's listing of the model (``crfsuite dump``: header, labels,
+        attributes, transitions, state features) to ``filename`` (atomically) or to
+        standard output (None)."""
         import sys
         info = self.info()
-        lines = ["FILEHEADER = {"] + [f"  {k}: {v}" for k, v in info.header.items()] + ["}", "", "LABELS = {"]
-        lines += [f"  {i:5d}: {n}" for n, i in ((n, int(i)) for n, i in info.labels.items())] + ["}", ""]
-        lines += ["TRANSITIONS = {"] + [f"  ({a} --> {b}): {v:f}" for (a, b), v in info.transitions.items()]
+        lines = ["FILEHEADER = {"] + [f"  {k}: {v}" for k, v in info.header.items()] + ["}", ""]
+        for title, table in (("LABELS", info.labels), ("ATTRIBUTES", info.attributes)):
+            lines += [f"{title} = {{"] + [f"  {int(i):5d}: {n}" for n, i in table.items()] + ["}", ""]
+        lines += ["TRANSITIONS = {"] + [f"  (1) {a} --> {b}: {v:f}" for (a, b), v in info.transitions.items()]
         lines += ["}", "", "STATE_FEATURES = {"]
-        lines += [f"  ({a} --> {b}): {v:f}" for (a, b), v in info.state_features.items()] + ["}", ""]
+        lines += [f"  (0) {a} --> {b}: {v:f}" for (a, b), v in info.state_features.items()] + ["}", ""]
         text = "\n".join(lines) + "\n"
         if filename is None:
             sys.stdout.write(text)
+            sys.stdout.flush()
         else:
-            with open(filename, "w", encoding="utf-8") as fh:
+            from ..core.files import atomic_write
+            with atomic_write(filename, "w", encoding="utf-8") as fh:
                 fh.write(text)
+
+
+def _header(crf, labels, attrs):
+    """The fields of the CRFsuite file header of ``crf``'s model, as CRFsuite's listing
+    shows them (the offsets in hexadecimal); sizes only when CRFsuite's format can hold
+    the model."""
+    import struct
+    from .crfsuite_format import HEADER_SIZE, to_bytes
+    if representable(crf) is not None:
+        return {"magic": "lCRF", "type": "FOMC", "version": "100", "num_features": "0",
+                "num_labels": str(len(labels)), "num_attrs": str(len(attrs)), "size": str(crf.size_)}
+    head = to_bytes(to_crfsuite_model(crf))[:HEADER_SIZE]
+    size, = struct.unpack_from("<I", head, 4)
+    version, n_feat, n_lab, n_attr, *offsets = struct.unpack_from("<9I", head, 12)
+    out = {"magic": head[:4].decode("ascii"), "size": str(size), "type": head[8:12].decode("ascii"),
+           "version": str(version), "num_features": str(n_feat), "num_labels": str(n_lab), "num_attrs": str(n_attr)}
+    for name, off in zip(("off_features", "off_labels", "off_attrs", "off_labelrefs", "off_attrrefs"), offsets):
+        out[name] = f"0x{off:X}"
+    return out
 
 
 def _public_crf():

@@ -43,6 +43,7 @@ import numpy as np
 from ..core.jit import inner, kernel
 from ..errors import ModelFileError
 from ..core.files import atomic_write
+from ..core.limits import check_label_pairs
 from .foreign_files import read_limited, starts_with
 
 MAGIC = b"lCRF"
@@ -331,6 +332,10 @@ def _read_cqdb(r, off, count, what):
     refs = r.u32_array(off + CQDB_HEADER, 2 * CQDB_TABLES, f"the {what} table's hash references").reshape(-1, 2)
     total = int(refs[:, 1].sum())
     r.need(total == 2 * count, f"the {what} table's hash tables hold {total // 2} keys, the header says {count}")
+    # each name takes at least its id link (4 bytes), its record's id and size (8) and
+    # one byte: a count the table cannot hold is refused before anything is sized by it
+    r.need(count * 13 <= size - CQDB_DATA,
+           f"the {what} table's {size} bytes cannot hold {count} names")
     names = [None] * count
     rec_end = []
     if count:
@@ -397,6 +402,7 @@ def read_bytes(data, name="<bytes>"):
     r.need(version == VERSION, f"version {version}; only version {VERSION} is known")
     r.need(size == r.size, f"the header says {size} bytes, the file has {r.size} (truncated or extended)")
     r.need(L >= 1, "no labels")
+    check_label_pairs(L, name)
     # features
     r.span(off_f, CHUNK_SIZE, "the feature chunk")
     r.need(r.data[off_f:off_f + 4] == b"FEAT", "the feature chunk has no FEAT mark")

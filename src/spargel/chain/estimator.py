@@ -1,5 +1,6 @@
 """``spargel.CRF``: a sparse linear-chain CRF with a scikit-learn style API."""
 
+import os
 import sys
 
 import numpy as np
@@ -7,7 +8,8 @@ import numpy as np
 from ..data.templates import Template
 from ..errors import ParameterError
 from ..core.interrupts import reraise_interrupt
-from ..estimation import LogLinearCore
+from ..core.limits import check_label_pairs
+from ..estimation import LogLinearCore, check_weight_range
 from .featurizer import SequenceFeaturizer
 from .labels import label_lists, refuse_marker_label
 from .monitor import FitMonitor
@@ -415,7 +417,11 @@ class CRF(LogLinearCore):
         return fixed
 
     def predict_single(self, xseq, constraints=None):
-        """The labels of one sequence (sklearn-crfsuite's ``predict_single``)."""
+        """The labels of one sequence (sklearn-crfsuite's ``predict_single``). Without
+        constraints, a model that a CRFsuite file can hold is decoded by its tagger's
+        one-call path (``tagger_.decode``), which spares the batch path's set-up."""
+        if constraints is None and isinstance(xseq, list) and xseq and self._fitted():
+            return self.tagger_.decode(xseq)
         return self.predict([xseq], None if constraints is None else [constraints])[0]
 
     def predict_marginals_single(self, xseq):
@@ -612,18 +618,29 @@ class CRF(LogLinearCore):
         patterns and labels columns as that tool does (``encoding``: that of the data it
         was trained on; the tools store bytes). Raises ``ModelFileError`` on any problem."""
         from .crfsuite_format import is_crfsuite_file
+        from .wapiti_format import is_wapiti_file
+        from .crfpp_format import is_crfpp_text_file
         if is_crfsuite_file(path):
             from .crfsuite_compat import from_crfsuite_file
-            return from_crfsuite_file(cls, path)
-        from .wapiti_format import is_wapiti_file
-        if is_wapiti_file(path):
+            est = from_crfsuite_file(cls, path)
+        elif is_wapiti_file(path):
             from .wapiti_format import from_wapiti_file
-            return from_wapiti_file(cls, path, encoding)
-        from .crfpp_format import is_crfpp_text_file
-        if is_crfpp_text_file(path):
+            est = from_wapiti_file(cls, path, encoding)
+        elif is_crfpp_text_file(path):
             from .crfpp_format import from_crfpp_file
-            return from_crfpp_file(cls, path, encoding)
-        return super().load(path)
+            est = from_crfpp_file(cls, path, encoding)
+        else:
+            from .crfpp_format import is_crfpp_binary_file
+            if is_crfpp_binary_file(path):
+                from ..errors import ModelFileError
+                raise ModelFileError(f"{os.fspath(path)}: a binary CRF++ model (crf_learn's default output), "
+                                     f"which spargel does not read; write the text model with crf_learn -t "
+                                     f"and load the MODEL.txt it writes beside the binary one")
+            est = super().load(path)  # checks its weights itself
+            check_label_pairs(len(est.classes_), os.fspath(path))
+            return est
+        check_weight_range(est.weights_, os.fspath(path))
+        return est
 
     @property
     def bigram_features_(self):

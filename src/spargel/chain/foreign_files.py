@@ -7,6 +7,8 @@ import os
 
 from ..errors import ModelFileError
 
+_CHUNK = 1 << 20  # bytes read at a time
+
 
 def starts_with(path, magic):
     """True when the file ``path`` begins with the bytes ``magic`` (False when it cannot
@@ -26,8 +28,20 @@ def read_limited(path, tool, max_size):
         size = os.path.getsize(name)
         if size > max_size:
             raise ModelFileError(f"{name}: {size} bytes; larger than any {tool} model read here ({max_size})")
+        chunks = []
+        total = 0
         with open(name, "rb") as fh:
-            data = fh.read(max_size + 1)
+            # In chunks: ``read(max_size + 1)`` would reserve the whole bound (up to
+            # 16 GiB) before reading a byte, which fails under a memory limit.
+            while True:
+                chunk = fh.read(min(_CHUNK, max_size + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > max_size:
+                    raise ModelFileError(f"{name}: grew past {max_size} bytes while being read; "
+                                         f"larger than any {tool} model read here")
     except OSError as exc:
         raise ModelFileError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    return name, data
+    return name, b"".join(chunks)

@@ -5,7 +5,11 @@ import sys
 
 class FitMonitor:
     """Per-iteration hook of a CRF fit: dev metrics into the history row, a log line on
-    stderr when verbose, and the user's callback (which may stop the fit)."""
+    stderr when verbose, and the user's callback (which may stop the fit). A callback
+    whose attribute ``with_weights`` is true is called as ``callback(row, w)`` with the
+    current weights in the training layout (``est._training_space``), as the solvers
+    call their monitor (spargel's python-crfsuite ``Trainer`` writes CRFsuite's log and
+    holdout scores from them)."""
 
     def __init__(self, est, dev, verbose, callback=None):
         self.est, self.dev, self.verbose, self.callback = est, dev, verbose, callback
@@ -35,7 +39,11 @@ class FitMonitor:
                 parts.append(f"dev F1 {100 * row['dev_f1']:.2f}")
             parts.append(f"{row['elapsed']:.1f}s")
             print("  ".join(parts), file=sys.stderr, flush=True)
-        return bool(self.callback(row)) if self.callback is not None else False
+        if self.callback is None:
+            return False
+        if getattr(self.callback, "with_weights", False):
+            return bool(self.callback(row, w))
+        return bool(self.callback(row))
 
     def _space(self):
         return self.est._training_space

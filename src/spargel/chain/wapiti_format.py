@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelFileError
+from ..core.limits import check_label_pairs
 from .foreign_files import read_limited, starts_with
 
 CRF_TYPE = 2
@@ -170,6 +171,7 @@ def read_bytes(data, name="<bytes>", encoding="utf-8"):
         c.fail("the model has no labels")
     if len(labels) > MAX_LABELS:
         c.fail(f"{len(labels)} labels; at most {MAX_LABELS} are supported")
+    check_label_pairs(len(labels), c.name)
     observations = _strings(c, "observation")
     Y = len(labels)
     n_features = 0

@@ -46,10 +46,28 @@ def _solver_help():
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but an error is one line and is raised instead of exiting."""
+    """argparse, but an error is one line and is raised instead of exiting. The line
+    names the command (``spargel: error: train: ...``: ``cli/app.main`` puts the program's
+    name in front) and points to that command's ``--help``."""
 
     def error(self, message):
-        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+        raise _usage(self.prog, message)
+
+    def parse_args(self, args=None, namespace=None):
+        # argparse reports arguments that no parser took from the top-level parser, so the
+        # error would name `spargel` and its help even when they follow a command
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(ns, "command", None)
+            raise _usage(f"{self.prog} {command}" if command else self.prog,
+                         f"unrecognized arguments: {' '.join(extras)}")
+        return ns
+
+
+def _usage(prog, message):
+    """The ``UsageError`` of the parser ``prog`` ("spargel" or "spargel COMMAND")."""
+    command = prog[len(PROG):].strip() if prog.startswith(PROG) else prog
+    return UsageError(f"{command + ': ' if command else ''}{message} (see '{prog} --help')")
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -486,7 +504,9 @@ def main(argv=None):
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help / --version
             return exc.code if isinstance(exc.code, int) else 0
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        _flush_stdout()  # text still buffered: a failure to write it is an error too
+        return status
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
@@ -500,6 +520,17 @@ def main(argv=None):
         error(describe(exc))
         _silence_stdout(only_if_broken=True)
         return exit_status(exc)
+
+
+def _flush_stdout():
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, "<stdout>") from None
 
 
 def _silence_stdout(only_if_broken=False):

@@ -13,6 +13,7 @@ an output (atomically, never over an input, through links, devices and pipes).
 from __future__ import annotations
 
 import csv
+import errno
 import math
 import os
 import sys
@@ -384,8 +385,7 @@ def write_output(path, data, encoding="utf-8"):
         try:
             if hasattr(sys.stdout, "buffer"):
                 sys.stdout.flush()
-                sys.stdout.buffer.write(data)
-                sys.stdout.buffer.flush()
+                _write_all(sys.stdout.buffer, data)
             else:
                 sys.stdout.write(data.decode(encoding))
                 sys.stdout.flush()
@@ -396,6 +396,30 @@ def write_output(path, data, encoding="utf-8"):
         return
     with atomic_write(path, "wb") as fh:
         fh.write(data)
+
+
+def refuse_line_breaks(names, what, source):
+    """Output written one name to a line cannot hold a name with a line break (a forged
+    or foreign model's label): a ``CommandError`` naming ``source`` and the name, rather
+    than lines that read as something else."""
+    for name in names:
+        if isinstance(name, str) and ("\n" in name or "\r" in name):
+            raise CommandError(f"{source}: the {what} {name[:60]!r} contains a line break and cannot be "
+                               f"written one per line")
+
+
+def _write_all(out, data):
+    """Write all of ``data`` to the binary stream ``out`` and flush it. A write can take
+    only part (a file-size limit, a full disk): the rest is written again, so that the
+    failure shows as the next write's error instead of a silently cut output."""
+    view = memoryview(data)
+    while len(view):
+        n = out.write(view)
+        if not n:
+            raise OSError(errno.EIO, f"only part of the output could be written ({len(data) - len(view)} "
+                                     f"of {len(data)} bytes)")
+        view = view[n:]
+    out.flush()
 
 
 def csv_text(rows):

@@ -12,7 +12,8 @@ import signal
 import sys
 import time
 
-from .common import PROG, CommandError, UsageError, check_outputs, json_line, read_text, write_output
+from .common import (PROG, CommandError, UsageError, check_number, check_outputs, json_line, read_text,
+                     refuse_line_breaks, write_output)
 
 #: Stored as the first line of the template of a model trained by ``spargel train``,
 #: so that ``spargel label`` knows how many observation columns the input has.
@@ -233,6 +234,14 @@ def cmd_train(args):
         raise UsageError("train: --threads must be >= 1, or -1 for all cores")
     if args.train == "-" and args.dev == "-":
         raise UsageError("train: TRAIN and --dev cannot both be stdin")
+    # options that only one way of training reads: refused, not silently ignored
+    if args.init is not None and args.stream is None:
+        raise UsageError("train: --init continues a model only with --stream N (a plain train starts "
+                         "from zero)")
+    if args.shards is not None and args.scheduler is None:
+        raise UsageError("train: --shards applies only with --scheduler")
+    if args.seed is not None:
+        check_number("--seed", args.seed, low=0, integer=True)
     # --init may be MODEL itself (continue a model in place): it is read before the save
     check_outputs({"MODEL": args.model, "--history": args.history},
                   {"TRAIN": args.train, "--dev": args.dev, "--pattern": args.pattern})
@@ -650,10 +659,12 @@ def cmd_label(args):
         if args.nbest > 1 or args.force:
             raise UsageError("label: --nbest and --force are not available with a CRFsuite model file")
         model = CRF.load(args.model)
+        refuse_line_breaks(model.classes_, "label", args.model)
         text, name = read_text(args.input, args.encoding)
         write_output(args.output, crfsuite_cli.label(args, model, text, name), args.encoding)
         return 0
     model = _load_crf(args.model, args.encoding)
+    refuse_line_breaks(model.classes_, "label", args.model)
     text, name = read_text(args.input, args.encoding)
     tabbed = any("\t" in line for line in text.split("\n", 50)[:50])
     separator = "\t" if (args.force and tabbed) else None
@@ -828,6 +839,8 @@ def cmd_dump(args):
         rows.sort(key=lambda r: (r[0], r[1], r[2]))
     if args.top is not None:
         rows = rows[:args.top]
+    for attr, prev, lab, _ in rows:
+        refuse_line_breaks((attr, prev, lab), "name", args.model)
     write_output("-", "".join(f"{attr}\t{prev}\t{lab}\t{w:.6g}\n" for attr, prev, lab, w in rows))
     return 0
 

@@ -20,6 +20,12 @@ Output, where asked and nowhere else:
   picture (``--plot``); a one-line summary on stderr (unless ``--quiet``),
   per-iteration lines on stderr with ``--verbose``.
 
+With ``--method mb`` the graph is estimated by neighbourhood selection instead
+(:class:`spargel.NeighbourhoodSelection`: a lasso per variable on the standardised
+columns, R huge's ``lambda`` as ``--alpha``, ``--rule or|and``; ``--from-data`` never
+forms the variables x variables matrix): the edge list has the same columns, its
+weight the mean of the two regression coefficients; there is no precision matrix.
+
 Files are written by the command line's one writer
 (:func:`spargel.cli.common.write_output`): atomically, through links, devices
 and pipes, keeping an existing file's permissions; an output path equal to an
@@ -103,6 +109,7 @@ def add_parser(subparsers):
             "  spargel gmrf expr.csv --cv 5 --standardize --out-precision K.csv\n"
             "  spargel gmrf expr.csv --alpha 0.05 --blocks groups.csv --plot graph.png\n"
             "  spargel gmrf wide.csv --from-data --cv 5 --save-model wide.model\n"
+            "  spargel gmrf wide.csv --method mb --alpha 0.2 --from-data > edges.csv\n"
             "cross-validation folds are contiguous blocks of rows (as scikit-learn's KFold\n"
             "and SparseGaussianMRFCV by default); --seed N shuffles them.\n"
             + exit_status_help()),
@@ -112,6 +119,13 @@ def add_parser(subparsers):
     p.add_argument("--header", dest="header", action="store_true", default=None,
                    help="the first row is the variable names (default: decided from the file)")
     p.add_argument("--no-header", dest="header", action="store_false", help="the first row is a sample")
+    p.add_argument("--method", choices=["glasso", "mb"], default="glasso",
+                   help="glasso (default): the penalised likelihood's sparse precision; mb: "
+                   "neighbourhood selection (Meinshausen & Buhlmann, R huge's scaling: a lasso "
+                   "per variable on the standardised columns), edges only")
+    p.add_argument("--rule", choices=["or", "and"], default=None,
+                   help="with --method mb: an edge when either variable selects the other "
+                   "(or, the default) or when both do (and)")
     p.add_argument("--alpha", type=float, default=None,
                    help="l1 weight on every off-diagonal entry (required unless --cv)")
     p.add_argument("--cv", type=int, default=None, metavar="K",
@@ -231,6 +245,26 @@ def _edges_text(model, names):
 # -- the command -------------------------------------------------------------------------
 
 def _check_usage(args):
+    if args.method == "mb":
+        if args.alpha is None:
+            raise UsageError("--method mb needs --alpha X")
+        if args.alpha <= 0:
+            raise UsageError(f"--alpha must be > 0 with --method mb, got {args.alpha}")
+        for opt, given in (("--cv", args.cv is not None), ("--covariance", args.covariance),
+                           ("--blocks", args.blocks is not None),
+                           ("--solver", args.solver != "auto"),
+                           ("--penalize-diagonal", args.penalize_diagonal),
+                           ("--standardize", args.standardize),
+                           ("--max-component", args.max_component is not None),
+                           ("--out-precision", args.out_precision is not None),
+                           ("--history", args.history is not None),
+                           ("--save-model", args.save_model is not None),
+                           ("--plot", args.plot is not None)):
+            if given:
+                raise UsageError(f"--method mb does not take {opt} (it standardises the "
+                                 "variables itself and estimates edges, not a precision matrix)")
+    elif args.rule is not None:
+        raise UsageError("--rule goes with --method mb")
     if args.alpha is None and args.cv is None:
         raise UsageError("give --alpha X or --cv K")
     if args.alpha is not None and args.cv is not None:
@@ -301,6 +335,8 @@ def _run(args):
 
     _check_usage(args)
     data, names = read_csv_matrix(args.data, args.header)
+    if args.method == "mb":
+        return _run_mb(args, data, names)
     n = data.shape[1]
     blocks = None if args.blocks is None else _read_blocks(args.blocks, n, names)
     if args.standardize:
@@ -393,6 +429,55 @@ def _run(args):
     if interrupted:
         print("spargel gmrf: interrupted; the model reached so far is written", file=sys.stderr)
         return 130
+    return 0
+
+
+def _mb_edges_text(model, names):
+    """The edge list of a neighbourhood selection: ``i,j,weight`` (plus names), the weight
+    the mean of the two regression coefficients ``beta_ij`` and ``beta_ji`` (standardised
+    scale; 0 for a side that did not select the other)."""
+    B = model.coef_
+    rows = [["i", "j", "weight"] + (["name_i", "name_j"] if names is not None else [])]
+    for i, j in model.edges_:
+        i, j = int(i), int(j)
+        wt = 0.5 * (float(B[i, j]) + float(B[j, i]))
+        rows.append([i, j, repr(wt)] + ([names[i], names[j]] if names is not None else []))
+    return csv_text(rows)
+
+
+def _run_mb(args, data, names):
+    """``--method mb``: :class:`~spargel.gaussian.neighbourhood.NeighbourhoodSelection`
+    (``--from-data``: its data mode, no variables x variables matrix)."""
+    from ..errors import ConvergenceWarning, DataFormatError
+    from ..gaussian.neighbourhood import NeighbourhoodSelection
+
+    kw = {}
+    if args.tol is not None:
+        kw["tol"] = args.tol
+    if args.max_iter is not None:
+        kw["max_iter"] = args.max_iter
+    model = NeighbourhoodSelection(alpha=args.alpha, rule=args.rule or "or",
+                                   mode="data" if args.from_data else "auto",
+                                   verbose=args.verbose, **kw)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        try:
+            model.fit(data)
+        except DataFormatError as exc:
+            if exc.source == "X" and exc.line is None:      # name the file instead
+                raise DataFormatError("<stdin>" if args.data == "-" else args.data, None, exc.message) from None
+            raise
+    elapsed = time.perf_counter() - t0
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning) and not args.quiet:
+            warn("gmrf", w.message)
+    write_output(args.out_edges, _mb_edges_text(model, names))
+    if not args.quiet:
+        where = args.out_edges if args.out_edges != "-" else "stdout (edges)"
+        print(f"gmrf: {data.shape[1]} variables, alpha={args.alpha:.6g}, {len(model.edges_)} edges "
+              f"(neighbourhood selection, {model.rule} rule, {model.mode_} mode), "
+              f"{int(model.n_iter_.sum())} sweeps, {elapsed:.3f}s; wrote {where}", file=sys.stderr)
     return 0
 
 

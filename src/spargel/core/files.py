@@ -5,7 +5,9 @@
   over the target (then the folder is ``fsync``-ed), so a full disk, an exception, Ctrl-C
   or ``kill -9`` in the middle leaves the previous file as it was. The new file gets the
   permissions of the file it replaces, or the umask's for a new file (never the 0600 of
-  a bare temporary file).
+  a bare temporary file). ``SIGTERM`` during the write (whose default action ends the
+  process at once) first removes the temporary file, then ends the process as the
+  signal would have.
 * A symbolic link is written *through*: ``current.model -> v1.model`` keeps the link and
   updates ``v1.model``. So are character devices and named pipes (``/dev/null``,
   ``/dev/stdout``, a FIFO another process reads): they are opened and written, never
@@ -35,9 +37,11 @@ import contextlib
 import errno
 import os
 import re
+import signal
 import stat
 import sys
 import tempfile
+import threading
 import time
 
 from ..errors import SpargelError
@@ -216,6 +220,36 @@ def _test_pause():
         time.sleep(float(value))
 
 
+class _Terminated(BaseException):
+    """SIGTERM arrived while a temporary file existed (raised by the handler)."""
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_cleans_up():
+    """While the block runs, SIGTERM raises (so that ``finally`` clauses remove the
+    temporary file) and then ends the process as SIGTERM's default action would. Only
+    where that default is in force, in the main thread (signal handlers live there)."""
+    sigterm = getattr(signal, "SIGTERM", None)
+    if sigterm is None or threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(sigterm) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(sigterm, _raise_terminated)
+    try:
+        yield
+    except _Terminated:
+        signal.signal(sigterm, signal.SIG_DFL)
+        os.kill(os.getpid(), sigterm)    # ends the process here (status: killed by SIGTERM)
+        raise                            # pragma: no cover - only if the signal is blocked
+    finally:
+        if signal.getsignal(sigterm) is _raise_terminated:
+            signal.signal(sigterm, signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def atomic_write(path, mode="wb", *, encoding="utf-8", newline=None, errors="strict"):
     """Open ``path`` for writing so that it is replaced only when the ``with`` block ends
@@ -237,6 +271,11 @@ def atomic_write(path, mode="wb", *, encoding="utf-8", newline=None, errors="str
         with _open_through(target, name, mode, encoding, newline, errors) as fh:
             yield fh
         return
+    with _sigterm_cleans_up():
+        yield from _write_via_temporary(name, target, mode, encoding, newline, errors)
+
+
+def _write_via_temporary(name, target, mode, encoding, newline, errors):
     folder = os.path.dirname(target) or "."
     remove_stale_temporaries(target)
     try:

@@ -22,11 +22,28 @@ def reraise_interrupt(fit):
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
         self.__dict__.pop("_interrupted", None)
-        out = fit(self, *args, **kwargs)
+        before = self.__dict__.get("history_")
+        try:
+            out = fit(self, *args, **kwargs)
+        except KeyboardInterrupt:
+            self.__dict__.pop("_interrupted", None)
+            if self.__dict__.get("history_") is before:
+                interrupted_before_training(self)
+            raise
         if self.__dict__.pop("_interrupted", False):
             raise KeyboardInterrupt
         return out
     return wrapper
+
+
+def interrupted_before_training(est):
+    """The state of a fit stopped by Ctrl-C before its solver ran (while the data was
+    read or encoded): no new model -- ``stop_reason_`` is ``"interrupted"``,
+    ``n_iter_`` 0, ``history_`` empty; the model of an earlier fit, if any, stays as it
+    was (a new estimator stays unfitted)."""
+    est.stop_reason_ = "interrupted"
+    est.n_iter_ = 0
+    est.history_ = []
 
 
 class CtrlC:

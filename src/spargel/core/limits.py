@@ -14,7 +14,12 @@ from __future__ import annotations
 import math
 import os
 
-__all__ = ["available_memory", "check_nbest", "nbest_bytes", "distinct_paths"]
+__all__ = ["available_memory", "check_label_pairs", "check_nbest", "label_pair_bytes", "nbest_bytes",
+           "distinct_paths"]
+
+#: float64 tables of one entry per label pair that reading a model and decoding with it
+#: hold at once (the transition weights, their scores and exponentials)
+LABEL_PAIR_TABLES = 3
 
 
 def available_memory() -> int:
@@ -43,6 +48,26 @@ def available_memory() -> int:
     except (ImportError, ValueError, OSError):
         pass
     return int(avail)
+
+
+def label_pair_bytes(n_labels: int) -> int:
+    """Bytes of the label x label tables a chain model of ``n_labels`` labels needs.
+
+    >>> label_pair_bytes(40000) / 2**30 > 30
+    True
+    """
+    return int(n_labels) ** 2 * 8 * LABEL_PAIR_TABLES
+
+
+def check_label_pairs(n_labels: int, name: str, memory_limit=None) -> None:
+    """Refuse (``ModelFileError`` naming ``name``) a model whose labels imply label-pair
+    tables larger than the memory available, before any of them is allocated."""
+    need = label_pair_bytes(n_labels)
+    have = available_memory() if memory_limit is None else int(memory_limit)
+    if need > have:
+        from ..errors import ModelFileError
+        raise ModelFileError(f"{name}: {n_labels} labels need {need / 2**30:.1f} GiB for the tables of "
+                             f"label pairs; only {have / 2**30:.1f} GiB of memory is available")
 
 
 def distinct_paths(n_labels: int, length: int, cap: int) -> int:

@@ -281,7 +281,10 @@ def _plain_dict(tok, get, split, grow, vocab, ids, vals, sep="="):
                     add_val(1.0)
                     continue
             if not grow:                      # the split index knows every key=value name
-                continue
+                if type(key) is str:
+                    continue
+                del ids[start:], vals[start:]   # a bytes key: the slow path decodes it
+                return False
             name = f"{key}{sep}{v}"
             x = 1.0
         elif tv is float or tv is int or tv is bool:
@@ -297,7 +300,10 @@ def _plain_dict(tok, get, split, grow, vocab, ids, vals, sep="="):
                 add_val(x)
                 continue
             if not grow:
-                continue
+                if type(key) is str:
+                    continue
+                del ids[start:], vals[start:]
+                return False
             name = key
         else:
             del ids[start:], vals[start:]
@@ -311,3 +317,72 @@ def _plain_dict(tok, get, split, grow, vocab, ids, vals, sep="="):
         add_id(i)
         add_val(x)
     return True
+
+
+#: in :func:`encode_known`: an attribute the vocabulary does not know, an attribute of
+#: value 0 (both negative: the kernels skip them), and an entry the one-pass lookup
+#: cannot take (the token goes the long way)
+UNKNOWN, DROPPED, LONG_WAY = -2, -3, -1
+
+
+class _UnknownKey:
+    """What the split index gives for a key it does not have: every lookup goes the long
+    way (a ``bytes`` key is UTF-8 text only :func:`token_attributes` decodes; a key never
+    seen in training is rare)."""
+    __slots__ = ()
+
+    @staticmethod
+    def get(value, default=None):
+        return LONG_WAY
+
+
+_UNKNOWN_KEY = _UnknownKey()
+
+
+def encode_known(seq, vocab, sep=":"):
+    """One sequence over a fixed vocabulary, for a tagger's per-call path:
+    ``(token offsets, attribute ids, values or None)`` as Python lists, unknown
+    attributes and attributes of value 0 as negative ids (the kernels skip them), values
+    None when every value is 1. The same conversion as :func:`encode_sequences` without
+    growth, made for one short sequence: a dict token is looked up in one list
+    comprehension (a string value through ``vocab.split_index(sep)``, a value 1 / True
+    by its key, a value 0 / False dropped), an attribute list by ``map``; a token with
+    anything else (other numbers, nested dicts, lists, bytes, pairs, bad values) goes
+    through :func:`token_attributes`, which also names what is wrong."""
+    get = vocab.mapping.get
+    split_get = vocab.split_index(sep).get
+    unknown_key = _UNKNOWN_KEY
+    ids, vals = [], None
+    ptr = [0]
+    for t, tok in enumerate(seq):
+        cls = tok.__class__
+        if cls is dict:
+            found = [split_get(k, unknown_key).get(v, UNKNOWN) if v.__class__ is str else
+                     (get(k, LONG_WAY) if v == 1 else (DROPPED if v == 0 else LONG_WAY))
+                     for k, v in tok.items()]
+            fast = LONG_WAY not in found
+        elif cls is list:
+            found = list(map(get, tok)) if all(a.__class__ is str for a in tok) else None
+            fast = found is not None
+            if fast and None in found:
+                found = [UNKNOWN if i is None else i for i in found]
+        else:
+            fast = False
+        if fast:
+            ids += found
+            if vals is not None:
+                vals += [1.0] * len(found)
+        else:
+            if isinstance(tok, (str, bytes)):
+                raise TypeError(f"token {t}: a token must be a dict or a list of attributes, not a string")
+            pairs = token_attributes(tok, f"token {t}: ", sep)
+            if vals is None and any(v != 1.0 for _, v in pairs):
+                vals = [1.0] * len(ids)
+            for name, v in pairs:
+                if v == 0.0:                    # (contributes nothing)
+                    continue
+                ids.append(get(name, UNKNOWN))
+                if vals is not None:
+                    vals.append(v)
+        ptr.append(len(ids))
+    return ptr, ids, vals

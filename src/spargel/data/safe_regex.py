@@ -51,10 +51,13 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as _c
     import sre_parse as _sre_parse
 
-__all__ = ["STEP_BUDGET", "UnsafeRegex", "RegexTooSlow", "compile_regex", "shape_cost", "re2_available"]
+__all__ = ["STEP_BUDGET", "UnsafeRegex", "RegexTooSlow", "check_nesting", "compile_re2", "compile_regex",
+           "max_safe_length", "shape_cost", "re2_available"]
 
 #: the most backtracking steps (worst case) a regex may take on one cell with ``re``
 STEP_BUDGET = 10 ** 8
+#: the deepest nesting of groups accepted (``re`` recurses once per level)
+MAX_NESTING = 100
 #: repeats whose maximum exceeds this count as unbounded (a factor n in the bound)
 _SHORT = 16
 _ONE_CHAR = {_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN, _c.CATEGORY}
@@ -247,13 +250,45 @@ def shape_cost(pattern: str, flags: int = 0) -> tuple[int, int]:
     >>> shape_cost("^[A-Z][a-z]+$"), shape_cost(".?.?.?$"), shape_cost("[0-9]")
     ((1, 1), (8, 0), (1, 0))
     """
+    check_nesting(pattern)
     try:
         parsed = _sre_parse.parse(pattern, flags)
+        return _cost(parsed)
     except re.error:
         raise
     except RecursionError:
         raise UnsafeRegex("nested too deeply") from None
-    return _cost(parsed)
+
+
+def check_nesting(pattern: str, limit: int = MAX_NESTING) -> None:
+    """Refuse a pattern whose groups nest deeper than ``limit`` before ``re`` parses it:
+    its parser and compiler recurse once per level, and thousands of levels raise
+    ``RecursionError`` from inside them."""
+    depth = 0
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            if ch == "]":
+                in_class = False
+        elif ch == "[":
+            in_class = True
+            # a ']' first in the class (after an optional '^') is a literal
+            if pattern[i + 1:i + 2] == "^":
+                i += 1
+            if pattern[i + 1:i + 2] == "]":
+                i += 1
+        elif ch == "(":
+            depth += 1
+            if depth > limit:
+                raise UnsafeRegex(f"groups nested more than {limit} deep")
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+        i += 1
 
 
 def max_safe_length(c: int, d: int, budget: int = STEP_BUDGET) -> int:
@@ -292,6 +327,12 @@ def _compile_re2(pattern: str, flags: int):
     except re2.error as exc:
         msg = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise UnsafeRegex(f"RE2 cannot compile it ({msg})") from None
+
+
+def compile_re2(pattern: str, flags: int = 0):
+    """``pattern`` compiled by RE2 (linear time; ``re``'s ``search`` / ``finditer``);
+    :class:`UnsafeRegex` when RE2 cannot compile it. Only where :func:`re2_available`."""
+    return _compile_re2(pattern, flags)
 
 
 class _Guarded:
@@ -338,7 +379,11 @@ def compile_regex(pattern: str, flags: int = 0, where=("<template>", None)):
     Raises ``re.error`` for bad syntax, and :class:`UnsafeRegex` when the pattern needs
     the linear-time engine and it is not installed (or cannot compile the pattern).
     """
-    rx = re.compile(pattern, flags)
+    check_nesting(pattern)
+    try:
+        rx = re.compile(pattern, flags)
+    except RecursionError:
+        raise UnsafeRegex("nested too deeply") from None
     try:
         c, d = shape_cost(pattern, flags)
     except UnsafeRegex as exc:

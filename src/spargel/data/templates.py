@@ -177,6 +177,11 @@ def _ascii_lower(s: str) -> str:
 _ASCII_LOWER = {c: c + 32 for c in range(65, 91)}
 
 
+def _shown(text, limit=80):
+    """``repr(text)``, cut to about ``limit`` characters (a forged regex can be huge)."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
 class _WapitiCommand(_Command):
     """A command of a Wapiti pattern file: Wapiti's regexes on a token's UTF-8 bytes,
     upper-case commands lower-case their result (ASCII only, as C's tolower)."""
@@ -343,9 +348,9 @@ class _Parser:
             try:
                 regex = compile_regex(regex_text, flags, where=(self.source, lineno))
             except re.error as exc:
-                self.fail(lineno, f"bad regular expression {regex_text!r} in {name}: {exc}")
+                self.fail(lineno, f"bad regular expression {_shown(regex_text)} in {name}: {exc}")
             except UnsafeRegex as exc:
-                self.fail(lineno, f"unsafe regular expression {regex_text!r} in {name}: {exc}")
+                self.fail(lineno, f"unsafe regular expression {_shown(regex_text)} in {name}: {exc}")
         command = _Command(op, letter.isupper(), row, col, absolute, regex)
         return command, j
 
@@ -529,7 +534,8 @@ class Template:
                                                f"{MAX_OFFSET} tokens away)")
                     if column > MAX_COLUMN:
                         raise WapitiRegexError(f"column {column} is out of range (at most {MAX_COLUMN})")
-                    regex = WapitiRegex(regex_text) if regex_text is not None else None
+                    regex = (WapitiRegex(regex_text, where=(source, lineno))
+                             if regex_text is not None else None)
                     commands.append(_WapitiCommand(op, caps, offset, column, absolute, regex))
             except WapitiRegexError as exc:
                 raise DataFormatError(source, lineno, f"{exc}: {line!r}") from None

@@ -16,7 +16,11 @@ Wapiti matches by backtracking, which can take exponential time; :class:`WapitiR
 returns exactly Wapiti's result -- the first start position where the regex matches,
 and the length Wapiti reports there, including its over-long lengths after some failed
 optional characters -- by dynamic programming over (regex item, byte position): at most
-(items + 1) x (length + 1) steps for a token, whatever the regex.
+(items + 1) x (length + 1) steps for a token, whatever the regex. A regex and a token
+that would need more than :data:`STEP_BUDGET` steps (a long regex on a long token, as a
+forged model file may bring) are a clear error (:class:`~spargel.data.safe_regex.RegexTooSlow`,
+naming the pattern's file and line) instead of minutes of work per token, and a regex of
+more than :data:`MAX_ITEMS` items is refused when the pattern is read.
 
 :func:`parse_wapiti_line` reads one pattern line the way Wapiti does: a ``#`` anywhere
 starts a comment, trailing blanks are dropped, the first character (``u``, ``b`` or
@@ -25,7 +29,17 @@ starts a comment, trailing blanks are dropped, the first character (``u``, ``b``
 
 from __future__ import annotations
 
-__all__ = ["WapitiRegex", "WapitiRegexError", "parse_wapiti_line", "split_wapiti_pattern"]
+from .safe_regex import RegexTooSlow
+
+__all__ = ["MAX_ITEMS", "STEP_BUDGET", "WapitiRegex", "WapitiRegexError", "parse_wapiti_line", "split_wapiti_pattern"]
+
+#: the most steps ((regex items + 1) x (token bytes + 1)) one match may take: about
+#: 0.2 s in Python; ordinary patterns on ordinary tokens take a few hundred
+STEP_BUDGET = 10 ** 6
+#: the most items (characters, classes, each with its quantifier) a regex may have:
+#: Wapiti's regexes are a few characters long, and every item costs a step per byte of
+#: every token
+MAX_ITEMS = 256
 
 _ANY, _CHAR, _CLASS = range(3)
 _NONE, _STAR, _OPT = range(3)
@@ -56,10 +70,11 @@ class WapitiRegex:
     (0, 0)
     """
 
-    __slots__ = ("pattern", "anchored", "items", "dollar")
+    __slots__ = ("pattern", "anchored", "items", "dollar", "where")
 
-    def __init__(self, pattern: str):
+    def __init__(self, pattern: str, where=("<template>", None)):
         self.pattern = pattern
+        self.where = where
         re = pattern.encode("utf-8", "surrogateescape")
         self.anchored = re[:1] == b"^"
         p = 1 if self.anchored else 0
@@ -96,6 +111,9 @@ class WapitiRegex:
                 quant = _STAR if re[p] == ord("*") else _OPT
                 p += 1
             items.append(item + (quant,))
+            if len(items) > MAX_ITEMS:
+                raise WapitiRegexError(f"the regex {_short(pattern)!r} has more than {MAX_ITEMS} items "
+                                       f"(characters or classes); Wapiti's regexes are short")
         self.items = items
 
     def __repr__(self):
@@ -107,6 +125,12 @@ class WapitiRegex:
         n = len(s)
         items = self.items
         K = len(items)
+        if (K + 1) * (n + 1) > STEP_BUDGET:
+            raise RegexTooSlow(
+                *self.where,
+                f"the Wapiti regex {_short(self.pattern)!r} ({K} items) would take "
+                f"{(K + 1) * (n + 1)} steps on a token of {n} bytes (at most {STEP_BUDGET}); "
+                f"shorten the regex or the token")
         # ok[k][j], d[k][j]: whether items k.. match at byte j, and by how much Wapiti's
         # length counter moves (on success or failure) -- computed from the end
         ok_next = [(j == n) if self.dollar else True for j in range(n + 1)]
@@ -156,6 +180,10 @@ class WapitiRegex:
     def test(self, s: bytes) -> bool:
         """Whether the regex matches (``%t``)."""
         return self.match(s) is not None
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _c_space(c: str) -> bool:

@@ -15,7 +15,8 @@ block-l1 extension (Duchi, Gould & Koller 2008):
   rescaling, screening, dispatch); ``progress``: the history rows.
 
 The public estimators are :class:`spargel.SparseGaussianMRF` and
-:class:`spargel.SparseGaussianMRFCV`. Nothing here imports numba until a
+:class:`spargel.SparseGaussianMRFCV`; neighbourhood selection is
+:class:`spargel.NeighbourhoodSelection` (``neighbourhood``). Nothing here imports numba until a
 solver runs.
 """
 
@@ -35,6 +36,8 @@ _LAZY = {
     "plot_heatmap": "spargel.gaussian.plot",
     "plot_overview": "spargel.gaussian.plot",
     "graphical_lasso": "spargel.gaussian.glasso",
+    "NeighbourhoodSelection": "spargel.gaussian.neighbourhood",
+    "neighbourhood_path": "spargel.gaussian.neighbourhood",
 }
 
 __all__ = sorted(_LAZY)

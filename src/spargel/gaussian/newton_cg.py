@@ -47,7 +47,7 @@ import time
 import numpy as np
 
 from .factor import Factorizer
-from .newton_cd import certify, start_point
+from .newton_cd import POLISH_GAP, certify, polish_done, start_point
 from .progress import record
 from .result import GaussianResult
 from .weights import weight_args
@@ -111,7 +111,7 @@ def _entering_filter(X, dv, S, W, Lm, lw, rows, cols, sgn, grad):
 
 
 def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
-              sigma=1e-4, max_line_search=40, gap_check=100.0, history=None,
+              sigma=1e-4, max_line_search=40, gap_check=100.0, polish=0, history=None,
               callback=None, offset=0.0, t0=None, verbose=False):
     """Solve ``min -log det X + tr(S X) + sum L_ij |X_ij|`` by orthant-wise Newton-CG.
 
@@ -126,6 +126,8 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     max_iter : outer (Newton) iterations; max_cg : CG iterations per step.
     gap_check : the certified gap (one extra Cholesky) is computed once the
         predicted decrease is below ``gap_check * max(atol, tol * max(1, |f|))``.
+    polish : once the tolerance is met, up to this many further Newton steps
+        towards the rounding floor (see :func:`~.newton_cd.polish_done`).
     history : list to append per-iteration rows to (created if None);
     callback : ``callback(row)`` after every iteration; True stops.
     offset : added to the objective in the history rows (the constant of a
@@ -168,6 +170,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     mode = "cd"
     edges_prev = -1
     last_decrease = 0.0
+    polished = 0
     it = 0
     for it in range(1, max_iter + 1):
         need = orthant_count(X, S, W, Lm, lw)
@@ -208,7 +211,8 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
             # tolerance needs (the error left is about eta^2 times the last decrease)
             eta = float(np.sqrt(gnorm / gnorm0))
             if last_decrease > 0.0:
-                eta = max(eta, float(np.sqrt(0.1 * gap_check * max(atol, tol * max(1.0, abs(f)))
+                aim = POLISH_GAP if converged else max(atol, tol)
+                eta = max(eta, float(np.sqrt(0.1 * gap_check * aim * max(1.0, abs(f))
                                              / last_decrease)))
             eta = min(0.5, eta)
             cg = _CGBuffers.ensure(cg, n, m, int(np.count_nonzero(X)))
@@ -295,15 +299,18 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
             "subgradient_l1": sub,
         }
         floor = decrease <= 1e-15 * scale
-        if step == 0.0 or floor or decrease <= gap_check * thr or it == max_iter:
+        if converged or step == 0.0 or floor or decrease <= gap_check * thr or it == max_iter:
             gap, g_val = certify(W, S, L, X, U, f, fz)
             row["duality_gap"] = gap
         row["elapsed"] = time.perf_counter() - t_start
         stop = record(row, hist, verbose=verbose, callback=callback, name="newton-cg")
-        if gap <= thr:
+        if converged or gap <= thr:
             converged = True
             reason = "tol"
-            break
+            if stop or polish_done(polished, polish, gap, scale, step, floor):
+                break
+            polished += 1
+            continue
         if (step == 0.0 and this_mode == "cd") or floor:
             reason = "linesearch"
             break

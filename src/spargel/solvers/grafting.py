@@ -454,6 +454,14 @@ def _incremental(name, model, penalty, w0, max_iter, tol, gtol, window, monitor,
                         stop, it = "gtol", it - 1
                         break
                     last_change = it - 1
+            elif it == 1 and norm(P.pg) <= gtol * max(1.0, norm(P.x)):
+                # Grafting, Gauss-Seidel: the working set is optimal before any step (the
+                # empty model under a large l1): select, or stop -- a first step from a
+                # zero gradient has no length
+                if not select(True):
+                    stop, it = "gtol", it - 1
+                    break
+                last_change = it - 1
             step = P.step(it == 1, use_l1, max_linesearch, c1)
             converged = None
             if step is None:

@@ -6,8 +6,8 @@ Objective ``sum_i loss_i(w) + l2 / 2 ||w||^2`` (CRFsuite: ``l2 = 2 c2``), i.e. p
 sample ``loss_i + lambda / 2 ||w||^2`` with ``lambda = l2 / N``. Step ``t`` (samples
 processed so far, across epochs) has the rate ``eta_t = 1 / (lambda (t0 + t))``; it
 shrinks the weights by ``1 - eta_t lambda`` (one lazy scale factor) and moves them by
-``-eta_t`` times the sample's gradient. An optional l1 part is applied with the
-cumulative rule of :mod:`spargel.solvers.sgd` (CRFsuite has none).
+``-eta_t`` times the sample's gradient. There is no l1 part (CRFsuite has none): a
+penalty with one is refused (:mod:`spargel.solvers.sgd` handles l1).
 
 Calibration of ``t0`` (CRFsuite's, after Bottou's sgd): the samples are shuffled once
 and the first ``calibration_samples`` form the calibration set; from ``eta =
@@ -52,6 +52,9 @@ class _Epochs:
             raise ValueError("solver 'l2sgd' needs an l2 penalty > 0 (CRFsuite's c2 > 0): its step size is "
                              "1 / (lambda (t0 + t)) with lambda = l2 / N")
         self.lam = self.l2 / self.N
+        if self.l1 > 0 or np.any(self.l1w > 0):
+            raise ValueError("solver 'l2sgd' has no l1 term (CRFsuite's l2sgd is l2 only): use solver 'sgd-l1' "
+                             "for l1 / elastic-net penalties")
 
     def fresh(self, w0):
         return w0.copy(), np.zeros(self.n), np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
@@ -78,8 +81,12 @@ def calibrate_t0(run, w0, rng, eta0=0.1, rate=2.0, samples=1000, candidates=10, 
     eta, best_eta, best = eta0, eta0, math.inf
     table = []
     while num > 0 or not dec:
-        v, aux, st = run.fresh(w0)
-        loss, _ = run.epoch(order, v, aux, st, 1.0 / (run.lam * eta))
+        t0 = _t0_of(run.lam, eta)
+        if t0 is None:   # eta overflowed or underflowed (a huge calibration_rate): a failed trial
+            loss = math.inf
+        else:
+            v, aux, st = run.fresh(w0)
+            loss, _ = run.epoch(order, v, aux, st, t0)
         table.append((eta, loss))
         ok = math.isfinite(loss) and loss < init
         if ok:
@@ -96,7 +103,24 @@ def calibrate_t0(run, w0, rng, eta0=0.1, rate=2.0, samples=1000, candidates=10, 
         trials += 1
         if trials >= max_trials:
             break
-    return 1.0 / (run.lam * best_eta), table
+    t0 = _t0_of(run.lam, best_eta)
+    if t0 is None:
+        raise ValueError(f"calibration_eta={eta0!r} gives no usable step size with lambda={run.lam:g}; "
+                         f"choose another calibration_eta (CRFsuite's default is 0.1)")
+    return t0, table
+
+
+def _t0_of(lam, eta):
+    """``t0 = 1 / (lambda eta)``, or None when it or the first rate ``1 / (lambda t0)``
+    is not a finite positive number (an eta of 0 or inf after many calibration steps)."""
+    if not (0.0 < lam * eta < math.inf):
+        return None
+    t0 = 1.0 / (lam * eta)
+    return t0 if _usable_t0(lam, t0) else None
+
+
+def _usable_t0(lam, t0):
+    return 0.0 < t0 < math.inf and 0.0 < lam * t0 and 1.0 / (lam * t0) < math.inf
 
 
 def _positive(name, value, integer=False, above=0.0):
@@ -135,9 +159,14 @@ def minimize_l2sgd(model, penalty, w0=None, *, max_iter=1000, tol=1e-6, gtol=Non
         t0, _ = calibrate_t0(run, w, rng, eta0, rate, samples, cands, trials)
     else:
         t0 = _positive("t0", t0)
+        if not _usable_t0(run.lam, t0):
+            raise ValueError(f"t0={t0!r} gives no usable step size with lambda={run.lam:g} "
+                             f"(the first rate 1 / (lambda t0) overflows)")
     v, aux, st = run.fresh(w)
     best, best_w = math.inf, v.copy()
-    pf = np.zeros(period)
+    # every epoch's loss: the tol test looks `period` epochs back (a ring of `period`
+    # entries would be an allocation sized by an option before any epoch ran)
+    past = []
     stop = "max_iter"
     tol = 0.0 if tol is None else float(tol)
     try:
@@ -149,8 +178,8 @@ def minimize_l2sgd(model, penalty, w0=None, *, max_iter=1000, tol=1e-6, gtol=Non
                                          f"lower calibration_eta or give t0")
             if F < best:
                 best, best_w = F, v.copy()
-            improvement = (pf[(epoch - 1) % period] - F) / F if epoch > period else tol
-            pf[(epoch - 1) % period] = F
+            improvement = (past[epoch - 1 - period] - F) / F if epoch > period else tol
+            past.append(F)
             eta = 1.0 / (run.lam * (t0 + st[0] - 1))
             if history.record(epoch, F, online, F - online, v, epoch, eta=eta, t0=t0):
                 stop = "callback"
