@@ -384,6 +384,9 @@ def _run(args):
             # Ctrl-C: the plain fit keeps the iterate reached (written below, exit 130);
             # cross-validation has no model to write before its refit
             if args.cv is not None or not hasattr(model, "precision_"):
+                print("spargel gmrf: interrupted before a model was reached "
+                      f"({'during cross-validation' if args.cv is not None else 'before the solver ran'}); "
+                      "nothing is written", file=sys.stderr)
                 raise
             interrupted, alpha = True, args.alpha
     elapsed = time.perf_counter() - t0
