@@ -21,6 +21,7 @@ _LAZY = {
     "SparseGaussianMRFCV": "spargel.gaussian.estimator",
     "SparseGaussianMRFSelect": "spargel.gaussian.selection",
     "Nonparanormal": "spargel.gaussian.selection",
+    "Concord": "spargel.gaussian.concord",
     "PairwiseMRF": "spargel.mrf.estimator",
     "SpargelError": "spargel.errors",
     "DataFormatError": "spargel.errors",

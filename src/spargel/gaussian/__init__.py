@@ -14,8 +14,9 @@ block-l1 extension (Duchi, Gould & Koller 2008):
 * ``solve``: ``solve_gaussian``, the one entry point (validation,
   rescaling, screening, dispatch); ``progress``: the history rows.
 
-The public estimators are :class:`spargel.SparseGaussianMRF` and
-:class:`spargel.SparseGaussianMRFCV`. Nothing here imports numba until a
+The public estimators are :class:`spargel.SparseGaussianMRF`,
+:class:`spargel.SparseGaussianMRFCV` and :class:`spargel.Concord` (``concord``: the
+l1-penalised symmetric pseudo-likelihood, by coordinate descent on an active set). Nothing here imports numba until a
 solver runs.
 """
 
@@ -35,6 +36,8 @@ _LAZY = {
     "plot_heatmap": "spargel.gaussian.plot",
     "plot_overview": "spargel.gaussian.plot",
     "graphical_lasso": "spargel.gaussian.glasso",
+    "Concord": "spargel.gaussian.concord",
+    "concord_solve": "spargel.gaussian.concord",
 }
 
 __all__ = sorted(_LAZY)
