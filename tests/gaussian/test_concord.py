@@ -237,3 +237,27 @@ def test_bad_input_is_refused_clearly():
 def test_exported_lazily():
     assert spargel.Concord is Concord is spargel.gaussian.Concord
     assert "Concord" in spargel.__all__ and "Concord" in spargel.gaussian.__all__
+
+
+def test_single_precision_kkt_passes_find_the_same_pairs():
+    """The KKT passes' products in single precision with their rounding margin find
+    exactly the violators that double precision finds (the pairs near the threshold are
+    recomputed in double precision), so both solve to the same solution."""
+    X = _data(25, 30, seed=13)
+    Z, _ = _z(X)
+    res = {}
+    for single in (True, False):
+        backend = concord_module.ColumnsBackend(Z.T.copy(), block_bytes=8 * 30 * 4,
+                                                single=single)
+        res[single] = concord_module.concord_solve(backend, 0.3, tol=1e-12)
+        # the first pass, at the empty graph's optimum: the same candidates
+        d = 1.0 / np.sqrt(backend.sdiag)
+        e = np.zeros(0, dtype=np.int64)
+        backend.reset(e, e, np.zeros(0), d)
+        res[single, "first"] = concord_module._kkt_pass(backend, e, e, np.zeros(0), d, 0.3, 0.3)
+    for k in range(2):
+        np.testing.assert_array_equal(res[True, "first"][k], res[False, "first"][k])
+    assert res[True, "first"][0].size > 0
+    for key in ("I", "J", "n_kkt"):
+        np.testing.assert_array_equal(res[True][key], res[False][key])
+    np.testing.assert_allclose(res[True]["w"], res[False]["w"], atol=1e-12)

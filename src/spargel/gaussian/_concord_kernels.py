@@ -147,3 +147,27 @@ def sweeps_dense(S, V, I, J, w, d, alpha, n_sweeps, tol, out):
             break
     out[0] = done
     out[1] = big
+
+
+@kernel()
+def scan_slab(G, thr, out_i, out_j, stats):
+    """The entries of the strict upper triangle of a slab ``G`` (row r, column c > r)
+    with ``|G[r, c]| > thr``: their rows and columns go to ``out_i``, ``out_j`` (as
+    many as fit), their number is returned; ``stats[0]`` is the largest ``|G[r, c]|``
+    of the others. One pass over the slab (numpy needed four)."""
+    rows, cols = G.shape
+    cap = out_i.shape[0]
+    k = 0
+    big = 0.0
+    for r in range(rows):
+        for c in range(r + 1, cols):
+            v = abs(G[r, c])
+            if v > thr:
+                if k < cap:
+                    out_i[k] = r
+                    out_j[k] = c
+                k += 1
+            elif v > big:
+                big = v
+    stats[0] = big
+    return k
