@@ -26,16 +26,21 @@ with fewer samples than variables):
    ``G = W S + S W`` of a slab is ``(Y_a^T Z + Z_a^T Y) / n`` (two products of an
    n-column slab with the whole data, at most ``block_bytes`` of G at once); the pairs
    outside the active set with ``|G_ij| > alpha (1 + tol)`` are added and 2-3 repeat.
-   None left: the KKT conditions hold for every pair and the fit stops.
+   None left: the KKT conditions hold for every pair and the fit stops. The products
+   are made in single precision, with a bound on their rounding error: the pairs
+   within that bound of the threshold are recomputed in double precision, so the
+   pass finds exactly the pairs a double-precision pass would.
 
 The first pass is made at the optimum of the empty graph (``w_ii = 1 / sqrt(s_ii)``),
 where ``G_ij = s_ij (w_ii + w_jj)``: on standardised columns the starting set is the
 screened set ``|S_ij| > alpha / 2``.
 
-Memory: ``Z^T`` and ``Y^T`` (two n x p arrays), the active pairs (20 bytes each), one
-slab of G (``block_bytes``, twice for its two products), and the result (CSR of the
+Memory: ``Z^T`` and ``Y^T`` (two n x p arrays of doubles), their single-precision
+copies during a KKT pass (one more), the active pairs (24 bytes each), one slab of G
+(at most ``block_bytes``, twice for its two products) and the result (CSR of the
 non-zeros): ``O(n p + nnz)``, never p x p. Time: a sweep is ``O(n (p + m))`` for m
-active pairs; a KKT pass is ``2 n p^2`` floating-point operations (BLAS).
+active pairs; a KKT pass is ``2 n p^2`` floating-point operations in BLAS (the first,
+on the empty graph, ``n p^2``).
 
 With ``covariance="dense"`` (the default for small problems with at least as many
 samples as variables) S and ``V = W S`` are held as dense p x p arrays: a step is
