@@ -261,3 +261,25 @@ def test_single_precision_kkt_passes_find_the_same_pairs():
     for key in ("I", "J", "n_kkt"):
         np.testing.assert_array_equal(res[True][key], res[False][key])
     np.testing.assert_allclose(res[True]["w"], res[False]["w"], atol=1e-12)
+
+
+def test_kkt_passes_on_a_dask_cluster_give_the_same_fit():
+    """Two workers hold slabs of the columns and check the pairs of their rows: the
+    same violators in every pass, so the same fit as on one machine."""
+    distributed = pytest.importorskip("distributed")
+    X = _data(30, 40, seed=5)
+    kw = dict(alpha=0.25, covariance="from_data", tol=1e-12, block_bytes=8 * 40 * 3)
+    ref = Concord(**kw).fit(X)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        got = Concord(client=client, **kw).fit(X)
+        backend = concord_module.ClusterColumnsBackend(_z(X)[0].T.copy(), client)
+        assert len(set(backend.owner)) == 2 and len(backend.owner) == 4
+        backend.close()
+    np.testing.assert_array_equal(got.edges_, ref.edges_)
+    np.testing.assert_allclose(got.precision_.toarray(), ref.precision_.toarray(), atol=1e-12)
+    assert got.n_kkt_passes_ == ref.n_kkt_passes_ and got.n_iter_ == ref.n_iter_
+    assert [r["violators"] for r in got.history_] == [r["violators"] for r in ref.history_]
+    with pytest.raises(ParameterError, match="covariance='dense'"):
+        Concord(client=object(), covariance="dense").fit(X)

@@ -150,17 +150,22 @@ def sweeps_dense(S, V, I, J, w, d, alpha, n_sweeps, tol, out):
 
 
 @kernel()
-def scan_slab(G, thr, out_i, out_j, stats):
-    """The entries of the strict upper triangle of a slab ``G`` (row r, column c > r)
-    with ``|G[r, c]| > thr``: their rows and columns go to ``out_i``, ``out_j`` (as
-    many as fit), their number is returned; ``stats[0]`` is the largest ``|G[r, c]|``
-    of the others. One pass over the slab (numpy needed four)."""
+def scan_slab(G, shift, thr, out_i, out_j, stats):
+    """The entries of a slab ``G`` above the diagonal -- row r, column ``c > r + shift``
+    (``shift``: the slab's first row minus its first column, 0 for a slab of the upper
+    triangle starting on the diagonal) -- with ``|G[r, c]| > thr``: their rows and
+    columns go to ``out_i``, ``out_j`` (as many as fit), their number is returned;
+    ``stats[0]`` is the largest ``|G[r, c]|`` of the others. One pass over the slab
+    (numpy needed four)."""
     rows, cols = G.shape
     cap = out_i.shape[0]
     k = 0
     big = 0.0
     for r in range(rows):
-        for c in range(r + 1, cols):
+        c0 = r + shift + 1
+        if c0 < 0:
+            c0 = 0
+        for c in range(c0, cols):
             v = abs(G[r, c])
             if v > thr:
                 if k < cap:

@@ -70,7 +70,7 @@ from ..core.params import ParamsMixin, check_number
 from ..errors import ConvergenceWarning, DataFormatError, NotFittedError, ParameterError
 from .progress import record
 
-__all__ = ["Concord", "concord_solve", "ColumnsBackend", "DenseBackend"]
+__all__ = ["Concord", "concord_solve", "ColumnsBackend", "DenseBackend", "ClusterColumnsBackend"]
 
 #: the largest p that covariance='auto' solves on the dense S (with n >= p)
 AUTO_DENSE_P = 2000
@@ -115,6 +115,9 @@ class ColumnsBackend:
             g[a:b] = (np.einsum("ij,ij->i", self.YT[I[a:b]], self.ZT[J[a:b]])
                       + np.einsum("ij,ij->i", self.YT[J[a:b]], self.ZT[I[a:b]])) * self.inv_n
         return g
+
+    def kkt(self, I, J, w, d, alpha, thr):
+        return _kkt_pass(self, I, J, w, d, alpha, thr)
 
     def slabs(self, empty, d):
         """Yield ``(a, b, G[a:b, a:], margin)`` for consecutive slabs of rows (each slab
@@ -181,9 +184,121 @@ class DenseBackend:
     def pair_grad(self, I, J):
         return self.V[I, J] + self.V[J, I]
 
+    def kkt(self, I, J, w, d, alpha, thr):
+        return _kkt_pass(self, I, J, w, d, alpha, thr)
+
     def slabs(self, empty, d):
         G = self.V + self.V.T
         yield 0, self.p, G, 0.0
+
+
+class ClusterColumnsBackend(ColumnsBackend):
+    """:class:`ColumnsBackend` whose KKT passes run on the workers of a Dask cluster.
+
+    The columns are cut into ``2 W`` slabs of about equal size (W workers); worker w
+    holds slabs ``w`` and ``2 W - 1 - w`` of ``Z^T`` (scattered once per fit), so that
+    each worker checks about the same share of the upper triangle: the rows of its two
+    slabs against every column to their right. A pass sends each worker the rows of
+    ``Y^T`` of its slabs and runs one task per tile (slab s of rows, slab t >= s of
+    columns) on the worker of slab s (the slabs t it lacks come from the other
+    workers, by Dask). Each task returns its violators, recomputed in double precision
+    as on one machine, so the passes find the same pairs. The coordinate descent runs
+    here (the client needs all of Z for it)."""
+
+    def __init__(self, ZT, client, block_bytes=2**26):
+        from ..scaleout import cluster
+
+        super().__init__(ZT, block_bytes)
+        self.client = client
+        addrs = list(cluster.workers(client))
+        W = len(addrs)
+        n_slabs = min(2 * W, self.p)
+        self.bounds = np.linspace(0, self.p, n_slabs + 1).round().astype(np.int64)
+        self.owner = [addrs[s] if s < W else addrs[2 * W - 1 - s] for s in range(n_slabs)]
+        self.zf = [client.scatter(np.ascontiguousarray(self.ZT[a:b]), workers=[o], hash=False,
+                                  direct=False)
+                   for a, b, o in zip(self.bounds[:-1], self.bounds[1:], self.owner)]
+
+    def kkt(self, I, J, w, d, alpha, thr):
+        client, bounds = self.client, self.bounds
+        n_slabs = len(self.owner)
+        yf = [client.scatter(np.ascontiguousarray(self.YT[a:b]), workers=[o], hash=False,
+                             direct=False)
+              for a, b, o in zip(bounds[:-1], bounds[1:], self.owner)]
+        si = np.searchsorted(bounds, I, side="right") - 1
+        ti = np.searchsorted(bounds, J, side="right") - 1
+        futures = []
+        try:
+            for s in range(n_slabs):
+                for t in range(s, n_slabs):
+                    on = (si == s) & (ti == t)
+                    futures.append(client.submit(
+                        _tile_task, self.zf[s], yf[s], self.zf[t], yf[t], int(bounds[s]),
+                        int(bounds[t]), float(thr), self.inv_n, self.block_bytes, I[on], J[on],
+                        workers=[self.owner[s]], pure=False))
+            parts = client.gather(futures)
+        finally:
+            for f in futures + yf:
+                f.release()
+        ni = np.concatenate([q[0] for q in parts])
+        nj = np.concatenate([q[1] for q in parts])
+        worst = max(q[2] for q in parts)
+        return ni, nj, worst - alpha
+
+    def close(self):
+        for f in self.zf:
+            f.release()
+        self.zf = []
+
+
+def _tile_task(Zs, Ys, Zt, Yt, s0, t0, thr, inv_n, block_bytes, AI, AJ):
+    """The violators ``|G_ij| > thr`` among the pairs ``i < j`` with i in the slab of
+    rows ``Zs, Ys`` (first variable ``s0``) and j in the slab of columns ``Zt, Yt``
+    (first variable ``t0 >= s0``), outside the active pairs ``(AI, AJ)``: ``(i, j,
+    largest |G_ij| outside the active set)``, global indices. Single-precision products
+    with the rounding margin of :meth:`ColumnsBackend.slabs`, the candidates recomputed
+    in double precision."""
+    from . import _concord_kernels as K
+
+    n = Zs.shape[1]
+    u = 2.0 ** -24
+    zmax = max(float(np.sqrt(np.einsum("ij,ij->i", A, A)).max()) for A in (Zs, Zt))
+    ymax = max(float(np.sqrt(np.einsum("ij,ij->i", A, A)).max()) for A in (Ys, Yt))
+    margin = (n + 8) * u * 2 * zmax * ymax * inv_n
+    Zs32, Ys32 = Zs.astype(np.float32), Ys.astype(np.float32)
+    Zt32, Yt32 = Zt.astype(np.float32), Yt.astype(np.float32)
+    rows = max(1, int(block_bytes // (8 * Zt.shape[0])))
+    cap = max(1024, 4 * Zt.shape[0])
+    out_i, out_j = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+    stats = np.zeros(1)
+    new_i, new_j = [], []
+    worst = -np.inf
+    for a in range(0, Zs.shape[0], rows):
+        b = min(a + rows, Zs.shape[0])
+        G = Ys32[a:b] @ Zt32.T
+        G += Zs32[a:b] @ Yt32.T
+        G *= inv_n
+        on = (AI >= s0 + a) & (AI < s0 + b)
+        G[AI[on] - s0 - a, AJ[on] - t0] = 0.0
+        shift = s0 + a - t0
+        k = K.scan_slab(G, shift, thr - margin, out_i, out_j, stats)
+        if k > cap:
+            cap = 2 * k
+            out_i, out_j = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+            k = K.scan_slab(G, shift, thr - margin, out_i, out_j, stats)
+        G = None
+        worst = max(worst, float(stats[0]) + margin)
+        if k:
+            r, c = out_i[:k] + a, out_j[:k]
+            g = np.abs((np.einsum("ij,ij->i", Ys[r], Zt[c]) + np.einsum("ij,ij->i", Zs[r], Yt[c]))
+                       * inv_n)
+            worst = max(worst, float(g.max()))
+            keep = g > thr
+            new_i.append(r[keep] + s0)
+            new_j.append(c[keep] + t0)
+    if not new_i:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), worst
+    return np.concatenate(new_i), np.concatenate(new_j), worst
 
 
 def _sym_csr(p, I, J, w, d):
@@ -212,11 +327,11 @@ def _kkt_pass(backend, I, J, w, d, alpha, thr):
         if not empty:
             lo, hi = np.searchsorted(I, [a, b])
             G[I[lo:hi] - a, J[lo:hi] - a] = 0.0               # the active pairs: not candidates
-        k = K.scan_slab(G, thr - margin, out_i, out_j, stats)
+        k = K.scan_slab(G, 0, thr - margin, out_i, out_j, stats)
         if k > cap:                                           # more than fit: scan again
             cap = 2 * k
             out_i, out_j = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
-            k = K.scan_slab(G, thr - margin, out_i, out_j, stats)
+            k = K.scan_slab(G, 0, thr - margin, out_i, out_j, stats)
         worst = max(worst, float(stats[0]) + margin)
         ii, jj = out_i[:k] + a, out_j[:k] + a
         if k and margin:                                      # recomputed in double precision
@@ -303,7 +418,7 @@ def concord_solve(backend, alpha, *, state=None, tol=1e-7, max_iter=1000, verbos
                 backend.reset(I, J, w, d)
             state = ()                             # from now on: sweep before each pass
             t1 = time.perf_counter()
-            ni, nj, outside = _kkt_pass(backend, I, J, w, d, alpha, thr)
+            ni, nj, outside = backend.kkt(I, J, w, d, alpha, thr)
             n_kkt += 1
             t_kkt = time.perf_counter() - t1
             f = _objective(backend, I, J, w, d, alpha)
@@ -371,6 +486,10 @@ class Concord(ParamsMixin):
     max_iter : the most coordinate-descent sweeps (per alpha).
     block_bytes : the size of one slab of the gradient in a KKT pass.
     verbose : one line per KKT pass on stderr.
+    client : a ``dask.distributed.Client`` or a scheduler address (or None): the KKT
+        passes run on its workers, each holding slabs of X's columns and checking the
+        pairs of their rows (:class:`ClusterColumnsBackend`); the coordinate descent
+        runs here. Same solution as without.
 
     Attributes
     ----------
@@ -406,7 +525,7 @@ class Concord(ParamsMixin):
 
     def __init__(self, alpha=0.1, *, alphas=None, standardize=True, assume_centered=False,
                  covariance="auto", tol=1e-7, max_iter=1000, block_bytes=2**26,
-                 verbose=False):
+                 verbose=False, client=None):
         self.alpha = alpha
         self.alphas = alphas
         self.standardize = standardize
@@ -416,6 +535,7 @@ class Concord(ParamsMixin):
         self.max_iter = max_iter
         self.block_bytes = block_bytes
         self.verbose = verbose
+        self.client = client
 
     def _check_params(self):
         check_number("alpha", self.alpha)
@@ -427,6 +547,9 @@ class Concord(ParamsMixin):
         if self.covariance not in _COVARIANCE:
             raise ParameterError(f"covariance must be 'auto', 'dense' or 'from_data', got "
                                  f"{self.covariance!r}")
+        if self.client is not None and self.covariance == "dense":
+            raise ParameterError("a Dask client runs the KKT passes of covariance='from_data' "
+                                 "on its workers; covariance='dense' has none to run there")
         if self.alphas is None:
             return [float(self.alpha)]
         if isinstance(self.alphas, (str, bytes)) or np.ndim(self.alphas) != 1 \
@@ -470,14 +593,33 @@ class Concord(ParamsMixin):
         alphas = self._check_params()
         ZT, loc, scale = self._columns(X)
         p, n = ZT.shape
-        dense = self.covariance == "dense" or (self.covariance == "auto" and p <= AUTO_DENSE_P
-                                              and n >= p)
+        dense = self.client is None and (
+            self.covariance == "dense" or (self.covariance == "auto" and p <= AUTO_DENSE_P
+                                           and n >= p))
         if dense:
             backend = DenseBackend(ZT @ ZT.T / n)
-            del ZT
+        elif self.client is not None:
+            from ..scaleout import cluster
+
+            backend = ClusterColumnsBackend(ZT, cluster.resolve(self.client), self.block_bytes)
         else:
             backend = ColumnsBackend(ZT, self.block_bytes)
-            del ZT
+        del ZT
+        try:
+            res, path = self._fit_path(backend, alphas, p, scale)
+        finally:
+            if hasattr(backend, "close"):
+                backend.close()
+        self._store(p, res, scale, loc, alphas[len(path) - 1] if path else alphas[0])
+        if self.alphas is not None:
+            self.path_ = path
+        elif hasattr(self, "path_"):
+            del self.path_
+        self.solver_ = "dense" if dense else "from_data"
+        note_interrupt(self, res["stop_reason"])
+        return self
+
+    def _fit_path(self, backend, alphas, p, scale):
         state = None
         path = []
         res = None
@@ -493,15 +635,8 @@ class Concord(ParamsMixin):
                 break
             if res["stop_reason"] == "max_iter":
                 warnings.warn(f"Concord did not converge at alpha = {a:g} in {self.max_iter} "
-                              "sweeps; raise max_iter or tol", ConvergenceWarning, stacklevel=2)
-        self._store(p, res, scale, loc, alphas[len(path) - 1] if path else alphas[0])
-        if self.alphas is not None:
-            self.path_ = path
-        elif hasattr(self, "path_"):
-            del self.path_
-        self.solver_ = "dense" if dense else "from_data"
-        note_interrupt(self, res["stop_reason"])
-        return self
+                              "sweeps; raise max_iter or tol", ConvergenceWarning, stacklevel=3)
+        return res, path
 
     @staticmethod
     def _precision(p, res, scale):
