@@ -226,6 +226,10 @@ def test_bad_input_is_refused_clearly():
         Concord().fit(bad)
     with pytest.raises(DataFormatError, match="at least 2 samples"):
         Concord().fit(X[:1])
+    with pytest.raises(ParameterError, match="alpha = 0 needs a non-singular S"):
+        Concord(alpha=0.0).fit(X[:5])               # 5 samples, 5 variables: S has rank 4
+    with pytest.warns(spargel.ConvergenceWarning, match="did not converge"):
+        Concord(alpha=0.01, max_iter=1, tol=1e-12).fit(X)
     const = X.copy()
     const[:, 4] = 1.0
     with pytest.raises(DataFormatError, match="column 4 is constant"):

@@ -593,6 +593,13 @@ class Concord(ParamsMixin):
         alphas = self._check_params()
         ZT, loc, scale = self._columns(X)
         p, n = ZT.shape
+        rank = n if self.assume_centered else n - 1
+        if alphas[-1] == 0.0 and rank < p:
+            # S v = 0 for some v != 0: W + t v v^T has the same tr(W S W) and a larger
+            # diagonal, so the objective falls without bound as t grows
+            raise ParameterError(f"alpha = 0 needs a non-singular S, but {n} samples of {p} "
+                                 f"variables give a covariance of rank at most {rank}: "
+                                 "the objective has no minimum; use alpha > 0")
         dense = self.client is None and (
             self.covariance == "dense" or (self.covariance == "auto" and p <= AUTO_DENSE_P
                                            and n >= p))
@@ -635,7 +642,8 @@ class Concord(ParamsMixin):
                 break
             if res["stop_reason"] == "max_iter":
                 warnings.warn(f"Concord did not converge at alpha = {a:g} in {self.max_iter} "
-                              "sweeps; raise max_iter or tol", ConvergenceWarning, stacklevel=3)
+                              "sweeps; raise max_iter or tol (with alpha = 0, collinear columns leave the "
+                              "objective without a minimum)", ConvergenceWarning, stacklevel=3)
         return res, path
 
     @staticmethod
