@@ -422,9 +422,10 @@ def concord_solve(backend, alpha, *, state=None, tol=1e-7, max_iter=1000, verbos
             n_kkt += 1
             t_kkt = time.perf_counter() - t1
             f = _objective(backend, I, J, w, d, alpha)
-            row = {"iteration": n_kkt, "objective": f, "active_edges": int(np.count_nonzero(w)),
-                   "active_set": int(I.size), "violators": int(ni.size), "sweeps": sweeps,
-                   "max_change": float(out[1]), "kkt_seconds": t_kkt, "elapsed": time.perf_counter() - t0}
+            row = {"iteration": n_kkt, "objective": f,
+                   "active_edges": int(np.count_nonzero(w)), "active_set": int(I.size),
+                   "violators": int(ni.size), "sweeps": sweeps, "max_change": float(out[1]),
+                   "kkt_seconds": t_kkt, "elapsed": time.perf_counter() - t0}
             stop_cb = record(row, history, verbose=verbose, callback=callback, name=name)
             if ni.size == 0 and out[1] <= tol:
                 stop = "tol"
