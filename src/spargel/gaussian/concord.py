@@ -222,8 +222,10 @@ class ClusterColumnsBackend(ColumnsBackend):
     def kkt(self, I, J, w, d, alpha, thr):
         client, bounds = self.client, self.bounds
         n_slabs = len(self.owner)
-        yf = [client.scatter(np.ascontiguousarray(self.YT[a:b]), workers=[o], hash=False,
-                             direct=False)
+        empty = I.size == 0
+        # at the empty graph Y = Z diag(d): the diagonal is sent instead of Y
+        yf = [client.scatter(np.ascontiguousarray(d[a:b] if empty else self.YT[a:b]),
+                             workers=[o], hash=False, direct=False)
               for a, b, o in zip(bounds[:-1], bounds[1:], self.owner)]
         si = np.searchsorted(bounds, I, side="right") - 1
         ti = np.searchsorted(bounds, J, side="right") - 1
@@ -257,16 +259,24 @@ def _tile_task(Zs, Ys, Zt, Yt, s0, t0, thr, inv_n, block_bytes, AI, AJ):
     (first variable ``t0 >= s0``), outside the active pairs ``(AI, AJ)``: ``(i, j,
     largest |G_ij| outside the active set)``, global indices. Single-precision products
     with the rounding margin of :meth:`ColumnsBackend.slabs`, the candidates recomputed
-    in double precision."""
+    in double precision. ``Ys``, ``Yt`` may be the diagonal's slabs instead (1-D, the
+    empty graph: ``Y = Z diag(d)``, ``G_ij = s_ij (d_i + d_j)``, one product)."""
     from . import _concord_kernels as K
 
     n = Zs.shape[1]
     u = 2.0 ** -24
     zmax = max(float(np.sqrt(np.einsum("ij,ij->i", A, A)).max()) for A in (Zs, Zt))
-    ymax = max(float(np.sqrt(np.einsum("ij,ij->i", A, A)).max()) for A in (Ys, Yt))
-    margin = (n + 8) * u * 2 * zmax * ymax * inv_n
-    Zs32, Ys32 = Zs.astype(np.float32), Ys.astype(np.float32)
-    Zt32, Yt32 = Zt.astype(np.float32), Yt.astype(np.float32)
+    empty = Ys.ndim == 1
+    if empty:
+        ds, dt = Ys, Yt
+        margin = (n + 8) * u * zmax * zmax * inv_n * 2 * float(max(ds.max(), dt.max()))
+        Ys, Yt = ds[:, None] * Zs, dt[:, None] * Zt          # exactly Y's entries
+        ds32, dt32 = ds.astype(np.float32), dt.astype(np.float32)
+    else:
+        ymax = max(float(np.sqrt(np.einsum("ij,ij->i", A, A)).max()) for A in (Ys, Yt))
+        margin = (n + 8) * u * 2 * zmax * ymax * inv_n
+        Ys32, Yt32 = Ys.astype(np.float32), Yt.astype(np.float32)
+    Zs32, Zt32 = Zs.astype(np.float32), Zt.astype(np.float32)
     rows = max(1, int(block_bytes // (8 * Zt.shape[0])))
     cap = max(1024, 4 * Zt.shape[0])
     out_i, out_j = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
@@ -275,8 +285,12 @@ def _tile_task(Zs, Ys, Zt, Yt, s0, t0, thr, inv_n, block_bytes, AI, AJ):
     worst = -np.inf
     for a in range(0, Zs.shape[0], rows):
         b = min(a + rows, Zs.shape[0])
-        G = Ys32[a:b] @ Zt32.T
-        G += Zs32[a:b] @ Yt32.T
+        if empty:
+            G = Zs32[a:b] @ Zt32.T
+            G *= ds32[a:b, None] + dt32[None, :]
+        else:
+            G = Ys32[a:b] @ Zt32.T
+            G += Zs32[a:b] @ Yt32.T
         G *= inv_n
         on = (AI >= s0 + a) & (AI < s0 + b)
         G[AI[on] - s0 - a, AJ[on] - t0] = 0.0
