@@ -67,7 +67,8 @@ import scipy.sparse as sp
 
 from ..core.interrupts import note_interrupt, reraise_interrupt
 from ..core.params import ParamsMixin, check_number
-from ..errors import ConvergenceWarning, DataFormatError, NotFittedError, ParameterError
+from ..errors import ConvergenceWarning, DataFormatError, ParameterError
+from .estimator import PrecisionFitted
 from .progress import record
 
 __all__ = ["Concord", "concord_solve", "ColumnsBackend", "DenseBackend", "ClusterColumnsBackend"]
@@ -468,7 +469,7 @@ def _objective(backend, I, J, w, d, alpha):
                  + alpha * np.sum(np.abs(w)))
 
 
-class Concord(ParamsMixin):
+class Concord(PrecisionFitted, ParamsMixin):
     """CONCORD: sparse partial correlations by the l1-penalised symmetric
     pseudo-likelihood (Khare, Oh & Rajaratnam 2015).
 
@@ -691,14 +692,6 @@ class Concord(ParamsMixin):
         self.converged_ = bool(res["converged"])
         self.stop_reason_ = res["stop_reason"]
         self.history_ = list(res["history"])
-
-    def _check_fitted(self):
-        if not hasattr(self, "precision_"):
-            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call "
-                                 "'fit' with appropriate arguments before using this estimator.")
-
-    def __sklearn_is_fitted__(self):
-        return hasattr(self, "precision_")
 
     def get_precision(self):
         """The estimated precision matrix (sparse)."""

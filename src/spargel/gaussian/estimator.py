@@ -148,8 +148,8 @@ def need_samples(X, least, purpose):
                               f"{m} sample{'s' if m != 1 else ''}")
 
 
-class _FittedMixin:
-    """What both estimators do once fitted: scoring, names, plots."""
+class PrecisionFitted:
+    """Fitted once ``precision_`` exists (every Gaussian estimator)."""
 
     def _check_fitted(self):
         if not hasattr(self, "precision_"):
@@ -158,6 +158,10 @@ class _FittedMixin:
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "precision_")
+
+
+class _FittedMixin(PrecisionFitted):
+    """What both estimators do once fitted: scoring, names, plots."""
 
     def _data(self, X, *, reset, least=1, purpose=""):
         """Validate X (data, not a covariance); on ``reset`` remember the
