@@ -23,6 +23,7 @@ _LAZY = {
     "Nonparanormal": "spargel.gaussian.selection",
     "make_graph_data": "spargel.gaussian.generators",
     "NeighbourhoodSelection": "spargel.gaussian.neighbourhood",
+    "Concord": "spargel.gaussian.concord",
     "PairwiseMRF": "spargel.mrf.estimator",
     "SpargelError": "spargel.errors",
     "DataFormatError": "spargel.errors",

@@ -14,9 +14,10 @@ block-l1 extension (Duchi, Gould & Koller 2008):
 * ``solve``: ``solve_gaussian``, the one entry point (validation,
   rescaling, screening, dispatch); ``progress``: the history rows.
 
-The public estimators are :class:`spargel.SparseGaussianMRF` and
-:class:`spargel.SparseGaussianMRFCV`; neighbourhood selection is
-:class:`spargel.NeighbourhoodSelection` (``neighbourhood``). Simulated graphs
+The public estimators are :class:`spargel.SparseGaussianMRF`,
+:class:`spargel.SparseGaussianMRFCV`, :class:`spargel.NeighbourhoodSelection`
+(``neighbourhood``) and :class:`spargel.Concord` (``concord``: the l1-penalised symmetric
+pseudo-likelihood, by coordinate descent on an active set). Simulated graphs
 (``make_graph_data``, R huge.generator's) and the ROC of a path (``path_roc``, R
 huge.roc's) are in ``generators`` and ``roc``. Nothing here imports numba until a
 solver runs.
@@ -43,6 +44,8 @@ _LAZY = {
     "graphical_lasso": "spargel.gaussian.glasso",
     "NeighbourhoodSelection": "spargel.gaussian.neighbourhood",
     "neighbourhood_path": "spargel.gaussian.neighbourhood",
+    "Concord": "spargel.gaussian.concord",
+    "concord_solve": "spargel.gaussian.concord",
     "make_graph_data": "spargel.gaussian.generators",
     "make_graph": "spargel.gaussian.generators",
     "GraphData": "spargel.gaussian.generators",
