@@ -67,6 +67,7 @@ def test_plot_path(data, tmp_path, capsys):
     (["--select", "ebic", "--method", "mb", "--alpha", "0.2"], "--method mb does not take --select"),
     (["--select", "stars", "--n-subsamples", "0"], "--n-subsamples"),
     (["--select", "aic"], "invalid choice"),
+    (["--select", "ebic", "--seed", "1"], "--seed shuffles the --cv folds or seeds"),
 ])
 def test_usage_errors(data, capsys, argv, msg):
     _, path = data

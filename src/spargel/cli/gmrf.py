@@ -309,8 +309,9 @@ def _check_usage(args):
         args.alpha_min_ratio = 0.1 if args.select is not None else 0.01
     if not 0 < args.alpha_min_ratio < 1:
         raise UsageError(f"--alpha-min-ratio must be in (0, 1), got {args.alpha_min_ratio}")
-    if args.seed is not None and args.cv is None:
-        raise UsageError("--seed shuffles the --cv folds; it goes with --cv")
+    if args.seed is not None and args.cv is None and args.select not in ("stars", "ric"):
+        raise UsageError("--seed shuffles the --cv folds or seeds the subsamples / rotations "
+                         "of --select stars / ric; it goes with --cv or those")
     if args.n_samples is not None and not args.covariance:
         raise UsageError("--n-samples goes with --covariance (with samples it is their count)")
     if args.blocks is not None and args.solver in ("newton-cg", "newton-cd"):
