@@ -26,11 +26,9 @@ def _adjacency(K):
     import scipy.sparse as sp
 
     A = sp.csr_matrix(K)
+    A = (sp.triu(A, 1) + sp.tril(A, -1)).tocsr()
     A.eliminate_zeros()
-    A = A.astype(bool)
-    A.setdiag(False)
-    A.eliminate_zeros()
-    return A
+    return A.astype(bool)
 
 
 def _frequency(iu, theta, p):
@@ -202,6 +200,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         self.edges_path_ = edges
         self.loglik_path_ = loglik
         self.path_ = [_adjacency(r.precision) for r in path]
+        self.__dict__.pop("edge_frequency_path_", None)          # StARS's, of an earlier fit
         self.criterion_scores_ = None
         self.selected_index_ = None
         if self.criterion == "ebic":
@@ -294,6 +293,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         self.edges_path_ = np.array([data.edges(r.precision) for r in path])
         self.loglik_path_ = np.array([data.loglik(r.precision) for r in path])
         self.path_ = [_adjacency(r.precision) for r in path]
+        self.__dict__.pop("edge_frequency_path_", None)
         if self.criterion == "ebic":
             scores = ebic_scores(self.loglik_path_, self.edges_path_, n=n, p=p, gamma=self.gamma)
             best = int(np.argmin(scores))
