@@ -110,4 +110,4 @@ class ChainCRF2(MapCapability, BatchChain):
 
 # --------------------------------------------------------------------------- prediction
 # decode, marginals (summed from the pair states), nbest, sequence_loss
-decode, marginals, nbest, sequence_loss = prediction_functions(CRF2View)
+decode, marginals, nbest, sequence_loss = prediction_functions(CRF2View, constrained=False)
