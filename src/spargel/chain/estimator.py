@@ -376,6 +376,8 @@ class CRF(LogLinearCore):
         self.__dict__.pop("_train_constraints", None)
         if self.constrain_training:
             self._train_constraints = self._constrained_training(data)
+        elif self.constraints is not None:
+            self._label_constraints(self._label_vocab.names)     # labels that fit: refused now, not at predict
         from ..core.params import check_sample_weight
         self._sample_weight = check_sample_weight(sample_weight, data.n_sequences, "sequence")
         if self._effective("solver") in ("cd", "bcd") and (self._sample_weight is not None or np.any(data.labels < 0)):
@@ -402,7 +404,10 @@ class CRF(LogLinearCore):
         bad = violations(lc, data.labels, data.seq_ptr)
         if bad is not None:
             s, t, why = bad
-            lab = self._label_vocab.names[data.labels[data.seq_ptr[s] + t]]
+            names = self._label_vocab.names
+            lab = names[data.labels[data.seq_ptr[s] + t]]
+            if t and why.startswith("may not follow"):
+                why = f"may not follow {names[data.labels[data.seq_ptr[s] + t - 1]]!r}"
             raise ValueError(f"training sequence {s}, token {t}: label {lab!r} {why} under the constraints; "
                              f"constrain_training=True needs every training sequence to be allowed")
         return lc
