@@ -315,6 +315,8 @@ def test_estimator_refusals(chunks):
         _fit(X, y, constraints="bio", constrain_training=True, solver="sgd-l1")
     with pytest.raises(ParameterError, match="first-order"):
         CRF(template=TEMPLATE + "T\n", order=2, constraints="bio", max_iter=2).fit(X, y)
+    with pytest.raises(ParameterError, match="partial_fit does not train under constraints"):
+        CRF(template=TEMPLATE, constraints="bio", constrain_training=True).partial_fit(X, y)
     bad = [list(s) for s in y]
     bad[3][0] = "I-NP"
     with pytest.raises(ValueError, match="training sequence 3, token 0: label 'I-NP' may not start"):

@@ -248,8 +248,11 @@ class CRF(LogLinearCore):
         if self.constrain_training and solver not in CONSTRAINED_SOLVERS:
             raise ParameterError(f"constrain_training=True trains through the batch likelihood: solver "
                                  f"{solver!r} cannot, use one of {', '.join(CONSTRAINED_SOLVERS)}")
-        if self.constrain_training and (self.client is not None):
-            raise ParameterError("constrain_training=True is not available for the Dask fit (client)")
+
+    def _refuse_constrained_training(self, what):
+        if self.constrain_training:
+            raise ParameterError(f"{what} does not train under constraints; set constrain_training=False (the "
+                                 f"constraints still apply to prediction)")
 
     def _label_constraints(self, labels=None):
         """The constraints over the model's label ids (a
@@ -362,6 +365,7 @@ class CRF(LogLinearCore):
             raise ValueError("give both X_dev and y_dev (the held-out data and its labels), or neither")
         self._forget_fit()
         if self.client is not None or is_file_list(X) or is_dask_collection(X):
+            self._refuse_constrained_training("the Dask fit (a client, column files, a bag)")
             from .scaleout import fit_crf
             fit_crf(self, X, y, X_dev, y_dev, callback, sample_weight)
             return self._after_fit()
@@ -390,7 +394,10 @@ class CRF(LogLinearCore):
             # simply errors, so the dev set needs no label ids
             dev = (self._dataset(X_dev), y_dev)
         monitor = FitMonitor(self, dev, self.verbose, callback) if (dev is not None or self.verbose or callback) else None
-        self._fit_data(data, monitor)
+        try:
+            self._fit_data(data, monitor)
+        finally:
+            self.__dict__.pop("_train_constraints", None)       # (read by _builder during this fit only)
         if self.verbose:
             print(f"stopped after {self.n_iter_} iterations: {self.stop_reason_}; "
                   f"{self.n_active_features_} active features", file=sys.stderr)
@@ -442,6 +449,7 @@ class CRF(LogLinearCore):
         ``l1 / N``; without it, the number of sequences received so far is used). A
         fitted or loaded model (``CRF.load``) continues from its weights with a fresh
         schedule. See :mod:`spargel.streaming`."""
+        self._refuse_constrained_training("partial_fit")
         from .streaming import partial_fit
         return partial_fit(self, X, y)
 
@@ -577,6 +585,7 @@ class CRF(LogLinearCore):
         ``l1`` values with warm starts (default: ``n_l1`` values from the exact
         ``l1_max`` down); returns one dict row per value (see :func:`spargel.path.path`).
         This estimator itself is left unchanged."""
+        self._refuse_constrained_training("path")
         from .path import path
         return path(self, X, y, l1_values=l1_values, n_l1=n_l1, l1_min_ratio=l1_min_ratio,
                     X_dev=X_dev, y_dev=y_dev)

@@ -147,9 +147,10 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     :func:`end_scores` adds to a sequence's first and last state rows.
 
     Returns a :class:`Transitions` ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr,
-    fi, fv, gk, kbuf, ebuf, mats, matsT, mscores)``, read by name in the kernels: ``tshift`` is the array ``[tshift, lo, hi]`` of the shift of the
-    stored factors and the least and largest log of a factor (so compiled code can refresh a
-    structure in place, see :func:`refresh`; :func:`forward` bounds its rounding with them), ``gk[q]`` the list index of global
+    fi, fv, gk, kbuf, ebuf, mats, matsT, mscores, start, end)``, read by name in the kernels: ``tshift`` is the array ``[tshift, lo, hi, steps]`` of the shift of the
+    stored factors, the least and largest log of an allowed pair's factor (so compiled code can refresh a
+    structure in place, see :func:`refresh`; :func:`forward` bounds its rounding with them)
+    and the steps in which every state reaches every other (:func:`_shift_range`), ``gk[q]`` the list index of global
     correction q, ``kbuf`` / ``ebuf`` scratch for that refresh, ``mats`` / ``matsT`` /
     ``mscores`` the (empty) stack of position matrices (see :data:`MAT`;
     :func:`with_matrices`).
