@@ -40,10 +40,12 @@ def _random_constraints(rng, L):
     return spec.resolve(names)
 
 
-def problem(seed, kind, scheme, scale=1.0):
+def problem(seed, kind, scheme, scale=1.0, real_values=True):
+    # real_values=False: attributes at value 1, so that positions with one bigram attribute
+    # copy its compacted list or name its stored matrix (crf_kernels.corrections)
     rng = np.random.default_rng(seed)
     L = 5
-    data = random_data(rng, n_labels=L, max_len=4)
+    data = random_data(rng, n_labels=L, max_len=4, n_seq=4 if real_values else 8, real_values=real_values)
     space = random_space(rng, data, kind, L, 6, 3)
     w = rng.normal(scale=scale, size=space.n_params)
     lc = _random_constraints(rng, L) if scheme == "random" else TransitionConstraints(scheme).resolve(LABELS[scheme])
@@ -153,8 +155,35 @@ def test_constrained_likelihood_and_its_gradient(scheme, kind):
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("inference", ["auto", "dense"])
+@pytest.mark.parametrize("scheme", ["bioes", "random"])
+def test_unit_values_matrices_and_dense_inference(scheme, inference):
+    space, data, w, lc = problem(4, "full", scheme, real_values=False)
+    view = M.CRFView(space, data, inference, constraints=lc)
+    assert inference == "dense" or len(view.mats) > 0        # stored position matrices in use
+    best, _ = M.decode_view(view, w)
+    marg, logz = M.marginals_view(view, w)
+    for s in range(data.n_sequences):
+        lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+        paths, scores = allowed_paths(space, data, w, s, lc)
+        assert tuple(best[lo:hi]) == paths[int(np.argmax(scores))]
+        assert logz[s] == pytest.approx(_logsumexp(scores), rel=1e-10, abs=1e-10)
+        p = np.exp(scores - _logsumexp(scores))
+        point = np.zeros((hi - lo, space.n_labels))
+        for path, pr in zip(paths, p):
+            point[np.arange(hi - lo), list(path)] += pr
+        np.testing.assert_allclose(marg[lo:hi], point, atol=1e-12)
+
+
 def test_large_weights_take_log_space_and_stay_exact():
     space, data, w, lc = problem(1, "full", "bio", scale=150.0)
+    view = M.CRFView(space, data, constraints=lc)
+    trans = view.refresh(w)
+    failed = np.zeros(data.n_sequences, np.uint8)
+    B.marginals_all(w, *view.kernel_args(trans), np.zeros((data.n_tokens, space.n_labels)),
+                    np.empty(data.n_sequences), failed, view.buffers(np.arange(data.n_sequences)),
+                    np.zeros(len(trans.fv)))
+    assert failed.sum() > 0                     # the scaled recursion hands these to log space
     marg, logz = M.marginals(space, data, w, constraints=lc)
     best, _ = M.decode(space, data, w, constraints=lc)
     for s in range(data.n_sequences):
