@@ -267,13 +267,17 @@ def _shift_range(tshift, scores, steps=1.0):
 
 def reach(allowed):
     """In how many steps every state of a chain whose allowed pairs are ``allowed`` (S x
-    S booleans) reaches every other state it can reach at all (at least 1): the factor by
-    which :func:`forward` multiplies a step's log range when it bounds what underflow
-    loses (a state that only lost mass feeds can be raised against the kept ones once per
-    step of the way)."""
+    S booleans) reaches every other state it can reach at all: the factor by which
+    :func:`forward` multiplies a step's log range when it bounds what underflow loses (a
+    state that only lost mass feeds can be raised against the kept ones once per step of
+    the way). 1 when every pair is allowed, else at least 2 (:func:`forward` then also
+    counts the range of the state factors)."""
     A = np.asarray(allowed, dtype=bool)
+    if A.all():
+        return 1.0
     R = A.copy()
-    steps = 1
+    steps = 2
+    R = R | ((R.astype(np.int64) @ A.astype(np.int64)) > 0)
     while steps < len(A):
         nxt = R | ((R.astype(np.int64) @ A.astype(np.int64)) > 0)
         if np.array_equal(nxt, R):
@@ -653,8 +657,9 @@ def factor_range(trans, corr, t):
         q0 += 1
     for q in range(q0, q1):
         x = fv[ck[q]] + cv[q] - tshift
-        lo = min(lo, x)
-        hi = max(hi, x)
+        if x > NEG_INF:             # (-inf: a pair a constraint forbids)
+            lo = min(lo, x)
+            hi = max(hi, x)
     return lo, hi
 
 
