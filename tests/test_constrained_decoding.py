@@ -19,6 +19,7 @@ from spargel.errors import ParameterError
 from spargel.metrics import chunk_f1
 
 from crf_reference import enumerate_paths, path_score, random_data, random_space
+from crf2_reference import enumerate_paths2, path_score2, random_space2
 
 LABELS = {
     "bio": ["O", "B-A", "I-A", "B-B", "I-B"],
@@ -173,6 +174,76 @@ def test_unit_values_matrices_and_dense_inference(scheme, inference):
         for path, pr in zip(paths, p):
             point[np.arange(hi - lo), list(path)] += pr
         np.testing.assert_allclose(marg[lo:hi], point, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- order 2
+def problem2(seed, kind, scheme, scale=1.0):
+    from spargel.chain import crf2 as M2
+    rng = np.random.default_rng(seed)
+    L = 5
+    data = random_data(rng, n_labels=L, max_len=4, n_big=2)
+    space = random_space2(data, kind, L, 6, 2)
+    w = rng.normal(scale=scale, size=space.n_params)
+    lc = _random_constraints(rng, L) if scheme == "random" else TransitionConstraints(scheme).resolve(LABELS[scheme])
+    return M2, space, data, w, lc
+
+
+def allowed_paths2(space, data, w, s, lc):
+    paths, scores = enumerate_paths2(space, data, w, s)
+    keep = [i for i, p in enumerate(paths) if _ok(lc, p)]
+    return [paths[i] for i in keep], scores[keep]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_second_order_matches_enumeration_of_allowed_paths(scheme, kind):
+    M2, space, data, w, lc = problem2(7, kind, scheme)
+    best, best_scores = M2.decode(space, data, w, constraints=lc)
+    lists = M2.nbest(space, data, w, 5, constraints=lc)
+    marg, logz = M2.marginals(space, data, w, constraints=lc)
+    view = M2.CRF2View(space, data, constraints=lc)
+    trans = view.refresh(w)
+    order = np.arange(data.n_sequences, dtype=np.int64)
+    marg_log, logz_log = np.zeros_like(marg), np.empty(data.n_sequences)
+    B.marginals_log(w, *view.kernel_args(trans), order, marg_log, logz_log, view.buffers(order),
+                    view.log_buffers(order), np.zeros(len(trans.fv)))
+    for s in range(data.n_sequences):
+        lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+        paths, scores = allowed_paths2(space, data, w, s, lc)
+        order_ = np.argsort(-scores, kind="stable")
+        assert tuple(best[lo:hi]) == paths[order_[0]]
+        assert best_scores[s] == pytest.approx(scores[order_[0]], abs=1e-12)
+        np.testing.assert_allclose([sc for _, sc in lists[s]], scores[order_[:5]], atol=1e-12)
+        assert all(_ok(lc, tuple(p)) for p, _ in lists[s])
+        z = _logsumexp(scores)
+        point = np.zeros((hi - lo, space.n_labels))
+        for path, pr in zip(paths, np.exp(scores - z)):
+            point[np.arange(hi - lo), list(path)] += pr
+        assert logz[s] == pytest.approx(z, rel=1e-10, abs=1e-10)
+        assert logz_log[s] == pytest.approx(z, rel=1e-10, abs=1e-10)
+        np.testing.assert_allclose(marg[lo:hi], point, atol=1e-12)
+        np.testing.assert_allclose(marg_log[lo:hi], point, atol=1e-12)
+
+
+@pytest.mark.parametrize("scheme", ["bioes", "random"])
+def test_second_order_constrained_likelihood_and_gradient(scheme):
+    M2, space, data, w, lc = problem2(8, "full", scheme)
+    data = _valid_labels(np.random.default_rng(1), data, lc, space.n_labels)
+    model = M2.ChainCRF2(space, data, constraints=lc)
+    loss, g = model.loss_grad(w)
+    brute = 0.0
+    for s in range(data.n_sequences):
+        lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+        _, scores = allowed_paths2(space, data, w, s, lc)
+        brute += _logsumexp(scores) - path_score2(space, data, w, s, list(data.labels[lo:hi]))
+    assert loss == pytest.approx(brute, rel=1e-10)
+    eps = 1e-6
+    fd = np.empty_like(w)
+    for i in range(len(w)):
+        e = np.zeros_like(w)
+        e[i] = eps
+        fd[i] = (model.loss(w + e) - model.loss(w - e)) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
 
 
 def test_large_weights_take_log_space_and_stay_exact():
@@ -331,6 +402,26 @@ def test_constrained_training(chunks):
     assert chunk_f1(yt, pred) > 0.5
 
 
+def test_second_order_estimator(chunks):
+    X, y, Xt, yt = chunks
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crf = CRF(template=TEMPLATE + "T\n", order=2, l1=0.5, max_iter=30).fit(X, y)
+    free = crf.predict(Xt)
+    crf.constraints = "bio"
+    cons = crf.predict(Xt)
+    assert invalid_sequences(cons, "bio") == 0
+    assert chunk_f1(yt, cons) >= chunk_f1(yt, free) - 0.02
+    for lst in crf.predict_nbest(Xt[:3], k=3):
+        assert all(invalid_sequences([p], "bio") == 0 for p, _ in lst)
+    assert crf.predict_marginals(Xt[:2])[0][0]["I-NP"] == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trained = CRF(template=TEMPLATE + "T\n", order=2, l1=0.5, max_iter=30, constraints="bio",
+                      constrain_training=True).fit(X, y)
+    assert invalid_sequences(trained.predict(Xt), "bio") == 0
+
+
 def test_estimator_refusals(chunks):
     X, y, Xt, _ = chunks
     pos = [[tok[1] for tok in s] for s in X]                 # part-of-speech tags: no chunk scheme
@@ -342,8 +433,6 @@ def test_estimator_refusals(chunks):
         _fit(X, y, constrain_training=True)
     with pytest.raises(ParameterError, match="solver 'sgd-l1' cannot"):
         _fit(X, y, constraints="bio", constrain_training=True, solver="sgd-l1")
-    with pytest.raises(ParameterError, match="first-order"):
-        CRF(template=TEMPLATE + "T\n", order=2, constraints="bio", max_iter=2).fit(X, y)
     with pytest.raises(ParameterError, match="partial_fit does not train under constraints"):
         CRF(template=TEMPLATE, constraints="bio", constrain_training=True).partial_fit(X, y)
     bad = [list(s) for s in y]

@@ -59,6 +59,7 @@ def state_rows(w, space, data, aux, trans, bl, lo, hi, buf, fixed, clamp, mats, 
         K2.state_scores(w, space, data, aux, lo, hi, buf.U, buf.E)
         if clamp is not None:
             K2.constrain(buf.E, fixed, lo, n, space.L)
+        C.end_scores(buf.E, n, trans)
 
 
 @inner(fastmath=C.FAST)
@@ -171,7 +172,8 @@ def chunk_logz_grad(w, space, data, aux, trans, bl, first, second, order, want_g
             state_rows(w, space, data, aux, trans, bl, lo, hi, buf, labels, clamp, True, first, None)
             C.exp_rows(buf.E, psi, shift, n, L, buf.kbuf)
         if second is not None:
-            shared = K2.scaled_rows(w, space, data, aux, lo, hi, buf, buf.pcache, labels, clamp is not None) >= -1
+            shared = K2.scaled_rows(w, space, data, aux, lo, hi, buf, buf.pcache, labels, clamp is not None,
+                                    trans) >= -1
         logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         if math.isnan(logz):
             failed[r] = 1
@@ -276,7 +278,7 @@ def marginals_all(w, space, data, aux, trans, bl, first, second, out, logz, fail
             state_rows(w, space, data, aux, trans, bl, lo, hi, buf, data.labels, None, True, first, None)
             C.exp_rows(buf.E, psi, shift, n, L, buf.kbuf)
         if second is not None:
-            K2.scaled_rows(w, space, data, aux, lo, hi, buf, buf.pcache, data.labels, False)
+            K2.scaled_rows(w, space, data, aux, lo, hi, buf, buf.pcache, data.labels, False, trans)
         z = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         logz[s] = z
         if math.isnan(z):

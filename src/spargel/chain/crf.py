@@ -553,18 +553,13 @@ def sequence_loss_view(view, w):
     return logz - gold
 
 
-def prediction_functions(view_class, constrained=True):
+def prediction_functions(view_class):
     """``(decode, marginals, nbest, sequence_loss)`` over a layout and a data set, for the
     chain whose view is ``view_class`` (one set per order). ``constraints``: a
-    :class:`~spargel.chain.constraints.LabelConstraints` (allowed transitions, starts and
-    ends; only where ``constrained``, the first order): decoding and marginals over the
-    allowed paths only."""
+    :class:`~spargel.chain.constraints.LabelConstraints` (allowed label transitions,
+    starts and ends): decoding and marginals over the allowed paths only."""
 
     def view(space, data, inference="auto", constraints=None):
-        if constraints is None:
-            return view_class(space, data, inference)
-        if not constrained:
-            raise ValueError("transition constraints are for first-order CRFs")
         return view_class(space, data, inference, constraints)
 
     def decode(space, data, w, fixed=None, inference="auto", constraints=None):

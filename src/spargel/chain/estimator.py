@@ -123,7 +123,7 @@ class CRF(LogLinearCore):
     n_shards : int or None
         With a client: how many shards the data is split into (None: one per worker).
     constraints : str, dict, TransitionConstraints or None
-        Constrained decoding (first order): which label may follow which and which may
+        Constrained decoding (both orders): which label may follow which and which may
         start and end a sequence. A preset derived from the label names, ``"bio"``
         (``"iob2"``), ``"iob1"`` or ``"bioes"`` (``"iobes"``, ``"bilou"``), or the allowed
         pairs, ``{"allowed": [(prev, label), ...], "start": [...], "end": [...]}`` (or a
@@ -241,9 +241,6 @@ class CRF(LogLinearCore):
             if self.constrain_training:
                 raise ParameterError("constrain_training=True needs constraints (e.g. constraints='bio')")
             return
-        if self.order != 1:
-            raise ParameterError("constraints are for first-order CRFs (order=1); a second-order CRF cannot "
-                                 "take them yet")
         solver = self._effective("solver")
         if self.constrain_training and solver not in CONSTRAINED_SOLVERS:
             raise ParameterError(f"constrain_training=True trains through the batch likelihood: solver "
@@ -261,8 +258,6 @@ class CRF(LogLinearCore):
         spec = TransitionConstraints.coerce(self.constraints)
         if spec is None:
             return None
-        if getattr(getattr(self, "space_", None), "order", self.order) != 1:
-            raise ParameterError("constraints are for first-order CRFs (order=1)")
         return spec.resolve(self.classes_ if labels is None else labels)
 
     # -- features ----------------------------------------------------------------------
@@ -534,10 +529,8 @@ class CRF(LogLinearCore):
         return self._split_labels(ids, data)
 
     def _constrained(self):
-        """The prediction functions' ``constraints`` argument (none without constraints:
-        the second order's functions do not take it)."""
-        lc = self._label_constraints()
-        return {} if lc is None else {"constraints": lc}
+        """The prediction functions' ``constraints`` argument."""
+        return {"constraints": self._label_constraints()}
 
     def predict_marginals(self, X):
         """Per sequence, per token, a dict label -> probability."""

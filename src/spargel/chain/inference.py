@@ -119,7 +119,7 @@ Transitions = namedtuple("Transitions", "kind S L tshift expT expTT gi gj gc fpt
 
 
 def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, keep_zeros=False,
-                     ones_fraction=None, allowed=None, start=None, end=None):
+                     ones_fraction=None, allowed=None, start=None, end=None, steps=None):
     """The ``trans`` tuple of a chain with ``S`` states.
 
     ``src``, ``dst``, ``score``: the pairs with a (possibly zero) transition score.
@@ -139,12 +139,14 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     ``keep_zeros``: under ONES, list every given pair (zero scores included) as a global
     correction, so that :func:`refresh` can load new scores in place.
     ``allowed`` (S x S booleans, ``[i, j]``: the pair ``(i, j)`` may occur), ``start`` /
-    ``end`` (S booleans: the state may start / end a chain): a *constrained* chain
-    (with ``all_pairs``; a DENSE structure). The forbidden pairs get the score -inf
-    (factor 0), so every kernel that reads the structure -- forward-backward, its log
-    space, Viterbi, n-best -- sums or maximises over the allowed paths only; the
-    forbidden starts and ends go to ``trans.start`` / ``trans.end`` as -inf, which
-    :func:`end_scores` adds to a sequence's first and last state rows.
+    ``end`` (S booleans: the state may start / end a chain): a *constrained* chain. With
+    ``all_pairs`` (a DENSE structure then) the forbidden pairs get the score -inf (factor
+    0), so every kernel that reads the structure -- forward-backward, its log space,
+    Viterbi, n-best -- sums or maximises over the allowed paths only; a LIST takes -inf
+    scores for its forbidden pairs from the caller (and ``steps``, see
+    :func:`_shift_range`). The forbidden starts and ends go to ``trans.start`` /
+    ``trans.end`` as -inf, which :func:`end_scores` adds to a sequence's first and last
+    state rows.
 
     Returns a :class:`Transitions` ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr,
     fi, fv, gk, kbuf, ebuf, mats, matsT, mscores, start, end)``, read by name in the kernels: ``tshift`` is the array ``[tshift, lo, hi, steps]`` of the shift of the
@@ -157,23 +159,26 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     """
     st = en = np.zeros(0)
     if allowed is not None or start is not None or end is not None:
-        if not all_pairs:
-            raise ValueError("constraints (allowed pairs, starts, ends) need an all-pairs structure")
-        allowed = np.ones((S, S), bool) if allowed is None else np.asarray(allowed, dtype=bool)
-        if allowed.shape != (S, S):
-            raise ValueError(f"allowed must be {S} x {S}, got {allowed.shape}")
         st, en = (np.where(np.ones(S, bool) if m is None else np.asarray(m, dtype=bool), 0.0, NEG_INF)
                   for m in (start, end))
         if st.shape != (S,) or en.shape != (S,):
             raise ValueError(f"start and end must have {S} entries")
-        bi, bj = np.nonzero(~allowed)
-        src = np.concatenate([np.asarray(src, dtype=np.int64), bi])
-        dst = np.concatenate([np.asarray(dst, dtype=np.int64), bj])
-        score = np.concatenate([np.asarray(score, dtype=np.float64), np.full(len(bi), NEG_INF)])
-        kind = DENSE
+        if allowed is not None:
+            if not all_pairs:
+                raise ValueError("allowed pairs need an all-pairs structure (a LIST lists its own)")
+            allowed = np.asarray(allowed, dtype=bool)
+            if allowed.shape != (S, S):
+                raise ValueError(f"allowed must be {S} x {S}, got {allowed.shape}")
+            bi, bj = np.nonzero(~allowed)
+            src = np.concatenate([np.asarray(src, dtype=np.int64), bi])
+            dst = np.concatenate([np.asarray(dst, dtype=np.int64), bj])
+            score = np.concatenate([np.asarray(score, dtype=np.float64), np.full(len(bi), NEG_INF)])
+            steps = reach(allowed) if steps is None else steps
+        if all_pairs:
+            kind = DENSE
     trans = _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction)
-    if len(st):
-        trans[3][3] = reach(allowed)
+    if steps is not None:
+        trans[3][3] = max(trans[3][3], float(steps))
     return Transitions(*trans, np.zeros(S * S, np.int64), np.zeros(S * S), np.zeros((0, 1, 1)), np.zeros((0, 1, 1)),
                        np.zeros((0, 1)), st, en)
 

@@ -25,10 +25,10 @@ class FitMonitor:
             else:
                 from .crf import decode
             names = self.est._label_vocab.names
-            kw = {}
-            if getattr(space, "order", 1) == 1 and getattr(self.est, "constraints", None) is not None:
-                kw["constraints"] = self.est._label_constraints(names)      # decoded as predict will
-            ids, _ = decode(space, data, w, **kw)
+            lc = None
+            if getattr(self.est, "constraints", None) is not None:
+                lc = self.est._label_constraints(names)         # decoded as predict will
+            ids, _ = decode(space, data, w, constraints=lc)
             pred = [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
             scores = sequence_scores(y_dev, pred)
             row["dev_accuracy"] = scores.accuracy

@@ -335,7 +335,7 @@ def build_parser():
     p.add_argument("--constraints", choices=_CONSTRAINT_CHOICES[:-1], default=None, metavar="SCHEME",
                    help="store tag-sequence constraints in the model, derived from the label names: "
                         "bio (iob2), iob1 or bioes (iobes, bilou); 'spargel label' then never writes a "
-                        "sequence they forbid (first-order models)")
+                        "sequence they forbid")
     p.add_argument("--constrain-training", action="store_true",
                    help="with --constraints: train under them too (the likelihood over the allowed "
                         "sequences only; solvers owlqn, lbfgs, fista)")

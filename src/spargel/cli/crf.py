@@ -244,8 +244,6 @@ def cmd_train(args):
         check_number("--seed", args.seed, low=0, integer=True)
     if args.constrain_training and args.constraints is None:
         raise UsageError("train: --constrain-training needs --constraints SCHEME")
-    if args.constraints is not None and args.order != 1:
-        raise UsageError("train: --constraints applies to first-order models (--order 1)")
     if args.constraints is not None and (args.stream is not None or args.scheduler is not None):
         raise UsageError("train: --constraints is not available with --stream or --scheduler")
     # --init may be MODEL itself (continue a model in place): it is read before the save
@@ -676,8 +674,6 @@ def cmd_label(args):
     from ..errors import ParameterError
     if args.constraints is not None:
         model.constraints = None if args.constraints == "none" else args.constraints
-        if model.constraints is not None and getattr(model.space_, "order", 1) != 1:
-            raise UsageError("label: --constraints applies to first-order models; this one is of order 2")
         try:
             model._label_constraints()
         except ParameterError as exc:       # a label that does not fit the scheme
