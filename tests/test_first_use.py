@@ -63,9 +63,10 @@ crf = spargel.CRF(template="U00:%x[0,0]\\nB01:%x[0,0]\\nB\\n", max_iter=3).fit([
 crf.predict([[[t[0]] for t in s] for s in X[:3]])
 labels = sorted({t for s in y for t in s})
 every = {"allowed": [(a, b) for a in labels for b in labels]}
-crf = spargel.CRF(max_iter=3, constraints=every, constrain_training=True).fit(X, y)
-crf.constraints = {"allowed": [(a, b) for a in labels for b in labels if a <= b]}
-crf.predict(X[:3]); crf.predict_marginals(X[:3]); crf.predict_nbest(X[:2], k=2)
+for order in (1, 2):
+    crf = spargel.CRF(max_iter=3, order=order, constraints=every, constrain_training=True).fit(X, y)
+    crf.constraints = {"allowed": [(a, b) for a in labels for b in labels if a <= b]}
+    crf.predict(X[:3]); crf.predict_marginals(X[:3]); crf.predict_nbest(X[:2], k=2)
 print("CALLS", _jit.PYTHON_CALLS)
 """
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
