@@ -389,9 +389,26 @@ def test_trained_chunker_writes_no_invalid_sequence(chunks, tmp_path):
     back = CRF.load(path)
     assert TransitionConstraints.coerce(back.constraints) == TransitionConstraints("bio")
     assert back.predict(Xt) == cons
+    with pytest.raises(ValueError, match="CRFsuite file cannot hold"):
+        crf.save(tmp_path / "m.crfsuite", format="crfsuite")
     crf.constraints = None
     crf.save(path)
     assert CRF.load(path).constraints is None and CRF.load(path).predict(Xt) == free
+
+
+def test_stored_constraints_are_checked_on_load(chunks, tmp_path, monkeypatch):
+    from spargel.core.model_file import ModelFileError
+    X, y, _, _ = chunks
+    crf = _fit(X, y, constraints={"allowed": [("O", "O")]})
+    path = tmp_path / "m.spargel"
+    crf.save(path)
+    assert TransitionConstraints.coerce(CRF.load(path).constraints).pairs == {("O", "O")}
+    meta = crf._meta()
+    for bad in ({"allowed": [["O", "X-Y"]]}, {"allowed": "OO"}, {"preset": "bogus"}, {"allowed": 3}):
+        monkeypatch.setattr(crf, "_meta", lambda bad=bad: {**meta, "constraints": bad})
+        crf.save(path)
+        with pytest.raises(ModelFileError, match="stored constraints"):
+            CRF.load(path)
 
 
 def test_constrained_training(chunks):

@@ -242,6 +242,9 @@ def representable(est):
     if len(s.b_pair):
         return ("it has observation-conditioned bigram (label pair) weights, which CRFsuite's first-order "
                 "model does not have")
+    if getattr(est, "constraints", None) is not None:
+        return ("it decodes under transition constraints, which a CRFsuite file cannot hold (set "
+                "constraints=None to write the weights alone)")
     return None
 
 

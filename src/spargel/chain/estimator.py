@@ -737,6 +737,12 @@ class CRF(LogLinearCore):
                                      f"and load the MODEL.txt it writes beside the binary one")
             est = super().load(path)  # checks its weights itself
             check_label_pairs(len(est.classes_), os.fspath(path))
+            if est.constraints is not None:
+                from ..errors import ModelFileError
+                try:
+                    est._label_constraints()
+                except ParameterError as exc:
+                    raise ModelFileError(f"{os.fspath(path)}: invalid model (stored constraints: {exc})") from None
             return est
         check_weight_range(est.weights_, os.fspath(path))
         return est
