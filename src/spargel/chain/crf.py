@@ -120,6 +120,8 @@ class CRFView:
         # a LabelConstraints (chain/constraints.py): its forbidden transitions, starts
         # and ends are folded into every transition structure (refresh); None: none
         self.constraints = constraints
+        # in how many steps the allowed pairs connect the labels (once: refresh is per weight vector)
+        self.reach = None if constraints is None else C.reach(constraints.allowed)
         self.space_t = space.as_tuple()
         self.data_t = data_tuple(data)
         self.flags = K.order_flags(space)       # the order, as the batch kernels take it
@@ -184,7 +186,8 @@ class CRFView:
         lc = self.constraints
         trans = C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=None if ones else C.DENSE,
                                    ones_fraction=ones, allowed=None if lc is None else lc.allowed,
-                                   start=None if lc is None else lc.start, end=None if lc is None else lc.end)
+                                   start=None if lc is None else lc.start, end=None if lc is None else lc.end,
+                                   steps=self.reach)
         if self.has_bigrams:
             K.compact_bigrams(w, self.space_t, trans, self.dense, self.bl, self.slot, self.mats, self.matsT,
                               self.mscores)

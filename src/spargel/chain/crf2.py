@@ -75,7 +75,7 @@ class CRF2View(CRFView):
         end = np.tile(lc.end, A)
         # a pair state reaches another in one step more than its label reaches the other's
         return C.make_transitions(S, self._list_all[0], self._list_all[1], score, kind=C.LIST, all_pairs=False,
-                                  start=start, end=end, steps=C.reach(lc.allowed) + 1)
+                                  start=start, end=end, steps=self.reach + 1)
 
     def buffers(self, order):
         return K2.work_buffers(self.L, K.max_length(self.data.seq_ptr, order))
