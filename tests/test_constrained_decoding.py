@@ -413,10 +413,14 @@ def test_stored_constraints_are_checked_on_load(chunks, tmp_path, monkeypatch):
 
 def test_constrained_training(chunks):
     X, y, Xt, yt = chunks
-    crf = _fit(X, y, constraints="bio", constrain_training=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crf = CRF(template=TEMPLATE, l1=0.5, max_iter=30, constraints="bio", constrain_training=True)
+        crf.fit(X, y, X_dev=Xt, y_dev=yt)
     pred = crf.predict(Xt)
     assert invalid_sequences(pred, "bio") == 0
     assert chunk_f1(yt, pred) > 0.5
+    assert crf.history_[-1]["dev_f1"] == pytest.approx(chunk_f1(yt, pred))     # dev decoded under them too
 
 
 def test_second_order_estimator(chunks):
