@@ -383,6 +383,14 @@ def test_trained_chunker_writes_no_invalid_sequence(chunks, tmp_path):
         for row in seq:
             assert sum(row.values()) == pytest.approx(1.0)
     assert crf.predict_single(Xt[0]) == cons[0]
+    # python-crfsuite's Tagger API over the estimator honours them too
+    tagger = crf.tagger_
+    bad = next(i for i, (p, q) in enumerate(zip(free, cons)) if p != q)
+    assert tagger.tag(Xt[bad]) == cons[bad]
+    assert tagger.marginal("I-NP", 0) == 0.0
+    seq_lists = crf.predict_nbest([Xt[bad]], k=1)
+    assert tagger.probability(seq_lists[0][0][0]) == pytest.approx(seq_lists[0][0][1])
+    assert tagger.probability(["I-NP"] * len(Xt[bad])) == 0.0
     # the model file keeps the constraints; one without them still loads without
     path = tmp_path / "m.spargel"
     crf.save(path)
@@ -394,6 +402,40 @@ def test_trained_chunker_writes_no_invalid_sequence(chunks, tmp_path):
     crf.constraints = None
     crf.save(path)
     assert CRF.load(path).constraints is None and CRF.load(path).predict(Xt) == free
+
+
+def test_feature_dict_model_and_its_tagger(chunks):
+    # a model a CRFsuite file could hold: its tagger has a one-call path, which the
+    # constraints bypass for the estimator's (constrained) paths
+    X, y, Xt, yt = chunks
+
+    def dicts(seqs):
+        return [[{"n": s[t + 1][0] if t + 1 < len(s) else "EOS", "p": s[t - 1][0] if t else "BOS"}
+                 for t in range(len(s))] for s in seqs]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crf = CRF(l1=0.5, max_iter=30).fit(dicts(X), y)
+    D = dicts(Xt)
+    free = [crf.tagger_.tag(x) for x in D]
+    assert free == crf.predict(D)
+
+    def has_np(seqs):                   # sequences with B-NP followed by I-NP
+        return sum(any(a == "B-NP" and b == "I-NP" for a, b in zip(s, s[1:])) for s in seqs)
+
+    assert has_np(free) > 0
+    names = list(crf.classes_)
+    crf.constraints = {"allowed": [(a, b) for a in names for b in names if (a, b) != ("B-NP", "I-NP")],
+                       "start": [n for n in names if n != "I-NP"]}
+    cons = crf.predict(D)
+    assert has_np(cons) == 0
+    assert [crf.tagger_.tag(x) for x in D] == cons == [crf.predict_single(x) for x in D]
+    crf.tagger_.set(D[0])
+    assert crf.tagger_.marginal("I-NP", 0) == 0.0
+    assert crf.tagger_.probability(cons[0]) == pytest.approx(crf.predict_nbest(D[:1], k=1)[0][0][1])
+    i = next(i for i, seq in enumerate(free) if has_np([seq]))
+    crf.tagger_.set(D[i])
+    assert crf.tagger_.probability(free[i]) == 0.0          # a forbidden sequence
 
 
 def test_stored_constraints_are_checked_on_load(chunks, tmp_path, monkeypatch):
