@@ -399,6 +399,8 @@ def test_trained_chunker_writes_no_invalid_sequence(chunks, tmp_path):
     assert back.predict(Xt) == cons
     with pytest.raises(ValueError, match="CRFsuite file cannot hold"):
         crf.save(tmp_path / "m.crfsuite", format="crfsuite")
+    with pytest.raises(ValueError, match="Wapiti file cannot hold"):
+        crf.save(tmp_path / "m.wapiti", format="wapiti")
     crf.constraints = None
     crf.save(path)
     assert CRF.load(path).constraints is None and CRF.load(path).predict(Xt) == free
@@ -544,3 +546,6 @@ def test_cli_label_and_train_constraints(chunks, tmp_path, capsys):
     capsys.readouterr()
     assert main([str(a) for a in args + ["--constrain-training", d / "tiny_chunks_train.txt", model]]) == 2
     assert "needs --constraints" in capsys.readouterr().err
+    assert main([str(a) for a in args + ["--constraints", "bio", "--model-format", "wapiti",
+                                         d / "tiny_chunks_train.txt", model]]) == 2
+    assert "Wapiti model file cannot hold --constraints" in capsys.readouterr().err

@@ -702,6 +702,10 @@ class CRF(LogLinearCore):
             raise ValueError(f"format must be 'spargel', 'crfsuite' or 'wapiti', got {format!r}")
         self._check_fitted()
         if format == "wapiti":
+            if self.constraints is not None:
+                raise ValueError("cannot write this model in Wapiti's format: it decodes under transition "
+                                 "constraints, which a Wapiti file cannot hold (set constraints=None to write "
+                                 "the weights alone)")
             from . import wapiti_format
             return wapiti_format.write(path, wapiti_format.to_wapiti_model(self), encoding)
         from .crfsuite_format import write

@@ -246,6 +246,9 @@ def cmd_train(args):
         raise UsageError("train: --constrain-training needs --constraints SCHEME")
     if args.constraints is not None and (args.stream is not None or args.scheduler is not None):
         raise UsageError("train: --constraints is not available with --stream or --scheduler")
+    if args.constraints is not None and args.model_format == "wapiti":
+        raise UsageError("train: a Wapiti model file cannot hold --constraints (use --model-format spargel, "
+                         "or give --constraints to 'spargel label')")
     # --init may be MODEL itself (continue a model in place): it is read before the save
     check_outputs({"MODEL": args.model, "--history": args.history},
                   {"TRAIN": args.train, "--dev": args.dev, "--pattern": args.pattern})
