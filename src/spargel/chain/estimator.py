@@ -613,29 +613,23 @@ class CRF(LogLinearCore):
     def load(cls, path, encoding="utf-8"):
         """Read a model file: spargel's own format (:meth:`save`), a CRFsuite model
         file (its string feature values join their key with ":", as python-crfsuite's),
-        a Wapiti model file (``wapiti train``) or a CRF++ text model (``crf_learn -t``'s
-        ``.txt``), each recognised by its first bytes; a Wapiti or CRF++ model keeps its
+        a Wapiti model file (``wapiti train``) or a CRF++ model (``crf_learn``'s binary
+        model or ``crf_learn -t``'s ``.txt``), each recognised by its first bytes; a Wapiti or CRF++ model keeps its
         patterns and labels columns as that tool does (``encoding``: that of the data it
         was trained on; the tools store bytes). Raises ``ModelFileError`` on any problem."""
         from .crfsuite_format import is_crfsuite_file
         from .wapiti_format import is_wapiti_file
-        from .crfpp_format import is_crfpp_text_file
+        from .crfpp_format import is_crfpp_binary_file, is_crfpp_text_file
         if is_crfsuite_file(path):
             from .crfsuite_compat import from_crfsuite_file
             est = from_crfsuite_file(cls, path)
         elif is_wapiti_file(path):
             from .wapiti_format import from_wapiti_file
             est = from_wapiti_file(cls, path, encoding)
-        elif is_crfpp_text_file(path):
+        elif is_crfpp_text_file(path) or is_crfpp_binary_file(path):
             from .crfpp_format import from_crfpp_file
             est = from_crfpp_file(cls, path, encoding)
         else:
-            from .crfpp_format import is_crfpp_binary_file
-            if is_crfpp_binary_file(path):
-                from ..errors import ModelFileError
-                raise ModelFileError(f"{os.fspath(path)}: a binary CRF++ model (crf_learn's default output), "
-                                     f"which spargel does not read; write the text model with crf_learn -t "
-                                     f"and load the MODEL.txt it writes beside the binary one")
             est = super().load(path)  # checks its weights itself
             check_label_pairs(len(est.classes_), os.fspath(path))
             return est
