@@ -345,6 +345,7 @@ class CRF(LogLinearCore):
     def _after_fit(self):
         """sklearn-crfsuite's ``model_filename``: the fitted model is written there (in
         CRFsuite's format when it can hold the model, else in spargel's)."""
+        _register_with_eli5()
         if self.model_filename is not None and hasattr(self, "weights_"):
             from .crfsuite_compat import representable
             self.save(self.model_filename, format="crfsuite" if representable(self) is None else "spargel")
@@ -632,8 +633,10 @@ class CRF(LogLinearCore):
         else:
             est = super().load(path)  # checks its weights itself
             check_label_pairs(len(est.classes_), os.fspath(path))
+            _register_with_eli5()
             return est
         check_weight_range(est.weights_, os.fspath(path))
+        _register_with_eli5()
         return est
 
     @property
@@ -675,3 +678,16 @@ def _pair_namer(space, names):
         return lambda p: pair_names(p, names)
     L = len(names)
     return lambda p: (names[p // L], names[p % L])
+
+
+def _register_with_eli5():
+    """Register ``CRF`` with eli5's ``explain_weights`` / ``explain_prediction``
+    (``spargel.eli5_support``) when eli5 has been imported; eli5 is never imported here."""
+    if "eli5" in sys.modules and "spargel.eli5_support" not in sys.modules:
+        try:
+            from .. import eli5_support  # noqa: F401
+        except ImportError:             # an eli5 without the functions it needs: left alone
+            pass
+
+
+_register_with_eli5()
