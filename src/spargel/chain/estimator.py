@@ -615,8 +615,8 @@ class CRF(LogLinearCore):
         """Read a model file: spargel's own format (:meth:`save`), a CRFsuite model
         file (its string feature values join their key with ":", as python-crfsuite's),
         a Wapiti model file (``wapiti train``) or a CRF++ model (``crf_learn``'s binary
-        model or ``crf_learn -t``'s ``.txt``), each recognised by its first bytes; a Wapiti or CRF++ model keeps its
-        patterns and labels columns as that tool does (``encoding``: that of the data it
+        model or ``crf_learn -t``'s ``.txt``), each recognised by its first bytes; a
+        Wapiti or CRF++ model keeps its patterns and labels columns as that tool does (``encoding``: that of the data it
         was trained on; the tools store bytes). Raises ``ModelFileError`` on any problem."""
         from .crfsuite_format import is_crfsuite_file
         from .wapiti_format import is_wapiti_file
