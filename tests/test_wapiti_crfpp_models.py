@@ -486,11 +486,18 @@ def test_cli_labels_crfpp_text_model(tmp_path):
     assert tool_labels(out) == tool_labels(DATA / "tiny_chunks.crfpp.out")
 
 
-def test_cli_labels_crfpp_binary_model(tmp_path):
+def test_cli_labels_crfpp_binary_model(tmp_path, capsys):
     out = tmp_path / "out.txt"
     assert main(["label", "-m", str(DATA / "tiny_chunks.crfpp.model"), str(DATA / "tiny_chunks_test.txt"),
                  str(out)]) == 0
     assert tool_labels(out) == tool_labels(DATA / "tiny_chunks.crfpp.out")
+    cut = tmp_path / "cut.model"                      # a truncated one: refused, naming the file
+    cut.write_bytes((DATA / "tiny_chunks.crfpp.model").read_bytes()[:5000])
+    capsys.readouterr()
+    assert main(["label", "-m", str(cut), str(DATA / "tiny_chunks_test.txt"), str(tmp_path / "o2")]) == 1
+    err = capsys.readouterr().err
+    assert f"{cut}: invalid CRF++ binary model" in err and "truncated?" in err
+    assert not (tmp_path / "o2").exists()
 
 
 def test_cli_labels_crfsuite_items(tmp_path, capsys):
