@@ -408,6 +408,7 @@ def test_fuzz_binary_crfpp_model(tiny, tmp_path):
     assert peak < 64 << 20                            # nothing sized by a corrupt count
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")          # a signalling NaN read quietly
 def test_binary_crfpp_bounds_name_the_byte(tmp_path):
     import struct
 
@@ -423,6 +424,11 @@ def test_binary_crfpp_bounds_name_the_byte(tmp_path):
         CRF.load(path)
     path.write_bytes(struct.pack("<IidIII", 100, 0, float("nan"), 4, 1, 8) + body)
     with pytest.raises(ModelFileError, match=r"cost-factor nan .*at byte 8"):
+        CRF.load(path)
+    data = bytearray((DATA / "tiny_chunks.crfpp.model").read_bytes())
+    data[-4:] = bytes.fromhex("0100807f")                 # a signalling NaN for the last weight
+    path.write_bytes(bytes(data))
+    with pytest.raises(ModelFileError, match=f"weight 779 is nan, at byte {len(data) - 4}"):
         CRF.load(path)
 
 

@@ -289,7 +289,8 @@ def read_binary_bytes(data, name="<bytes>", encoding="utf-8"):
     if size - pos != 4 * maxid:
         fail(pos, f"{size - pos} bytes after the trie for maxid {maxid} weights of 4 bytes "
                   f"({'truncated?' if size - pos < 4 * maxid else 'trailing bytes'})")
-    weights = np.frombuffer(data, "<f4", maxid, w_at).astype(np.float64)
+    with np.errstate(invalid="ignore"):            # a signalling NaN is refused just below
+        weights = np.frombuffer(data, "<f4", maxid, w_at).astype(np.float64)
     if not np.all(np.isfinite(weights)):
         i = int(np.flatnonzero(~np.isfinite(weights))[0])
         fail(w_at + 4 * i, f"weight {i} is {weights[i]}")
