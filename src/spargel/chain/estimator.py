@@ -422,6 +422,7 @@ class CRF(LogLinearCore):
     def _after_fit(self):
         """sklearn-crfsuite's ``model_filename``: the fitted model is written there (in
         CRFsuite's format when it can hold the model, else in spargel's)."""
+        _register_with_eli5()
         if self.model_filename is not None and hasattr(self, "weights_"):
             from .crfsuite_compat import representable
             self.save(self.model_filename, format="crfsuite" if representable(self) is None else "spargel")
@@ -716,29 +717,23 @@ class CRF(LogLinearCore):
     def load(cls, path, encoding="utf-8"):
         """Read a model file: spargel's own format (:meth:`save`), a CRFsuite model
         file (its string feature values join their key with ":", as python-crfsuite's),
-        a Wapiti model file (``wapiti train``) or a CRF++ text model (``crf_learn -t``'s
-        ``.txt``), each recognised by its first bytes; a Wapiti or CRF++ model keeps its
-        patterns and labels columns as that tool does (``encoding``: that of the data it
+        a Wapiti model file (``wapiti train``) or a CRF++ model (``crf_learn``'s binary
+        model or ``crf_learn -t``'s ``.txt``), each recognised by its first bytes; a
+        Wapiti or CRF++ model keeps its patterns and labels columns as that tool does (``encoding``: that of the data it
         was trained on; the tools store bytes). Raises ``ModelFileError`` on any problem."""
         from .crfsuite_format import is_crfsuite_file
         from .wapiti_format import is_wapiti_file
-        from .crfpp_format import is_crfpp_text_file
+        from .crfpp_format import is_crfpp_binary_file, is_crfpp_text_file
         if is_crfsuite_file(path):
             from .crfsuite_compat import from_crfsuite_file
             est = from_crfsuite_file(cls, path)
         elif is_wapiti_file(path):
             from .wapiti_format import from_wapiti_file
             est = from_wapiti_file(cls, path, encoding)
-        elif is_crfpp_text_file(path):
+        elif is_crfpp_text_file(path) or is_crfpp_binary_file(path):
             from .crfpp_format import from_crfpp_file
             est = from_crfpp_file(cls, path, encoding)
         else:
-            from .crfpp_format import is_crfpp_binary_file
-            if is_crfpp_binary_file(path):
-                from ..errors import ModelFileError
-                raise ModelFileError(f"{os.fspath(path)}: a binary CRF++ model (crf_learn's default output), "
-                                     f"which spargel does not read; write the text model with crf_learn -t "
-                                     f"and load the MODEL.txt it writes beside the binary one")
             est = super().load(path)  # checks its weights itself
             check_label_pairs(len(est.classes_), os.fspath(path))
             if est.constraints is not None:
@@ -747,8 +742,10 @@ class CRF(LogLinearCore):
                     est._label_constraints()
                 except ParameterError as exc:
                     raise ModelFileError(f"{os.fspath(path)}: invalid model (stored constraints: {exc})") from None
+            _register_with_eli5()
             return est
         check_weight_range(est.weights_, os.fspath(path))
+        _register_with_eli5()
         return est
 
     @property
@@ -790,3 +787,16 @@ def _pair_namer(space, names):
         return lambda p: pair_names(p, names)
     L = len(names)
     return lambda p: (names[p // L], names[p % L])
+
+
+def _register_with_eli5():
+    """Register ``CRF`` with eli5's ``explain_weights`` / ``explain_prediction``
+    (``spargel.eli5_support``) when eli5 has been imported; eli5 is never imported here."""
+    if "eli5" in sys.modules and "spargel.eli5_support" not in sys.modules:
+        try:
+            from .. import eli5_support  # noqa: F401
+        except ImportError:             # an eli5 without the functions it needs: left alone
+            pass
+
+
+_register_with_eli5()

@@ -168,8 +168,8 @@ input:
   'name:value') and the output is 'crfsuite tag''s: one predicted label a line
   (with --marginals: 'label:probability', as 'crfsuite tag -i').
 
-  MODEL may also be a Wapiti model file ('wapiti train') or a CRF++ text model
-  ('crf_learn -t' writes MODEL.txt): its patterns generate the observations from
+  MODEL may also be a Wapiti model file ('wapiti train') or a CRF++ model
+  (crf_learn's binary MODEL, or the MODEL.txt of 'crf_learn -t'): its patterns generate the observations from
   INPUT's columns, as 'wapiti label' and 'crf_test' do.
 
 output:
