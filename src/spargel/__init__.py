@@ -23,6 +23,7 @@ _LAZY = {
     "Nonparanormal": "spargel.gaussian.selection",
     "NeighbourhoodSelection": "spargel.gaussian.neighbourhood",
     "PairwiseMRF": "spargel.mrf.estimator",
+    "PairwiseMRFSelect": "spargel.mrf.selection",
     "SpargelError": "spargel.errors",
     "DataFormatError": "spargel.errors",
     "ModelFileError": "spargel.errors",
