@@ -24,6 +24,7 @@ _LAZY = {
     "NeighbourhoodSelection": "spargel.gaussian.neighbourhood",
     "PairwiseMRF": "spargel.mrf.estimator",
     "PairwiseMRFSelect": "spargel.mrf.selection",
+    "IsingFit": "spargel.mrf.nodewise",
     "SpargelError": "spargel.errors",
     "DataFormatError": "spargel.errors",
     "ModelFileError": "spargel.errors",

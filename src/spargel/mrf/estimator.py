@@ -573,6 +573,35 @@ class PairwiseMRF(ParamsMixin):
         return plot_mrf_graph(self.n_features_in_, self.edges_, self.edge_strength_, ax=ax, labels=labels,
                               positions=positions, **kwargs)
 
+    @classmethod
+    def from_potentials(cls, n_states, edges, node_theta, edge_theta, **params):
+        """A fitted model of the given log-potentials: ``node_theta`` the flat node tables
+        (``n_states[i]`` values per variable), ``edge_theta`` the flat ``k_i x k_j`` tables of
+        ``edges`` (``i < j``, row-major), with the estimator parameters ``params``.
+
+        >>> m = PairwiseMRF.from_potentials([2, 2], [[0, 1]], [0, 0, 0, 0], [1.0, 0, 0, 1.0])
+        >>> m.edges_.tolist(), m.edge_weights_[0].tolist()
+        ([[0, 1]], [[1.0, 0.0], [0.0, 1.0]])
+        """
+        from .graph import Graph, validate_edges
+        ns = np.asarray(n_states, dtype=np.int64).ravel()
+        if ns.ndim != 1 or len(ns) < 1 or np.any(ns < 2):
+            raise ValueError("n_states must hold one integer >= 2 per variable")
+        edges = validate_edges(np.asarray(edges, dtype=np.int64).reshape(-1, 2), len(ns), "edges")
+        g = Graph(ns, edges, validated=True)
+        nt = np.asarray(node_theta, dtype=np.float64).ravel()
+        et = np.asarray(edge_theta, dtype=np.float64).ravel()
+        if nt.shape != (g.n_node_values,) or et.shape != (g.n_edge_values,):
+            raise ValueError(f"node_theta must have {g.n_node_values} values and edge_theta {g.n_edge_values}")
+        if not (np.all(np.isfinite(nt)) and np.all(np.isfinite(et))):
+            raise ValueError("the log-potentials must be finite")
+        est = cls(**params)
+        est.n_states_, est.n_features_in_, est.edges_ = ns, len(ns), g.edges.copy()
+        est._node_theta, est._edge_theta = nt.copy(), et.copy()
+        est._features, est._n_input_features = None, 0
+        est._build()
+        return est
+
     # -- model files ----------------------------------------------------------------------
     def save(self, path):
         """Write the fitted model to ``path`` (safe format, no pickle)."""
