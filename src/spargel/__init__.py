@@ -25,6 +25,7 @@ _LAZY = {
     "PairwiseMRF": "spargel.mrf.estimator",
     "PairwiseMRFSelect": "spargel.mrf.selection",
     "IsingFit": "spargel.mrf.nodewise",
+    "edge_stability": "spargel.mrf.stability",
     "SpargelError": "spargel.errors",
     "DataFormatError": "spargel.errors",
     "ModelFileError": "spargel.errors",
