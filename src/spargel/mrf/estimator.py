@@ -484,9 +484,7 @@ class PairwiseMRF(ParamsMixin):
         Xc, _ = check_discrete_data(X, self.n_states_, min_samples=1)
         rows = self._row_thetas(node_features, len(Xc))
         g = self._graph
-        s = np.zeros(len(Xc))
-        for e, (i, j) in enumerate(g.edges):
-            s += self._edge_theta[g.edge_ptr[e] + Xc[:, i] * self.n_states_[j] + Xc[:, j]]
+        s = self._edge_sum(Xc)
         if rows is None:
             log_z, method = self.log_partition()
             for i in range(g.n_nodes):
@@ -498,6 +496,36 @@ class PairwiseMRF(ParamsMixin):
                 s[r] += rows[r, g.node_ptr[:-1] + Xc[r]].sum() - log_z
         self.score_method_ = method
         return s
+
+    def _edge_sum(self, Xc):
+        g = self._graph
+        s = np.zeros(len(Xc))
+        for e, (i, j) in enumerate(g.edges):
+            s += self._edge_theta[g.edge_ptr[e] + Xc[:, i] * self.n_states_[j] + Xc[:, j]]
+        return s
+
+    def log_potential(self, X):
+        """The unnormalised log-probability of each row of X: the sum of its node and
+        edge log-potentials (``score_samples`` is this minus ``log Z``)."""
+        from .model import check_discrete_data
+        self._check_fitted()
+        if getattr(self, "_features", None) is not None:
+            raise CapabilityError("the conditional model's node potentials depend on node_features")
+        Xc, _ = check_discrete_data(X, self.n_states_, min_samples=1)
+        g = self._graph
+        return self._edge_sum(Xc) + sum(self._node_theta[g.node_ptr[i] + Xc[:, i]] for i in range(g.n_nodes))
+
+    def to_networkx(self, labels=None):
+        """The learned graph as a ``networkx.Graph`` (:func:`spargel.mrf.export.to_networkx`;
+        imports networkx only now)."""
+        from .export import to_networkx
+        return to_networkx(self, labels)
+
+    def to_pgmpy(self, labels=None):
+        """The model as a ``pgmpy.models.MarkovNetwork`` with its ``DiscreteFactor``s
+        (:func:`spargel.mrf.export.to_pgmpy`; imports pgmpy only now)."""
+        from .export import to_pgmpy
+        return to_pgmpy(self, labels)
 
     def score(self, X, y=None, node_features=None):
         """Mean log-likelihood per sample (exact or Bethe: see :attr:`score_method_`)."""

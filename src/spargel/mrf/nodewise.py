@@ -187,3 +187,13 @@ class IsingFit(ParamsMixin):
         """Mean log-likelihood of X under the fitted Ising model (exact where it fits)."""
         self._check_fitted()
         return self.model_.score(X)
+
+    def to_networkx(self, labels=None):
+        """The selected graph as a ``networkx.Graph`` (:func:`spargel.mrf.export.to_networkx`)."""
+        self._check_fitted()
+        return self.model_.to_networkx(labels)
+
+    def to_pgmpy(self, labels=None):
+        """The selected model as a ``pgmpy.models.MarkovNetwork`` (:func:`spargel.mrf.export.to_pgmpy`)."""
+        self._check_fitted()
+        return self.model_.to_pgmpy(labels)

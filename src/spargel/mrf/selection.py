@@ -373,6 +373,16 @@ class PairwiseMRFSelect(ParamsMixin):
         return self.best_estimator_.predict(X_partial)
 
 
+    def to_networkx(self, labels=None):
+        """The selected graph as a ``networkx.Graph`` (:func:`spargel.mrf.export.to_networkx`)."""
+        self._check_fitted()
+        return self.best_estimator_.to_networkx(labels)
+
+    def to_pgmpy(self, labels=None):
+        """The selected model as a ``pgmpy.models.MarkovNetwork`` (:func:`spargel.mrf.export.to_pgmpy`)."""
+        self._check_fitted()
+        return self.best_estimator_.to_pgmpy(labels)
+
 class _Walker:
     """One StARS subsample walking down the path, one ``l1`` at a time (warm-started)."""
 
