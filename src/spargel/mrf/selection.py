@@ -300,7 +300,9 @@ class PairwiseMRFSelect(ParamsMixin):
             per = 2.0 if prep.inference == "pseudo-likelihood" else 1.0
             scores = 2.0 * self.loss_path_ + per * self.dof_path_ * np.log(n) + \
                 4.0 * float(self.gamma) * self.edges_path_ * np.log(p)
-            best = int(np.argmin(scores))
+            # the same edges refit to the same loss (up to the solver's tolerance): the
+            # largest l1 among the points that tie with the smallest score
+            best = int(np.flatnonzero(scores <= scores.min() + 1e-7 * max(1.0, abs(scores.min())))[0])
         elif self.criterion == "cv":
             folds = self._folds(n, rng)
             from .model import PairwiseMRFModel
