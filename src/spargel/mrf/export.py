@@ -8,7 +8,7 @@ called, with a clear error when it is missing.
   and whose edges carry ``weight`` (:func:`~spargel.mrf.stability.edge_weight_matrix`:
   the 0/1 interaction of a binary pair, the coupling strength otherwise), ``strength``
   and ``table`` (the log-potential table, rows the first variable's states).
-* :func:`to_pgmpy`: a ``pgmpy.models.MarkovNetwork`` with one ``DiscreteFactor`` per
+* :func:`to_pgmpy`: a ``pgmpy.models.DiscreteMarkovNetwork`` (``MarkovNetwork`` before pgmpy 1.0) with one ``DiscreteFactor`` per
   variable (``exp`` of its node log-potentials) and one per edge (``exp`` of its table):
   the product of the factors of a joint state is ``exp`` of spargel's unnormalised
   log-probability (:meth:`~spargel.mrf.estimator.PairwiseMRF.log_potential`). A factor
@@ -77,15 +77,15 @@ def _factor_values(theta):
 
 
 def to_pgmpy(estimator, labels=None):
-    """The fitted model as a ``pgmpy.models.MarkovNetwork`` with its ``DiscreteFactor``s
+    """The fitted model as a pgmpy ``DiscreteMarkovNetwork`` with its ``DiscreteFactor``s
     (see the module documentation); ``labels``: the variables' names (default
     ``'x0'``, ``'x1'``, ...)."""
     try:
         from pgmpy.factors.discrete import DiscreteFactor
-        try:
-            from pgmpy.models import MarkovNetwork
-        except ImportError:                     # pgmpy before 0.1.13
-            from pgmpy.models import MarkovModel as MarkovNetwork
+        import pgmpy.models as models
+        # pgmpy >= 1.0: DiscreteMarkovNetwork; 0.1.13 - 0.1.x: MarkovNetwork; before: MarkovModel
+        MarkovNetwork = getattr(models, "DiscreteMarkovNetwork", None) or getattr(models, "MarkovNetwork", None) \
+            or models.MarkovModel
     except ImportError:
         raise CapabilityError("to_pgmpy needs pgmpy (pip install pgmpy)") from None
     est = _fitted_mrf(estimator)
