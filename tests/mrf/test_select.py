@@ -65,6 +65,15 @@ def test_isingfit_recovers_a_20_node_ising_graph(ising20):
     assert np.array_equal(IsingFit(n_jobs=2).fit(X).coef_, fit.coef_)
 
 
+def test_isingfit_ebic_stop_keeps_the_choice(ising20):
+    edges, X = ising20
+    Xs = X[:80]                               # wide enough that the stop cuts the paths short
+    cut = IsingFit().fit(Xs)
+    whole = IsingFit(ebic_stop=False).fit(Xs)
+    assert np.isnan(cut.ebic_).sum() > np.isnan(whole.ebic_).sum()
+    assert np.array_equal(cut.coef_, whole.coef_) and np.array_equal(cut.lambdas_, whole.lambdas_)
+
+
 def test_isingfit_regressions_meet_the_lasso_optimality_conditions(small):
     _, X = small
     fit = IsingFit(tol=1e-12).fit(X)

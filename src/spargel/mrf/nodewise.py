@@ -45,12 +45,13 @@ RULES = ("and", "or")
 
 
 def nodewise_logistic(X, *, gamma=0.25, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, max_outer=100,
-                      n_jobs=1):
+                      ebic_stop=True, n_jobs=1):
     """Every column of the 0/1 matrix ``X`` (n, p) regressed on the others (see the module
     documentation). Returns ``(B, b0, lam, ebic)``: ``B[i, j]`` the coefficient of ``x_j``
     in the regression of ``x_i`` at its EBIC-chosen penalty (original scale), ``b0`` the
     intercepts, ``lam`` the chosen penalties, ``ebic`` (p, n_lambdas) each regression's
-    EBIC along its path (NaN past the point where glmnet's rules stop it)."""
+    EBIC along its path (NaN past the point where glmnet's rules stop it, or with
+    ``ebic_stop`` where the EBIC's penalty alone passes the best EBIC so far)."""
     from .nodewise_kernels import node_path
 
     X = np.asarray(X, dtype=np.float64)
@@ -76,7 +77,7 @@ def nodewise_logistic(X, *, gamma=0.25, n_lambdas=100, lambda_min_ratio=None, to
         eb = np.zeros(len(lams))
         nnz = np.zeros(len(lams), np.int64)
         done = node_path(Z, i, y, lams, float(gamma), float(tol), int(max_outer), 0.999, 1e-5,
-                         betas, icpt, eb, nnz)
+                         bool(ebic_stop), betas, icpt, eb, nnz)
         k = int(np.argmin(eb[:done]))
         coef = betas[k] / sd
         B[i] = coef
@@ -107,6 +108,10 @@ class IsingFit(ParamsMixin):
     lambda_min_ratio : end of each path as a fraction of its start (default: 0.01 when
         there are fewer samples than predictors, 1e-4 otherwise, glmnet's).
     tol : coordinate descent's tolerance (weighted squared change of a coefficient).
+    ebic_stop : stop a regression's path once the EBIC's penalty alone,
+        ``J (log n + 2 gamma log(p - 1))``, exceeds the best EBIC so far (default True: no
+        later point with as many non-zeros can be chosen; on wide data most of the path
+        lies beyond, the dense end being the costly part). False computes the whole path.
     n_jobs : threads over the variables (same result for any value).
 
     Attributes
@@ -124,12 +129,14 @@ class IsingFit(ParamsMixin):
     See the module documentation.
     """
 
-    def __init__(self, gamma=0.25, rule="and", *, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, n_jobs=1):
+    def __init__(self, gamma=0.25, rule="and", *, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, ebic_stop=True,
+                 n_jobs=1):
         self.gamma = gamma
         self.rule = rule
         self.n_lambdas = n_lambdas
         self.lambda_min_ratio = lambda_min_ratio
         self.tol = tol
+        self.ebic_stop = ebic_stop
         self.n_jobs = n_jobs
 
     def fit(self, X, y=None):
@@ -153,7 +160,7 @@ class IsingFit(ParamsMixin):
             raise DataFormatError("X", None, "IsingFit needs at least 2 variables")
         B, b0, lam, ebic = nodewise_logistic(Xc, gamma=float(self.gamma), n_lambdas=int(self.n_lambdas),
                                              lambda_min_ratio=self.lambda_min_ratio, tol=float(self.tol),
-                                             n_jobs=self.n_jobs)
+                                             ebic_stop=bool(self.ebic_stop), n_jobs=self.n_jobs)
         nz = B != 0
         keep = (nz & nz.T) if self.rule == "and" else (nz | nz.T)
         W = np.where(keep, (B + B.T) / 2.0, 0.0)

@@ -25,13 +25,17 @@ def _soft(v, t):
 
 
 @kernel(allocates=True)
-def node_path(Z, node, y, lams, gamma, tol, max_outer, devmax, fdev, out_beta, out_b0, out_ebic, out_nnz):
+def node_path(Z, node, y, lams, gamma, tol, max_outer, devmax, fdev, ebic_stop, out_beta, out_b0, out_ebic,
+              out_nnz):
     """The path of node ``node``: ``y`` its 0/1 values, ``Z`` (p, n) every variable's
     standardised column (row ``node`` is skipped). For each penalty ``lams[k]`` writes the
     standardised coefficients ``out_beta[k]`` (length p, 0 at ``node``), the intercept, the
     EBIC ``-2 loglik + J log n + 2 gamma J log(p - 1)`` and ``J`` (non-zeros). Stops early
     (glmnet's rules) when the deviance ratio passes ``devmax`` or a step gains less than
-    ``fdev`` of the deviance; returns the number of points computed."""
+    ``fdev`` of the deviance, and with ``ebic_stop`` once the EBIC's penalty alone,
+    ``J (log n + 2 gamma log(p - 1))``, exceeds the best EBIC so far (a point with at
+    least ``J`` non-zeros cannot do better: ``-2 loglik >= 0``). Returns the number of
+    points computed."""
     p, n = Z.shape
     beta = np.zeros(p)
     eta = np.empty(n)
@@ -58,6 +62,8 @@ def node_path(Z, node, y, lams, gamma, tol, max_outer, devmax, fdev, out_beta, o
     prev_lam = lams[0]
     prev_ratio = 0.0
     n_done = 0
+    best = np.inf
+    per_coef = np.log(n) + 2.0 * gamma * np.log(p - 1.0)
     for k in range(lams.shape[0]):
         lam = lams[k]
         for j in range(p):                     # sequential strong rule + the active set
@@ -150,8 +156,11 @@ def node_path(Z, node, y, lams, gamma, tol, max_outer, devmax, fdev, out_beta, o
                 nnz += 1
         out_b0[k] = b0
         out_nnz[k] = nnz
-        out_ebic[k] = -2.0 * loglik + nnz * np.log(n) + 2.0 * gamma * nnz * np.log(p - 1.0)
+        out_ebic[k] = -2.0 * loglik + nnz * per_coef
+        best = min(best, out_ebic[k])
         n_done = k + 1
+        if ebic_stop and nnz * per_coef > best:
+            break
         ratio = 1.0 - (-2.0 * loglik) / null_dev if null_dev > 0 else 1.0
         prev_lam = lam
         if ratio > devmax:
