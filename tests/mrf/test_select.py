@@ -61,6 +61,10 @@ def test_isingfit_recovers_a_20_node_ising_graph(ising20):
     assert np.allclose(fit.weights_, fit.weights_.T) and np.all(np.diag(fit.weights_) == 0)
     orr = IsingFit(rule="or").fit(X)
     assert {tuple(e) for e in fit.edges_.tolist()} <= {tuple(e) for e in orr.edges_.tolist()}
+    # each path starts at the empty regression: its EBIC is the null deviance, no coefficient
+    q = X.mean(axis=0)
+    null = -2 * len(X) * (q * np.log(q) + (1 - q) * np.log(1 - q))
+    assert np.allclose(fit.ebic_[:, 0], null)
     # the same data with one thread or two: the same fit
     assert np.array_equal(IsingFit(n_jobs=2).fit(X).coef_, fit.coef_)
 

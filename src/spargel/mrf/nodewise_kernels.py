@@ -17,9 +17,13 @@ from ..core.jit import inner, kernel
 
 @inner()
 def _soft(v, t):
-    if v > t:
+    """Soft thresholding; ``|v|`` within rounding of ``t`` gives 0 (at the path's first
+    penalty the largest gradient equals it, and a coefficient of 1e-16 would count as a
+    non-zero in the EBIC)."""
+    edge = t * (1.0 + 1e-10)
+    if v > edge:
         return v - t
-    if v < -t:
+    if v < -edge:
         return v + t
     return 0.0
 
