@@ -182,7 +182,7 @@ class PairwiseMRFSelect(ParamsMixin):
         if self.n_jobs is None or self.n_jobs == 1 or n_tasks <= 1:
             return 1
         import os
-        return os.cpu_count() or 1 if self.n_jobs == -1 else int(self.n_jobs)
+        return (os.cpu_count() or 1) if self.n_jobs == -1 else int(self.n_jobs)
 
     # -- the path -------------------------------------------------------------------------
     def _walk(self, est, prep, l1s, rows=None, scale=1.0, adaptive=False, on_point=None):
