@@ -101,7 +101,10 @@ class PairwiseMRFSelect(ParamsMixin):
           smallest mean is chosen.
     estimator : None or a :class:`PairwiseMRF` whose parameters (all but ``l1``) the
         fits use; default ``PairwiseMRF(adaptive=False)``: the one-stage lasso (its
-        ``adaptive`` parameter adds the second stage at every path point).
+        ``adaptive`` parameter, ``True`` or ``'auto'`` -- every point has ``l1 > 0`` --
+        adds the second stage at every path point).
+    refit : EBIC only: score each point by its edges refitted without penalty (default
+        True; the lasso's shrinkage otherwise favours the end of the path).
     n_l1s : path length (default 20); l1s : or the path itself (values > 0).
     l1_min_ratio : end of the default path as a fraction of ``l1_max`` (default 0.05).
     gamma : EBIC's gamma (default 0.5).
@@ -117,7 +120,8 @@ class PairwiseMRFSelect(ParamsMixin):
     l1s_ : the path (for StARS, down to the first ``l1`` whose instability reached the
         threshold); l1_max_ : its start; l1_ : the chosen ``l1``.
     edges_path_ : edges per path point (fitted on all data); dof_path_ : their
-        parameters (EBIC's df); loss_path_ : the unpenalised training loss per point.
+        parameters (EBIC's df); loss_path_ : the unpenalised training loss per point (EBIC with
+        ``refit``: of the point's edges refitted without penalty).
     criterion_scores_ : per point, EBIC, StARS's instability or the mean held-out
         negative pseudo-log-likelihood per sample.
     criterion_likelihood_ : 'exact', 'pseudo-likelihood' or 'bethe': what the loss is.
@@ -172,6 +176,9 @@ class PairwiseMRFSelect(ParamsMixin):
         check_number("subsample_size", self.subsample_size, low=3, integer=True, allow_none=True)
         check_number("cv", self.cv, low=2, integer=True)
         check_number("n_jobs", self.n_jobs, low=-1, integer=True, allow_none=True)
+        for name in ("refit", "verbose"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ParameterError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.l1s is not None:
             check_number("l1s", self.l1s, allow_array=True)
             a = np.asarray(self.l1s, dtype=float).ravel()
@@ -291,9 +298,10 @@ class PairwiseMRFSelect(ParamsMixin):
         self.edges_path_ = np.array([len(e) for e in edges])
         self.dof_path_ = np.array([edge_dof(prep.ns, e, est.edge_features).sum() for e in edges])
         with numba_threads(est.n_jobs):
-            self.loss_path_ = np.array([float(s.model.loss(s.w)) for s in stages])
             if self.criterion == "ebic" and self.refit:
                 self.loss_path_ = np.array([self._refit_loss(est, prep, s) for s in stages])
+            else:
+                self.loss_path_ = np.array([float(s.model.loss(s.w)) for s in stages])
         if self.criterion == "ebic":
             # with the pseudo-likelihood every edge's weights enter two conditionals: df
             # counts them twice (the sum of the node-wise BICs, as IsingFit's)
