@@ -231,3 +231,13 @@ def test_cli_select(tmp_path, small):
     assert f1(edges, got) >= 0.9
     assert len(path.read_text().splitlines()) == 9
     assert main(["mrf", str(data), "--no-header", "--quiet", "--out-edges", str(out)]) == 2   # neither
+
+
+def test_scikit_learn_clone_keeps_the_parameters():
+    pytest.importorskip("sklearn")
+    from sklearn.base import clone
+    sel = PairwiseMRFSelect("stars", estimator=spargel.PairwiseMRF(inference="exact"), n_l1s=7, random_state=3)
+    c = clone(sel)
+    assert c.get_params()["n_l1s"] == 7 and c.estimator is not sel.estimator
+    assert c.estimator.get_params() == sel.estimator.get_params()
+    assert clone(IsingFit(gamma=0.5, rule="or")).get_params()["rule"] == "or"
