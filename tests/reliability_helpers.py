@@ -1,8 +1,10 @@
 """Small corpora and model-file surgery shared by the reliability tests."""
 
+import contextlib
 import io
 import json
 import random
+import signal
 import zipfile
 
 import numpy as np
@@ -69,3 +71,22 @@ def with_header(parts, header, *, reseal=True):
     out = dict(parts)
     out["header.npy"] = npy_bytes(blob)
     return out
+
+
+@contextlib.contextmanager
+def python_sigint_handler():
+    """Within: SIGINT has Python's own handler, whatever an earlier test in the same
+    worker process left (a test that sends SIGINT to itself checks what spargel does with
+    the KeyboardInterrupt, not what the worker inherited); the previous one is restored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield previous
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def default_sigint_in_child():
+    """``preexec_fn`` of a child that must react to SIGINT: Python's default disposition
+    even where the parent ignores SIGINT (an ignored SIGINT is inherited across exec, and
+    Python then installs no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -10,7 +10,7 @@ import signal
 import numpy as np
 import pytest
 
-from reliability_helpers import corpus
+from reliability_helpers import corpus, python_sigint_handler
 from spargel.errors import ConvergenceWarning
 from spargel.chain.estimator import CRF
 from spargel.loglinear.estimator import LogLinearClassifier
@@ -67,7 +67,7 @@ def test_crf_fit_interrupted_by_sigint_to_itself():
             os.kill(os.getpid(), signal.SIGINT)
 
     crf = CRF(l1=0.1, max_iter=50, tol=0, gtol=0)
-    with pytest.raises(KeyboardInterrupt):
+    with python_sigint_handler(), pytest.raises(KeyboardInterrupt):
         crf.fit(X, y, callback=callback)
     assert sent and crf.stop_reason_ == "interrupted"
     assert len(crf.predict(X[:1])[0]) == len(X[0])

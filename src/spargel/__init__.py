@@ -22,6 +22,7 @@ _LAZY = {
     "SparseGaussianMRFSelect": "spargel.gaussian.selection",
     "Nonparanormal": "spargel.gaussian.selection",
     "NeighbourhoodSelection": "spargel.gaussian.neighbourhood",
+    "Concord": "spargel.gaussian.concord",
     "PairwiseMRF": "spargel.mrf.estimator",
     "PairwiseMRFSelect": "spargel.mrf.selection",
     "IsingFit": "spargel.mrf.nodewise",

@@ -171,6 +171,8 @@ def test_large_factorisations_run_on_one_blas_thread(monkeypatch):
         return ctx
 
     monkeypatch.setattr(solve, "lapack_threads", spy)
+    monkeypatch.setattr(objective, "MULTI_THREAD_MIN_ORDER", 10)     # p = 40: BLAS's threads
+    monkeypatch.setattr(objective, "machine_is_busy", lambda: False)
     base = solve.solve_gaussian(S, 0.2)
     monkeypatch.setattr(objective, "ONE_THREAD_ORDER", 40)
     inside = []
@@ -185,3 +187,40 @@ def test_large_factorisations_run_on_one_blas_thread(monkeypatch):
     assert seen[0] == (40, "nullcontext") and seen[1][0] == 40 and seen[1][1] != "nullcontext"
     assert inside and inside[0] and all(n == 1 for n in inside[0])
     assert np.allclose(one.precision, base.precision, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("p, busy, one", [
+    (452, False, True),          # small: one thread always (the threads only wait, spinning)
+    (452, True, True),
+    (5000, False, False),        # large on an idle machine: BLAS's own setting
+    (5000, True, True),          # large on a busy machine: one thread
+    (20000, False, True),        # past ONE_THREAD_ORDER: one thread (OpenBLAS's crash)
+])
+def test_blas_threads_chosen_by_size_and_load(monkeypatch, p, busy, one):
+    from spargel.gaussian import objective
+
+    monkeypatch.setattr(objective, "machine_is_busy", lambda: busy)
+    ctx = objective.lapack_threads(p)
+    assert (type(ctx).__name__ != "nullcontext") == one
+
+
+def test_a_small_solve_runs_on_one_blas_thread(monkeypatch):
+    """A p = 60 fit's dense algebra runs with one BLAS thread whatever BLAS's default
+    (two threads on a busy 2-core machine multiplied a p = 452 fit's wall time by ten)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from spargel.gaussian import solve
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((80, 60))
+    S = X.T @ X / 80
+    inside = []
+    orig = solve._solve_l1
+
+    def probe(*a, **k):
+        inside.append([i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"])
+        return orig(*a, **k)
+
+    monkeypatch.setattr(solve, "_solve_l1", probe)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        solve.solve_gaussian(S, 0.2)
+    assert inside and inside[0] and all(n == 1 for n in inside[0])

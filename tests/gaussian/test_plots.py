@@ -101,3 +101,47 @@ def test_estimator_plot_kinds_use_feature_names():
     with pytest.raises(ValueError, match="kind must be"):
         m.plot(kind="circle")
     plt.close("all")
+
+
+def _star_of_hubs(n_hubs=12, leaves=6):
+    """Hubs joined in a tight clique, each with its own leaves: the hubs sit close
+    together, so long hub labels collide."""
+    p = n_hubs * (1 + leaves)
+    K = np.eye(p) * 4.0
+    for a in range(n_hubs):
+        for b in range(a + 1, n_hubs):
+            K[a, b] = K[b, a] = 0.05
+        for k in range(leaves):
+            j = n_hubs + a * leaves + k
+            K[a, j] = K[j, a] = 0.3
+    return K
+
+
+def _boxes(ax):
+    ax.figure.canvas.draw()
+    r = ax.figure.canvas.get_renderer()
+    return [t.get_window_extent(r) for t in ax.texts]
+
+
+@pytest.mark.parametrize("overview", [False, True])
+def test_hub_labels_that_would_overlap_are_skipped(overview):
+    K = _star_of_hubs()
+    names = [f"a_rather_long_variable_name_{i}" for i in range(K.shape[0])]
+    draw = plot_overview if overview else plot_graph
+    ax = draw(K, labels=names, max_labels=20)
+    boxes = _boxes(ax)
+    shown = {t.get_text() for t in ax.texts}
+    assert 1 <= len(boxes) <= 15
+    assert not {names[h] for h in range(12)} <= shown  # some hubs' labels were left out
+    for i in range(len(boxes)):                       # and no two drawn labels overlap
+        for j in range(i + 1, len(boxes)):
+            assert not boxes[i].overlaps(boxes[j]), (ax.texts[i].get_text(), ax.texts[j].get_text())
+    assert f"(the {len(boxes)} largest hubs labelled)" in ax.get_title()
+    plt.close("all")
+
+
+def test_caption_goes_above_the_default_title():
+    K = _star_of_hubs(4, 2)
+    ax = plot_graph(K, caption="alpha=0.1 (given)")
+    assert ax.get_title().startswith("alpha=0.1 (given)\n12 variables, ")
+    plt.close("all")

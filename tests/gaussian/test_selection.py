@@ -181,12 +181,12 @@ def test_ric_is_its_definition():
 
     assert ric_alpha(Z, [3, 7]) == pytest.approx(brute([3, 7]), rel=1e-12)
     # n <= n_rotations: every shift 1..n (shift n is no rotation at all)
-    sel = SparseGaussianMRFSelect("ric", n_rotations=20).fit(X)
+    sel = SparseGaussianMRFSelect("ric", n_rotations=20, ric_data="standardized").fit(X)
     assert sel.alpha_ == pytest.approx(brute(range(1, n + 1)), rel=1e-12)
     K = solve_gaussian(R, sel.alpha_, penalize_diagonal=True).precision
     sd = X.std(0, ddof=1)
     np.testing.assert_allclose(sel.precision_ * np.outer(sd, sd), K, atol=1e-8)
-    given = SparseGaussianMRFSelect("ric", rotations=[5]).fit(X)
+    given = SparseGaussianMRFSelect("ric", rotations=[5], ric_data="standardized").fit(X)
     assert given.alpha_ == pytest.approx(brute([5]), rel=1e-12)
 
 
@@ -222,3 +222,36 @@ def test_penalty_matrix_in_every_l1_solver():
     assert Ks[0][0, 5] != 0 and Ks[0][1, 2] == 0
     with pytest.raises(ValueError, match="per-entry penalty matrix"):
         SparseGaussianMRF(alpha=W, blocks=[0, 0, 1, 1, 2, 2]).fit(X)
+
+
+def test_ric_follows_huge_on_the_data_as_given():
+    """huge.select's RIC rotates est$data, the data as given (neither centred nor
+    scaled): its alpha depends on the units. That is the default; the standardised
+    version is an option, invariant to units."""
+    X = _chain_data(n=12, p=4, seed=6) * 0.02 + 3.0       # small units, a non-zero mean
+    n, p = X.shape
+
+    def brute(A, shifts):
+        best = np.inf
+        for r in shifts:
+            worst = max(abs(sum(A[(m + r) % n, j] * A[m, k] for m in range(n)))
+                        for j, k in itertools.permutations(range(p), 2))
+            best = min(best, worst)
+        return best / n
+
+    sel = SparseGaussianMRFSelect("ric", rotations=[3, 7]).fit(X)
+    assert sel.ric_data == "raw"
+    assert sel.alpha_ == pytest.approx(brute(X, [3, 7]), rel=1e-12)
+    Z, _ = _correlation(X)
+    std = SparseGaussianMRFSelect("ric", rotations=[3, 7], ric_data="standardized").fit(X)
+    assert std.alpha_ == pytest.approx(brute(Z, [3, 7]), rel=1e-12)
+    # the raw alpha scales with the units squared; the standardised one does not
+    assert SparseGaussianMRFSelect("ric", rotations=[3, 7]).fit(X * 10).alpha_ == \
+        pytest.approx(100 * sel.alpha_, rel=1e-12)
+    assert SparseGaussianMRFSelect("ric", rotations=[3, 7], ric_data="standardized").fit(
+        X * 10).alpha_ == pytest.approx(std.alpha_, rel=1e-12)
+    # the from-data path computes the same
+    fd = SparseGaussianMRFSelect("ric", rotations=[3, 7], covariance="from_data").fit(X)
+    assert fd.alpha_ == pytest.approx(sel.alpha_, rel=1e-12)
+    with pytest.raises(ValueError, match="ric_data must be 'raw'"):
+        SparseGaussianMRFSelect("ric", ric_data="scaled").fit(X)

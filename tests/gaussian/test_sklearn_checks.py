@@ -1,4 +1,4 @@
-"""scikit-learn's estimator checks for the Gaussian MRF estimators.
+"""scikit-learn's estimator checks for the Gaussian MRF estimators (and CONCORD).
 
 Every check that ``parametrize_with_checks`` yields runs, and none is skipped
 or marked as expected to fail. scikit-learn itself skips
@@ -18,12 +18,14 @@ sklearn_checks = pytest.importorskip("sklearn.utils.estimator_checks")
 
 from spargel.gaussian.estimator import SparseGaussianMRF, SparseGaussianMRFCV  # noqa: E402
 from spargel.gaussian.selection import Nonparanormal, SparseGaussianMRFSelect  # noqa: E402
+from spargel.gaussian.concord import Concord  # noqa: E402
 
 # small grids keep the CV and selection estimators' checks fast
 _ESTIMATORS = [SparseGaussianMRF(alpha=0.05), SparseGaussianMRFCV(alphas=3, cv=3),
                SparseGaussianMRFSelect("ebic", alphas=3),
                SparseGaussianMRFSelect("stars", alphas=3, n_subsamples=2),
-               SparseGaussianMRFSelect("ric"), Nonparanormal(), Nonparanormal("truncation")]
+               SparseGaussianMRFSelect("ric"), Nonparanormal(), Nonparanormal("truncation"),
+               Concord(alpha=0.3)]
 # (Nonparanormal("skeptic") returns a (p, p) matrix, not transformed rows: the
 # transformer checks do not apply to it)
 

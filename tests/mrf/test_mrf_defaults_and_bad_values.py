@@ -200,3 +200,38 @@ def test_bp_budget_of_a_model_file(tmp_path):
             PairwiseMRF.load(p)
     finally:
         est_mod.BP_UPDATE_BUDGET = old
+
+
+@pytest.mark.parametrize("array, index, value", [
+    ("node_theta", 0, 1e308), ("node_theta", 1, -1e308), ("node_theta", 2, 1e200),
+    ("edge_theta", 0, -1e300),
+])
+def test_model_files_with_absurd_potentials_are_refused(tmp_path, array, index, value):
+    """Finite but absurd log-potentials gave NaN or all-zero marginals without a word:
+    the load refuses them, naming the file and the entry."""
+    p, Y = _saved(tmp_path)
+    meta, arrays = io.load_arrays(p, "mrf")
+    arrays[array] = arrays[array].copy()
+    arrays[array][index] = value
+    io.save_arrays(p, "mrf", meta, arrays)
+    with pytest.raises(ModelFileError, match=rf"{p}: invalid model \({array}\[{index}\] = .* beyond"):
+        PairwiseMRF.load(p)
+
+
+def test_model_files_with_absurd_feature_weights_are_refused(tmp_path):
+    p, Y = _saved(tmp_path, conditional=True)
+    meta, arrays = io.load_arrays(p, "mrf")
+    arrays["feature_weights"] = np.full_like(arrays["feature_weights"], 1e300)
+    io.save_arrays(p, "mrf", meta, arrays)
+    with pytest.raises(ModelFileError, match=r"feature_weights\[0\] = 1e\+300 is beyond"):
+        PairwiseMRF.load(p)
+
+
+def test_model_files_with_large_but_usable_potentials_load(tmp_path):
+    p, Y = _saved(tmp_path)
+    meta, arrays = io.load_arrays(p, "mrf")
+    arrays["node_theta"] = arrays["node_theta"].copy()
+    arrays["node_theta"][0] = 1e6                   # variable 0 pinned to state 0
+    io.save_arrays(p, "mrf", meta, arrays)
+    P = PairwiseMRF.load(p).predict_marginals(np.full((1, Y.shape[1]), -1))
+    assert np.all(np.isfinite(P)) and P[0, 0, 0] == pytest.approx(1.0)

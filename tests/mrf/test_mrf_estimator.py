@@ -184,6 +184,7 @@ def test_cli_writes_edges_and_model(tmp_path, capsys):
     ("a,b\n1,2\n1,1\n", "a is constant"),
     ("a,b\n1,2\n", "at least 2 samples"),
     ("a,b\n1,2\n1\n", "d.csv:3: expected 2 values"),
+    ("a;b\n1;2\n2;1\n", "d.csv:1: one value per line: the file looks semicolon-separated"),
 ])
 def test_cli_bad_input(tmp_path, capsys, text, message):
     data = tmp_path / "d.csv"

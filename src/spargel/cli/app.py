@@ -428,8 +428,9 @@ def build_parser():
                                    "with a few relevant and many irrelevant features), train "
                                    "each solver configuration on it and print a comparison "
                                    "table and a plot.", formatter_class=_Formatter)
-    p.add_argument("-o", "--out", metavar="FILE.png", default="spargel-demo.png",
-                   help="where to write the comparison plot")
+    p.add_argument("-o", "--out", metavar="FILE.png", default=None,
+                   help="where to write the comparison plot (default: spargel-demo.png in a new "
+                        "temporary folder, printed; never the current folder)")
     p.add_argument("--no-plot", action="store_true", help="do not draw the plot")
     p.add_argument("--threads", type=int, default=2, metavar="N", help="threads per training run")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
@@ -577,8 +578,16 @@ def cmd_demo(args):
     """``spargel demo``: the synthetic comparison of solvers."""
     from .demo import run_demo
 
-    run_demo(out=None if args.no_plot else args.out, n_jobs=args.threads, seed=args.seed,
-             quick=args.quick, all_solvers=args.all_solvers)
+    out = None
+    if not args.no_plot:
+        if args.out is None:            # a folder of its own: nothing lands where it runs
+            import tempfile
+
+            out = os.path.join(tempfile.mkdtemp(prefix="spargel-demo-"), "spargel-demo.png")
+        else:
+            out = args.out
+    run_demo(out=out, n_jobs=args.threads, seed=args.seed, quick=args.quick,
+             all_solvers=args.all_solvers)
     return 0
 
 

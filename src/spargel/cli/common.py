@@ -102,23 +102,23 @@ def warn(command, message):
 # option values: a bad one is a usage error that names the option
 # ---------------------------------------------------------------------------------------
 
-def check_number(option, value, *, low=None, high=None, integer=False, low_open=False):
+def check_number(option, value, *, low=None, high=None, integer=False, low_open=False, high_open=False):
     """``value`` if it is a finite number in range, else a :class:`UsageError` naming
-    ``option``."""
+    ``option`` (``low_open`` / ``high_open``: the bound itself is out of range)."""
     bad = (isinstance(value, bool) or value is None
            or (integer and not float(value).is_integer())
            or not math.isfinite(float(value)))
     if not bad and low is not None:
         bad = value <= low if low_open else value < low
     if not bad and high is not None:
-        bad = value > high
+        bad = value >= high if high_open else value > high
     if bad:
         what = "an integer" if integer else "a finite number"
         rng = ""
         if low is not None:
             rng = f" {'>' if low_open else '>='} {_number_text(low)}"
         if high is not None:
-            rng += f"{' and' if rng else ''} <= {_number_text(high)}"
+            rng += f"{' and' if rng else ''} {'<' if high_open else '<='} {_number_text(high)}"
         raise UsageError(f"{option} must be {what}{rng}, got {value!r}")
     return value
 
@@ -224,15 +224,39 @@ def read_table_text(text, name, *, header=None, row_labels=None, numeric=True, d
     if not rows:
         raise DataFormatError(name, None, "the file is empty")
     width = len(rows[1]) if len(rows) > 1 else len(rows[0])
+    other = _other_separator(text, delimiter)
     for cells, line in zip(rows, lines):
         if len(cells) != width and not (cells is rows[0] and len(cells) in (width - 1, width)):
-            raise DataFormatError(name, line, f"expected {width} values, found {len(cells)}")
+            raise DataFormatError(name, line, f"expected {width} values, found {len(cells)}"
+                                  + (f"; {other}" if other else ""))
+    if other and max(len(r) for r in rows) == 1 and (numeric or "space" not in other):
+        raise DataFormatError(name, lines[0], f"one value per line: {other}")
     table = Table(name, rows, lines)
     _decide_row_labels(table, row_labels, numeric)
     _decide_header(table, header, numeric)
     if not table.rows:
         raise DataFormatError(name, None, "no data rows after the header")
     return table
+
+
+def _other_separator(text, delimiter, sample=20):
+    """When ``delimiter`` is a comma and the first ``sample`` non-empty lines all hold
+    another separator instead (a semicolon or a tab in every line; or runs of spaces
+    and no comma anywhere), a sentence that says so and how to convert; else None."""
+    if delimiter != ",":
+        return None
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()][:sample]
+    if not lines:
+        return None
+    found = next((what for sep, what in ((";", "semicolon"), ("\t", "tab"))
+                  if all(sep in ln for ln in lines)), None)
+    if found is None and not any("," in ln for ln in lines) and all(len(ln.split()) > 1 for ln in lines):
+        found = "space"
+    if found is None:
+        return None
+    convert = {"semicolon": "tr ';' ','", "tab": "tr '\\t' ','", "space": "tr -s ' ' ','"}[found]
+    return (f"the file looks {found}-separated, not comma-separated (spargel reads CSV: values "
+            f"separated by commas, a dot for decimals); convert it, e.g. {convert}")
 
 
 def _decide_row_labels(table, row_labels, numeric):

@@ -124,8 +124,11 @@ def run_demo(out="spargel-demo.png", n_jobs=2, seed=0, quick=False, configs=None
     print(f"spargel demo: {len(X)} training sequences ({n_tok} tokens), {len(Xt)} test sequences; "
           f"4 labels, {len(relevant)} relevant and {n_irr} irrelevant attributes", file=file)
     # compile the numba kernels once, outside the timings
+    print("compiling the kernels (the first run only: about 40 s on 2 cores; cached afterwards) ...",
+          file=file, flush=True)
     t = time.perf_counter()
-    _compile_kernels([c.solver for c in configs if c.solver in SOLVERS], X[:5], y[:5], Xt[:2], n_jobs)
+    with _heartbeat(file, "  ... still compiling"):
+        _compile_kernels([c.solver for c in configs if c.solver in SOLVERS], X[:5], y[:5], Xt[:2], n_jobs)
     print(f"(kernels ready in {time.perf_counter() - t:.1f}s)", file=file, flush=True)
 
     results = []
@@ -136,8 +139,10 @@ def run_demo(out="spargel-demo.png", n_jobs=2, seed=0, quick=False, configs=None
         params = {"max_iter": 300, "n_jobs": n_jobs, "random_state": seed}
         params.update(cfg.params)
         crf = CRF(**params)
+        print(f"training {cfg.name} ...", file=file, flush=True)
         t = time.perf_counter()
-        crf.fit(X, y, X_dev=Xt, y_dev=yt)  # test accuracy per iteration, for the plot
+        with _heartbeat(file, f"  ... still training {cfg.name}"):
+            crf.fit(X, y, X_dev=Xt, y_dev=yt)  # test accuracy per iteration, for the plot
         seconds = time.perf_counter() - t
         found, kept = _relevance(crf, relevant, 4)
         results.append(DemoResult(
@@ -164,6 +169,32 @@ def run_demo(out="spargel-demo.png", n_jobs=2, seed=0, quick=False, configs=None
         except MissingMatplotlibError as exc:
             print(f"no plot: {exc}", file=file)
     return results
+
+
+class _heartbeat:
+    """Within: a line ``what (N s)`` on ``file`` every ``every`` seconds, so that a long
+    silent step (compilation) shows it is alive."""
+
+    def __init__(self, file, what, every=10.0):
+        import threading
+
+        self.file, self.what, self.every = file, what, every
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        t0 = time.perf_counter()
+        while not self.stop.wait(self.every):
+            print(f"{self.what} ({time.perf_counter() - t0:.0f} s)", file=self.file, flush=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        return False
 
 
 def _tiny_fit(solver, X, y, n_jobs=1):

@@ -48,8 +48,6 @@ from .common import (CommandError, UsageError, check_number, check_outputs, csv_
 
 __all__ = ["add_parser", "run", "read_csv_matrix"]
 
-#: the largest --n-alphas (a grid of fits; each fit costs seconds)
-MAX_ALPHAS = 10_000
 
 
 def read_csv_matrix(path, header=None):
@@ -69,7 +67,7 @@ def read_csv_matrix(path, header=None):
                 v = float(c)
             except ValueError:
                 raise DataFormatError(table.source, line, f"non-numeric value {c!r} in column "
-                                      f"{col + 1 + offset}") from None
+                                      f"{col + 1 + offset}" + _separator_hint(c)) from None
             if not math.isfinite(v):
                 raise DataFormatError(table.source, line, f"non-finite value {c!r} in column {col + 1 + offset}")
             data[k, col] = v
@@ -80,6 +78,17 @@ def read_csv_matrix(path, header=None):
         raise DataFormatError(table.source, table.header_line, f"header has {len(names)} names but rows "
                               f"have {table.width} values")
     return data, names
+
+
+def _separator_hint(value):
+    """A hint when a field that is not a number holds another separator (the file is
+    then likely not comma-separated, or has decimal commas)."""
+    for sep, what in ((";", "semicolon"), ("\t", "tab"), (" ", "space")):
+        if sep in value:
+            return (f"; it holds a {what}: the file looks {what}-separated or has decimal "
+                    "commas, not comma-separated (spargel reads CSV: values separated by "
+                    "commas, a dot for decimals)")
+    return ""
 
 
 def add_parser(subparsers):
@@ -266,9 +275,18 @@ def _check_usage(args):
         check_number("--cv", args.cv, low=2, integer=True)
         if args.covariance:
             raise UsageError("--cv needs samples, not --covariance")
+    from ..gaussian.path import MAX_ALPHAS      # the estimators' cap on a grid (numpy: imported here)
+
     check_number("--n-alphas", args.n_alphas, low=1, high=MAX_ALPHAS, integer=True)
     if not 0 < args.alpha_min_ratio < 1:
         raise UsageError(f"--alpha-min-ratio must be in (0, 1), got {args.alpha_min_ratio}")
+    if args.seed is not None and args.cv is None:
+        raise UsageError("--seed shuffles the --cv folds; it goes with --cv")
+    if args.n_samples is not None and not args.covariance:
+        raise UsageError("--n-samples goes with --covariance (with samples it is their count)")
+    if args.blocks is not None and args.solver in ("newton-cg", "newton-cd"):
+        raise UsageError(f"--solver {args.solver} handles plain l1 weights only; --blocks needs "
+                         "--solver projected-gradient or auto")
     if args.seed is not None:
         check_number("--seed", args.seed, low=0, high=2 ** 32 - 1, integer=True)
     if args.tol is not None:
@@ -331,6 +349,7 @@ def _run(args):
     common = dict(blocks=blocks, solver=args.solver, tol=args.tol, max_iter=args.max_iter,
                   penalize_diagonal=args.penalize_diagonal, verbose=args.verbose)
     t0 = time.perf_counter()
+    interrupted, model = False, None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         try:
@@ -351,8 +370,25 @@ def _run(args):
                 alpha = args.alpha
         except DataFormatError as exc:
             if exc.source in ("X", "S") and exc.line is None:   # name the file instead
-                raise DataFormatError("<stdin>" if args.data == "-" else args.data, None, exc.message) from None
+                message = exc.message
+                reason = getattr(exc, "singular", None)
+                if reason is not None:                          # and the variables as the file has them
+                    from ..gaussian.solve import singular_text
+
+                    message = message.replace(singular_text(reason), singular_text(
+                        reason, lambda j: f"column {names[j]!r}" if names is not None else
+                        f"value column {j + 1}"))
+                raise DataFormatError("<stdin>" if args.data == "-" else args.data, None, message) from None
             raise
+        except KeyboardInterrupt:
+            # Ctrl-C: the plain fit keeps the iterate reached (written below, exit 130);
+            # cross-validation has no model to write before its refit
+            if args.cv is not None or not hasattr(model, "precision_"):
+                print("spargel gmrf: interrupted before a model was reached "
+                      f"({'during cross-validation' if args.cv is not None else 'before the solver ran'}); "
+                      "nothing is written", file=sys.stderr)
+                raise
+            interrupted, alpha = True, args.alpha
     elapsed = time.perf_counter() - t0
     for w in caught:
         if issubclass(w.category, ConvergenceWarning) and not args.quiet:
@@ -378,7 +414,12 @@ def _run(args):
         from ..gaussian.plot import plot_overview
 
         K, labels, title = _plot_matrix(model, names, args.plot)
-        ax = plot_overview(K, labels=labels, title=title)
+        how = (f"chosen by {args.cv}-fold cross-validation among {len(model.alphas_)} alphas"
+               if args.cv is not None else "given")
+        caption = f"alpha = {alpha:.4g} ({how})" + (", interrupted" if interrupted else "")
+        if title is not None:
+            title = f"{caption}\n{title}"
+        ax = plot_overview(K, labels=labels, title=title, caption=caption)
         buf = io.BytesIO()
         ax.figure.savefig(buf, dpi=150, bbox_inches="tight", format=Path(args.plot).suffix.lstrip(".") or "png")
         write_output(args.plot, buf.getvalue())
@@ -388,6 +429,9 @@ def _run(args):
               f"objective={model.objective_:.10g}, duality gap={model.duality_gap_:.3g}, "
               f"{model.n_iter_} iterations ({model.solver_}), {elapsed:.3f}s; "
               f"wrote {', '.join(written)}", file=sys.stderr)
+    if interrupted:
+        print("spargel gmrf: interrupted; the model reached so far is written", file=sys.stderr)
+        return 130
     return 0
 
 

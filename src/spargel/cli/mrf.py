@@ -39,6 +39,11 @@ __all__ = ["add_parser", "run", "read_states_csv"]
 
 MISSING = {"", "?", "na", "nan", "null", "none"}
 
+#: the solvers a pairwise MRF can run (it offers loss_grad, grafting and the bound; the
+#: others need samples passes, MAP decoding or blocks), and those for the group lasso
+MRF_SOLVERS = ("owlqn", "lbfgs", "fista", "bound", "grafting-light", "grafting", "gauss-seidel")
+GROUP_SOLVERS = ("owlqn", "fista")
+
 
 def read_states_csv(path, header=None):
     """Read a CSV of discrete values (``-``: standard input); returns (X int64 (N, n),
@@ -110,7 +115,9 @@ def add_parser(subparsers):
     p.add_argument("--inference", default="auto", choices=["auto", "loopy-bp", "exact", "pseudo-likelihood"],
                    help="how the likelihood is evaluated during training (default auto: exact when the "
                         "junction tree is small, pseudo-likelihood otherwise)")
-    p.add_argument("--solver", default="owlqn", help="solver name (default owlqn)")
+    p.add_argument("--solver", default="owlqn", metavar="NAME",
+                   help=f"one of {', '.join(MRF_SOLVERS)} (default owlqn; with --group: "
+                        f"{' or '.join(GROUP_SOLVERS)})")
     p.add_argument("--ising", action="store_true", help="one weight per edge instead of a full table")
     p.add_argument("--adaptive", dest="adaptive", action="store_true", default="auto",
                    help="adaptive lasso: refit the selected edges, each penalised by 1 / its strength "
@@ -163,7 +170,11 @@ def _run(args):
     check_number("--tol", args.tol, low=0)
     if args.max_iter is not None:
         check_number("--max-iter", args.max_iter, low=1, integer=True)
-    check_number("--bp-damping", args.bp_damping, low=0, high=1)
+    check_number("--bp-damping", args.bp_damping, low=0, high=1, high_open=True)
+    solvers = GROUP_SOLVERS if args.group else MRF_SOLVERS
+    if args.solver not in solvers:
+        raise UsageError(f"--solver {args.solver!r} cannot fit "
+                         f"{'a group-lasso' if args.group else 'a pairwise'} MRF; choose one of {', '.join(solvers)}")
     default_edges, default_model = default_outputs(args.data)
     out_e = args.out_edges or default_edges
     out_m = args.model or default_model

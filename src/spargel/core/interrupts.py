@@ -1,6 +1,7 @@
 """Ctrl-C during a fit: the solver stops and keeps what it reached; the estimator
 stores it, then raises ``KeyboardInterrupt`` so that a script stops as asked."""
 
+import contextlib
 import functools
 
 
@@ -43,3 +44,43 @@ def interrupted_before_training(est):
     est.stop_reason_ = "interrupted"
     est.n_iter_ = 0
     est.history_ = []
+
+
+class CtrlC:
+    """What :func:`ctrl_c_stops` hands out: ``requested`` (Ctrl-C was pressed) and
+    ``callback(row)``, a solver callback that answers True (stop) once it was."""
+
+    def __init__(self):
+        self.requested = False
+
+    def callback(self, row=None):
+        return self.requested
+
+
+@contextlib.contextmanager
+def ctrl_c_stops():
+    """Within: the first Ctrl-C (SIGINT) only sets ``requested``, so that a solver given
+    ``callback`` stops at its next iteration with the iterate it reached (for solvers
+    whose loops are compiled code, where a ``KeyboardInterrupt`` would lose it); a second
+    Ctrl-C raises ``KeyboardInterrupt`` at once, so nothing hangs. Outside the main
+    thread, or when SIGINT has a handler other than Python's default, nothing changes
+    (``requested`` stays False and ``KeyboardInterrupt`` is raised as usual)."""
+    import signal
+    import threading
+
+    state = CtrlC()
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield state
+        return
+
+    def handler(signum, frame):
+        if state.requested:
+            raise KeyboardInterrupt
+        state.requested = True
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield state
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

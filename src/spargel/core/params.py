@@ -30,6 +30,23 @@ def check_number(name, value, *, low=0.0, allow_array=False, integer=False, allo
         raise ParameterError(f"{name} must be a finite number >= {low:g}, got {value!r}")
 
 
+def check_n_jobs(value, name="n_jobs"):
+    """None, -1 (every core) or a positive integer of threads; anything else (0, -2, 1.5,
+    True) is a :class:`ParameterError` naming the parameter, as scikit-learn refuses it.
+
+    >>> check_n_jobs(0)
+    Traceback (most recent call last):
+    ...
+    spargel.errors.ParameterError: n_jobs must be None, -1 or an integer >= 1, got 0
+    """
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
+            or not (value == -1 or value >= 1):
+        raise ParameterError(f"{name} must be None, -1 or an integer >= 1, got {value!r}")
+    return int(value)
+
+
 def check_sample_weight(sample_weight, n, what="sample"):
     """None, or the float64 array of ``n`` finite weights >= 0 (one per ``what``), not
     all zero (the data would then say nothing).

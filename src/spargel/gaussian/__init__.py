@@ -14,9 +14,10 @@ block-l1 extension (Duchi, Gould & Koller 2008):
 * ``solve``: ``solve_gaussian``, the one entry point (validation,
   rescaling, screening, dispatch); ``progress``: the history rows.
 
-The public estimators are :class:`spargel.SparseGaussianMRF` and
-:class:`spargel.SparseGaussianMRFCV`; neighbourhood selection is
-:class:`spargel.NeighbourhoodSelection` (``neighbourhood``). Nothing here imports numba until a
+The public estimators are :class:`spargel.SparseGaussianMRF`,
+:class:`spargel.SparseGaussianMRFCV`, :class:`spargel.NeighbourhoodSelection`
+(``neighbourhood``) and :class:`spargel.Concord` (``concord``: the l1-penalised symmetric
+pseudo-likelihood, by coordinate descent on an active set). Nothing here imports numba until a
 solver runs.
 """
 
@@ -38,6 +39,8 @@ _LAZY = {
     "graphical_lasso": "spargel.gaussian.glasso",
     "NeighbourhoodSelection": "spargel.gaussian.neighbourhood",
     "neighbourhood_path": "spargel.gaussian.neighbourhood",
+    "Concord": "spargel.gaussian.concord",
+    "concord_solve": "spargel.gaussian.concord",
 }
 
 __all__ = sorted(_LAZY)

@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 
 from ..errors import DataFormatError, NotFittedError, ParameterError
+from ..core.interrupts import ctrl_c_stops, note_interrupt, reraise_interrupt
 from ..core.params import ParamsMixin
 
 __all__ = ["SparseGaussianMRF", "SparseGaussianMRFCV"]
@@ -119,8 +120,11 @@ def _from_data_choice(est, shape, alpha_ndim, dense_only=("precomputed",)):
 def _check_compat(est):
     """scikit-learn's ``mode``, ``enet_tol`` and ``eps``: accepted and checked, and
     without effect (see the class docstring)."""
+    from ..core.params import check_n_jobs
+
     if est.mode not in _MODES:
         raise ParameterError(f"mode must be 'cd' or 'lars', got {est.mode!r}")
+    check_n_jobs(est.n_jobs)
     for name in ("enet_tol", "eps"):
         v = getattr(est, name)
         if isinstance(v, (bool, str)) or not isinstance(v, (int, float, np.integer, np.floating)):
@@ -144,8 +148,8 @@ def need_samples(X, least, purpose):
                               f"{m} sample{'s' if m != 1 else ''}")
 
 
-class _FittedMixin:
-    """What both estimators do once fitted: scoring, names, plots."""
+class PrecisionFitted:
+    """Fitted once ``precision_`` exists (every Gaussian estimator)."""
 
     def _check_fitted(self):
         if not hasattr(self, "precision_"):
@@ -154,6 +158,10 @@ class _FittedMixin:
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "precision_")
+
+
+class _FittedMixin(PrecisionFitted):
+    """What both estimators do once fitted: scoring, names, plots."""
 
     def _data(self, X, *, reset, least=1, purpose=""):
         """Validate X (data, not a covariance); on ``reset`` remember the
@@ -541,9 +549,12 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         self.enet_tol = enet_tol
         self.eps = eps
 
+    @reraise_interrupt
     def fit(self, X, y=None):
         """Fit from data X (n_samples, n_features), or from a covariance
-        matrix when ``covariance='precomputed'``."""
+        matrix when ``covariance='precomputed'``. Ctrl-C stops the solver: the iterate
+        reached is kept (``stop_reason_ == 'interrupted'``), then ``KeyboardInterrupt``
+        is raised."""
         _check_compat(self)
         if self.covariance not in _COVARIANCE:
             raise ParameterError(f"covariance must be None, 'dense', 'precomputed', 'from_data' or "
@@ -571,17 +582,21 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
     def _fit_from_data(self, X):
         from .from_data import solve_from_data
 
-        res = solve_from_data(X, self.alpha, assume_centered=self.assume_centered,
-                              penalize_diagonal=self.penalize_diagonal,
-                              max_component=self.max_component, solver=self.solver,
-                              tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
-                              random_state=_seed(self.random_state), n_jobs=self.n_jobs)
+        with ctrl_c_stops() as ctrl_c:
+            res = solve_from_data(X, self.alpha, assume_centered=self.assume_centered,
+                                  penalize_diagonal=self.penalize_diagonal,
+                                  max_component=self.max_component, solver=self.solver,
+                                  tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
+                                  random_state=_seed(self.random_state), n_jobs=self.n_jobs,
+                                  callback=ctrl_c.callback)
+        _interrupted(self, res, ctrl_c)
         self._result = res
         self._store(res, X.shape[1])
         self.n_samples_ = X.shape[0]
         self.location_ = np.zeros(X.shape[1]) if self.assume_centered else X.mean(axis=0)
         return self
 
+    @reraise_interrupt
     def fit_covariance(self, S, n_samples=None):
         """Fit from an empirical covariance S (``n_samples`` is informative),
         the same as ``covariance='precomputed'``."""
@@ -606,17 +621,30 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         if self.warm_start and hasattr(self, "_result") and \
                 self._result.precision.shape == S.shape:
             warm = self._result
-        res = solve_gaussian(S, self.alpha, blocks=self.blocks, solver=self.solver,
-                             tol=self.tol, max_iter=self.max_iter,
-                             penalize_diagonal=self.penalize_diagonal,
-                             block_weight=self.block_weight, screen=self.screen,
-                             step_rule=self.step_rule, warm_start=warm, n_jobs=self.n_jobs,
-                             random_state=_seed(self.random_state), verbose=self.verbose,
-                             validated=True, client=self.client, overwrite_S=True)
+        with ctrl_c_stops() as ctrl_c:
+            res = solve_gaussian(S, self.alpha, blocks=self.blocks, solver=self.solver,
+                                 tol=self.tol, max_iter=self.max_iter,
+                                 penalize_diagonal=self.penalize_diagonal,
+                                 block_weight=self.block_weight, screen=self.screen,
+                                 step_rule=self.step_rule, warm_start=warm, n_jobs=self.n_jobs,
+                                 random_state=_seed(self.random_state), verbose=self.verbose,
+                                 validated=True, client=self.client, overwrite_S=True,
+                                 callback=ctrl_c.callback)
+        _interrupted(self, res, ctrl_c)
         self._result = res
         self._store(res, S.shape[0])
         self.n_samples_ = n_samples
         return self
+
+
+def _interrupted(est, res, ctrl_c):
+    """After a solve under :func:`ctrl_c_stops`: a solver stopped by Ctrl-C has the stop
+    reason 'interrupted' (its iterate is kept; ``fit`` raises ``KeyboardInterrupt`` once
+    it is stored)."""
+    if ctrl_c.requested:
+        if not res.converged:
+            res.stop_reason = "interrupted"
+        note_interrupt(est, "interrupted")
 
 
 def _kfold(X, n_samples, cv, random_state, y=None, split_params=None):
@@ -654,7 +682,26 @@ def _kfold(X, n_samples, cv, random_state, y=None, split_params=None):
         splits = list(cv)
     if not splits:
         raise ValueError("cv gave no splits")
-    return [(np.asarray(a), np.asarray(b)) for a, b in splits]
+    return [(_fold_indices(a, n_samples, k, "train"), _fold_indices(b, n_samples, k, "test"))
+            for k, (a, b) in enumerate(splits)]
+
+
+def _fold_indices(idx, n_samples, k, part):
+    """A split's row indices as an int array, each in [0, n_samples) (a boolean mask
+    of n_samples rows is taken as its positions); a ValueError naming the split
+    otherwise, never an IndexError or a negative index wrapping around."""
+    a = np.asarray(idx)
+    if a.dtype == bool and a.ndim == 1 and a.size == n_samples:
+        return np.flatnonzero(a)
+    if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+        raise ValueError(f"cv split {k}: the {part} indices must be a 1-D array of integer row "
+                         f"indices, got an array of dtype {a.dtype} and shape {a.shape}")
+    a = a.astype(np.int64, copy=False)
+    bad = np.flatnonzero((a < 0) | (a >= n_samples))
+    if bad.size:
+        raise ValueError(f"cv split {k}: {part} index {int(a[bad[0]])} is out of range for "
+                         f"{n_samples} samples (row indices are 0 to {n_samples - 1})")
+    return a
 
 
 def _cv_fold(X, tr, te, f, alphas, kw, assume_centered, center_test, penalize_diagonal):
@@ -863,11 +910,13 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
         import sys
 
         from .objective import empirical_covariance
-        from .path import alpha_grid, gaussian_path
+        from .path import alpha_grid, check_n_alphas, gaussian_path
 
         _check_compat(self)
         if self.center_test not in ("train", "test"):
             raise ParameterError(f"center_test must be 'train' or 'test', got {self.center_test!r}")
+        if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
+            check_n_alphas(self.alphas, "alphas")       # before a grid is sized by it
         X = self._data(X, reset=True, least=2, purpose="estimate a covariance")
         m, n = X.shape
         fd = _from_data_choice(self, X.shape, 0)

@@ -28,6 +28,7 @@ Everything here is plain numpy/LAPACK; no numba.
 from __future__ import annotations
 
 import contextlib
+import os
 
 import numpy as np
 from scipy.linalg import lapack
@@ -221,10 +222,30 @@ def one_blas_thread():
     return threadpool_limits(1, user_api="blas")
 
 
+#: below this order the dense factorisations and products of the solvers run on one BLAS
+#: thread: each call is too short for the threads to pay, and on a busy machine OpenBLAS's
+#: waiting threads spin: a p = 452 fit took 6.6 s of wall time on two threads beside one
+#: busy process (0.75 s on one), p = 1,500 34 s (14 s on one), on a 2-core machine
+MULTI_THREAD_MIN_ORDER = 4096
+
+
+def machine_is_busy():
+    """Whether the last minute's load average reaches the number of cores (then a BLAS
+    thread more only waits for a core, spinning)."""
+    try:
+        return os.getloadavg()[0] >= (os.cpu_count() or 1)
+    except (AttributeError, OSError):           # no load average on this platform
+        return False
+
+
 def lapack_threads(p):
-    """A context for the dense factorisations of a p x p matrix: as it is below
-    :data:`ONE_THREAD_ORDER`, one BLAS thread (:func:`one_blas_thread`) from there on."""
-    return contextlib.nullcontext() if p < ONE_THREAD_ORDER else one_blas_thread()
+    """A context for the dense linear algebra of a p x p problem: one BLAS thread
+    (:func:`one_blas_thread`) below :data:`MULTI_THREAD_MIN_ORDER`, on a busy machine
+    (:func:`machine_is_busy`) and from :data:`ONE_THREAD_ORDER` on; BLAS's own setting
+    otherwise."""
+    if p < MULTI_THREAD_MIN_ORDER or p >= ONE_THREAD_ORDER or machine_is_busy():
+        return one_blas_thread()
+    return contextlib.nullcontext()
 
 
 def gram(X):

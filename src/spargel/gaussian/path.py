@@ -14,7 +14,26 @@ import numpy as np
 
 from .objective import validate_covariance
 
-__all__ = ["alpha_max_for", "alpha_grid", "grid_below", "gaussian_path"]
+__all__ = ["alpha_max_for", "alpha_grid", "grid_below", "gaussian_path", "MAX_ALPHAS",
+           "check_n_alphas"]
+
+#: the largest grid of alphas (each alpha is a fit costing up to seconds; a grid is an
+#: array sized by this number, so it is checked before anything is allocated)
+MAX_ALPHAS = 10_000
+
+
+def check_n_alphas(n_alphas, name="n_alphas"):
+    """``n_alphas`` as an int if it is an integer in [1, :data:`MAX_ALPHAS`], else a
+    :class:`~spargel.errors.ParameterError` naming ``name``."""
+    import numbers
+
+    from ..errors import ParameterError
+
+    if isinstance(n_alphas, (bool, np.bool_)) or not isinstance(n_alphas, numbers.Integral) \
+            or not 1 <= n_alphas <= MAX_ALPHAS:
+        raise ParameterError(f"{name} must be a grid size from 1 to {MAX_ALPHAS} (or a list of "
+                             f"alphas), got {n_alphas!r}")
+    return int(n_alphas)
 
 
 def alpha_max_for(S, blocks=None, *, block_weight="size"):
@@ -52,8 +71,7 @@ def alpha_grid(S, n_alphas=10, alpha_min_ratio=0.01, blocks=None, block_weight="
 
 
 def _check_grid(n_alphas, alpha_min_ratio):
-    if int(n_alphas) < 1:
-        raise ValueError(f"n_alphas must be >= 1, got {n_alphas}")
+    check_n_alphas(n_alphas)
     if not 0 < alpha_min_ratio < 1:
         raise ValueError(f"alpha_min_ratio must be in (0, 1), got {alpha_min_ratio}")
 

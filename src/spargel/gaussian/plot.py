@@ -7,7 +7,8 @@
   component, the components packed apart (largest first) and the isolated
   variables in a strip below. Every variable is labelled up to
   ``max_labels``; beyond that only the hubs (the ``n_hub_labels`` highest
-  degrees).
+  degrees); above ``circle_max`` a label that would overlap one already drawn
+  is skipped.
 * :func:`plot_heatmap`: the partial correlations as a heat map, variables
   reordered by hierarchical clustering (average linkage on ``1 - |partial
   correlation|``) so that blocks show, with a colour bar.
@@ -176,9 +177,10 @@ def _strength_legend(ax, pmax, lw, n_isolated=0):
 
 
 def plot_graph(precision, labels=None, ax=None, max_labels=60, title=None, circle_max=30,
-               n_hub_labels=15, seed=0, legend=True):
+               n_hub_labels=15, seed=0, legend=True, caption=None):
     """Draw the graph of a precision matrix (see the module docstring). Returns
-    the axes."""
+    the axes. ``caption``: a first title line above the default one (``title``
+    replaces the default)."""
     plt = _pyplot()
     K = np.asarray(precision, dtype=np.float64)
     n = K.shape[0]
@@ -211,26 +213,6 @@ def plot_graph(precision, labels=None, ax=None, max_labels=60, title=None, circl
         ax.scatter(pos[isolated, 0], pos[isolated, 1], s=8, color="0.6", zorder=2,
                    linewidths=0)
     names = [str(i) for i in range(n)] if labels is None else [str(s) for s in labels]
-    if n <= max_labels:
-        show = np.arange(n)
-    else:
-        # the hubs by degree, skipping one whose label would sit on a label already placed
-        span = float(np.max(pos.max(axis=0) - pos.min(axis=0))) or 1.0
-        show = []
-        for k in np.argsort(-deg, kind="stable"):
-            if len(show) == n_hub_labels or deg[k] == 0:
-                break
-            if all(np.hypot(*(pos[k] - pos[j])) > 0.04 * span for j in show):
-                show.append(k)
-        show = np.array(show, dtype=np.int64)
-    for k in show:
-        if n <= circle_max:
-            x, y = pos[k] * 1.13
-            ax.annotate(names[k], (x, y), ha="center", va="center", fontsize=8)
-        else:
-            ax.annotate(names[k], pos[k], xytext=(4, 4), textcoords="offset points",
-                        fontsize=7 if n > max_labels else 6, zorder=3,
-                        bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
     ax.set_aspect("equal")
     ax.autoscale_view()
     lo, hi = pos.min(axis=0), pos.max(axis=0)
@@ -238,13 +220,56 @@ def plot_graph(precision, labels=None, ax=None, max_labels=60, title=None, circl
     ax.set_xlim(lo[0] - pad, hi[0] + pad)
     ax.set_ylim(lo[1] - pad, hi[1] + pad)
     ax.axis("off")
+    ax.apply_aspect()                               # the axes' box as it will be drawn
+    if n <= circle_max:                             # around the circle: every variable
+        for k in range(n):
+            x, y = pos[k] * 1.13
+            ax.annotate(names[k], (x, y), ha="center", va="center", fontsize=8)
+        shown = n
+    else:
+        # every variable up to max_labels, else the hubs by degree; a label whose box
+        # would overlap one already drawn is skipped (the next hub is tried instead)
+        hubs = n > max_labels
+        order = np.argsort(-deg, kind="stable") if hubs else np.arange(n)
+        shown = len(place_labels(ax, [(names[k], pos[k]) for k in order if not hubs or deg[k] > 0],
+                                 most=n_hub_labels if hubs else None,
+                                 fontsize=7 if hubs else 6))
     head = f"{n} variables, {iu.size} edges"
     if n > max_labels:
-        head += f" (the {show.size} largest hubs labelled)"
-    ax.set_title(title or head, fontsize=10)
+        head += f" (the {shown} largest hubs labelled)"
+    elif shown < n:
+        head += f" ({n - shown} overlapping labels left out)"
+    ax.set_title(title or (head if caption is None else f"{caption}\n{head}"), fontsize=10)
     if legend:
         _strength_legend(ax, pmax, lw, int(np.sum(isolated)) if n > circle_max else 0)
     return ax
+
+
+def _renderer(fig):
+    get = getattr(fig.canvas, "get_renderer", None)
+    return get() if get is not None else fig._get_renderer()
+
+
+def place_labels(ax, items, most=None, fontsize=7):
+    """Annotate ``(text, (x, y))`` items in order, each on a white box just above and
+    right of its point, skipping any whose box would overlap a label already drawn
+    (measured as drawn, with the axes' limits as they are now); at most ``most``
+    labels. Returns the annotations drawn."""
+    renderer = _renderer(ax.figure)
+    drawn, boxes = [], []
+    for text, xy in items:
+        if most is not None and len(drawn) >= most:
+            break
+        t = ax.annotate(text, xy, xytext=(4, 4), textcoords="offset points", fontsize=fontsize,
+                        zorder=3, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none",
+                                            alpha=0.8))
+        box = t.get_window_extent(renderer).expanded(1.1, 1.3)
+        if any(box.overlaps(b) for b in boxes):
+            t.remove()
+            continue
+        drawn.append(t)
+        boxes.append(box)
+    return drawn
 
 
 def cluster_order(precision):
@@ -292,18 +317,23 @@ def plot_heatmap(precision, labels=None, ax=None, max_labels=60, title=None):
     return ax
 
 
-def plot_overview(precision, labels=None, max_labels=60, title=None):
+def plot_overview(precision, labels=None, max_labels=60, title=None, caption=None):
     """The graph and, for more than 30 variables, the clustered heat map beside
-    it, in one figure. Returns the graph's axes."""
+    it, in one figure. Returns the graph's axes (``caption``: as in
+    :func:`plot_graph`)."""
     plt = _pyplot()
     n = np.asarray(precision).shape[0]
     if n <= 30:
-        return plot_graph(precision, labels=labels, max_labels=max_labels, title=title)
+        return plot_graph(precision, labels=labels, max_labels=max_labels, title=title,
+                          caption=caption)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(19, 8.5),
                                  gridspec_kw={"width_ratios": [1.35, 1.0]})
-    plot_graph(precision, labels=labels, ax=a1, max_labels=max_labels, title=title)
+    # the axes are placed before the labels are (no tight_layout afterwards: moving the
+    # axes would move the labels against each other after their overlaps were checked)
+    fig.subplots_adjust(left=0.02, right=0.96, bottom=0.08, top=0.92, wspace=0.12)
+    plot_graph(precision, labels=labels, ax=a1, max_labels=max_labels, title=title,
+               caption=caption)
     plot_heatmap(precision, labels=labels, ax=a2, max_labels=max_labels)
-    fig.tight_layout()
     return a1
 
 

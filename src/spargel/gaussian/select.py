@@ -1,8 +1,9 @@
 """Model-selection criteria for a regularisation path: EBIC, StARS and RIC.
 
-All three work on standardised data (each column centred and divided by its
+The path is fitted on standardised data (each column centred and divided by its
 sample standard deviation, ``n - 1``), whose covariance is the correlation
-matrix ``R``, and on a path of penalties ``alpha_1 > alpha_2 > ...``:
+matrix ``R``, with penalties ``alpha_1 > alpha_2 > ...`` (RIC's rotations may
+also be taken of the data as given, as ``huge.select`` does):
 
 * **EBIC** (Foygel & Drton 2010): ``-n (log det K - tr(R K)) + |E| log n +
   4 gamma |E| log p`` with ``|E|`` the number of edges of ``K``; the alpha
@@ -15,8 +16,11 @@ matrix ``R``, and on a path of penalties ``alpha_1 > alpha_2 > ...``:
   above it has ``D < threshold`` (the last one before the first crossing).
 * **RIC** (rotation information criterion, Lysen 2009): for rotations
   ``r`` (shifts of the rows of one column against the others),
-  ``alpha = min_r max_{j != k} |sum_m Z[(m + r) mod n, j] Z[m, k]| / n``: the
-  largest correlation that pure noise (decoupled rows) produces. (huge 1.3.5
+  ``alpha = min_r max_{j != k} |sum_m Z[(m + r) mod n, j] Z[m, k]| / n``: on
+  standardised data, the largest correlation that pure noise (decoupled rows)
+  produces. ``huge.select`` computes it from the data as given (neither
+  centred nor scaled), so its alpha depends on the units; the estimator offers
+  both (``ric_data``). (huge 1.3.5
   takes the maximum over all ordered pairs j != k, as here; huge 1.4 and later
   over j < k only, which can only be smaller.)
 

@@ -387,15 +387,54 @@ def combine_components(f0, results, solver):
                 converged=converged, history=hist, solver="/".join(solvers), stop_reason=reason)
 
 
+def singular_reason(S, most=3):
+    """Why a covariance is singular: ``(kind, groups, more)`` with ``kind`` 'constant'
+    (``groups``: the constant variables, 0-based), 'correlated' (perfectly correlated
+    pairs: duplicate columns, or one a multiple of the other) or 'other'; at most
+    ``most`` groups, ``more`` how many were left out. :func:`singular_text` words it."""
+    d = np.sqrt(np.maximum(np.diag(S), 0.0))
+    n = S.shape[0]
+    zero = np.flatnonzero(d == 0)
+    if zero.size:
+        return "constant", [[int(j)] for j in zero[:most]], max(zero.size - most, 0)
+    R = np.abs(S / np.outer(d, d))
+    R[np.tril_indices(n)] = 0.0
+    i, j = np.nonzero(R >= 1.0 - 1e-9)
+    if i.size:
+        return "correlated", [[int(a), int(b)] for a, b in zip(i[:most], j[:most])], max(i.size - most, 0)
+    return "other", [], 0
+
+
+def singular_text(reason, label=lambda j: f"variable {j}"):
+    """:func:`singular_reason`'s answer in words, each variable named by ``label(j)``."""
+    kind, groups, more = reason
+    tail = f" and {more} more" if more else ""
+    if kind == "constant":
+        return ", ".join(label(g[0]) for g in groups) + tail + (" are" if len(groups) > 1 or more
+                                                                else " is") + " constant"
+    if kind == "correlated":
+        return ("; ".join(f"{label(a)} and {label(b)}" for a, b in groups) + tail
+                + " are perfectly correlated (duplicate columns, or one a multiple of the other)")
+    return "a column is a linear combination of others, or fewer samples than variables"
+
+
 def _unpenalised(S, kind, t0):
     """alpha = 0 everywhere: the maximum-likelihood estimate ``K = S^-1`` in closed form
     (the problem is unbounded when S is singular)."""
     n = S.shape[0]
     try:
         C = np.linalg.cholesky(S)
+        c2 = np.diag(C) ** 2
+        singular = not np.min(c2) > 10 * n * np.finfo(float).eps * np.max(np.diag(S))
     except np.linalg.LinAlgError:
-        raise DataFormatError("S", None, "is singular and no entry is penalised (alpha = 0): "
-                              "the likelihood is unbounded; use alpha > 0") from None
+        singular = True
+    if singular:                        # (also singular up to rounding: inv would fail or be noise)
+        reason = singular_reason(S)
+        exc = DataFormatError("S", None, f"the covariance is singular: {singular_text(reason)}; "
+                              "no entry is penalised (alpha = 0), so the likelihood is unbounded: "
+                              "use alpha > 0")
+        exc.singular = reason           # for a caller that names the variables otherwise
+        raise exc
     K = np.linalg.inv(S)
     K = 0.5 * (K + K.T)
     f = 2.0 * float(np.sum(np.log(np.diag(C)))) + n

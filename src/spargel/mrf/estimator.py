@@ -56,6 +56,10 @@ BP_MAX_ITER_LIMIT = 1_000_000
 BP_UPDATE_BUDGET = 1e10
 #: the largest node feature ``fit`` accepts (prediction takes any finite feature)
 MAX_ABS_FEATURE = 1e100
+#: the largest log-potential (node, edge or feature weight) a model file may hold: fitted
+#: weights are nowhere near it, and beyond it a sum of potentials overflows or the
+#: others are lost against it (marginals NaN or all zero, evidence ignored)
+MAX_ABS_POTENTIAL = 1e100
 
 
 def mrf_penalty(model, kind, l1, l2=0.0, edge_weights=None):
@@ -680,6 +684,7 @@ class PairwiseMRF(ParamsMixin):
             a = arrays[name]
             io.require(a.dtype == np.float64 and a.shape == (size,) and np.all(np.isfinite(a)), path,
                        f"{name} must be {size} finite float64 values")
+            _require_moderate(a, name, path)
         est._features, est._n_input_features = None, 0
         if "feature_weights" in arrays:
             d = meta.get("n_input_features")
@@ -690,6 +695,7 @@ class PairwiseMRF(ParamsMixin):
             io.require(d_ok and fw.dtype == np.float64 and fw.shape == (size,)
                        and np.all(np.isfinite(fw)) and (not est.tie_features or np.all(ns == ns[0])), path,
                        "feature_weights do not match n_states and n_input_features")
+            _require_moderate(fw, "feature_weights", path)
             est._features, est._n_input_features = fw.copy(), d
         est.n_states_ = ns.astype(np.int64)
         est.n_features_in_ = len(ns)
@@ -698,6 +704,17 @@ class PairwiseMRF(ParamsMixin):
         est._edge_theta = arrays["edge_theta"].copy()
         est._build()
         return est
+
+
+def _require_moderate(a, name, path):
+    """Refuse a model file's weights beyond :data:`MAX_ABS_POTENTIAL`, naming the file,
+    the array and the first offending entry."""
+    from ..core import model_file as io
+    big = np.flatnonzero(np.abs(a) > MAX_ABS_POTENTIAL)
+    io.require(big.size == 0, path, f"{name}[{big[0] if big.size else 0}] = "
+               f"{a[big[0]] if big.size else 0.0:.6g} is beyond +-{MAX_ABS_POTENTIAL:.0e}: inference "
+               "in double precision cannot use such a log-potential (marginals would be NaN or all "
+               "zero); the file was not written by fit")
 
 
 class _Monitor:
