@@ -625,8 +625,8 @@ class PairwiseMRF(ParamsMixin):
         et = np.asarray(edge_theta, dtype=np.float64).ravel()
         if nt.shape != (g.n_node_values,) or et.shape != (g.n_edge_values,):
             raise ValueError(f"node_theta must have {g.n_node_values} values and edge_theta {g.n_edge_values}")
-        if not (np.all(np.isfinite(nt)) and np.all(np.isfinite(et))):
-            raise ValueError("the log-potentials must be finite")
+        if not (np.all(np.abs(nt) <= MAX_ABS_POTENTIAL) and np.all(np.abs(et) <= MAX_ABS_POTENTIAL)):
+            raise ValueError(f"the log-potentials must be finite and at most {MAX_ABS_POTENTIAL:.0e} in magnitude")
         est = cls(**params)
         est.n_states_, est.n_features_in_, est.edges_ = ns, len(ns), g.edges.copy()
         est._node_theta, est._edge_theta = nt.copy(), et.copy()
