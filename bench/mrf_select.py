@@ -9,6 +9,7 @@ Gibbs sampler (8 chains, 500 sweeps of burn-in, every 10th sweep kept).
     python bench/mrf_select.py bootstrap   # time of 100 bootstraps (IsingFit and EBIC selection)
     python bench/mrf_select.py wide        # IsingFit on 2,939 binary variables x 444 samples
     python bench/mrf_select.py r           # IsingFit vs bench/isingfit_rule.R (needs R + glmnet)
+    python bench/mrf_select.py r-wide      # the same on 100 of the wide data's regressions
     python bench/mrf_select.py pgmpy       # pgmpy's exact marginals vs spargel's (needs pgmpy)
 """
 
@@ -86,7 +87,7 @@ def bootstrap(args):
               f"frequency min {on.min():.2f} median {np.median(on):.2f}", flush=True)
 
 
-def wide(args):
+def wide_data():
     p, n = 2939, 444
     rng = np.random.default_rng(7)
     E = set()
@@ -97,6 +98,12 @@ def wide(args):
     edges = np.array(sorted(E))
     edges, w, h = ising(p=p, seed=7, lo=0.6, hi=1.0, edges=edges)
     X = sample(edges, w, h, n, seed=7, burn_in=1000, thin=20, chains=4)
+    return edges, X
+
+
+def wide(args):
+    edges, X = wide_data()
+    n, p = X.shape
     t = time.perf_counter()
     fit = spargel.IsingFit(n_jobs=args.jobs).fit(X)
     el = time.perf_counter() - t
@@ -126,6 +133,33 @@ def against_r(args):
                 print(f"n={n} graph {seed}: R {len(r_set)} edges, spargel {len(s_set)}, common {len(common)}; "
                       f"max |weight difference| {dw:.2g}, max |threshold difference| "
                       f"{np.abs(fit.thresholds_ - thr).max():.2g}", flush=True)
+
+
+def against_r_wide(args):
+    """100 of the wide data's regressions (every 29th variable) in R and in spargel."""
+    from spargel.mrf.nodewise import nodewise_logistic
+    edges, X = wide_data()
+    nodes = list(range(0, X.shape[1], 29))[:100]
+    with tempfile.TemporaryDirectory() as tmp:
+        data, out = os.path.join(tmp, "x.csv"), os.path.join(tmp, "coef.csv")
+        np.savetxt(data, X, fmt="%d", delimiter=",")
+        t = time.perf_counter()
+        r = subprocess.run(["Rscript", str(HERE / "isingfit_rule.R"), data, out, "0.25", ",".join(map(str, nodes))],
+                           check=True, capture_output=True, text=True).stdout.strip()
+        r_time = time.perf_counter() - t
+        R = np.genfromtxt(out, delimiter=",", skip_header=1, ndmin=2)
+    t = time.perf_counter()
+    B = nodewise_logistic(X, nodes=nodes)[0]
+    s_time = time.perf_counter() - t
+    same, worst = 0, 0.0
+    for i in nodes:
+        rows = R[R[:, 0] == i] if R.size else np.zeros((0, 3))
+        if set(rows[:, 1].astype(int).tolist()) == set(np.flatnonzero(B[i]).tolist()):
+            same += 1
+            if len(rows):
+                worst = max(worst, float(np.abs(B[i, rows[:, 1].astype(int)] - rows[:, 2]).max()))
+    print(f"{same} of {len(nodes)} regressions select the same predictors in R and spargel; their coefficients "
+          f"agree to {worst:.2g}. R {r_time:.1f} s ({r}), spargel {s_time:.1f} s (one thread)")
 
 
 def against_pgmpy(args):
@@ -159,13 +193,14 @@ def against_pgmpy(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["select", "bootstrap", "wide", "r", "pgmpy"])
+    ap.add_argument("what", choices=["select", "bootstrap", "wide", "r", "r-wide", "pgmpy"])
     ap.add_argument("--samples", type=int, nargs="+", default=[1000, 2000])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--n-boot", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
-    {"select": select, "bootstrap": bootstrap, "wide": wide, "r": against_r, "pgmpy": against_pgmpy}[args.what](args)
+    {"select": select, "bootstrap": bootstrap, "wide": wide, "r": against_r, "r-wide": against_r_wide,
+     "pgmpy": against_pgmpy}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -45,13 +45,14 @@ RULES = ("and", "or")
 
 
 def nodewise_logistic(X, *, gamma=0.25, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, max_outer=100,
-                      ebic_stop=True, n_jobs=1):
+                      ebic_stop=True, n_jobs=1, nodes=None):
     """Every column of the 0/1 matrix ``X`` (n, p) regressed on the others (see the module
     documentation). Returns ``(B, b0, lam, ebic)``: ``B[i, j]`` the coefficient of ``x_j``
     in the regression of ``x_i`` at its EBIC-chosen penalty (original scale), ``b0`` the
     intercepts, ``lam`` the chosen penalties, ``ebic`` (p, n_lambdas) each regression's
     EBIC along its path (NaN past the point where glmnet's rules stop it, or with
-    ``ebic_stop`` where the EBIC's penalty alone passes the best EBIC so far)."""
+    ``ebic_stop`` where the EBIC's penalty alone passes the best EBIC so far).
+    ``nodes``: only these variables' regressions (the other rows stay 0)."""
     from .nodewise_kernels import node_path
 
     X = np.asarray(X, dtype=np.float64)
@@ -85,15 +86,16 @@ def nodewise_logistic(X, *, gamma=0.25, n_lambdas=100, lambda_min_ratio=None, to
         lam[i] = lams[k]
         ebic[i, :done] = eb[:done]
 
+    todo = range(p) if nodes is None else [int(i) for i in nodes]
     if n_jobs is None or n_jobs == 1 or p < 2:
-        for i in range(p):
+        for i in todo:
             one(i)
     else:
         import os
         from concurrent.futures import ThreadPoolExecutor
         workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
         with ThreadPoolExecutor(max_workers=workers) as ex:
-            list(ex.map(one, range(p)))
+            list(ex.map(one, todo))
     return B, b0, lam, ebic
 
 
