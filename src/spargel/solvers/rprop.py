@@ -129,6 +129,27 @@ def rprop_step(x, xp, stp, g, gp, l1, uniform_l1, prm):
     return cut
 
 
+@kernel()
+def add_penalty(x, g, l1, u1, l2, u2):
+    """``g += l2 * x`` (the l2 term's gradient) in place; returns the penalty ``sum l1 |x|
+    + l2 / 2 x^2`` at ``x``, or nan when ``g`` holds a non-finite value. ``l1`` / ``l2``
+    per-weight strengths, or empty for the uniform ``u1`` / ``u2``."""
+    per1 = len(l1) > 0
+    per2 = len(l2) > 0
+    pen = 0.0
+    bad = False
+    for f in range(len(x)):
+        a = l1[f] if per1 else u1
+        b = l2[f] if per2 else u2
+        v = x[f]
+        gf = g[f] + b * v
+        if not math.isfinite(gf):
+            bad = True
+        g[f] = gf
+        pen += a * abs(v) + 0.5 * b * v * v
+    return math.nan if bad else pen
+
+
 VARIANTS = ("rprop", "rprop+", "rprop-")
 
 
@@ -167,9 +188,10 @@ def _rprop(name, model, penalty, w0, max_iter, tol, window, monitor, stpmin, stp
     n = x.shape[0]
     uni = penalty.uniform()
     if uni is not None:
-        l1, u1 = np.zeros(0), uni[0]
+        l1, u1, l2, u2 = np.zeros(0), uni[0], np.zeros(0), uni[1]
     else:
-        l1, u1 = np.ascontiguousarray(penalty.per_weight(n)[0]), 0.0
+        l1, l2 = (np.ascontiguousarray(a) for a in penalty.per_weight(n))
+        u1 = u2 = 0.0
     mode = 0 if not penalty.has_nonsmooth else (2 if cutoff else 1)
     prm = np.array([stpmin, stpmax, stpinc, stpdec, 0.0 if name == "rprop-" else 1.0, mode])
     xp = np.zeros(n)
@@ -181,13 +203,10 @@ def _rprop(name, model, penalty, w0, max_iter, tol, window, monitor, stpmin, stp
     try:
         for it in range(1, max_iter + 1):
             loss, g = model.loss_grad(x)
-            g = np.array(g, dtype=np.float64)
-            sv, sg = penalty.smooth_value_grad(x)
-            if sg is not None:
-                g += sg
-            pen = penalty.value(x)
+            g = np.require(g, dtype=np.float64, requirements=["C", "W"])   # the model's new array
+            pen = add_penalty(x, g, l1, u1, l2, u2)
             F = float(loss) + pen
-            if not (math.isfinite(F) and np.all(np.isfinite(g))):
+            if not math.isfinite(F):
                 raise FloatingPointError(f"solver {name!r}: the objective or its gradient is not finite at "
                                          f"iteration {it}; lower stpmax or step0")
             past.append(F)
