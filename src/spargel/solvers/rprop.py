@@ -30,8 +30,9 @@ projection (default)
     since the last iteration; the others move by the plain rule on ``g``.
 
 Stopping: after ``max_iter`` iterations, or when the objective improved by less than
-``tol`` (relative) over the last ``window`` iterations (Wapiti stops its trainers on
-the error rate instead: ``--stopwin`` / ``--stopeps`` of ``spargel train``). Rprop's
+``tol`` (relative) over the last ``window`` iterations (Wapiti stops its trainers when
+the error rate stays within ``--stopeps`` over ``--stopwin`` iterations instead; ``spargel
+train`` takes those spellings for ``--tol`` / ``--window`` of this rule). Rprop's
 objective is not monotone; the weights returned are those of the last gradient (so
 ``max_iter`` iterations take ``max_iter`` gradients and ``max_iter - 1`` moves), and the
 history rows carry the objective at the weights where each gradient was taken.
