@@ -10,11 +10,11 @@ Given a built Wapiti 1.5 (``make`` in a checkout of Jekub/Wapiti) and a built CR
    model must label the test set as ``wapiti label`` does; the same for Wapiti's own
    pattern files and data (``dat/`` of the Wapiti folder);
 3. CRF++ -> spargel: ``crf_learn -t`` with a chunking template (written here);
-   ``CRF.load`` of its text model must label the test set as ``crf_test`` does; the
-   same for CRF++'s four examples (``example/`` of the CRF++ folder: seg, JapaneseNE in
+   ``CRF.load`` of its binary model and of its text model must each label the test set
+   as ``crf_test`` does; the same for CRF++'s four examples (``example/`` of the CRF++ folder: seg, JapaneseNE in
    EUC-JP, chunking, basenp);
 4. untrusted input: truncations (at every line end and at random bytes) and random
-   corruptions of the three small model files (the first two runs' models on the first
+   corruptions of the four small model files (the first two runs' models on the first
    sentences, and the test suite's files), counted as refused (``ModelFileError``) or
    read (and then labelling without error).
 
@@ -220,6 +220,10 @@ def main(argv=None):
     theirs = CRF.load(work / "crfpp.model.txt")
     ok &= compare(f"CRF++ text model read by spargel ({time.perf_counter() - t0:.1f}s to read) vs crf_test",
                   theirs.predict(Xt), tool_labels(work / "crfpp.out"))
+    t0 = time.perf_counter()
+    theirs = CRF.load(work / "crfpp.model")
+    ok &= compare(f"CRF++ binary model read by spargel ({time.perf_counter() - t0:.1f}s to read) vs crf_test",
+                  theirs.predict(Xt), tool_labels(work / "crfpp.out"))
 
     # 3b. CRF++'s own examples (seg, JapaneseNE in EUC-JP, chunking, basenp)
     for ex, enc in (("seg", "utf-8"), ("JapaneseNE", "euc-jp"), ("chunking", "utf-8"), ("basenp", "utf-8")):
@@ -231,10 +235,11 @@ def main(argv=None):
         with open(work / f"{ex}.out", "w") as fh:
             run([test_bin, "-m", work / f"{ex}.model", d / "test.data"], stdout=fh)
         sents = [s.columns for s in read_conll(str(d / "test.data"), has_labels=False, encoding=enc)]
-        theirs = CRF.load(work / f"{ex}.model.txt", encoding=enc)
-        ok &= compare(f"CRF++ example {ex} ({enc}): text model read by spargel vs crf_test",
-                      theirs.predict([[r[:-1] for r in s] for s in sents]),
-                      tool_labels(work / f"{ex}.out", enc))
+        for kind, model in (("text", f"{ex}.model.txt"), ("binary", f"{ex}.model")):
+            theirs = CRF.load(work / model, encoding=enc)
+            ok &= compare(f"CRF++ example {ex} ({enc}): {kind} model read by spargel vs crf_test",
+                          theirs.predict([[r[:-1] for r in s] for s in sents]),
+                          tool_labels(work / f"{ex}.out", enc))
 
     # 4. fuzzing small model files
     print("fuzzed model files (refused: ModelFileError; read: loaded and labelled without error):")
@@ -242,7 +247,8 @@ def main(argv=None):
     small = CRF(template=PATTERN, l1=1.0, max_iter=20).fit(X[:30], y[:30])
     small.save(work / "small_spargel.wapiti", format="wapiti")
     files = [work / "small_spargel.wapiti"] + [REPO / "tests" / "data" / n for n in
-                                               ("tiny_chunks.wapiti", "tiny_chunks.crfpp.model.txt")]
+                                               ("tiny_chunks.wapiti", "tiny_chunks.crfpp.model.txt",
+                                                "tiny_chunks.crfpp.model")]
     for f in files:
         fuzz(f, Xt[:5], rng)
     print(f"files in {work}")

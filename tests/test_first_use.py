@@ -42,7 +42,8 @@ def test_quiet_by_request(tmp_path):
 def test_library_paths_call_no_inner_kernel_from_python():
     """Inner kernels have no CPython wrapper (a shorter first compile); a Python call
     compiles an uncached stand-in, which a library path must never need. Every solver
-    and prediction path of both chain orders, in a fresh process."""
+    and prediction path of both chain orders (and of a constrained chain), in a fresh
+    process."""
     code = """
 import warnings; warnings.simplefilter("ignore")
 import spargel
@@ -60,6 +61,12 @@ for order in (1, 2):
     crf.predict(X[:3]); crf.predict_marginals(X[:3]); crf.predict_nbest(X[:2], k=2); crf.score(X[:3], y[:3])
 crf = spargel.CRF(template="U00:%x[0,0]\\nB01:%x[0,0]\\nB\\n", max_iter=3).fit([[[t[0]] for t in s] for s in X], y)
 crf.predict([[[t[0]] for t in s] for s in X[:3]])
+labels = sorted({t for s in y for t in s})
+every = {"allowed": [(a, b) for a in labels for b in labels]}
+for order in (1, 2):
+    crf = spargel.CRF(max_iter=3, order=order, constraints=every, constrain_training=True).fit(X, y)
+    crf.constraints = {"allowed": [(a, b) for a in labels for b in labels if a <= b]}
+    crf.predict(X[:3]); crf.predict_marginals(X[:3]); crf.predict_nbest(X[:2], k=2)
 print("CALLS", _jit.PYTHON_CALLS)
 """
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))

@@ -1,5 +1,5 @@
-"""Wapiti model files both ways and CRF++ text models read (spargel.chain.wapiti_format,
-spargel.chain.crfpp_format).
+"""Wapiti model files both ways and CRF++ text and binary models read
+(spargel.chain.wapiti_format, spargel.chain.crfpp_format).
 
 Ground truth: the files under tests/data/tiny_chunks.* were made by Wapiti 1.5 and
 CRF++ 0.58 themselves from the tiny corpus of tests/data/make_tiny_chunks.py (commands
@@ -271,6 +271,42 @@ def test_crfpp_text_model_labels_as_crf_test(tiny):
     assert crf.state_features_ == ref
 
 
+def test_crfpp_binary_model_labels_as_crf_test(tiny):
+    # tests/data/tiny_chunks.crfpp.model is crf_learn's binary output of the same run
+    # that wrote tiny_chunks.crfpp.model.txt
+    _, _, Xt = tiny
+    crf = CRF.load(DATA / "tiny_chunks.crfpp.model")
+    assert crf.predict(Xt) == tool_labels(DATA / "tiny_chunks.crfpp.out")
+    b = crfpp_format.read_binary(DATA / "tiny_chunks.crfpp.model")
+    t = crfpp_format.read(DATA / "tiny_chunks.crfpp.model.txt")
+    assert (b.version, b.cost_factor, b.maxid, b.xsize) == (t.version, t.cost_factor, t.maxid, t.xsize)
+    assert b.labels == t.labels and b.templates == t.templates and b.features == t.features
+    np.testing.assert_array_equal(b.weights, t.weights.astype(np.float32))
+    text = CRF.load(DATA / "tiny_chunks.crfpp.model.txt")
+    np.testing.assert_array_equal(crf.weights_, text.weights_)
+    assert crf.state_features_ == text.state_features_
+    assert crf.transition_features_ == text.transition_features_
+
+
+def test_crfpp_binary_trie_is_walked_as_darts_does():
+    # a trie built here by hand: from the root (base 1), "U" (code ord("U") + 1) and then
+    # the string's end (code 0) at the child's base
+    import struct
+
+    def unit(base, check):
+        return struct.pack("<iI", base, check)
+    units = [unit(0, 0)] * 200
+    units[0] = unit(1, 0)
+    u = 1 + ord("U") + 1                              # the child "U" of the root
+    units[u] = unit(150, 1)
+    units[150] = unit(-5 - 1, 150)                    # "U" -> ID 5
+    keys, ids = crfpp_format._trie_keys(b"".join(units), lambda off, msg: pytest.fail(msg))
+    assert keys == [b"U"] and ids == [5]
+    units[150] = unit(3, 150)                         # an end without an ID
+    with pytest.raises(ModelFileError, match="unit 150 has base 3"):
+        crfpp_format._trie_keys(b"".join(units), lambda off, msg: (_ for _ in ()).throw(ModelFileError(msg)))
+
+
 def test_cost_factor_scales_the_weights(tmp_path):
     text = (DATA / "tiny_chunks.crfpp.model.txt").read_text().replace("cost-factor: 1\n", "cost-factor: 2.5\n")
     (tmp_path / "m.txt").write_text(text)
@@ -337,6 +373,65 @@ def test_fuzz_truncated_and_corrupted_files_are_refused_cleanly(name, tiny, tmp_
     assert counts["refused"] > len(cuts)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_fuzz_binary_crfpp_model(tiny, tmp_path):
+    import tracemalloc
+
+    _, _, Xt = tiny
+    data = (DATA / "tiny_chunks.crfpp.model").read_bytes()
+    path = tmp_path / "model"
+    rng = random.Random(3)
+    tracemalloc.start()
+    try:
+        # every truncation in the header, labels and template, then every 37th byte:
+        # the binary layout has no slack, so each is refused
+        for cut in sorted(set(range(0, 200)) | set(range(200, len(data), 37))):
+            path.write_bytes(data[:cut])
+            assert _outcome(path, Xt[:3]) == "refused", cut
+        counts = {"refused": 0, "read": 0}
+        for _ in range(150):                          # random bytes flipped
+            b = bytearray(data)
+            for _ in range(rng.randrange(1, 4)):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            path.write_bytes(bytes(b))
+            counts[_outcome(path, Xt[:3])] += 1
+        for off in range(0, 36, 4):                   # each header field made huge or odd
+            for value in (0xFFFFFFFF, 0x7FFFFFFF, 1 << 30, 3):
+                b = bytearray(data)
+                b[off:off + 4] = value.to_bytes(4, "little")
+                path.write_bytes(bytes(b))
+                counts[_outcome(path, Xt[:3])] += 1
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert counts["refused"] > 50
+    assert peak < 64 << 20                            # nothing sized by a corrupt count
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")          # a signalling NaN read quietly
+def test_binary_crfpp_bounds_name_the_byte(tmp_path):
+    import struct
+
+    path = tmp_path / "model"
+    head = struct.pack("<IidIII", 100, 0, 1.0, 4000000000, 1, 8)
+    path.write_bytes(head + struct.pack("<I", 4000000000) + b"A\0")
+    with pytest.raises(ModelFileError, match=r"model: invalid CRF\+\+ binary model \(the labels take "
+                                             r"4000000000 bytes, only 2 are left: truncated\?, at byte 32\)"):
+        CRF.load(path)
+    body = struct.pack("<I", 4) + b"A\0B\0" + struct.pack("<I", 4) + b"U0\0\0" + bytes(8)
+    path.write_bytes(head + body)
+    with pytest.raises(ModelFileError, match=r"bytes after the trie for maxid 4000000000 .*truncated"):
+        CRF.load(path)
+    path.write_bytes(struct.pack("<IidIII", 100, 0, float("nan"), 4, 1, 8) + body)
+    with pytest.raises(ModelFileError, match=r"cost-factor nan .*at byte 8"):
+        CRF.load(path)
+    data = bytearray((DATA / "tiny_chunks.crfpp.model").read_bytes())
+    data[-4:] = bytes.fromhex("0100807f")                 # a signalling NaN for the last weight
+    path.write_bytes(bytes(data))
+    with pytest.raises(ModelFileError, match=f"weight 779 is nan, at byte {len(data) - 4}"):
+        CRF.load(path)
+
+
 def test_bounds_before_allocation(tmp_path):
     path = tmp_path / "m.wapiti"
     path.write_bytes(b"#mdl#2#999999999999\n#rdr#0/0/0\n#qrk#0\n#qrk#0\n")
@@ -395,6 +490,20 @@ def test_cli_labels_crfpp_text_model(tmp_path):
     assert main(["label", "-m", str(DATA / "tiny_chunks.crfpp.model.txt"), str(DATA / "tiny_chunks_test.txt"),
                  str(out)]) == 0
     assert tool_labels(out) == tool_labels(DATA / "tiny_chunks.crfpp.out")
+
+
+def test_cli_labels_crfpp_binary_model(tmp_path, capsys):
+    out = tmp_path / "out.txt"
+    assert main(["label", "-m", str(DATA / "tiny_chunks.crfpp.model"), str(DATA / "tiny_chunks_test.txt"),
+                 str(out)]) == 0
+    assert tool_labels(out) == tool_labels(DATA / "tiny_chunks.crfpp.out")
+    cut = tmp_path / "cut.model"                      # a truncated one: refused, naming the file
+    cut.write_bytes((DATA / "tiny_chunks.crfpp.model").read_bytes()[:5000])
+    capsys.readouterr()
+    assert main(["label", "-m", str(cut), str(DATA / "tiny_chunks_test.txt"), str(tmp_path / "o2")]) == 1
+    err = capsys.readouterr().err
+    assert f"{cut}: invalid CRF++ binary model" in err and "truncated?" in err
+    assert not (tmp_path / "o2").exists()
 
 
 def test_cli_labels_crfsuite_items(tmp_path, capsys):

@@ -7,8 +7,10 @@ The model files and outputs beside it were made from it by the tools themselves:
     crf_learn -t -c 4 -f 1 tiny_chunks.crfpp_template tiny_chunks_train.txt tiny_chunks.crfpp.model
     crf_test -m tiny_chunks.crfpp.model tiny_chunks_test.txt > tiny_chunks.crfpp.out
 
-(Wapiti 1.5 from Jekub/Wapiti, CRF++ 0.58 from taku910/crfpp; only the text model
-``tiny_chunks.crfpp.model.txt`` is kept, not the binary one.)
+(Wapiti 1.5 from Jekub/Wapiti, CRF++ 0.58 from taku910/crfpp; crf_learn -t writes both
+the binary model ``tiny_chunks.crfpp.model`` (10408 bytes, what crf_test read) and the
+text model ``tiny_chunks.crfpp.model.txt`` beside it; both are kept. crf_learn is
+deterministic here: rerunning the command writes the same bytes.)
 """
 import random
 rng = random.Random(7)

@@ -38,7 +38,8 @@ from . import crf_kernels as K
 @inner(fastmath=C.FAST)
 def state_rows(w, space, data, aux, trans, bl, lo, hi, buf, fixed, clamp, mats, first, second):
     """The state scores of tokens lo..hi-1 into ``buf.E`` (with ``clamp``, every label
-    but ``fixed[t]`` (>= 0) at -inf) and, at order 1 with bigram attributes, their
+    but ``fixed[t]`` (>= 0) at -inf; the states a constrained chain forbids at its first
+    and last token at -inf) and, at order 1 with bigram attributes, their
     position corrections into ``buf.corr`` (``buf.need``: where pair marginals are
     needed; ``mats`` True: positions may name the stored matrices of
     ``crf_kernels.compact_bigrams``, None: they list their corrections, as log space
@@ -48,6 +49,7 @@ def state_rows(w, space, data, aux, trans, bl, lo, hi, buf, fixed, clamp, mats, 
         K.emissions(w, space, aux, lo, hi, buf.E)
         if clamp is not None:
             K.clamp_labels(buf.E, fixed, lo, n, space.L)
+        C.end_scores(buf.E, n, trans)      # a constrained chain's starts and ends
         if bl is not None:   # else cptr and need stay all zero: no corrections anywhere
             amat = bl.amat[:0]
             if mats is not None:
@@ -57,6 +59,7 @@ def state_rows(w, space, data, aux, trans, bl, lo, hi, buf, fixed, clamp, mats, 
         K2.state_scores(w, space, data, aux, lo, hi, buf.U, buf.E)
         if clamp is not None:
             K2.constrain(buf.E, fixed, lo, n, space.L)
+        C.end_scores(buf.E, n, trans)
 
 
 @inner(fastmath=C.FAST)
@@ -169,7 +172,8 @@ def chunk_logz_grad(w, space, data, aux, trans, bl, first, second, order, want_g
             state_rows(w, space, data, aux, trans, bl, lo, hi, buf, labels, clamp, True, first, None)
             C.exp_rows(buf.E, psi, shift, n, L, buf.kbuf)
         if second is not None:
-            shared = K2.scaled_rows(w, space, data, aux, lo, hi, buf, buf.pcache, labels, clamp is not None) >= -1
+            shared = K2.scaled_rows(w, space, data, aux, lo, hi, buf, buf.pcache, labels, clamp is not None,
+                                    trans) >= -1
         logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         if math.isnan(logz):
             failed[r] = 1
@@ -274,7 +278,7 @@ def marginals_all(w, space, data, aux, trans, bl, first, second, out, logz, fail
             state_rows(w, space, data, aux, trans, bl, lo, hi, buf, data.labels, None, True, first, None)
             C.exp_rows(buf.E, psi, shift, n, L, buf.kbuf)
         if second is not None:
-            K2.scaled_rows(w, space, data, aux, lo, hi, buf, buf.pcache, data.labels, False)
+            K2.scaled_rows(w, space, data, aux, lo, hi, buf, buf.pcache, data.labels, False, trans)
         z = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
         logz[s] = z
         if math.isnan(z):

@@ -25,13 +25,22 @@ class ChainModelBuilder(ModelBuilder):
     """
 
     def __init__(self, order=1, feature_space="observed", transitions=True, *, all_states=False,
-                 all_transitions=False, min_freq=None, n_jobs=None):
+                 all_transitions=False, min_freq=None, n_jobs=None, constraints=None):
         super().__init__("crf2" if order == 2 else "crf", space_class(order), feature_space, transitions,
                          n_jobs=n_jobs)
+        self.constraints = constraints
         self.order = order
         self.all_states = bool(all_states)
         self.all_transitions = bool(all_transitions)
         self.min_freq = min_freq
+
+    def model(self, space, data, **options):
+        """The model over ``space`` and ``data``; with ``constraints`` (a
+        :class:`~spargel.chain.constraints.LabelConstraints`, first order) its likelihood
+        sums over the allowed label sequences only."""
+        if self.constraints is not None:
+            options["constraints"] = self.constraints
+        return super().model(space, data, **options)
 
     def space(self, data, n_labels, n_uni, n_big):
         if self.feature_space == "full" or not (self.all_states or self.all_transitions):

@@ -113,10 +113,15 @@ class CRFView:
 
     compacts_bigrams = True     # its kernels read the compacted bigram list (self.bl)
 
-    def __init__(self, space, data, inference="auto"):
+    def __init__(self, space, data, inference="auto", constraints=None):
         if inference not in INFERENCE_MODES:
             raise ValueError(f"inference must be one of {INFERENCE_MODES}, got {inference!r}")
         self.space, self.data, self.inference = space, data, inference
+        # a LabelConstraints (chain/constraints.py): its forbidden transitions, starts
+        # and ends are folded into every transition structure (refresh); None: none
+        self.constraints = constraints
+        # in how many steps the allowed pairs connect the labels (once: refresh is per weight vector)
+        self.reach = None if constraints is None else C.reach(constraints.allowed)
         self.space_t = space.as_tuple()
         self.data_t = data_tuple(data)
         self.flags = K.order_flags(space)       # the order, as the batch kernels take it
@@ -178,8 +183,11 @@ class CRFView:
         # them the backward pass accumulates |Y|^2 transition expectations per position
         # anyway, and the dense step (a vectorised loop) is faster whatever the sparsity.
         ones = 0.25 if self.has_bigrams and not self.dense else 0.0
+        lc = self.constraints
         trans = C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=None if ones else C.DENSE,
-                                   ones_fraction=ones)
+                                   ones_fraction=ones, allowed=None if lc is None else lc.allowed,
+                                   start=None if lc is None else lc.start, end=None if lc is None else lc.end,
+                                   steps=self.reach)
         if self.has_bigrams:
             K.compact_bigrams(w, self.space_t, trans, self.dense, self.bl, self.slot, self.mats, self.matsT,
                               self.mscores)
@@ -222,7 +230,9 @@ class BatchChain(Sized):
     differs per order."""
     convex_loss = True          # a log-linear negative log-likelihood (protocol.convex_loss)
 
-    def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None, sample_weight=None):
+    def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None, sample_weight=None,
+                 constraints=None):
+        self.constraints = constraints
         if data.labels is None:
             raise ValueError("training data needs labels")
         self.sw = np.zeros(0) if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
@@ -390,7 +400,7 @@ class ChainCRF(MapCapability, BatchChain):
 
 
     def _make_view(self, space, data, inference):
-        return CRFView(space, data, inference)
+        return CRFView(space, data, inference, self.constraints)
 
     # -- the "sgd" capability ---------------------------------------------------------
     def _sgd_trans(self):
@@ -473,7 +483,8 @@ def _fixed_or_free(fixed, n_tokens):
 
 def decode_view(view, w, fixed=None):
     """Viterbi label ids (one flat array over all tokens) and the path scores;
-    ``fixed[t] >= 0`` forces the label of token t."""
+    ``fixed[t] >= 0`` forces the label of token t. Under constraints (``view.constraints``)
+    the best allowed path; a sequence that has none is refused."""
     data = view.data
     w = np.ascontiguousarray(w, dtype=np.float64)
     trans = view.refresh(w)
@@ -482,7 +493,18 @@ def decode_view(view, w, fixed=None):
     order = np.arange(data.n_sequences, dtype=np.int64)
     B.decode_all(w, *view.kernel_args(trans), _fixed_or_free(fixed, data.n_tokens), out, scores,
                             view.buffers(order), view.log_buffers(order))
+    if getattr(view, "constraints", None) is not None:
+        _check_paths(scores, data)
     return out, scores
+
+
+def _check_paths(scores, data):
+    """Refuse the sequences for which the constraints (and fixed labels) leave no path."""
+    none = np.flatnonzero(scores == -np.inf)
+    if len(none):
+        s = int(none[0])
+        raise ValueError(f"sequence {s} ({data.seq_ptr[s + 1] - data.seq_ptr[s]} tokens) has no label sequence "
+                         f"that the constraints allow ({len(none)} such sequences)")
 
 
 def marginals_view(view, w):
@@ -536,24 +558,37 @@ def sequence_loss_view(view, w):
 
 def prediction_functions(view_class):
     """``(decode, marginals, nbest, sequence_loss)`` over a layout and a data set, for the
-    chain whose view is ``view_class`` (one set per order)."""
+    chain whose view is ``view_class`` (one set per order). ``constraints``: a
+    :class:`~spargel.chain.constraints.LabelConstraints` (allowed label transitions,
+    starts and ends): decoding and marginals over the allowed paths only."""
 
-    def decode(space, data, w, fixed=None, inference="auto"):
+    def view(space, data, inference="auto", constraints=None):
+        return view_class(space, data, inference, constraints)
+
+    def decode(space, data, w, fixed=None, inference="auto", constraints=None):
         """Viterbi label ids (one flat array over all tokens) and the path scores;
         ``fixed[t] >= 0`` forces the label of token t."""
-        return decode_view(view_class(space, data, inference), w, fixed)
+        return decode_view(view(space, data, inference, constraints), w, fixed)
 
-    def marginals(space, data, w):
+    def marginals(space, data, w, constraints=None):
         """Label marginals (n_tokens x L) and log Z per sequence."""
-        return marginals_view(view_class(space, data), w)
+        return marginals_view(view(space, data, constraints=constraints), w)
 
-    def nbest(space, data, w, k, fixed=None):
+    def nbest(space, data, w, k, fixed=None, constraints=None):
         """Per sequence, a list of (label id array, score) for the k best paths, best first."""
-        return nbest_view(view_class(space, data), w, k, fixed)
+        return nbest_view(view(space, data, constraints=constraints), w, k, fixed)
 
-    def sequence_loss(space, data, w):
-        """-log p(y|x) of every labelled sequence, as an array (no gradient)."""
-        return sequence_loss_view(view_class(space, data), w)
+    def sequence_loss(space, data, w, constraints=None):
+        """-log p(y|x) of every labelled sequence, as an array (no gradient; +inf for a
+        sequence whose labels the constraints forbid)."""
+        loss = sequence_loss_view(view(space, data, constraints=constraints), w)
+        if constraints is not None:
+            from .constraints import violations
+            for s in range(data.n_sequences):
+                lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+                if violations(constraints, data.labels[lo:hi], np.array([0, hi - lo])) is not None:
+                    loss[s] = np.inf
+        return loss
 
     return decode, marginals, nbest, sequence_loss
 

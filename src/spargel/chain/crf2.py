@@ -29,8 +29,8 @@ class CRF2View(CRFView):
 
     compacts_bigrams = False    # the order-2 kernels read the space's own bigram layout
 
-    def __init__(self, space, data, inference="auto"):
-        super().__init__(space, data, inference)
+    def __init__(self, space, data, inference="auto", constraints=None):
+        super().__init__(space, data, inference, constraints)
         L = space.n_labels
         self.S = (L + 1) * L
         t_pair = space.t_pair.astype(np.int64)
@@ -44,7 +44,7 @@ class CRF2View(CRFView):
         s = self.space
         K.refresh_weights(w, self.space_t, self.d_attr, self.Wd, self.dnz)
         x = w[s.t_base:]
-        if self.dense or (len(x) and x.min() < -K.CANCEL_LIMIT):
+        if self.dense or self.constraints is not None or (len(x) and x.min() < -K.CANCEL_LIMIT):
             return self._list_structure(x)
         return C.make_transitions(self.S, self._src, self._dst, x, kind=C.PAIR_ONES, n_labels=self.L,
                                   all_pairs=False)
@@ -63,7 +63,19 @@ class CRF2View(CRFView):
             self._list_k = ((src % L) * L + code % L) * A + src // L
         score = np.zeros(S * L)
         score[self._list_k] = x
-        return C.make_transitions(S, self._list_all[0], self._list_all[1], score, kind=C.LIST, all_pairs=False)
+        lc = self.constraints
+        if lc is None:
+            return C.make_transitions(S, self._list_all[0], self._list_all[1], score, kind=C.LIST, all_pairs=False)
+        # constrained: a transition into the pair state (b, c) exists only where c may
+        # follow b; the begin-marker states (L, b) start a chain only where b may start
+        # one, and a state (a, b) ends it only where b may end one
+        score.reshape(L * L, A)[~lc.allowed.ravel()] = -np.inf
+        start = np.ones(S, bool)
+        start[L * L:] = lc.start
+        end = np.tile(lc.end, A)
+        # a pair state reaches another in one step more than its label reaches the other's
+        return C.make_transitions(S, self._list_all[0], self._list_all[1], score, kind=C.LIST, all_pairs=False,
+                                  start=start, end=end, steps=self.reach + 1)
 
     def buffers(self, order):
         return K2.work_buffers(self.L, K.max_length(self.data.seq_ptr, order))
@@ -91,13 +103,14 @@ class ChainCRF2(MapCapability, BatchChain):
     ``-log sum_{y consistent} p(y|x)``.
     """
 
-    def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None, sample_weight=None):
+    def __init__(self, space, data, n_jobs=1, inference="auto", penalty_scale=None, sample_weight=None,
+                 constraints=None):
         if getattr(space, "order", 1) != 2:
             raise ValueError("ChainCRF2 needs a second-order layout (FeatureSpace2)")
-        super().__init__(space, data, n_jobs, inference, penalty_scale, sample_weight)
+        super().__init__(space, data, n_jobs, inference, penalty_scale, sample_weight, constraints)
 
     def _make_view(self, space, data, inference):
-        return CRF2View(space, data, inference)
+        return CRF2View(space, data, inference, self.constraints)
 
     def _sgd_trans(self):
         """The pass's transition structures (PAIR_ONES, LIST, list index of each triple;

@@ -157,16 +157,17 @@ def factored_rows(U, eB, bmax, n, L, psi, shift):
 
 
 @inner(fastmath=FAST)
-def scaled_rows(w, space, data, aux, lo, hi, buf, cache, fixed, clamp):
+def scaled_rows(w, space, data, aux, lo, hi, buf, cache, fixed, clamp, trans):
     """The scaled state factors ``psi`` and shifts of tokens lo..hi-1 (into ``buf``):
     :func:`factored_rows` when their pair scores are shared (``cache`` = [attribute,
     its max score] of the factors held in ``buf.eB``; start it at [-3, 0] for new
-    weights), else the state scores, the labels ``fixed`` clamped when ``clamp``, and
+    weights), else the state scores, the labels ``fixed`` clamped when ``clamp``, a
+    constrained chain's start and end scores (``trans``, ``chain.end_scores``), and
     their exponentials. Returns the shared attribute (>= -1), or -2."""
     L = space.L
     U, E, psi, shift, kbuf, eB = buf.U, buf.E, buf.psi, buf.shift, buf.kbuf, buf.eB
     n = hi - lo
-    attr = -2 if clamp else shared_pair_attribute(data, lo, hi)
+    attr = -2 if clamp or len(trans.start) > 0 else shared_pair_attribute(data, lo, hi)
     if attr >= -1:
         if cache[0] != attr:
             cache[1] = pair_factors(w, space, attr, eB)
@@ -177,6 +178,7 @@ def scaled_rows(w, space, data, aux, lo, hi, buf, cache, fixed, clamp):
     state_scores(w, space, data, aux, lo, hi, U, E)
     if clamp:
         constrain(E, fixed, lo, n, L)
+    C.end_scores(E, n, trans)
     C.exp_rows(E, psi, shift, n, (L + 1) * L, kbuf)
     return -2
 

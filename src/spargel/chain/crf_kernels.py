@@ -171,13 +171,15 @@ def compact_bigrams(w, space, trans, keep_zeros, bl, slot, mats, matsT, mscores)
                 # Mbase * exp(w), not Mbase + Mbase * expm1(w), which cancels for w << 0
                 M[bi[e], bj[e]] *= math.exp(bw[e])
                 LT[k] = fv[k] + bw[e]
-            lo = LT[0]
-            hi = LT[0]
+            lo = np.inf
+            hi = -np.inf
             for i in range(L):
                 for j in range(L):
                     MT[j, i] = M[i, j]
-                    lo = min(lo, LT[j * L + i])
-                    hi = max(hi, LT[j * L + i])
+                    x = LT[j * L + i]
+                    if x > -np.inf:         # (-inf: a pair a constraint forbids)
+                        lo = min(lo, x)
+                        hi = max(hi, x)
             LT[L * L] = lo           # the range of the raw scores (chain.factor_range)
             LT[L * L + 1] = hi
             amat[at] = r

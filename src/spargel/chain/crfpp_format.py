@@ -1,5 +1,5 @@
-"""CRF++'s text models (``crf_learn -t`` writes ``MODEL.txt`` beside the binary
-``MODEL``), read without CRF++.
+"""CRF++'s models, binary (``crf_learn``'s default output) and text (``crf_learn -t``
+writes ``MODEL.txt`` beside the binary ``MODEL``), read without CRF++.
 
 The format, as CRF++ 0.58 writes it: four blocks of lines, each ended by an empty line,
 then the weights.
@@ -27,6 +27,27 @@ anything is allocated, every feature's weights must lie inside ``maxid`` without
 overlapping another's, the weights must be finite numbers, and the template must parse
 as CRF++'s. Anything else raises :class:`~spargel.errors.ModelFileError` naming the file
 and the line.
+
+CRF++'s binary model (``crf_learn``'s default output, what ``crf_test -m`` reads) holds
+the same content, little-endian, with no line structure:
+
+* ``version`` (unsigned 32-bit, 100), the model type (signed 32-bit, 0), ``cost-factor``
+  (a double), ``maxid`` and ``xsize`` (unsigned 32-bit), the size in bytes of the
+  feature trie (unsigned 32-bit);
+* the labels' size in bytes (unsigned 32-bit), then the labels, each ended by a NUL;
+* the template's size in bytes (unsigned 32-bit), then its lines, each ended by a NUL
+  (the ``U`` lines, then the ``B`` lines), padded with NULs so that the labels and the
+  template together take a multiple of 4 bytes;
+* the feature strings as a double-array trie (Darts): units of a signed 32-bit ``base``
+  and an unsigned 32-bit ``check``; from the node whose ``base`` is ``b``, the byte
+  ``c`` leads to the unit ``b + c + 1`` when its ``check`` is ``b``, and the string's end
+  to the unit ``b``, whose ``base`` is ``-ID - 1`` (the root is the unit 0);
+* ``maxid`` weights, 32-bit floats; the file ends there.
+
+The binary reader checks every size and count against the bytes left before it slices
+or allocates anything, walks the trie breadth-first marking each unit it reaches (a unit
+reached twice, a child outside the trie or a leaf without an ID is a corrupt file), and
+then applies the text model's checks; its errors name the file and the byte offset.
 """
 
 from __future__ import annotations
@@ -58,17 +79,9 @@ def is_crfpp_text_file(path):
 
 def is_crfpp_binary_file(path):
     """True when ``path`` starts like CRF++'s binary model (``crf_learn``'s default
-    output, which spargel does not read): the version 100 as a 32-bit integer, the model
-    type 0, then a positive finite cost factor (a little-endian double)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(16)
-    except OSError:
-        return False
-    if len(head) < 16 or head[:8] != struct.pack("<Ii", 100, 0):
-        return False
-    (cost,) = struct.unpack("<d", head[8:16])
-    return 0 < cost < math.inf
+    output): the version 100 as a 32-bit integer, then the model type 0 (the rest is
+    checked on reading, so that a damaged model is refused as one)."""
+    return starts_with(path, struct.pack("<Ii", 100, 0))
 
 
 class CrfppModel:
@@ -199,25 +212,219 @@ def read_bytes(data, name="<bytes>", encoding="utf-8"):
     return CrfppModel(ints["version"], cost, maxid, xsize, labels, templates, features, weights)
 
 
+#: the longest feature string read from a binary model's trie (in bytes)
+MAX_KEY_BYTES = 1 << 16
+_BIN_HEAD = struct.Struct("<IidIIII")          # version, type, cost, maxid, xsize, dsize, label bytes
+
+
+def read_binary(path, encoding="utf-8"):
+    """Read CRF++'s binary model ``path`` (see the module documentation)."""
+    name, data = read_limited(path, "CRF++", MAX_FILE_SIZE)
+    return read_binary_bytes(data, name, encoding)
+
+
+def read_binary_bytes(data, name="<bytes>", encoding="utf-8"):
+    """Parse the bytes of CRF++'s binary model (the layout of CRF++ 0.58)."""
+    data = bytes(data)
+    size = len(data)
+
+    def fail(offset, message):
+        raise ModelFileError(f"{name}: invalid CRF++ binary model ({message}, at byte {offset})")
+
+    if size < _BIN_HEAD.size:
+        fail(0, f"{size} bytes; the header alone takes {_BIN_HEAD.size}: truncated?")
+    version, mtype, cost, maxid, xsize, dsize, ysize = _BIN_HEAD.unpack_from(data, 0)
+    if version // 100 != 1:
+        fail(0, f"version {version}; CRF++ 0.58 writes version 100")
+    if mtype != 0:
+        fail(4, f"model type {mtype}; CRF++ writes 0")
+    if not (0 < cost < math.inf):
+        fail(8, f"cost-factor {cost!r} is not a positive number")
+    if maxid < 1 or xsize < 1:
+        fail(16, f"maxid {maxid} and xsize {xsize} must be positive")
+    pos = _BIN_HEAD.size
+
+    def take(n, what):
+        nonlocal pos
+        if n > size - pos:
+            fail(pos, f"the {what} take {n} bytes, only {size - pos} are left: truncated?")
+        out = data[pos:pos + n]
+        pos += n
+        return out
+
+    def strings(raw, start, what):
+        if raw and not raw.endswith(b"\0"):
+            fail(start + len(raw), f"the {what} do not end with a NUL")
+        out = []
+        at = start
+        for piece in raw.split(b"\0")[:-1]:
+            try:
+                out.append(piece.decode(encoding))
+            except UnicodeDecodeError:
+                fail(at, f"{piece[:40]!r} in the {what} is not {encoding} text")
+            at += len(piece) + 1
+        return out
+
+    y_at = pos
+    labels = strings(take(ysize, "labels"), y_at, "labels")
+    if not labels or "" in labels:
+        fail(y_at, "the model has no labels" if not labels else "an empty label")
+    if len(labels) > MAX_LABELS:
+        fail(y_at, f"{len(labels)} labels; at most {MAX_LABELS} are supported")
+    if len(set(labels)) != len(labels):
+        fail(y_at, "a label is listed twice")
+    check_label_pairs(len(labels), name)
+    Y = len(labels)
+    t_at = pos
+    (tsize,) = struct.unpack("<I", take(4, "template's size"))
+    templates = [t for t in strings(take(tsize, "template"), t_at + 4, "template") if t]
+    for t in templates:
+        if t[0] not in "UB":
+            fail(t_at, f"template line {t[:40]!r} is neither a U nor a B line")
+    d_at = pos
+    if dsize % 8:
+        fail(20, f"the trie's size {dsize} is not a whole number of 8-byte units")
+    trie = take(dsize, "feature trie")
+    w_at = pos
+    if size - pos != 4 * maxid:
+        fail(pos, f"{size - pos} bytes after the trie for maxid {maxid} weights of 4 bytes "
+                  f"({'truncated?' if size - pos < 4 * maxid else 'trailing bytes'})")
+    with np.errstate(invalid="ignore"):            # a signalling NaN is refused just below
+        weights = np.frombuffer(data, "<f4", maxid, w_at).astype(np.float64)
+    if not np.all(np.isfinite(weights)):
+        i = int(np.flatnonzero(~np.isfinite(weights))[0])
+        fail(w_at + 4 * i, f"weight {i} is {weights[i]}")
+    keys, ids = _trie_keys(trie, lambda off, msg: fail(d_at + off, msg))
+    features = []
+    spans = np.empty((len(keys), 2), np.int64)
+    for i, (key, f) in enumerate(zip(keys, ids)):
+        try:
+            string = key.decode(encoding)
+        except UnicodeDecodeError:
+            fail(d_at, f"feature {key[:40]!r} is not {encoding} text")
+        if string[0] not in "UB":
+            fail(d_at, f"feature {string[:40]!r} is neither a U nor a B feature")
+        width = Y if string[0] == "U" else Y * Y
+        if f + width > maxid:
+            fail(d_at, f"feature {string[:40]!r} takes weights {f} to {f + width - 1}, past maxid {maxid}")
+        spans[i] = f, f + width
+        features.append((string, f))
+    if not features:
+        fail(d_at, "the trie holds no features")
+    order = np.argsort(spans[:, 0], kind="stable")
+    if len(order) > 1 and np.any(spans[order[1:], 0] < spans[order[:-1], 1]):
+        k = int(np.flatnonzero(spans[order[1:], 0] < spans[order[:-1], 1])[0]) + 1
+        fail(d_at, f"feature {features[order[k]][0][:40]!r} overlaps the weights of "
+                   f"{features[order[k - 1]][0][:40]!r}")
+    return CrfppModel(version, cost, maxid, xsize, labels, templates, features, weights)
+
+
+def _trie_keys(trie, fail):
+    """``(keys, ids)`` of the Darts double-array ``trie`` (bytes), keys sorted bytewise;
+    ``fail(offset, message)`` raises on anything that is not a trie."""
+    units = np.frombuffer(trie, np.dtype([("base", "<i4"), ("check", "<u4")]))
+    n = len(units)
+    if n == 0:
+        return [], []
+    base = units["base"].astype(np.int64)
+    check = units["check"].astype(np.int64)
+    if base[0] < 1:
+        fail(0, f"the trie's root has base {base[0]}")
+    used = np.flatnonzero(check > 0)
+    by_check = used[np.argsort(check[used], kind="stable")]
+    sorted_check = check[by_check]
+    seen = np.zeros(n, bool)
+    seen[0] = True
+    parent = np.full(n, -1, np.int64)
+    code = np.zeros(n, np.int64)
+    leaves, leaf_depth = [], []
+    frontier = np.zeros(1, np.int64)
+    depth = 0
+    while len(frontier):
+        if depth > MAX_KEY_BYTES:
+            fail(0, f"a feature string longer than {MAX_KEY_BYTES} bytes (a cycle in the trie?)")
+        b = base[frontier]
+        lo = np.searchsorted(sorted_check, b, "left")
+        hi = np.searchsorted(sorted_check, b, "right")
+        counts = hi - lo
+        if np.any(counts == 0):
+            u = int(frontier[np.flatnonzero(counts == 0)[0]])
+            fail(8 * u, f"the trie's unit {u} leads nowhere")
+        total = int(counts.sum())
+        starts = np.cumsum(counts) - counts
+        rank = np.arange(total) - np.repeat(starts, counts) + np.repeat(lo, counts)
+        child = by_check[rank]
+        par = np.repeat(frontier, counts)
+        c = child - base[par]
+        bad = (c < 0) | (c > 256)
+        if np.any(bad):
+            u = int(child[np.flatnonzero(bad)[0]])
+            fail(8 * u, f"the trie's unit {u} is no child of the unit its check names")
+        if np.any(seen[child]) or len(np.unique(child)) != len(child):
+            u = int(child[np.flatnonzero(seen[child])[0]]) if np.any(seen[child]) else int(child[0])
+            fail(8 * u, f"the trie's unit {u} is reached twice")
+        seen[child] = True
+        parent[child] = par
+        code[child] = c
+        end = c == 0
+        if np.any(end & (base[child] >= 0)) or np.any(~end & (base[child] < 1)):
+            u = int(child[np.flatnonzero((end & (base[child] >= 0)) | (~end & (base[child] < 1)))[0]])
+            fail(8 * u, f"the trie's unit {u} has base {base[u]}")
+        if np.any(c == 1):
+            u = int(child[np.flatnonzero(c == 1)[0]])
+            fail(8 * u, "a NUL byte inside a feature string")
+        if depth == 0 and np.any(end):
+            fail(0, "an empty feature string")
+        leaves.append(child[end])
+        leaf_depth.append(np.full(int(end.sum()), depth, np.int64))
+        frontier = child[~end]
+        depth += 1
+    leaves = np.concatenate(leaves)
+    leaf_depth = np.concatenate(leaf_depth)
+    ids = -base[leaves] - 1
+    keys = []
+    step = max(1, (1 << 22) // max(depth, 1))
+    for s in range(0, len(leaves), step):
+        cur = parent[leaves[s:s + step]]
+        dep = leaf_depth[s:s + step]
+        buf = np.zeros((len(cur), max(int(dep.max()), 1)), np.uint8)
+        rows = np.arange(len(cur))
+        for k in range(int(dep.max())):
+            m = dep > k
+            buf[rows[m], dep[m] - 1 - k] = code[cur[m]] - 1
+            cur[m] = parent[cur[m]]
+        keys.extend(buf[i, :dep[i]].tobytes() for i in range(len(cur)))
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return [keys[i] for i in order], [int(ids[i]) for i in order]
+
+
+def read_any(path, encoding="utf-8"):
+    """The CRF++ model in ``path``, text or binary (by its first bytes)."""
+    if is_crfpp_binary_file(path):
+        return read_binary(path, encoding), "binary"
+    return read(path, encoding), "text"
+
+
 def from_crfpp_file(cls, path, encoding="utf-8"):
-    """A fitted ``cls`` (``spargel.CRF``) holding the CRF++ text model in ``path``."""
+    """A fitted ``cls`` (``spargel.CRF``) holding the CRF++ model in ``path``, text or
+    binary."""
     from ..data.feature_space import FeatureSpace
     from ..data.templates import Template
     from ..data.vocab import Vocabulary
     from ..errors import DataFormatError
 
     name = os.fspath(path)
-    m = read(name, encoding)
+    m, kind = read_any(name, encoding)
     # the template (xsize is not the data's number of columns: crf_learn lowers it to the
     # highest column the template uses, plus one)
     text = "# format: crfpp\n" + "\n".join(m.templates) + "\n"
     try:
         tpl = Template.parse(text, source=f"{name} (its template)", format="crfpp")
     except DataFormatError as exc:
-        raise ModelFileError(f"{name}: invalid CRF++ text model (template line "
+        raise ModelFileError(f"{name}: invalid CRF++ {kind} model (template line "
                              f"{exc.line - 1 if exc.line else '?'}: {exc.message})") from None
     if tpl.n_columns_required > m.xsize:
-        raise ModelFileError(f"{name}: invalid CRF++ text model (the template uses column "
+        raise ModelFileError(f"{name}: invalid CRF++ {kind} model (the template uses column "
                              f"{tpl.n_columns_required - 1}, xsize is {m.xsize})")
     Y = len(m.labels)
     from ..estimation import MAX_ABS_WEIGHT
@@ -225,7 +432,7 @@ def from_crfpp_file(cls, path, encoding="utf-8"):
     # crf_test's weights: 32-bit floats, times the cost factor
     w = m.weights.astype(np.float32).astype(np.float64) * m.cost_factor
     if not np.all(np.abs(w) <= MAX_ABS_WEIGHT):
-        raise ModelFileError(f"{name}: invalid CRF++ text model (a weight times the cost factor "
+        raise ModelFileError(f"{name}: invalid CRF++ {kind} model (a weight times the cost factor "
                              f"{m.cost_factor:g} is beyond +-{MAX_ABS_WEIGHT:.0e}: inference would overflow)")
     uni_names, u_ptr, u_lab, u_w = [], [0], [], []
     big_names, b_ptr, b_pair, b_w = [], [0], [], []
@@ -261,7 +468,7 @@ def from_crfpp_file(cls, path, encoding="utf-8"):
                              np.concatenate(b_pair) if b_pair else np.zeros(0, np.int32), t_pair)
         space.validate(len(uni_names), len(big_names))
     except ValueError as exc:
-        raise ModelFileError(f"{name}: invalid CRF++ text model ({exc})") from None
+        raise ModelFileError(f"{name}: invalid CRF++ {kind} model ({exc})") from None
     est.space_ = space
     est.weights_ = np.concatenate([np.concatenate(u_w) if u_w else np.zeros(0),
                                    np.concatenate(b_w) if b_w else np.zeros(0), t_w]).astype(np.float64)

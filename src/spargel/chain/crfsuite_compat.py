@@ -244,6 +244,9 @@ def representable(est):
     if len(s.b_pair):
         return ("it has observation-conditioned bigram (label pair) weights, which CRFsuite's first-order "
                 "model does not have")
+    if getattr(est, "constraints", None) is not None:
+        return ("it decodes under transition constraints, which a CRFsuite file cannot hold (set "
+                "constraints=None to write the weights alone)")
     return None
 
 
@@ -392,6 +395,12 @@ class _Decoder:
 _EMPTY = np.zeros(0)
 
 
+def _constraints_of(crf):
+    """The ``constraints`` argument of the prediction functions for ``crf`` (none for an
+    estimator without transition constraints)."""
+    return crf._constrained() if hasattr(crf, "_constrained") else {}
+
+
 class Tagger:
     """python-crfsuite's ``Tagger`` over a spargel CRF: ``open(path)`` /
     ``open_inmemory(bytes)`` (each returns the tagger, a context manager that closes it:
@@ -501,11 +510,14 @@ class Tagger:
             raise ItemFormatError(str(exc)) from None
 
     def _fast(self):
-        """The model's :class:`_Decoder`, or None where the estimator's paths serve."""
+        """The model's :class:`_Decoder`, or None where the estimator's paths serve (also
+        for a model with transition constraints, which those paths honour)."""
         decoder = self._decoder
         if decoder is None:
             crf = self._model()
             decoder = self._decoder = _Decoder(crf) if _Decoder.usable(crf) else False
+        if decoder and getattr(self._model(), "constraints", None) is not None:
+            return None
         return decoder or None
 
     def _current(self):
@@ -522,7 +534,8 @@ class Tagger:
             try:
                 post = None if decoder is None else decoder.posterior(self._encoded())
                 if post is None:
-                    marg, logz = crf._inference().marginals(crf.space_, crf._dataset([x]), crf.weights_)
+                    marg, logz = crf._inference().marginals(crf.space_, crf._dataset([x]), crf.weights_,
+                                                            **_constraints_of(crf))
                     post = (marg, float(logz[0]), None)
             except TypeError as exc:
                 raise ItemFormatError(str(exc)) from None
@@ -545,7 +558,7 @@ class Tagger:
         if E is not None:
             return math.exp(self._decoder.path_score(E, ids) - logz)
         data = crf._dataset([x], [yseq])
-        loss = crf._inference().sequence_loss(crf.space_, data, crf.weights_)
+        loss = crf._inference().sequence_loss(crf.space_, data, crf.weights_, **_constraints_of(crf))
         return float(np.exp(-loss[0]))
 
     def marginal(self, y, pos):

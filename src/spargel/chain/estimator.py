@@ -15,6 +15,11 @@ from .labels import label_lists, refuse_marker_label
 from .monitor import FitMonitor
 
 
+#: the solvers that train with constraints (``constrain_training=True``): those that
+#: work through the batch likelihood, whose transition structure carries them
+CONSTRAINED_SOLVERS = ("owlqn", "lbfgs", "fista")
+
+
 class CRF(LogLinearCore):
     """Linear-chain conditional random field trained by penalised maximum likelihood.
 
@@ -123,6 +128,20 @@ class CRF(LogLinearCore):
         the workers or a Dask bag. Needs ``spargel[dask]``.
     n_shards : int or None
         With a client: how many shards the data is split into (None: one per worker).
+    constraints : str, dict, TransitionConstraints or None
+        Constrained decoding (both orders): which label may follow which and which may
+        start and end a sequence. A preset derived from the label names, ``"bio"``
+        (``"iob2"``), ``"iob1"`` or ``"bioes"`` (``"iobes"``, ``"bilou"``), or the allowed
+        pairs, ``{"allowed": [(prev, label), ...], "start": [...], "end": [...]}`` (or a
+        :class:`~spargel.chain.constraints.TransitionConstraints`). ``predict``,
+        ``predict_marginals``, ``predict_nbest`` and ``score`` then see only the allowed
+        label sequences (marginals and probabilities under the partition function over
+        them); the model file keeps the constraints. (Not to be confused with the
+        ``constraints`` argument of ``predict``: fixed labels of given tokens.)
+    constrain_training : bool
+        Train with the constraints too (the partition function over the allowed paths
+        only; solvers owlqn, lbfgs and fista; every training label sequence must be
+        allowed). False (default): the constraints apply to prediction only.
 
     Examples
     --------
@@ -144,7 +163,7 @@ class CRF(LogLinearCore):
                  model_filename=None, keep_tempfiles=False, trainer_cls=None, *, solver="owlqn", l1=None, l2=0.0,
                  max_iter=None, tol=None, gtol=1e-5, window=10, feature_space="observed", template=None, pad=True,
                  n_jobs=None, random_state=None, warm_start=False, solver_options=None, order=1, client=None,
-                 n_shards=None, value_sep=":", model_type="crf"):
+                 n_shards=None, value_sep=":", constraints=None, constrain_training=False, model_type="crf"):
         self.algorithm = algorithm
         self.min_freq = min_freq
         self.num_memories = num_memories
@@ -192,6 +211,8 @@ class CRF(LogLinearCore):
         self.all_possible_states = all_possible_states
         self.client = client
         self.n_shards = n_shards
+        self.constraints = constraints
+        self.constrain_training = constrain_training
 
     # -- sklearn-crfsuite names ----------------------------------------------------------
     def _effective(self, name):
@@ -216,6 +237,36 @@ class CRF(LogLinearCore):
         super()._check_params()
         self._check_order()
         self._check_model_type()
+        self._check_constraints()
+
+    # -- constraints -------------------------------------------------------------------
+    def _check_constraints(self):
+        from .constraints import TransitionConstraints
+        spec = TransitionConstraints.coerce(self.constraints)
+        if not isinstance(self.constrain_training, (bool, np.bool_)):
+            raise ParameterError(f"constrain_training must be True or False, got {self.constrain_training!r}")
+        if spec is None:
+            if self.constrain_training:
+                raise ParameterError("constrain_training=True needs constraints (e.g. constraints='bio')")
+            return
+        solver = self._effective("solver")
+        if self.constrain_training and solver not in CONSTRAINED_SOLVERS:
+            raise ParameterError(f"constrain_training=True trains through the batch likelihood: solver "
+                                 f"{solver!r} cannot, use one of {', '.join(CONSTRAINED_SOLVERS)}")
+
+    def _refuse_constrained_training(self, what):
+        if self.constrain_training:
+            raise ParameterError(f"{what} does not train under constraints; set constrain_training=False (the "
+                                 f"constraints still apply to prediction)")
+
+    def _label_constraints(self, labels=None):
+        """The constraints over the model's label ids (a
+        :class:`~spargel.chain.constraints.LabelConstraints`; None without constraints)."""
+        from .constraints import TransitionConstraints
+        spec = TransitionConstraints.coerce(self.constraints)
+        if spec is None:
+            return None
+        return spec.resolve(self.classes_ if labels is None else labels)
 
     def _check_model_type(self):
         if not isinstance(self.model_type, str) or self.model_type not in ("crf", "maxent"):
@@ -245,7 +296,8 @@ class CRF(LogLinearCore):
         from .builder import ChainModelBuilder
         return ChainModelBuilder(self.order, self.feature_space, self._has_transitions(),
                                  all_states=self.all_possible_states, all_transitions=self.all_possible_transitions,
-                                 min_freq=self.min_freq, n_jobs=self.n_jobs)
+                                 min_freq=self.min_freq, n_jobs=self.n_jobs,
+                                 constraints=self.__dict__.get("_train_constraints"))
 
     def _featurizer(self):
         """The featurizer of this estimator's settings over its vocabularies (fresh ones
@@ -323,6 +375,7 @@ class CRF(LogLinearCore):
             raise ValueError("give both X_dev and y_dev (the held-out data and its labels), or neither")
         self._forget_fit()
         if self.client is not None or is_file_list(X) or is_dask_collection(X):
+            self._refuse_constrained_training("the Dask fit (a client, column files, a bag)")
             from .scaleout import fit_crf
             fit_crf(self, X, y, X_dev, y_dev, callback, sample_weight)
             return self._after_fit()
@@ -334,6 +387,11 @@ class CRF(LogLinearCore):
         if self.order == 2:
             y = refuse_marker_label(y)
         data = self._dataset(X, y, grow=True)
+        self.__dict__.pop("_train_constraints", None)
+        if self.constrain_training:
+            self._train_constraints = self._constrained_training(data)
+        elif self.constraints is not None:
+            self._label_constraints(self._label_vocab.names)     # labels that fit: refused now, not at predict
         from ..core.params import check_sample_weight
         self._sample_weight = check_sample_weight(sample_weight, data.n_sequences, "sequence")
         if self._effective("solver") in ("cd", "bcd") and (self._sample_weight is not None or np.any(data.labels < 0)):
@@ -346,11 +404,30 @@ class CRF(LogLinearCore):
             # simply errors, so the dev set needs no label ids
             dev = (self._dataset(X_dev), y_dev)
         monitor = FitMonitor(self, dev, self.verbose, callback) if (dev is not None or self.verbose or callback) else None
-        self._fit_data(data, monitor)
+        try:
+            self._fit_data(data, monitor)
+        finally:
+            self.__dict__.pop("_train_constraints", None)       # (read by _builder during this fit only)
         if self.verbose:
             print(f"stopped after {self.n_iter_} iterations: {self.stop_reason_}; "
                   f"{self.n_active_features_} active features", file=sys.stderr)
         return self._after_fit()
+
+    def _constrained_training(self, data):
+        """The constraints over the training labels, once every training sequence is
+        checked against them (a forbidden gold sequence has probability 0)."""
+        from .constraints import violations
+        lc = self._label_constraints(self._label_vocab.names)
+        bad = violations(lc, data.labels, data.seq_ptr)
+        if bad is not None:
+            s, t, why = bad
+            names = self._label_vocab.names
+            lab = names[data.labels[data.seq_ptr[s] + t]]
+            if t and why.startswith("may not follow"):
+                why = f"may not follow {names[data.labels[data.seq_ptr[s] + t - 1]]!r}"
+            raise ValueError(f"training sequence {s}, token {t}: label {lab!r} {why} under the constraints; "
+                             f"constrain_training=True needs every training sequence to be allowed")
+        return lc
 
     def _forget_fit(self):
         """Drop what a previous fit or model file left (the tagger, cached sizes)."""
@@ -360,6 +437,7 @@ class CRF(LogLinearCore):
     def _after_fit(self):
         """sklearn-crfsuite's ``model_filename``: the fitted model is written there (in
         CRFsuite's format when it can hold the model, else in spargel's)."""
+        _register_with_eli5()
         if self.model_filename is not None and hasattr(self, "weights_"):
             from .crfsuite_compat import representable
             self.save(self.model_filename, format="crfsuite" if representable(self) is None else "spargel")
@@ -382,6 +460,7 @@ class CRF(LogLinearCore):
         ``l1 / N``; without it, the number of sequences received so far is used). A
         fitted or loaded model (``CRF.load``) continues from its weights with a fresh
         schedule. See :mod:`spargel.streaming`."""
+        self._refuse_constrained_training("partial_fit")
         from .streaming import partial_fit
         return partial_fit(self, X, y)
 
@@ -397,12 +476,26 @@ class CRF(LogLinearCore):
         self.template = template
         # models saved before value_sep existed joined string values with "="
         self._fitted_sep = meta["params"].get("value_sep", "=")
+        # models saved before constraints existed have none
+        stored = meta.get("constraints")
+        if stored is not None:
+            from ..errors import ModelFileError
+            from .constraints import TransitionConstraints
+            try:
+                self.constraints = TransitionConstraints.coerce(stored)
+            except (ParameterError, TypeError) as exc:
+                raise ModelFileError(f"{path}: invalid model (stored constraints: {exc})") from None
 
     def _meta(self):
         meta = super()._meta()
         tpl = self._template()
         meta["template"] = tpl.text if tpl is not None else None
         meta["params"].pop("template", None)
+        meta["params"].pop("constraints", None)
+        from .constraints import TransitionConstraints
+        spec = TransitionConstraints.coerce(self.constraints)
+        if spec is not None:
+            meta["constraints"] = spec.to_dict()
         return meta
 
     # -- prediction ----------------------------------------------------------------------
@@ -435,7 +528,7 @@ class CRF(LogLinearCore):
         """The labels of one sequence (sklearn-crfsuite's ``predict_single``). Without
         constraints, a model that a CRFsuite file can hold is decoded by its tagger's
         one-call path (``tagger_.decode``), which spares the batch path's set-up."""
-        if constraints is None and isinstance(xseq, list) and xseq and self._fitted():
+        if constraints is None and isinstance(xseq, list) and xseq and self._fitted() and self.constraints is None:
             return self.tagger_.decode(xseq)
         return self.predict([xseq], None if constraints is None else [constraints])[0]
 
@@ -447,13 +540,18 @@ class CRF(LogLinearCore):
         """Most probable label sequence for every sequence (Viterbi). ``constraints``:
         per sequence, a list with a label (fixed) or None (free) per token."""
         data = self._data(X)
-        ids, _ = self._inference().decode(self.space_, data, self.weights_, self._fixed(constraints, data))
+        ids, _ = self._inference().decode(self.space_, data, self.weights_, self._fixed(constraints, data),
+                                          **self._constrained())
         return self._split_labels(ids, data)
+
+    def _constrained(self):
+        """The prediction functions' ``constraints`` argument."""
+        return {"constraints": self._label_constraints()}
 
     def predict_marginals(self, X):
         """Per sequence, per token, a dict label -> probability."""
         data = self._data(X)
-        marg, _ = self._inference().marginals(self.space_, data, self.weights_)
+        marg, _ = self._inference().marginals(self.space_, data, self.weights_, **self._constrained())
         names = self.classes_
         return [[dict(zip(names, row.tolist())) for row in marg[data.seq_ptr[s]:data.seq_ptr[s + 1]]]
                 for s in range(data.n_sequences)]
@@ -468,8 +566,9 @@ class CRF(LogLinearCore):
         inference = self._inference()
         if getattr(self.space_, "order", 1) == 2:          # tables over the pair states
             check_nbest(k, self.space_.n_states, np.diff(data.seq_ptr))
-        _, logz = inference.marginals(self.space_, data, self.weights_)
-        lists = inference.nbest(self.space_, data, self.weights_, int(k), self._fixed(constraints, data))
+        lc = self._constrained()
+        _, logz = inference.marginals(self.space_, data, self.weights_, **lc)
+        lists = inference.nbest(self.space_, data, self.weights_, int(k), self._fixed(constraints, data), **lc)
         names = self.classes_
         return [[([names[i] for i in path], float(np.exp(score - logz[s]))) for path, score in lst]
                 for s, lst in enumerate(lists)]
@@ -480,7 +579,7 @@ class CRF(LogLinearCore):
         hold labels the training folds lacked); ``None`` labels are not counted."""
         y = label_lists(y, "y")
         data = self._data(X)
-        ids, _ = self._inference().decode(self.space_, data, self.weights_)
+        ids, _ = self._inference().decode(self.space_, data, self.weights_, **self._constrained())
         lengths = np.diff(data.seq_ptr)
         if len(y) != data.n_sequences or any(len(g) != n for g, n in zip(y, lengths)):
             raise ValueError("y must have one label per token of X")
@@ -495,6 +594,7 @@ class CRF(LogLinearCore):
         ``l1`` values with warm starts (default: ``n_l1`` values from the exact
         ``l1_max`` down); returns one dict row per value (see :func:`spargel.path.path`).
         This estimator itself is left unchanged."""
+        self._refuse_constrained_training("path")
         from .path import path
         return path(self, X, y, l1_values=l1_values, n_l1=n_l1, l1_min_ratio=l1_min_ratio,
                     X_dev=X_dev, y_dev=y_dev)
@@ -618,6 +718,10 @@ class CRF(LogLinearCore):
             raise ValueError(f"format must be 'spargel', 'crfsuite' or 'wapiti', got {format!r}")
         self._check_fitted()
         if format == "wapiti":
+            if self.constraints is not None:
+                raise ValueError("cannot write this model in Wapiti's format: it decodes under transition "
+                                 "constraints, which a Wapiti file cannot hold (set constraints=None to write "
+                                 "the weights alone)")
             from . import wapiti_format
             return wapiti_format.write(path, wapiti_format.to_wapiti_model(self), encoding)
         from .crfsuite_format import write
@@ -628,33 +732,35 @@ class CRF(LogLinearCore):
     def load(cls, path, encoding="utf-8"):
         """Read a model file: spargel's own format (:meth:`save`), a CRFsuite model
         file (its string feature values join their key with ":", as python-crfsuite's),
-        a Wapiti model file (``wapiti train``) or a CRF++ text model (``crf_learn -t``'s
-        ``.txt``), each recognised by its first bytes; a Wapiti or CRF++ model keeps its
-        patterns and labels columns as that tool does (``encoding``: that of the data it
+        a Wapiti model file (``wapiti train``) or a CRF++ model (``crf_learn``'s binary
+        model or ``crf_learn -t``'s ``.txt``), each recognised by its first bytes; a
+        Wapiti or CRF++ model keeps its patterns and labels columns as that tool does (``encoding``: that of the data it
         was trained on; the tools store bytes). Raises ``ModelFileError`` on any problem."""
         from .crfsuite_format import is_crfsuite_file
         from .wapiti_format import is_wapiti_file
-        from .crfpp_format import is_crfpp_text_file
+        from .crfpp_format import is_crfpp_binary_file, is_crfpp_text_file
         if is_crfsuite_file(path):
             from .crfsuite_compat import from_crfsuite_file
             est = from_crfsuite_file(cls, path)
         elif is_wapiti_file(path):
             from .wapiti_format import from_wapiti_file
             est = from_wapiti_file(cls, path, encoding)
-        elif is_crfpp_text_file(path):
+        elif is_crfpp_text_file(path) or is_crfpp_binary_file(path):
             from .crfpp_format import from_crfpp_file
             est = from_crfpp_file(cls, path, encoding)
         else:
-            from .crfpp_format import is_crfpp_binary_file
-            if is_crfpp_binary_file(path):
-                from ..errors import ModelFileError
-                raise ModelFileError(f"{os.fspath(path)}: a binary CRF++ model (crf_learn's default output), "
-                                     f"which spargel does not read; write the text model with crf_learn -t "
-                                     f"and load the MODEL.txt it writes beside the binary one")
             est = super().load(path)  # checks its weights itself
             check_label_pairs(len(est.classes_), os.fspath(path))
+            if est.constraints is not None:
+                from ..errors import ModelFileError
+                try:
+                    est._label_constraints()
+                except ParameterError as exc:
+                    raise ModelFileError(f"{os.fspath(path)}: invalid model (stored constraints: {exc})") from None
+            _register_with_eli5()
             return est
         check_weight_range(est.weights_, os.fspath(path))
+        _register_with_eli5()
         return est
 
     @property
@@ -696,3 +802,16 @@ def _pair_namer(space, names):
         return lambda p: pair_names(p, names)
     L = len(names)
     return lambda p: (names[p // L], names[p % L])
+
+
+def _register_with_eli5():
+    """Register ``CRF`` with eli5's ``explain_weights`` / ``explain_prediction``
+    (``spargel.eli5_support``) when eli5 has been imported; eli5 is never imported here."""
+    if "eli5" in sys.modules and "spargel.eli5_support" not in sys.modules:
+        try:
+            from .. import eli5_support  # noqa: F401
+        except ImportError:             # an eli5 without the functions it needs: left alone
+            pass
+
+
+_register_with_eli5()

@@ -110,14 +110,16 @@ def padded(S):
 #: global corrections ``gi``, ``gj``, ``gc`` (ONES, PAIR_ONES; the pairs and factors
 #: under LIST), the list of every allowed transition by destination (``fptr``, ``fi``,
 #: ``fv``: sources and raw scores), ``gk`` the list index of each global correction,
-#: the refresh scratch ``kbuf`` / ``ebuf`` and the position matrices ``mats``,
-#: ``matsT``, ``mscores`` (:func:`with_matrices`)
+#: the refresh scratch ``kbuf`` / ``ebuf``, the position matrices ``mats``,
+#: ``matsT``, ``mscores`` (:func:`with_matrices`) and the log scores ``start`` / ``end``
+#: that a constrained chain adds to its first and last state rows (0 or -inf per state;
+#: both empty when every state may start and end a chain, :func:`end_scores`)
 Transitions = namedtuple("Transitions", "kind S L tshift expT expTT gi gj gc fptr fi fv gk kbuf ebuf mats matsT "
-                                        "mscores")
+                                        "mscores start end")
 
 
 def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, keep_zeros=False,
-                     ones_fraction=None):
+                     ones_fraction=None, allowed=None, start=None, end=None, steps=None):
     """The ``trans`` tuple of a chain with ``S`` states.
 
     ``src``, ``dst``, ``score``: the pairs with a (possibly zero) transition score.
@@ -136,18 +138,49 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     and :func:`refresh_pairs` loads new scores in place).
     ``keep_zeros``: under ONES, list every given pair (zero scores included) as a global
     correction, so that :func:`refresh` can load new scores in place.
+    ``allowed`` (S x S booleans, ``[i, j]``: the pair ``(i, j)`` may occur), ``start`` /
+    ``end`` (S booleans: the state may start / end a chain): a *constrained* chain. With
+    ``all_pairs`` (a DENSE structure then) the forbidden pairs get the score -inf (factor
+    0), so every kernel that reads the structure -- forward-backward, its log space,
+    Viterbi, n-best -- sums or maximises over the allowed paths only; a LIST takes -inf
+    scores for its forbidden pairs from the caller (and ``steps``, see
+    :func:`_shift_range`). The forbidden starts and ends go to ``trans.start`` /
+    ``trans.end`` as -inf, which :func:`end_scores` adds to a sequence's first and last
+    state rows.
 
     Returns a :class:`Transitions` ``(kind, S, L, tshift, expT, expTT, gi, gj, gc, fptr,
-    fi, fv, gk, kbuf, ebuf, mats, matsT, mscores)``, read by name in the kernels: ``tshift`` is the array ``[tshift, lo, hi]`` of the shift of the
-    stored factors and the least and largest log of a factor (so compiled code can refresh a
-    structure in place, see :func:`refresh`; :func:`forward` bounds its rounding with them), ``gk[q]`` the list index of global
+    fi, fv, gk, kbuf, ebuf, mats, matsT, mscores, start, end)``, read by name in the kernels: ``tshift`` is the array ``[tshift, lo, hi, steps]`` of the shift of the
+    stored factors, the least and largest log of an allowed pair's factor (so compiled code can refresh a
+    structure in place, see :func:`refresh`; :func:`forward` bounds its rounding with them)
+    and the steps in which every state reaches every other (:func:`_shift_range`), ``gk[q]`` the list index of global
     correction q, ``kbuf`` / ``ebuf`` scratch for that refresh, ``mats`` / ``matsT`` /
     ``mscores`` the (empty) stack of position matrices (see :data:`MAT`;
     :func:`with_matrices`).
     """
+    st = en = np.zeros(0)
+    if allowed is not None or start is not None or end is not None:
+        st, en = (np.where(np.ones(S, bool) if m is None else np.asarray(m, dtype=bool), 0.0, NEG_INF)
+                  for m in (start, end))
+        if st.shape != (S,) or en.shape != (S,):
+            raise ValueError(f"start and end must have {S} entries")
+        if allowed is not None:
+            if not all_pairs:
+                raise ValueError("allowed pairs need an all-pairs structure (a LIST lists its own)")
+            allowed = np.asarray(allowed, dtype=bool)
+            if allowed.shape != (S, S):
+                raise ValueError(f"allowed must be {S} x {S}, got {allowed.shape}")
+            bi, bj = np.nonzero(~allowed)
+            src = np.concatenate([np.asarray(src, dtype=np.int64), bi])
+            dst = np.concatenate([np.asarray(dst, dtype=np.int64), bj])
+            score = np.concatenate([np.asarray(score, dtype=np.float64), np.full(len(bi), NEG_INF)])
+            steps = reach(allowed) if steps is None else steps
+        if all_pairs:
+            kind = DENSE
     trans = _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction)
+    if steps is not None:
+        trans[3][3] = max(trans[3][3], float(steps))
     return Transitions(*trans, np.zeros(S * S, np.int64), np.zeros(S * S), np.zeros((0, 1, 1)), np.zeros((0, 1, 1)),
-                       np.zeros((0, 1)))
+                       np.zeros((0, 1)), st, en)
 
 
 def with_matrices(trans, mats, matsT, scores):
@@ -175,7 +208,8 @@ def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros,
         fi = np.tile(np.arange(S, dtype=np.int64), S)
         fv = dense.reshape(S, S).T.ravel().copy()           # entry k = j * S + i
         if kind == DENSE:
-            tshift = float(dense.max()) if S else 0.0
+            allowed = dense[dense > NEG_INF]          # (-inf: a pair a constraint forbids)
+            tshift = float(allowed.max()) if len(allowed) else 0.0
             expT = np.zeros((Sp, Sp))
             expT[:S, :S] = np.exp(dense.reshape(S, S) - tshift)
             return (DENSE, S, L, _shift_range(tshift, dense), expT, np.ascontiguousarray(expT.T),
@@ -210,7 +244,7 @@ def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros,
         fptr = np.minimum(np.arange(S + 1, dtype=np.int64), L * L) * A
         with np.errstate(over="ignore"):
             gc = np.expm1(score)
-        return (PAIR_ONES, S, L, _shift_range(0.0, np.append(score, 0.0)), np.zeros((1, 1)), np.zeros((1, 1)), src,
+        return (PAIR_ONES, S, L, _shift_range(0.0, np.append(score, 0.0), 2.0), np.zeros((1, 1)), np.zeros((1, 1)), src,
                 dst, gc, fptr, fs, fv, gk)
     # LIST: exactly the listed pairs
     if len(np.unique(src * S + dst)) != len(src):
@@ -220,17 +254,42 @@ def _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros,
     fptr = np.zeros(S + 1, np.int64)
     np.cumsum(np.bincount(dst, minlength=S), out=fptr[1:])
     tshift = float(score.max()) if len(score) else 0.0
-    return (LIST, S, L, _shift_range(tshift, score), np.zeros((1, 1)), np.zeros((1, 1)), src, dst, np.exp(score - tshift), fptr,
+    return (LIST, S, L, _shift_range(tshift, score, 2.0), np.zeros((1, 1)), np.zeros((1, 1)), src, dst, np.exp(score - tshift), fptr,
             src.copy(), score.copy(), np.arange(len(src), dtype=np.int64))
 
 
-def _shift_range(tshift, scores):
-    """``trans.tshift``: ``[tshift, lo, hi]``, the shift of the stored factors and the least
-    and largest log of a stored factor (``score - tshift``, scores empty: 0)."""
+def _shift_range(tshift, scores, steps=1.0):
+    """``trans.tshift``: ``[tshift, lo, hi, steps]``, the shift of the stored factors, the
+    least and largest log of a stored factor (``score - tshift`` over the allowed pairs,
+    -inf scores left out; scores empty: 0) and ``steps``, in how many steps every state
+    reaches every other (1: all pairs allowed; 2: pair chains; see :func:`forward`)."""
     scores = np.asarray(scores, dtype=np.float64)
+    scores = scores[scores > NEG_INF]
     if len(scores) == 0:
-        return np.array([tshift, 0.0, 0.0])
-    return np.array([tshift, float(scores.min()) - tshift, float(scores.max()) - tshift])
+        return np.array([tshift, 0.0, 0.0, steps])
+    return np.array([tshift, float(scores.min()) - tshift, float(scores.max()) - tshift, steps])
+
+
+def reach(allowed):
+    """In how many steps every state of a chain whose allowed pairs are ``allowed`` (S x
+    S booleans) reaches every other state it can reach at all: the factor by which
+    :func:`forward` multiplies a step's log range when it bounds what underflow loses (a
+    state that only lost mass feeds can be raised against the kept ones once per step of
+    the way). 1 when every pair is allowed, else at least 2 (:func:`forward` then also
+    counts the range of the state factors)."""
+    A = np.asarray(allowed, dtype=bool)
+    if A.all():
+        return 1.0
+    R = A.copy()
+    steps = 2
+    R = R | ((R.astype(np.int64) @ A.astype(np.int64)) > 0)
+    while steps < len(A):
+        nxt = R | ((R.astype(np.int64) @ A.astype(np.int64)) > 0)
+        if np.array_equal(nxt, R):
+            break
+        R = nxt
+        steps += 1
+    return float(steps)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -603,8 +662,9 @@ def factor_range(trans, corr, t):
         q0 += 1
     for q in range(q0, q1):
         x = fv[ck[q]] + cv[q] - tshift
-        lo = min(lo, x)
-        hi = max(hi, x)
+        if x > NEG_INF:             # (-inf: a pair a constraint forbids)
+            lo = min(lo, x)
+            hi = max(hi, x)
     return lo, hi
 
 
@@ -647,9 +707,10 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
     largest log factor of its step), so a fraction ``exp(-708) max(1, e^hi) / min(c, 1)``
     of its mass (``c`` its normaliser). A later step can raise a lost state against the
     kept ones by at most the factor's log range ``D = hi - lo`` of the next position (all
-    pairs allowed: the rows of one factor differ by at most that much), or ``2 D`` plus
-    the log range of the next psi row over label pairs (LIST, PAIR_ONES: a pair state
-    reaches every other in two steps). A row is trusted when that stays below
+    pairs allowed: the rows of one factor differ by at most that much), or ``k D`` plus
+    the log range of the next psi row where not every pair is allowed and every state
+    reaches every other in ``k`` steps (``trans.tshift[3]``: 2 over label pairs, LIST and
+    PAIR_ONES; a constrained chain's own, :func:`reach`). A row is trusted when that stays below
     exp(-:data:`SCALED_LIMIT`); weights far from any a model learns with
     regularisation (exp(640): |scores| in the hundreds) send a sequence to log space.
 
@@ -661,9 +722,10 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
     expT = trans.expT
     cptr, ci, cj, cc = corr.ptr, corr.src, corr.dst, corr.factor
     Sp = alpha.shape[1]
-    pairs = kind == LIST or kind == PAIR_ONES
+    steps = trans.tshift[3]
+    pairs = steps > 1.0           # not every pair allowed: psi's range counts too
     lo_b, hi_b = trans.tshift[1], trans.tshift[2]
-    amp_b = (2.0 if pairs else 1.0) * (hi_b - lo_b)
+    amp_b = steps * (hi_b - lo_b)
     # the bound of a row after a row, both with the structure's own factor
     thr_b = math.exp(max(0.0, hi_b) + amp_b - SCALED_LIMIT)
     hi_prev = 0.0
@@ -719,9 +781,7 @@ def forward(psi, shift, n, trans, corr, alpha, scale, t0):
                 hi_t = hi_b
             else:
                 lo_t, hi_t = factor_range(trans, corr, t)
-                amp = hi_t - lo_t
-                if pairs:
-                    amp += amp
+                amp = steps * (hi_t - lo_t)
                 thr = math.exp(max(0.0, hi_prev) + amp - SCALED_LIMIT)
             kept = min(scale[t - 1], 1.0)
             if pairs:
@@ -883,6 +943,18 @@ def position_scores(trans, corr, t, fv_t):
         fv_t[k] = fv[k]
     for q in range(cptr[t], cptr[t + 1]):
         fv_t[ck[q]] += cv[q]
+
+
+@inner()
+def end_scores(E, n, trans):
+    """Add a constrained chain's start and end scores (0 or -inf per state,
+    ``trans.start`` / ``trans.end``) to the first and last of the ``n`` state rows ``E``
+    (nothing when they are empty: an unconstrained chain)."""
+    st, en = trans.start, trans.end
+    if len(st) > 0 and n > 0:
+        for y in range(trans.S):
+            E[0, y] += st[y]
+            E[n - 1, y] += en[y]
 
 
 @inner()

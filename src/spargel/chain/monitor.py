@@ -24,8 +24,11 @@ class FitMonitor:
                 from .crf2 import decode
             else:
                 from .crf import decode
-            ids, _ = decode(space, data, w)
             names = self.est._label_vocab.names
+            lc = None
+            if getattr(self.est, "constraints", None) is not None:
+                lc = self.est._label_constraints(names)         # decoded as predict will
+            ids, _ = decode(space, data, w, constraints=lc)
             pred = [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
             scores = sequence_scores(y_dev, pred)
             row["dev_accuracy"] = scores.accuracy

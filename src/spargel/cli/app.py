@@ -173,8 +173,8 @@ input:
   'name:value') and the output is 'crfsuite tag''s: one predicted label a line
   (with --marginals: 'label:probability', as 'crfsuite tag -i').
 
-  MODEL may also be a Wapiti model file ('wapiti train') or a CRF++ text model
-  ('crf_learn -t' writes MODEL.txt): its patterns generate the observations from
+  MODEL may also be a Wapiti model file ('wapiti train') or a CRF++ model
+  (crf_learn's binary MODEL, or the MODEL.txt of 'crf_learn -t'): its patterns generate the observations from
   INPUT's columns, as 'wapiti label' and 'crf_test' do.
 
 output:
@@ -235,6 +235,9 @@ share one figure: objective and active features against time (or iterations),
 and the development F1 (or accuracy) when the runs have one. Needs matplotlib:
 pip install 'spargel[plot]'.
 """
+
+
+_CONSTRAINT_CHOICES = ("bio", "iob2", "iob1", "bioes", "iobes", "bilou", "none")
 
 
 def build_parser():
@@ -353,6 +356,13 @@ def build_parser():
                         "themselves (it must be at the same path there); see docs/distributed.md")
     p.add_argument("--shards", type=_pos_int, default=None, metavar="N",
                    help="with --scheduler: split TRAIN into N shards (default: one per worker)")
+    p.add_argument("--constraints", choices=_CONSTRAINT_CHOICES[:-1], default=None, metavar="SCHEME",
+                   help="store tag-sequence constraints in the model, derived from the label names: "
+                        "bio (iob2), iob1 or bioes (iobes, bilou); 'spargel label' then never writes a "
+                        "sequence they forbid")
+    p.add_argument("--constrain-training", action="store_true",
+                   help="with --constraints: train under them too (the likelihood over the allowed "
+                        "sequences only; solvers owlqn, lbfgs, fista)")
     p.set_defaults(func=cmd_train)
 
     # -- label ---------------------------------------------------------------------------
@@ -373,6 +383,10 @@ def build_parser():
                    help="append the probability of each predicted label")
     p.add_argument("--force", action="store_true",
                    help="decode under the labels given in the input's last column")
+    p.add_argument("--constraints", choices=_CONSTRAINT_CHOICES, default=None, metavar="SCHEME",
+                   help="decode only tag sequences valid in a scheme, derived from the label names: "
+                        "bio (iob2), iob1 or bioes (iobes, bilou) -- for Viterbi, --nbest and --marginals; "
+                        "none: without the constraints the model stores (default: the model's own)")
     p.add_argument("--encoding", default="utf-8", metavar="NAME",
                    help="text encoding of INPUT, also used to write OUTPUT")
     p.set_defaults(func=cmd_label)

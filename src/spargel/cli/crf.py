@@ -242,6 +242,13 @@ def cmd_train(args):
         raise UsageError("train: --shards applies only with --scheduler")
     if args.seed is not None:
         check_number("--seed", args.seed, low=0, integer=True)
+    if args.constrain_training and args.constraints is None:
+        raise UsageError("train: --constrain-training needs --constraints SCHEME")
+    if args.constraints is not None and (args.stream is not None or args.scheduler is not None):
+        raise UsageError("train: --constraints is not available with --stream or --scheduler")
+    if args.constraints is not None and args.model_format == "wapiti":
+        raise UsageError("train: a Wapiti model file cannot hold --constraints (use --model-format spargel, "
+                         "or give --constraints to 'spargel label')")
     # --init may be MODEL itself (continue a model in place): it is read before the save
     check_outputs({"MODEL": args.model, "--history": args.history},
                   {"TRAIN": args.train, "--dev": args.dev, "--pattern": args.pattern})
@@ -298,6 +305,7 @@ def cmd_train(args):
     crf = CRF(solver=args.solver, l1=args.l1, l2=args.l2, max_iter=args.max_iter, tol=args.tol,
               gtol=args.gtol, window=args.window, feature_space=args.feature_space, template=text,
               pad=args.pad, n_jobs=args.threads, random_state=args.seed, order=args.order,
+              constraints=args.constraints, constrain_training=args.constrain_training,
               model_type=getattr(args, "model_type", "crf"), solver_options=_solver_options(args))
     if reader is not None:
         reader.after = after_reading
@@ -674,8 +682,9 @@ def cmd_label(args):
     if args.model != "-" and is_crfsuite_file(args.model):      # CRFsuite's data and output formats
         from . import crfsuite as crfsuite_cli
         from ..chain.estimator import CRF
-        if args.nbest > 1 or args.force:
-            raise UsageError("label: --nbest and --force are not available with a CRFsuite model file")
+        if args.nbest > 1 or args.force or args.constraints not in (None, "none"):
+            raise UsageError("label: --nbest, --force and --constraints are not available with a CRFsuite "
+                             "model file")
         model = CRF.load(args.model)
         refuse_line_breaks(model.classes_, "label", args.model)
         text, name = read_text(args.input, args.encoding)
@@ -683,6 +692,13 @@ def cmd_label(args):
         return 0
     model = _load_crf(args.model, args.encoding)
     refuse_line_breaks(model.classes_, "label", args.model)
+    from ..errors import ParameterError
+    if args.constraints is not None:
+        model.constraints = None if args.constraints == "none" else args.constraints
+        try:
+            model._label_constraints()
+        except ParameterError as exc:       # a label that does not fit the scheme
+            raise CommandError(f"{args.model}: {exc}") from None
     text, name = read_text(args.input, args.encoding)
     tabbed = any("\t" in line for line in text.split("\n", 50)[:50])
     separator = "\t" if (args.force and tabbed) else None

@@ -95,10 +95,21 @@ def add_parser(subparsers):
                 "  spargel mrf votes.csv --l1 20\n"
                 "  spargel mrf votes.csv --l1 20 --inference pseudo-likelihood --out-edges -\n"
                 "  spargel mrf pixels.csv --l1 50 --group --plot graph.png\n"
+                "  spargel mrf votes.csv --select ebic --out-path path.csv\n"
                 + exit_status_help()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", metavar="DATA.csv", help="samples x variables CSV of discrete values ('-': standard input)")
-    p.add_argument("--l1", type=float, required=True, help="penalty weight on the edge weights")
+    p.add_argument("--l1", type=float, default=None, help="penalty weight on the edge weights (or --select)")
+    p.add_argument("--select", choices=["ebic", "stars", "cv"], default=None,
+                   help="choose l1 on a path from the data instead of --l1: EBIC, StARS or cross-validated "
+                        "pseudo-likelihood (spargel.PairwiseMRFSelect; one-stage lasso unless --adaptive)")
+    p.add_argument("--gamma", type=float, default=0.5, help="EBIC's gamma with --select ebic (default 0.5)")
+    p.add_argument("--n-l1s", type=int, default=20, help="path length with --select (default 20)")
+    p.add_argument("--stars-threshold", type=float, default=0.1,
+                   help="StARS's instability threshold with --select stars (default 0.1)")
+    p.add_argument("--random-state", type=int, default=0, help="seed of StARS's subsamples and CV's folds")
+    p.add_argument("--out-path", metavar="PATH", default=None,
+                   help="with --select: the path as CSV l1,edges,score ('-' = stdout)")
     p.add_argument("--l2", type=float, default=0.0, help="ridge weight on the edge weights (default 0)")
     p.add_argument("--group", action="store_true", help="group lasso: one l2 norm per edge table")
     p.add_argument("--inference", default="auto", choices=["auto", "loopy-bp", "exact", "pseudo-likelihood"],
@@ -146,7 +157,15 @@ def _run(args):
 
     from ..mrf.estimator import PairwiseMRF
 
-    check_number("--l1", args.l1, low=0)
+    if (args.l1 is None) == (args.select is None):
+        raise UsageError("give either --l1 or --select")
+    if args.l1 is not None:
+        check_number("--l1", args.l1, low=0)
+    if args.out_path is not None and args.select is None:
+        raise UsageError("--out-path needs --select")
+    check_number("--gamma", args.gamma, low=0)
+    check_number("--n-l1s", args.n_l1s, low=1, integer=True)
+    check_number("--stars-threshold", args.stars_threshold, low=0)
     check_number("--l2", args.l2, low=0)
     check_number("--tol", args.tol, low=0)
     if args.max_iter is not None:
@@ -160,15 +179,16 @@ def _run(args):
     out_e = args.out_edges or default_edges
     out_m = args.model or default_model
     outputs = {"--out-edges": out_e, "--model": out_m, "the model's state names": out_m + ".states.json",
-               "--history": args.history, "--plot": args.plot}
+               "--history": args.history, "--plot": args.plot, "--out-path": args.out_path}
     if sum(v == "-" for v in outputs.values()) > 1:
         raise UsageError("only one output can go to stdout")
     if out_m == "-":
         raise UsageError("--model must be a file, not standard output")
     check_outputs(outputs, {"the input file": args.data})
     X, names, levels = read_states_csv(args.data, args.header)
-    model = PairwiseMRF(l1=args.l1, l2=args.l2, penalty="group" if args.group else "l1",
-                        inference=args.inference, solver=args.solver, adaptive=args.adaptive,
+    adaptive = (False if args.adaptive == "auto" else args.adaptive) if args.select else args.adaptive
+    model = PairwiseMRF(l1=args.l1 if args.l1 is not None else 1.0, l2=args.l2, penalty="group" if args.group else "l1",
+                        inference=args.inference, solver=args.solver, adaptive=adaptive,
                         edge_features="ising" if args.ising else "full", bp_schedule=args.bp_schedule,
                         bp_damping=args.bp_damping, max_iter=args.max_iter, tol=args.tol,
                         verbose=args.verbose)
@@ -176,7 +196,14 @@ def _run(args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            model.fit(X)
+            if args.select:
+                from ..mrf.selection import PairwiseMRFSelect
+                sel = PairwiseMRFSelect(args.select, estimator=model, n_l1s=args.n_l1s, gamma=args.gamma,
+                                        stars_threshold=args.stars_threshold, random_state=args.random_state,
+                                        verbose=args.verbose).fit(X)
+                model = sel.best_estimator_
+            else:
+                model.fit(X)
         except KeyboardInterrupt:
             if getattr(model, "stop_reason_", None) != "interrupted":
                 raise                   # (the state so far is kept: written below as before)
@@ -190,6 +217,10 @@ def _run(args):
     edges = csv_text(rows)
     states = json.dumps({"names": names, "states": levels}, indent=1) + "\n"
     history = json_lines(model.history_) if args.history else None
+    path = None
+    if args.out_path:
+        path = csv_text([["l1", "edges", "score"]] + [[f"{a:.6g}", int(e), f"{c:.10g}"] for a, e, c in zip(
+            sel.l1s_, sel.edges_path_, sel.criterion_scores_)])
     picture = None
     if args.plot:
         ax = model.plot(labels=names)
@@ -201,10 +232,13 @@ def _run(args):
     write_output(out_e, edges)
     if history is not None:
         write_output(args.history, history)
+    if path is not None:
+        write_output(args.out_path, path)
     if picture is not None:
         write_output(args.plot, picture)
     if not args.quiet:
-        print(f"mrf: {X.shape[1]} variables, {X.shape[0]} samples, l1={args.l1:g} "
+        chosen = f"l1={model.l1:g}" + (f" chosen by {args.select}" if args.select else "")
+        print(f"mrf: {X.shape[1]} variables, {X.shape[0]} samples, {chosen} "
               f"({'group' if args.group else 'l1'}, {model.inference_used_}), {len(model.edges_)} edges, "
               f"objective={model.objective_:.10g}, {model.n_iter_} iterations ({model.stop_reason_}), "
               f"{elapsed:.2f}s; wrote {out_e} and {out_m} ({input_name(args.data)})", file=sys.stderr)

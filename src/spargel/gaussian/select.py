@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.selection import default_subsample_size, stars_choice, stars_variability  # noqa: F401 (public here too)
+
 __all__ = ["standardize", "ebic_scores", "stars_variability", "stars_choice", "ric_alpha",
            "default_subsample_size", "log_likelihood_terms"]
 
@@ -71,29 +73,6 @@ def ebic_scores(loglik, edges, *, n, p, gamma=0.5):
     loglik = np.asarray(loglik, dtype=np.float64)
     edges = np.asarray(edges, dtype=np.float64)
     return -n * loglik + np.log(n) * edges + 4.0 * gamma * np.log(p) * edges
-
-
-def default_subsample_size(n):
-    """``floor(10 sqrt(n))`` samples when ``n > 144``, else ``floor(0.8 n)``."""
-    ratio = 10.0 * np.sqrt(n) / n if n > 144 else 0.8
-    return int(np.floor(n * ratio))
-
-
-def stars_variability(edge_counts, n_subsamples):
-    """``4 mean_{i<j} theta (1 - theta)`` per alpha from the per-pair counts of
-    subsamples with the edge (shape ``(n_alphas, n_pairs)``)."""
-    theta = np.asarray(edge_counts, dtype=np.float64) / n_subsamples
-    return 4.0 * np.mean(theta * (1.0 - theta), axis=1)
-
-
-def stars_choice(variability, threshold):
-    """Index (on the path of decreasing alphas) of the last alpha before the
-    variability first reaches ``threshold``; the last index when it never does."""
-    v = np.asarray(variability)
-    over = np.flatnonzero(v >= threshold)
-    if over.size == 0:
-        return v.size - 1
-    return max(int(over[0]) - 1, 0)
 
 
 def ric_alpha(Z, rotations):

@@ -264,17 +264,13 @@ class PairwiseMRF(ParamsMixin):
         largest = max(float(np.prod(ns[list(c)].astype(float))) for c in cliques)
         return "exact" if largest <= AUTO_TABLE else "pseudo-likelihood"
 
-    def _penalty(self, model, edge_weights=None):
-        return mrf_penalty(model, self.penalty, self.l1, self.l2, edge_weights)
+    def _penalty(self, model, edge_weights=None, l1=None):
+        return mrf_penalty(model, self.penalty, self.l1 if l1 is None else l1, self.l2, edge_weights)
 
-    @reraise_interrupt
-    def fit(self, X, y=None, sample_weight=None, node_features=None):
-        """Learn the structure and weights from ``X`` (n_samples, n_variables) of states.
-
-        ``node_features``: optional (n_samples, n_variables, d) or (n_samples, d) inputs
-        that shift every sample's node potentials (the conditional model, a CRF on a
-        general graph); then inference runs once per sample.
-        """
+    def _prepare(self, X, sample_weight=None, node_features=None, warn=True):
+        """Everything a fit needs before the solver runs, checked: the data, the inference,
+        the solver, and ``make_model(candidates, rows=None)`` (``rows``: a subset of the
+        samples, as the selectors' subsamples and folds use)."""
         from .model import PairwiseMRFModel, check_discrete_data, check_model_size
         from .graph import validate_edges
         from ..solvers import default_max_iter, get_solver
@@ -285,11 +281,11 @@ class PairwiseMRF(ParamsMixin):
                          validate_edges(self.candidate_edges, len(ns), "candidate_edges"))
         seen = [np.bincount(Xc[:, i], minlength=ns[i]) for i in range(Xc.shape[1])]
         unseen = [(i, int(np.flatnonzero(c == 0)[0])) for i, c in enumerate(seen) if np.any(c == 0)]
-        if unseen:
+        if unseen and warn:
             i, a = unseen[0]
             warnings.warn(f"state {a} of variable {i} never occurs in X (and {len(unseen) - 1} more); "
                           f"its unpenalised bias has no finite optimum -- recode the states to "
-                          f"0..k-1 of those observed", ConvergenceWarning, stacklevel=2)
+                          f"0..k-1 of those observed", ConvergenceWarning, stacklevel=3)
         if node_features is not None:
             from .model import check_node_features
             node_features = check_node_features(node_features, Xc.shape[0], Xc.shape[1])
@@ -300,77 +296,102 @@ class PairwiseMRF(ParamsMixin):
                                       f"precision (the solver would stop at its start and call that "
                                       f"converged); rescale the features")
         inference = self._choose_inference(ns, self.candidate_edges, node_features is not None)
-        adaptive = (float(self.l1) > 0) if isinstance(self.adaptive, str) else bool(self.adaptive)
         pl = inference == "pseudo-likelihood"
 
-        def make_model(candidates):
+        def make_model(candidates, rows=None):
+            sw = sample_weight if rows is None or sample_weight is None else np.asarray(sample_weight)[rows]
             return PairwiseMRFModel(
-                Xc, ns, candidates, edge_features=self.edge_features, objective="pseudo" if pl else "likelihood",
-                inference="exact" if inference == "exact" else "loopy-bp", sample_weight=sample_weight,
-                candidate_estimate=self.candidate_estimate, bp=self._bp_options(), node_features=node_features,
+                Xc if rows is None else np.ascontiguousarray(Xc[rows]), ns, candidates,
+                edge_features=self.edge_features, objective="pseudo" if pl else "likelihood",
+                inference="exact" if inference == "exact" else "loopy-bp", sample_weight=sw,
+                candidate_estimate=self.candidate_estimate, bp=self._bp_options(),
+                node_features=node_features if rows is None or node_features is None else node_features[rows],
                 tie_features=self.tie_features, validated=True)
 
         solver_name = self.solver
         if self.penalty == "group" and solver_name == "owlqn":
             solver_name = "fista"
-        minimize = get_solver(solver_name)
         max_iter = self.max_iter if self.max_iter is not None else default_max_iter(solver_name)
-        import numba
-        threads = numba.get_num_threads()
-        if self.n_jobs and self.n_jobs > 0:
-            numba.set_num_threads(min(int(self.n_jobs), numba.config.NUMBA_NUM_THREADS))
+        return _Prepared(Xc, ns, inference, make_model, get_solver(solver_name), int(max_iter))
+
+    def _solve(self, prep, model, w0, l1, adaptive):
+        """One fit (two stages with ``adaptive``) of ``model`` from the weights ``w0`` at
+        ``l1``: the solver's result, the model it ran on last, the history over both
+        stages, the stop reasons, the first stage's active edges (ids) and weights."""
+        def run(model, penalty, w):
+            return prep.minimize(model, penalty, w, max_iter=prep.max_iter, tol=float(self.tol), gtol=1e-8,
+                                 window=5, monitor=_Monitor(model, self.verbose))
+
+        res = run(model, self._penalty(model, l1=l1), w0)
+        first = _Stage(model, res.w, None, list(res.history), int(res.n_iter), [res.stop_reason])
+        out = _Stage(model, res.w, res, first.history, first.n_iter, first.reasons)
+        out.first = first
+        if adaptive and res.stop_reason != "interrupted":      # Ctrl-C: no second stage
+            from .model import adaptive_edge_weights
+            active = model.active_edges(res.w)
+            out.screening = model.graph.edges[active].copy()
+            if len(active):
+                strength = model.edge_strength(res.w)[active]
+                w1 = model.subset_weights(res.w, active)
+                model2 = prep.make_model(out.screening, prep.rows)
+                res2 = run(model2, self._penalty(model2, adaptive_edge_weights(strength), l1=l1), w1)
+                # one history over both stages, iterations numbered on
+                out.history = [dict(r, stage=1) for r in first.history] + [
+                    dict(r, stage=2, iteration=int(r["iteration"]) + first.n_iter) for r in res2.history]
+                out.model, out.w, out.res = model2, res2.w, res2
+                out.n_iter = first.n_iter + int(res2.n_iter)
+                out.reasons = first.reasons + [res2.stop_reason]
+        return out
+
+    @reraise_interrupt
+    def fit(self, X, y=None, sample_weight=None, node_features=None):
+        """Learn the structure and weights from ``X`` (n_samples, n_variables) of states.
+
+        ``node_features``: optional (n_samples, n_variables, d) or (n_samples, d) inputs
+        that shift every sample's node potentials (the conditional model, a CRF on a
+        general graph); then inference runs once per sample.
+        """
+        prep = self._prepare(X, sample_weight, node_features)
+        adaptive = (float(self.l1) > 0) if isinstance(self.adaptive, str) else bool(self.adaptive)
         t0 = time.perf_counter()
-        try:
-            model = make_model(self.candidate_edges)
-            res = minimize(model, self._penalty(model), model.initial_weights(), max_iter=int(max_iter),
-                           tol=float(self.tol), gtol=1e-8, window=5, monitor=_Monitor(model, self.verbose))
-            history, n_iter, reasons = list(res.history), int(res.n_iter), [res.stop_reason]
-            if adaptive and res.stop_reason != "interrupted":      # Ctrl-C: no second stage
-                from .model import adaptive_edge_weights
-                active = model.active_edges(res.w)
-                self.screening_edges_ = model.graph.edges[active].copy()
-                if len(active):
-                    strength = model.edge_strength(res.w)[active]
-                    w1 = model.subset_weights(res.w, active)
-                    model = make_model(self.screening_edges_)
-                    res = minimize(model, self._penalty(model, adaptive_edge_weights(strength)), w1,
-                                   max_iter=int(max_iter), tol=float(self.tol), gtol=1e-8, window=5,
-                                   monitor=_Monitor(model, self.verbose))
-                    # one history over both stages, iterations numbered on
-                    history = [dict(r, stage=1) for r in history] + [
-                        dict(r, stage=2, iteration=int(r["iteration"]) + n_iter) for r in res.history]
-                    n_iter += int(res.n_iter)
-                    reasons.append(res.stop_reason)
-        finally:
-            numba.set_num_threads(threads)
-        self.fit_time_ = time.perf_counter() - t0
+        with numba_threads(self.n_jobs):
+            model = prep.make_model(self.candidate_edges)
+            stage = self._solve(prep, model, model.initial_weights(), float(self.l1), adaptive)
+        self._finish(prep, stage, adaptive, time.perf_counter() - t0)
+        return self
+
+    def _finish(self, prep, stage, adaptive, fit_time, warn=True):
+        """The fitted attributes of ``stage`` (a :meth:`_solve` result); warnings about it."""
+        if stage.screening is not None:
+            self.screening_edges_ = stage.screening
+        history, reasons, res, model = stage.history, stage.reasons, stage.res, stage.model
+        self.fit_time_ = fit_time
         self.history_ = history
-        self.n_iter_ = n_iter
+        self.n_iter_ = stage.n_iter
         self.stop_reason_ = res.stop_reason
         last = history[-1] if history else {}
         finite = all(np.isfinite(last.get(k, 0.0)) for k in ("objective", "pg_norm"))
         self.converged_ = finite and all(r in ("tol", "gtol", "linesearch") for r in reasons)
-        if not finite:
+        if not finite and warn:
             warnings.warn("PairwiseMRF: the objective or its gradient overflowed; the model is not a "
-                          "solution (rescale the inputs)", ConvergenceWarning, stacklevel=2)
+                          "solution (rescale the inputs)", ConvergenceWarning, stacklevel=3)
         self.objective_ = float(res.objective)
         self.inference_ = dict(model.last_inference)
-        self.inference_used_ = inference
+        self.inference_used_ = prep.inference
         self.adaptive_used_ = adaptive
         self.bp_failures_ = int(model.bp_failures)
-        self.n_samples_ = Xc.shape[0]
-        if "max_iter" in reasons:
-            stage = "" if len(reasons) == 1 else \
+        self.n_samples_ = prep.X.shape[0]
+        if "max_iter" in reasons and warn:
+            where = "" if len(reasons) == 1 else \
                 f" (in the {' and '.join(('first', 'adaptive')[k] for k, r in enumerate(reasons) if r == 'max_iter')} stage)"
-            warnings.warn(f"PairwiseMRF: the solver stopped after max_iter={max_iter} iterations before "
-                          f"reaching tol{stage}", ConvergenceWarning, stacklevel=2)
-        if model.bp_failures:
+            warnings.warn(f"PairwiseMRF: the solver stopped after max_iter={prep.max_iter} iterations before "
+                          f"reaching tol{where}", ConvergenceWarning, stacklevel=3)
+        if model.bp_failures and warn:
             warnings.warn(f"PairwiseMRF: loopy BP did not converge in {model.bp_failures} of "
                           f"{model.n_inference_calls} gradient evaluations (bp_max_iter={self.bp_max_iter}); "
-                          f"try bp_damping=0.5 or bp_schedule='residual'", ConvergenceWarning, stacklevel=2)
-        self._set_weights(ns, model.graph.edges, model, res.w)
+                          f"try bp_damping=0.5 or bp_schedule='residual'", ConvergenceWarning, stacklevel=3)
+        self._set_weights(prep.ns, model.graph.edges, model, stage.w)
         note_interrupt(self, "interrupted" if "interrupted" in reasons else res.stop_reason)  # (raised by reraise_interrupt)
-        return self
 
     def _set_weights(self, ns, candidates, model, w):
         node_theta, edge_theta = model.potentials(w)
@@ -467,9 +488,7 @@ class PairwiseMRF(ParamsMixin):
         Xc, _ = check_discrete_data(X, self.n_states_, min_samples=1)
         rows = self._row_thetas(node_features, len(Xc))
         g = self._graph
-        s = np.zeros(len(Xc))
-        for e, (i, j) in enumerate(g.edges):
-            s += self._edge_theta[g.edge_ptr[e] + Xc[:, i] * self.n_states_[j] + Xc[:, j]]
+        s = self._edge_sum(Xc)
         if rows is None:
             log_z, method = self.log_partition()
             for i in range(g.n_nodes):
@@ -481,6 +500,36 @@ class PairwiseMRF(ParamsMixin):
                 s[r] += rows[r, g.node_ptr[:-1] + Xc[r]].sum() - log_z
         self.score_method_ = method
         return s
+
+    def _edge_sum(self, Xc):
+        g = self._graph
+        s = np.zeros(len(Xc))
+        for e, (i, j) in enumerate(g.edges):
+            s += self._edge_theta[g.edge_ptr[e] + Xc[:, i] * self.n_states_[j] + Xc[:, j]]
+        return s
+
+    def log_potential(self, X):
+        """The unnormalised log-probability of each row of X: the sum of its node and
+        edge log-potentials (``score_samples`` is this minus ``log Z``)."""
+        from .model import check_discrete_data
+        self._check_fitted()
+        if getattr(self, "_features", None) is not None:
+            raise CapabilityError("the conditional model's node potentials depend on node_features")
+        Xc, _ = check_discrete_data(X, self.n_states_, min_samples=1)
+        g = self._graph
+        return self._edge_sum(Xc) + sum(self._node_theta[g.node_ptr[i] + Xc[:, i]] for i in range(g.n_nodes))
+
+    def to_networkx(self, labels=None):
+        """The learned graph as a ``networkx.Graph`` (:func:`spargel.mrf.export.to_networkx`;
+        imports networkx only now)."""
+        from .export import to_networkx
+        return to_networkx(self, labels)
+
+    def to_pgmpy(self, labels=None):
+        """The model as a ``pgmpy.models.MarkovNetwork`` with its ``DiscreteFactor``s
+        (:func:`spargel.mrf.export.to_pgmpy`; imports pgmpy only now)."""
+        from .export import to_pgmpy
+        return to_pgmpy(self, labels)
 
     def score(self, X, y=None, node_features=None):
         """Mean log-likelihood per sample (exact or Bethe: see :attr:`score_method_`)."""
@@ -555,6 +604,35 @@ class PairwiseMRF(ParamsMixin):
         self._check_fitted()
         return plot_mrf_graph(self.n_features_in_, self.edges_, self.edge_strength_, ax=ax, labels=labels,
                               positions=positions, **kwargs)
+
+    @classmethod
+    def from_potentials(cls, n_states, edges, node_theta, edge_theta, **params):
+        """A fitted model of the given log-potentials: ``node_theta`` the flat node tables
+        (``n_states[i]`` values per variable), ``edge_theta`` the flat ``k_i x k_j`` tables of
+        ``edges`` (``i < j``, row-major), with the estimator parameters ``params``.
+
+        >>> m = PairwiseMRF.from_potentials([2, 2], [[0, 1]], [0, 0, 0, 0], [1.0, 0, 0, 1.0])
+        >>> m.edges_.tolist(), m.edge_weights_[0].tolist()
+        ([[0, 1]], [[1.0, 0.0], [0.0, 1.0]])
+        """
+        from .graph import Graph, validate_edges
+        ns = np.asarray(n_states, dtype=np.int64).ravel()
+        if ns.ndim != 1 or len(ns) < 1 or np.any(ns < 2):
+            raise ValueError("n_states must hold one integer >= 2 per variable")
+        edges = validate_edges(np.asarray(edges, dtype=np.int64).reshape(-1, 2), len(ns), "edges")
+        g = Graph(ns, edges, validated=True)
+        nt = np.asarray(node_theta, dtype=np.float64).ravel()
+        et = np.asarray(edge_theta, dtype=np.float64).ravel()
+        if nt.shape != (g.n_node_values,) or et.shape != (g.n_edge_values,):
+            raise ValueError(f"node_theta must have {g.n_node_values} values and edge_theta {g.n_edge_values}")
+        if not (np.all(np.abs(nt) <= MAX_ABS_POTENTIAL) and np.all(np.abs(et) <= MAX_ABS_POTENTIAL)):
+            raise ValueError(f"the log-potentials must be finite and at most {MAX_ABS_POTENTIAL:.0e} in magnitude")
+        est = cls(**params)
+        est.n_states_, est.n_features_in_, est.edges_ = ns, len(ns), g.edges.copy()
+        est._node_theta, est._edge_theta = nt.copy(), et.copy()
+        est._features, est._n_input_features = None, 0
+        est._build()
+        return est
 
     # -- model files ----------------------------------------------------------------------
     def save(self, path):
@@ -657,4 +735,42 @@ class _Monitor:
             if "bp_sweeps" in row:
                 parts.append(f"bp {row['bp_sweeps']} sweeps" + ("" if row["bp_converged"] else " (not converged)"))
             print("  ".join(parts), file=sys.stderr, flush=True)
+        return False
+
+
+class _Prepared:
+    """What :meth:`PairwiseMRF._prepare` checked and built (``rows``: the samples a
+    model of the fit is built on, None for all)."""
+
+    def __init__(self, X, ns, inference, make_model, minimize, max_iter, rows=None):
+        self.X, self.ns, self.inference = X, ns, inference
+        self.make_model, self.minimize, self.max_iter, self.rows = make_model, minimize, max_iter, rows
+
+
+class _Stage:
+    """One fit's outcome (:meth:`PairwiseMRF._solve`)."""
+
+    def __init__(self, model, w, res, history, n_iter, reasons):
+        self.model, self.w, self.res, self.history, self.n_iter, self.reasons = model, w, res, history, n_iter, reasons
+        self.screening = None
+        self.first = self
+
+
+class numba_threads:
+    """Within the block, numba's parallel kernels run on ``n_jobs`` threads (None, 0 or
+    -1: as many as numba has); numba's thread count is per thread, and restored."""
+
+    def __init__(self, n_jobs):
+        self.n_jobs = n_jobs
+
+    def __enter__(self):
+        import numba
+        self.saved = numba.get_num_threads()
+        if self.n_jobs and self.n_jobs > 0:
+            numba.set_num_threads(min(int(self.n_jobs), numba.config.NUMBA_NUM_THREADS))
+        return self
+
+    def __exit__(self, *exc):
+        import numba
+        numba.set_num_threads(self.saved)
         return False

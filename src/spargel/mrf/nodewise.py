@@ -1,0 +1,208 @@
+"""IsingFit's procedure (van Borkulo et al. 2014) for binary data: :class:`IsingFit`.
+
+Every variable is regressed on all the others by l1-penalised logistic regression (a
+path of ``n_lambdas`` penalties on the standardised predictors, as glmnet's defaults:
+from the smallest penalty that keeps no predictor down to ``lambda_min_ratio`` of it,
+0.01 when there are fewer samples than predictors and 1e-4 otherwise); each variable's
+penalty is chosen by its own EBIC, ``-2 loglik + J log n + 2 gamma J log(p - 1)`` (``J``
+its non-zero coefficients, ``p`` the variables). An edge is kept when both regressions
+select it (``rule="and"``, the default) or either (``"or"``); its weight is the mean of
+the two coefficients (a coefficient not selected counts as 0 under ``"or"``). The
+thresholds are the regressions' intercepts. The model is the Ising model in 0/1 coding,
+
+    p(x) ∝ exp( sum_i thresholds_i x_i + sum_{i<j} weights_ij x_i x_j ),
+
+and :attr:`IsingFit.model_` holds it as a :class:`~spargel.mrf.estimator.PairwiseMRF`
+(tables ``[[0, 0], [0, w_ij]]``, node potentials ``[0, tau_i]``), so its marginals,
+scores, samples and exports are those of any fitted MRF.
+
+It is a class of its own rather than a criterion of
+:class:`~spargel.mrf.selection.PairwiseMRFSelect`: each variable gets its own penalty,
+so there is no single ``l1`` and no joint path.
+
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> X = rng.integers(0, 2, (500, 4))
+>>> X[:, 1] = np.where(rng.random(500) < 0.85, X[:, 0], 1 - X[:, 0])   # 0 -- 1
+>>> X[:, 3] = np.where(rng.random(500) < 0.85, X[:, 2], 1 - X[:, 2])   # 2 -- 3
+>>> fit = IsingFit().fit(X)
+>>> fit.edges_.tolist()
+[[0, 1], [2, 3]]
+>>> bool(fit.weights_[0, 1] > 2), fit.weights_.shape
+(True, (4, 4))
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.params import ParamsMixin, check_number
+from ..errors import DataFormatError, NotFittedError, ParameterError
+
+__all__ = ["IsingFit", "nodewise_logistic"]
+
+RULES = ("and", "or")
+
+
+def nodewise_logistic(X, *, gamma=0.25, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, max_outer=100,
+                      ebic_stop=True, n_jobs=1, nodes=None):
+    """Every column of the 0/1 matrix ``X`` (n, p) regressed on the others (see the module
+    documentation). Returns ``(B, b0, lam, ebic)``: ``B[i, j]`` the coefficient of ``x_j``
+    in the regression of ``x_i`` at its EBIC-chosen penalty (original scale), ``b0`` the
+    intercepts, ``lam`` the chosen penalties, ``ebic`` (p, n_lambdas) each regression's
+    EBIC along its path (NaN past the point where glmnet's rules stop it, or with
+    ``ebic_stop`` where the EBIC's penalty alone passes the best EBIC so far).
+    ``nodes``: only these variables' regressions (the other rows stay 0)."""
+    from .nodewise_kernels import node_path
+
+    X = np.asarray(X, dtype=np.float64)
+    n, p = X.shape
+    mean = X.mean(axis=0)
+    sd = X.std(axis=0)
+    Z = np.ascontiguousarray(((X - mean) / sd).T)
+    if lambda_min_ratio is None:
+        lambda_min_ratio = 0.01 if n < p - 1 else 1e-4
+    B = np.zeros((p, p))
+    b0 = np.zeros(p)
+    lam = np.zeros(p)
+    ebic = np.full((p, int(n_lambdas)), np.nan)
+
+    def one(i):
+        y = np.ascontiguousarray(X[:, i])
+        g = np.abs(Z @ (y - y.mean())) / n
+        g[i] = 0.0
+        top = float(g.max())
+        lams = top * np.geomspace(1.0, lambda_min_ratio, int(n_lambdas))
+        betas = np.zeros((len(lams), p))
+        icpt = np.zeros(len(lams))
+        eb = np.zeros(len(lams))
+        nnz = np.zeros(len(lams), np.int64)
+        done = node_path(Z, i, y, lams, float(gamma), float(tol), int(max_outer), 0.999, 1e-5,
+                         bool(ebic_stop), betas, icpt, eb, nnz)
+        k = int(np.argmin(eb[:done]))
+        coef = betas[k] / sd
+        B[i] = coef
+        b0[i] = icpt[k] - float(coef @ mean)
+        lam[i] = lams[k]
+        ebic[i, :done] = eb[:done]
+
+    todo = range(p) if nodes is None else [int(i) for i in nodes]
+    if n_jobs is None or n_jobs == 1 or p < 2:
+        for i in todo:
+            one(i)
+    else:
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+        workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
+        with ThreadPoolExecutor(max_workers=workers) as ex:
+            list(ex.map(one, todo))
+    return B, b0, lam, ebic
+
+
+class IsingFit(ParamsMixin):
+    """IsingFit's procedure for binary data (see the module documentation).
+
+    Parameters
+    ----------
+    gamma : EBIC's gamma (default 0.25, IsingFit's).
+    rule : 'and' (default: an edge needs both regressions) or 'or'.
+    n_lambdas : penalties per regression (default 100, glmnet's).
+    lambda_min_ratio : end of each path as a fraction of its start (default: 0.01 when
+        there are fewer samples than predictors, 1e-4 otherwise, glmnet's).
+    tol : coordinate descent's tolerance (weighted squared change of a coefficient).
+    ebic_stop : stop a regression's path once the EBIC's penalty alone,
+        ``J (log n + 2 gamma log(p - 1))``, exceeds the best EBIC so far (default True: no
+        later point with as many non-zeros can be chosen; on wide data most of the path
+        lies beyond, the dense end being the costly part). False computes the whole path.
+    n_jobs : threads over the variables (same result for any value).
+
+    Attributes
+    ----------
+    weights_ : (p, p) symmetric edge weights (0/1 coding), zero diagonal.
+    thresholds_ : (p,) the intercepts of the regressions.
+    edges_ : (E, 2) the edges ``i < j``.
+    coef_ : (p, p) each regression's coefficients (row ``i``: the regression of ``x_i``).
+    lambdas_ : (p,) each regression's chosen penalty; ebic_ : (p, n_lambdas) its EBIC
+        along the path (NaN where the path stopped).
+    model_ : the fitted :class:`~spargel.mrf.estimator.PairwiseMRF` of these weights.
+
+    Examples
+    --------
+    See the module documentation.
+    """
+
+    def __init__(self, gamma=0.25, rule="and", *, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, ebic_stop=True,
+                 n_jobs=1):
+        self.gamma = gamma
+        self.rule = rule
+        self.n_lambdas = n_lambdas
+        self.lambda_min_ratio = lambda_min_ratio
+        self.tol = tol
+        self.ebic_stop = ebic_stop
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y=None):
+        """Fit on ``X`` (n_samples, n_variables) of 0/1 values."""
+        from .model import check_discrete_data
+        if not isinstance(self.rule, str) or self.rule not in RULES:
+            raise ParameterError(f"rule must be 'and' or 'or', got {self.rule!r}")
+        check_number("gamma", self.gamma)
+        check_number("n_lambdas", self.n_lambdas, low=1, integer=True)
+        check_number("tol", self.tol)
+        check_number("n_jobs", self.n_jobs, low=-1, integer=True, allow_none=True)
+        if self.lambda_min_ratio is not None:
+            check_number("lambda_min_ratio", self.lambda_min_ratio)
+            if not 0 < self.lambda_min_ratio < 1:
+                raise ParameterError(f"lambda_min_ratio must be in (0, 1), got {self.lambda_min_ratio!r}")
+        Xc, ns = check_discrete_data(X)
+        if np.any(ns != 2):
+            i = int(np.flatnonzero(ns != 2)[0])
+            raise DataFormatError("X", None, f"IsingFit needs binary (0/1) data; column {i} has {int(ns[i])} states")
+        if Xc.shape[1] < 2:
+            raise DataFormatError("X", None, "IsingFit needs at least 2 variables")
+        B, b0, lam, ebic = nodewise_logistic(Xc, gamma=float(self.gamma), n_lambdas=int(self.n_lambdas),
+                                             lambda_min_ratio=self.lambda_min_ratio, tol=float(self.tol),
+                                             ebic_stop=bool(self.ebic_stop), n_jobs=self.n_jobs)
+        nz = B != 0
+        keep = (nz & nz.T) if self.rule == "and" else (nz | nz.T)
+        W = np.where(keep, (B + B.T) / 2.0, 0.0)
+        np.fill_diagonal(W, 0.0)
+        self.coef_ = B
+        self.thresholds_ = b0
+        self.lambdas_ = lam
+        self.ebic_ = ebic
+        self.weights_ = W
+        iu = np.triu_indices(len(b0), 1)
+        on = W[iu] != 0
+        self.edges_ = np.column_stack([iu[0][on], iu[1][on]]).astype(np.int64)
+        self.n_features_in_ = Xc.shape[1]
+        self.n_samples_ = Xc.shape[0]
+        self.model_ = self._mrf()
+        return self
+
+    def _mrf(self):
+        from .estimator import PairwiseMRF
+        p = len(self.thresholds_)
+        node = np.column_stack([np.zeros(p), self.thresholds_]).ravel()
+        edge = np.concatenate([[0.0, 0.0, 0.0, self.weights_[i, j]] for i, j in self.edges_]) \
+            if len(self.edges_) else np.zeros(0)
+        return PairwiseMRF.from_potentials(np.full(p, 2), self.edges_, node, edge)
+
+    def _check_fitted(self):
+        if not hasattr(self, "weights_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit() first")
+
+    def score(self, X, y=None):
+        """Mean log-likelihood of X under the fitted Ising model (exact where it fits)."""
+        self._check_fitted()
+        return self.model_.score(X)
+
+    def to_networkx(self, labels=None):
+        """The selected graph as a ``networkx.Graph`` (:func:`spargel.mrf.export.to_networkx`)."""
+        self._check_fitted()
+        return self.model_.to_networkx(labels)
+
+    def to_pgmpy(self, labels=None):
+        """The selected model as a ``pgmpy.models.MarkovNetwork`` (:func:`spargel.mrf.export.to_pgmpy`)."""
+        self._check_fitted()
+        return self.model_.to_pgmpy(labels)
