@@ -195,3 +195,15 @@ def test_per_weight_strengths_reach_the_optimum():
     np.testing.assert_allclose(g, l2 * x)
     g[3] = np.inf
     assert math.isnan(add_penalty(x, g, l1, 0.0, l2, 0.0))
+
+
+def test_constrained_training_reaches_the_owlqn_objective():
+    """Rprop trains through the batch likelihood, so also under constraints."""
+    from spargel.chain.estimator import CRF
+    X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}], [{"w": "dog"}, {"w": "runs"}]]
+    y = [["B-NP", "I-NP"], ["B-NP", "I-NP", "O"], ["B-NP", "O"]]
+    kw = dict(l1=0.01, l2=0.1, constraints="bio", constrain_training=True)
+    ref = CRF(solver="owlqn", max_iter=2000, tol=0, gtol=1e-10, **kw).fit(X, y)
+    got = CRF(solver="rprop", max_iter=2000, tol=0, **kw).fit(X, y)
+    assert got.objective_ <= ref.objective_ + 1e-7 * abs(ref.objective_)
+    assert got.predict(X) == y

@@ -17,7 +17,7 @@ from .monitor import FitMonitor
 
 #: the solvers that train with constraints (``constrain_training=True``): those that
 #: work through the batch likelihood, whose transition structure carries them
-CONSTRAINED_SOLVERS = ("owlqn", "lbfgs", "fista")
+CONSTRAINED_SOLVERS = ("owlqn", "lbfgs", "fista", "rprop", "rprop+", "rprop-")
 
 
 class CRF(LogLinearCore):
