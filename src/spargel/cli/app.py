@@ -362,7 +362,7 @@ def build_parser():
                         "sequence they forbid")
     p.add_argument("--constrain-training", action="store_true",
                    help="with --constraints: train under them too (the likelihood over the allowed "
-                        "sequences only; solvers owlqn, lbfgs, fista)")
+                        "sequences only; solvers owlqn, lbfgs, fista, rprop)")
     p.set_defaults(func=cmd_train)
 
     # -- label ---------------------------------------------------------------------------
