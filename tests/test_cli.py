@@ -674,6 +674,11 @@ def test_train_with_unknown_labels_and_a_weight_column(tmp_path, capsys):
     (["-a", "CRF-L1", "-c", "4"], {"solver": "owlqn", "l1": 0.25, "l2": 0.0}),
     (["-a", "CRF-L2"], {"solver": "lbfgs", "l1": 0.0, "l2": 1.0}),
     (["-c", "2"], {"solver": "lbfgs", "l1": 0.0, "l2": 0.5}),
+    (["-a", "rprop", "--stpmin", "1e-6", "--cutoff"], {"solver": "rprop", "stpmin": 1e-6, "cutoff": True}),
+    (["--algo", "rprop-", "-T", "maxent"], {"solver": "rprop-", "model_type": "maxent"}),
+    (["-a", "MIRA", "-c", "4", "-H", "5"], {"solver": "mira", "mira_c": 4.0, "shrinking_size": 5, "l1": 0.0,
+                                          "crfpp_cost": None}),
+    (["-a", "MIRA"], {"solver": "mira", "mira_c": 1.0, "l1": 0.0, "l2": 0.0}),
 ])
 def test_wapiti_and_crfpp_train_options(argv, expected, monkeypatch, capsys):
     from spargel.cli.tool_options import tool_habits
@@ -693,8 +698,12 @@ def test_wapiti_and_crfpp_train_options(argv, expected, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["-a", "rprop"], ["rprop", "no spargel equivalent"]),
-    (["-a", "MIRA"], ["MIRA", "no spargel equivalent"]),
+    (["--me"], ["--me", "-T maxent"]),
+    (["-T", "memm"], ["memm"]),
+    (["--stpmax", "3"], ["--stpmax", "rprop"]),
+    (["-a", "owlqn", "--cutoff"], ["--cutoff", "rprop"]),
+    (["-H", "3"], ["-H", "MIRA"]),
+    (["-a", "MIRA", "-c", "0"], ["C > 0"]),
     (["-c"], ["--compact"]),
     (["-m", "50"], ["--max-iter", "--init"]),
     (["-f", "3"], ["frequency"]),

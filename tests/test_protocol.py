@@ -23,7 +23,7 @@ from crf_reference import random_data, random_space
 from toy_model import LeastSquares, make_least_squares
 
 SOLVER_NEEDS = {"lbfgs": "loss_grad", "fista": "loss_grad", "cd": "blocks", "bcd": "blocks", "bound": "bound",
-                "sgd-l1": "sgd", "l2sgd": "sgd"}
+                "sgd-l1": "sgd", "l2sgd": "sgd", "rprop": "loss_grad", "rprop-": "loss_grad"}
 
 
 def crf(kind):
@@ -133,7 +133,7 @@ class OnlyLoss:
         return self._inner.loss_grad(w)
 
 
-@pytest.mark.parametrize("solver", ["cd", "bcd", "bound", "sgd-l1", "l2sgd", "ap", "pa", "arow"])
+@pytest.mark.parametrize("solver", ["cd", "bcd", "bound", "sgd-l1", "l2sgd", "ap", "pa", "arow", "mira"])
 def test_a_model_without_the_capability_is_refused_clearly(solver):
     model = OnlyLoss()
     with pytest.raises(CapabilityError) as err:

@@ -440,8 +440,8 @@ def test_bounds_before_allocation(tmp_path):
     path.write_bytes(b"#mdl#2#0\n#rdr#0/0/0\n#qrk#4000000000\n1:A,\n")
     with pytest.raises(ModelFileError, match=r":3: .*4000000000 labels announced"):
         CRF.load(path)
-    path.write_bytes(b"#mdl#0#0\n")
-    with pytest.raises(ModelFileError, match="maxent"):
+    path.write_bytes(b"#mdl#1#0\n")      # maxent (type 0) files are read; MEMMs are not
+    with pytest.raises(ModelFileError, match="MEMM"):
         CRF.load(path)
     txt = tmp_path / "m.txt"
     txt.write_text("version: 100\ncost-factor: 1\nmaxid: 100000000000\nxsize: 1\n\nA\nB\n\nU00:%x[0,0]\n\n")

@@ -28,7 +28,7 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
     if entry is not None:
         announce(entry(solver), quiet=not est.verbose)
     options = dict(est._effective("solver_options") or {})
-    if solver in ("sgd-l1", "cd", "bcd", "ap", "pa", "arow", "l2sgd") and "random_state" not in options:
+    if solver in ("sgd-l1", "cd", "bcd", "ap", "pa", "arow", "l2sgd", "mira") and "random_state" not in options:
         options["random_state"] = est.random_state
     max_it = est._effective("max_iter")
     max_iter = default_max_iter(solver) if max_it is None else int(max_it)

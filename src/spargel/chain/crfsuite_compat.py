@@ -148,7 +148,9 @@ def effective(est, name):
             return est.c1
         if est.l1 is not None:
             return est.l1
-        return 0.0 if alg == "l2sgd" or alg in ONLINE else 1.0      # l2sgd is CRFsuite's L2-only SGD
+        if alg == "l2sgd" or alg in ONLINE or effective_solver(est) == "mira":
+            return 0.0          # l2sgd is CRFsuite's L2-only SGD; the online trainers take no penalty
+        return 1.0
     if name == "l2":
         if est.c2 is not None:
             return 2.0 * est.c2

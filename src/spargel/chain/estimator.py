@@ -17,7 +17,7 @@ from .monitor import FitMonitor
 
 #: the solvers that train with constraints (``constrain_training=True``): those that
 #: work through the batch likelihood, whose transition structure carries them
-CONSTRAINED_SOLVERS = ("owlqn", "lbfgs", "fista")
+CONSTRAINED_SOLVERS = ("owlqn", "lbfgs", "fista", "rprop", "rprop+", "rprop-")
 
 
 class CRF(LogLinearCore):
@@ -116,6 +116,12 @@ class CRF(LogLinearCore):
         observations weigh the current label and the model has pair and triple
         weights. Every solver that works through ``loss_grad`` or ``sgd`` works at
         order 2 (the blocks of BCD / CD are first-order only so far).
+    model_type : {"crf", "maxent"}
+        ``"crf"`` (default): a linear chain. ``"maxent"``: Wapiti's maximum-entropy
+        models (``wapiti train -T maxent``): every token is labelled on its own -- the
+        template's unigram patterns only (its ``B`` lines, the label-pair part of
+        Wapiti's ``*`` patterns and the transitions are left out), so the likelihood is
+        a product of per-token softmaxes and decoding an arg max per token. Order 1.
     client : dask.distributed.Client, address string or None
         With a client, ``fit`` runs sharded on the cluster's workers (see
         ``docs/distributed.md``); ``X`` may then also be a list of column files read by
@@ -157,7 +163,7 @@ class CRF(LogLinearCore):
                  model_filename=None, keep_tempfiles=False, trainer_cls=None, *, solver="owlqn", l1=None, l2=0.0,
                  max_iter=None, tol=None, gtol=1e-5, window=10, feature_space="observed", template=None, pad=True,
                  n_jobs=None, random_state=None, warm_start=False, solver_options=None, order=1, client=None,
-                 n_shards=None, value_sep=":", constraints=None, constrain_training=False):
+                 n_shards=None, value_sep=":", constraints=None, constrain_training=False, model_type="crf"):
         self.algorithm = algorithm
         self.min_freq = min_freq
         self.num_memories = num_memories
@@ -181,6 +187,7 @@ class CRF(LogLinearCore):
         self.keep_tempfiles = keep_tempfiles
         self.trainer_cls = trainer_cls
         self.value_sep = value_sep
+        self.model_type = model_type
         self.solver = solver
         self.l1 = l1
         self.l2 = l2
@@ -229,6 +236,7 @@ class CRF(LogLinearCore):
             raise ParameterError(f"value_sep must be ':' (python-crfsuite's naming) or '=', got {self.value_sep!r}")
         super()._check_params()
         self._check_order()
+        self._check_model_type()
         self._check_constraints()
 
     # -- constraints -------------------------------------------------------------------
@@ -260,6 +268,13 @@ class CRF(LogLinearCore):
             return None
         return spec.resolve(self.classes_ if labels is None else labels)
 
+    def _check_model_type(self):
+        if not isinstance(self.model_type, str) or self.model_type not in ("crf", "maxent"):
+            raise ParameterError(f"model_type must be 'crf' (a linear chain) or 'maxent' (every token on its "
+                                 f"own, Wapiti's maxent models), got {self.model_type!r}")
+        if self.model_type == "maxent" and self.order != 1:
+            raise ParameterError("model_type='maxent' has no label pairs: it needs order=1")
+
     # -- features ----------------------------------------------------------------------
     def _template(self):
         tpl = self.template
@@ -289,7 +304,7 @@ class CRF(LogLinearCore):
         before the first fit)."""
         return SequenceFeaturizer(self._template(), self.pad, self.order, self._value_sep(),
                                   getattr(self, "_uni_vocab", None), getattr(self, "_big_vocab", None),
-                                  getattr(self, "_label_vocab", None))
+                                  getattr(self, "_label_vocab", None), maxent=self.model_type == "maxent")
 
     def _dataset(self, X, y=None, grow=False):
         if grow and self.verbose and not isinstance(X, (str, bytes)) and hasattr(X, "__iter__"):

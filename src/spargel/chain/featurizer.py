@@ -29,9 +29,13 @@ class SequenceFeaturizer:
     attributes and labels (fresh ones when None); :meth:`encode` with ``grow=True``
     replaces them by those of the data it encodes."""
 
-    def __init__(self, template=None, pad=True, order=1, value_sep=":", uni=None, big=None, labels=None):
+    def __init__(self, template=None, pad=True, order=1, value_sep=":", uni=None, big=None, labels=None,
+                 maxent=False):
         if template is not None and not isinstance(template, Template):
             template = Template.parse(template, source="<template>")
+        if maxent and template is not None and not template.unigram_only:
+            template = template.without_label_pairs()
+        self.maxent = bool(maxent)
         self.template = template
         self.pad = pad
         self.order = order
@@ -42,12 +46,15 @@ class SequenceFeaturizer:
 
     def with_vocabularies(self, uni, big, labels):
         """The same featurizer over other vocabularies."""
-        return SequenceFeaturizer(self.template, self.pad, self.order, self.value_sep, uni, big, labels)
+        return SequenceFeaturizer(self.template, self.pad, self.order, self.value_sep, uni, big, labels,
+                                  self.maxent)
 
     # -- what the model needs to know ---------------------------------------------------
     def has_transitions(self):
         """Whether the model has label-transition weights (order 2: the label triples)."""
         tpl = self.template
+        if self.maxent:     # Wapiti's maxent models: every token on its own
+            return False
         if self.order == 2:
             return True if tpl is None else tpl.triples
         return True if tpl is None else tpl.transitions

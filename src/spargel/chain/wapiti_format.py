@@ -51,6 +51,7 @@ from ..core.limits import check_label_pairs
 from .foreign_files import read_limited, starts_with
 
 CRF_TYPE = 2
+MAXENT_TYPE = 0
 TYPE_NAMES = {0: "maxent", 1: "MEMM", 2: "CRF"}
 #: the largest file read (a model of this size is far beyond any real one)
 MAX_FILE_SIZE = 1 << 34
@@ -145,9 +146,10 @@ def read_bytes(data, name="<bytes>", encoding="utf-8"):
     c = _Cursor(bytes(data), name, encoding)
     m = c.match(_HEAD, "the header '#mdl#TYPE#COUNT'")
     kind = int(m.group(1))
-    if kind != CRF_TYPE:
+    if kind not in (CRF_TYPE, MAXENT_TYPE):
         c.pos = 0
-        c.fail(f"a {TYPE_NAMES.get(kind, f'type {kind}')} model; spargel reads Wapiti's CRF models (type 2)")
+        c.fail(f"a {TYPE_NAMES.get(kind, f'type {kind}')} model; spargel reads Wapiti's CRF and maxent models "
+               f"(types 2 and 0)")
     n_weights = c.count(m, 2, "weights", unit=4)
     m = c.match(_RDR, "the reader line '#rdr#PATTERNS/COLUMNS/AUTOUNI'")
     n_pat = c.count(m, 1, "patterns")
@@ -198,7 +200,7 @@ def read_bytes(data, name="<bytes>", encoding="utf-8"):
         c.fail("unexpected data after the last weight")
     if len(np.unique(index)) != n_weights:
         c.fail("a weight index is given twice")
-    return WapitiModel(CRF_TYPE, patterns, n_columns, autouni, labels, observations, index, weights)
+    return WapitiModel(kind, patterns, n_columns, autouni, labels, observations, index, weights)
 
 
 def _strings(c, what):
@@ -344,7 +346,8 @@ def to_wapiti_model(est):
     if not observations:
         raise ValueError("cannot write a Wapiti model: every weight is zero (Wapiti refuses a model "
                          "without observations)")
-    return WapitiModel(CRF_TYPE, patterns, max(tpl.n_columns_required - 1, 0), 0, [str(c) for c in est.classes_],
+    kind = MAXENT_TYPE if getattr(est, "model_type", "crf") == "maxent" else CRF_TYPE
+    return WapitiModel(kind, patterns, max(tpl.n_columns_required - 1, 0), 0, [str(c) for c in est.classes_],
                        observations, np.concatenate(index).astype(np.int64), np.concatenate(weights))
 
 
@@ -387,10 +390,13 @@ def from_wapiti_file(cls, path, encoding="utf-8"):
     has_trans = np.zeros(Y * Y, bool)
     generates_bare = any(c.op == "m" for p in tpl._bigram for c in p.commands)
     bounds = np.searchsorted(owner, np.arange(len(starts) + 1))
+    maxent = m.type == MAXENT_TYPE
     for blk in np.unique(owner):
         lo, hi = bounds[blk], bounds[blk + 1]
         o = m.observations[obs_of[blk]]
         rel = index[lo:hi] - starts[blk]
+        if maxent and kinds[blk] != "u":
+            continue                                # a maxent model uses no label-pair weight
         if kinds[blk] == "u":
             uni_names.append(o)
             u_lab.append(rel.astype(np.int32))
@@ -403,7 +409,7 @@ def from_wapiti_file(cls, path, encoding="utf-8"):
                 big[o] = (rel.astype(np.int32), weights[lo:hi])
         else:
             big[o] = (rel.astype(np.int32), weights[lo:hi])
-    est = cls(template=tpl.text, pad=True)
+    est = cls(template=tpl.text, pad=True, model_type="maxent" if maxent else "crf")
     try:
         est._uni_vocab = Vocabulary(uni_names)
         est._big_vocab = Vocabulary(list(big))

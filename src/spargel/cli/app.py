@@ -125,11 +125,16 @@ equivalents in other tools:
   --feature-space      full (Wapiti)          observed (CRFsuite default) full
   (Wapiti's rho1/rho2 equal l1/l2; CRFsuite's c2 multiplies |w|^2 without the 1/2,
   so l2 = 2*c2.)
+  --solver rprop       -a rprop / rprop+ / rprop- (--stpmin, --stpmax, --stpinc,
+                       --stpdec, --cutoff)
+  --type maxent        -T maxent
+  --solver mira                                                   -a MIRA -c C -H N
   spargel train also takes their short options where it has their meaning:
-  Wapiti's -1 X, -2 X, -e X, -w N, -i N, -t N, -p FILE and -a l-bfgs / sgd-l1 /
-  bcd; CRF++'s -a CRF-L2 / CRF-L1 with -c C (the penalty 1/C; -c C alone is
-  CRF-L2). Wapiti's -c (--compact), -a rprop, -m MODEL and CRF++'s -f N, -m N,
-  -p N, -a MIRA are refused with spargel's equivalent, if any.
+  Wapiti's -1 X, -2 X, -e X, -w N, -i N, -t N, -p FILE, -T TYPE and -a l-bfgs /
+  sgd-l1 / bcd / rprop / rprop+ / rprop-; CRF++'s -a CRF-L2 / CRF-L1 with -c C
+  (the penalty 1/C; -c C alone is CRF-L2) and -a MIRA with -c C (MIRA's bound
+  C, no penalty) and -H N. Wapiti's -c (--compact), -m MODEL, --me, -T memm and
+  CRF++'s -f N, -m N, -p N are refused with spargel's equivalent, if any.
 
 Ctrl-C stops after the current iteration (or --stream chunk) and writes the
 model reached so far (exit status 130); press it twice to stop at once (the last
@@ -271,8 +276,27 @@ def build_parser():
                         "the features the data does not support)")
     p.add_argument("-m", dest="train_m", default=None, metavar="N|MODEL",
                    help="refused: CRF++'s -m N is --max-iter N, Wapiti's -m MODEL is --init MODEL")
-    p.add_argument("-a", "--solver", default="owlqn",
+    p.add_argument("-a", "--solver", "--algo", default="owlqn",
                    help=f"how to minimise the objective -- {_solver_help()}. lbfgs needs --l1 0")
+    p.add_argument("-T", "--type", dest="model_type", choices=("crf", "maxent", "memm"), default="crf",
+                   help="the model (Wapiti's -T): crf, a linear chain; maxent, every token on its own "
+                        "(the pattern file's unigram patterns only, no label pairs); memm is refused")
+    p.add_argument("--me", dest="maxent_flag", action="store_true",
+                   help="refused: Wapiti's --me reads one sample per line (spargel reads column files); "
+                        "-T maxent trains a maxent model on them")
+    rp = p.add_argument_group("rprop (Wapiti's options, with -a rprop / rprop+ / rprop-)")
+    rp.add_argument("--stpmin", type=_pos_float, default=None, metavar="X", help="smallest step (1e-8)")
+    rp.add_argument("--stpmax", type=_pos_float, default=None, metavar="X", help="largest step (50)")
+    rp.add_argument("--stpinc", type=_pos_float, default=None, metavar="X",
+                    help="step growth factor, > 1 (1.2)")
+    rp.add_argument("--stpdec", type=_pos_float, default=None, metavar="X",
+                    help="step shrink factor, in (0, 1) (0.5)")
+    rp.add_argument("--cutoff", action="store_true",
+                    help="Wapiti's alternative l1 handling: a weight inside the l1 band is cut to 0 when it "
+                         "and its gradient change sign (default: the orthant projection)")
+    p.add_argument("-H", "--shrinking-size", dest="shrinking_size", type=_pos_int, default=None, metavar="N",
+                   help="with -a MIRA (CRF++'s -H): skip a sequence decoded without a mistake in N epochs "
+                        "in a row (20)")
     p.add_argument("--l1", "--rho1", type=_nonneg_float, default=1.0, metavar="X",
                    help="l1 penalty weight (Wapiti rho1, CRFsuite c1)")
     p.add_argument("--l2", "--rho2", type=_nonneg_float, default=0.0, metavar="X",
@@ -338,7 +362,7 @@ def build_parser():
                         "sequence they forbid")
     p.add_argument("--constrain-training", action="store_true",
                    help="with --constraints: train under them too (the likelihood over the allowed "
-                        "sequences only; solvers owlqn, lbfgs, fista)")
+                        "sequences only; solvers owlqn, lbfgs, fista, rprop)")
     p.set_defaults(func=cmd_train)
 
     # -- label ---------------------------------------------------------------------------
@@ -476,6 +500,13 @@ def _nonneg_float(text):
     v = _parse(text, float, "a number")
     if not math.isfinite(v) or v < 0:
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return v
+
+
+def _pos_float(text):
+    v = _nonneg_float(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
     return v
 
 

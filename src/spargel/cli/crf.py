@@ -305,7 +305,8 @@ def cmd_train(args):
     crf = CRF(solver=args.solver, l1=args.l1, l2=args.l2, max_iter=args.max_iter, tol=args.tol,
               gtol=args.gtol, window=args.window, feature_space=args.feature_space, template=text,
               pad=args.pad, n_jobs=args.threads, random_state=args.seed, order=args.order,
-              constraints=args.constraints, constrain_training=args.constrain_training)
+              constraints=args.constraints, constrain_training=args.constrain_training,
+              model_type=getattr(args, "model_type", "crf"), solver_options=_solver_options(args))
     if reader is not None:
         reader.after = after_reading
         X, y = reader.sequences(), reader.labels()
@@ -319,6 +320,23 @@ def cmd_train(args):
     finally:
         if reader is not None:
             reader.fh.close()               # also when the fit stopped before reading
+
+
+def _solver_options(args):
+    """The solver's own options from the command line (Wapiti's rprop steps, CRF++'s MIRA
+    C and -H), or None."""
+    opts = {}
+    for name in ("stpmin", "stpmax", "stpinc", "stpdec"):
+        if getattr(args, name, None) is not None:
+            opts[name] = getattr(args, name)
+    if getattr(args, "cutoff", False):
+        opts["cutoff"] = True
+    if args.solver == "mira":
+        if getattr(args, "mira_c", None) is not None:
+            opts["c"] = args.mira_c
+        if getattr(args, "shrinking_size", None) is not None:
+            opts["shrinking_size"] = args.shrinking_size
+    return opts or None
 
 
 def _check_known(known, name, args):
@@ -535,7 +553,7 @@ def _train_on_cluster(args, say):
         crf = CRF(solver=args.solver, l1=args.l1, l2=args.l2, max_iter=args.max_iter, tol=args.tol,
                   gtol=args.gtol, window=args.window, feature_space=args.feature_space, template=text,
                   pad=args.pad, random_state=args.seed, order=args.order, client=client,
-                  n_shards=args.shards)
+                  n_shards=args.shards, model_type=args.model_type, solver_options=_solver_options(args))
         from ..chain.scaleout import fit_crf
 
         def fit(callback):
@@ -582,7 +600,7 @@ def _train_streaming(args, say):
     text = _template_text(args, n_cols, args.train, first.line)
     _check_model_format(args, text)
     params = dict(l1=args.l1, l2=args.l2, feature_space=args.feature_space, pad=args.pad,
-                  random_state=args.seed, order=args.order)
+                  random_state=args.seed, order=args.order, model_type=args.model_type)
     if args.init:
         model = _load_crf(args.init, args.encoding).set_params(**params)
     else:

@@ -15,20 +15,39 @@ class ToolOptionError(ValueError):
 
 
 # Wapiti's and CRF++'s names for the solvers: spargel solver, or None to refuse
-_TOOL_SOLVERS = {"l-bfgs": "owlqn", "sgd-l1": "sgd-l1", "bcd": "bcd", "rprop": None, "rprop+": None,
-                 "rprop-": None, "crf": "lbfgs", "crf-l2": "lbfgs", "crf-l1": "owlqn", "mira": None}
+_TOOL_SOLVERS = {"l-bfgs": "owlqn", "sgd-l1": "sgd-l1", "bcd": "bcd", "rprop": "rprop", "rprop+": "rprop+",
+                 "rprop-": "rprop-", "crf": "lbfgs", "crf-l2": "lbfgs", "crf-l1": "owlqn", "mira": "mira"}
+_RPROP_OPTIONS = ("stpmin", "stpmax", "stpinc", "stpdec")
 
 
 def tool_habits(args, solvers):
     """Wapiti's and CRF++'s train options where spargel has their meaning (-a names, CRF++'s
-    -c C); a clear refusal naming spargel's equivalent for the others."""
+    -c C, with -a MIRA its bound C; Wapiti's rprop options and -T); a clear refusal naming
+    spargel's equivalent for the others."""
     if args.train_m is not None:
         raise ToolOptionError(f"-m {args.train_m}: CRF++'s -m N is --max-iter N; Wapiti's "
                               "-m MODEL (start from a model) is --init MODEL (with --stream)")
     if args.crfpp_freq is not None:
         raise ToolOptionError("-f (CRF++'s feature frequency cutoff) has no spargel equivalent; "
                               "--l1 removes the features the data does not support")
+    if getattr(args, "maxent_flag", False):
+        raise ToolOptionError("--me (Wapiti's reader of one sample per line) has no spargel equivalent; "
+                              "-T maxent trains a maxent model on a column file")
+    if getattr(args, "model_type", "crf") == "memm":
+        raise ToolOptionError("-T memm (Wapiti's maximum-entropy Markov models) has no spargel equivalent; "
+                              "spargel trains -T crf and -T maxent")
     name = args.solver.lower()
+    if name == "mira":   # CRF++: -c C is MIRA's bound on the steps, and there is no penalty
+        args.solver = "mira"
+        cost = 1.0 if args.crfpp_cost in (None, "") else None
+        if cost is None:
+            try:
+                cost = float(args.crfpp_cost)
+            except ValueError:
+                raise ToolOptionError(f"-c {args.crfpp_cost!r} is not a number (CRF++'s -c C)") from None
+        if not 0 < cost < float("inf"):
+            raise ToolOptionError("-c C needs a finite C > 0")
+        args.mira_c, args.crfpp_cost, args.l1, args.l2 = cost, None, 0.0, 0.0
     if args.solver not in solvers and name in _TOOL_SOLVERS:
         if _TOOL_SOLVERS[name] is None:
             raise ToolOptionError(f"-a {args.solver} has no spargel equivalent; spargel's solvers: "
@@ -62,6 +81,13 @@ def tool_habits(args, solvers):
         if not cost > 0:
             raise ToolOptionError("-c C needs C > 0")
         args.solver, args.l1, args.l2 = "lbfgs", 0.0, 1.0 / cost
+    rprop = [f"--{o}" for o in _RPROP_OPTIONS if getattr(args, o, None) is not None]
+    if getattr(args, "cutoff", False):
+        rprop.append("--cutoff")
+    if rprop and not args.solver.startswith("rprop"):
+        raise ToolOptionError(f"{', '.join(rprop)} apply to -a rprop / rprop+ / rprop- only")
+    if getattr(args, "shrinking_size", None) is not None and args.solver != "mira":
+        raise ToolOptionError("-H N (CRF++'s shrinking size) applies to -a MIRA only")
     if args.pattern and args.pattern.isdigit() and not os.path.exists(args.pattern):
         raise ToolOptionError(f"-p {args.pattern}: -p is the pattern file (Wapiti's -p); CRF++'s "
                               "-p N (threads) is -t N")

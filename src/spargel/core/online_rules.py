@@ -16,16 +16,25 @@ of the weight vectors met (the initial one and those after each of the ``u - 1``
 steps) is ``w - ws / u``, computed once per epoch.
 
 Parameters ``prm = [rule, pa_type, c, error_sensitive, gamma]`` (rule 0: averaged
-perceptron, 1: passive-aggressive, 2: AROW). State ``st = [u, loss, updates]``: the
-sample counter (starts at 1), the epoch's summed loss (perceptron: the fraction of
-wrong parts; PA / AROW: the cost) and the number of updates.
+perceptron, 1: passive-aggressive, 2: AROW, 3: CRF++'s MIRA). State ``st = [u, loss,
+updates]``: the sample counter (starts at 1), the epoch's summed loss (perceptron and
+MIRA: the fraction of wrong parts; PA / AROW: the cost) and the number of updates.
+
+CRF++'s MIRA (rule 3) keeps per sample the sum of its step sizes, bounded by ``C =
+prm[2]``: the pass's ``cov`` holds, for the ``m`` samples of the pass in their order,
+those sums (``cov[:m]``, read and updated) and then each sample's number of wrong parts
+(``cov[m:]``, written; the driver's shrinking reads them); the sample's place in the
+pass is ``u - 1``, so the driver starts ``u`` at 1. The step is ``mu = max(0, (d -
+w . delta) / ||delta||^2)``, cut to ``C`` minus the sample's sum; ``st`` has two more
+slots: ``st[3]`` the largest ``d - w . delta`` of a sample whose step was not cut (the
+KKT violation that stops CRF++) and ``st[4]`` the number of cut steps.
 """
 
 import math
 
 from .jit import inner
 
-AP, PA, AROW = 0, 1, 2
+AP, PA, AROW, MIRA = 0, 1, 2, 3
 DIFF_ONLY = -1          # a model's pass with this rule only reports the difference
 
 
@@ -87,6 +96,8 @@ def update(w, ws, cov, idx, val, nnz, d, n_parts, weight, prm, st):
                     w[k] += t * val[j]
                     ws[k] += t * u * val[j]
                 st[1] += cost * weight
+            elif rule == MIRA:
+                _mira(w, cov, idx, val, nnz, d, n_parts, weight, err, prm, st, int(u) - 1)
             else:
                 # the difference vector carries the sample weight (as CRFsuite's AROW)
                 cost = err + d
@@ -102,5 +113,34 @@ def update(w, ws, cov, idx, val, nnz, d, n_parts, weight, prm, st):
                     w[k] += alpha * cov[k] * dv
                     cov[k] = 1.0 / (1.0 / cov[k] + dv * dv / gamma)
                 st[1] += cost * weight
-            st[2] += 1.0
+            if rule != MIRA:
+                st[2] += 1.0
+    elif rule == MIRA:
+        cov[len(cov) // 2 + int(u) - 1] = 0.0
     st[0] = u + 1.0
+
+
+@inner()
+def _mira(w, cov, idx, val, nnz, d, n_parts, weight, err, prm, st, pos):
+    """CRF++'s MIRA step for the sample at place ``pos`` of the pass (see the module
+    documentation); ``err = -w . delta``."""
+    m = len(cov) // 2
+    cov[m + pos] = d
+    st[1] += d / n_parts * weight
+    cost = d + err
+    norm2 = 0.0
+    for j in range(nnz):
+        norm2 += val[j] * val[j]
+    mu = max(0.0, cost / norm2) if norm2 > 0.0 else 0.0
+    c = prm[2]
+    if cov[pos] + mu > c:
+        mu = c - cov[pos]
+        st[4] += 1.0
+    elif cost > st[3]:
+        st[3] = cost
+    if mu > 1e-10:
+        cov[pos] = min(c, cov[pos] + mu)
+        t = mu * weight
+        for j in range(nnz):
+            w[idx[j]] += t * val[j]
+        st[2] += 1.0

@@ -603,17 +603,30 @@ class Template:
         """Number of patterns whose features are paired with label pairs."""
         return len(self._bigram)
 
+    unigram_only = False
+
+    def without_label_pairs(self) -> "Template":
+        """This template without what weighs label pairs (its bigram patterns, the
+        ``B`` part of Wapiti's ``*`` patterns and the transitions): Wapiti's maxent
+        models, where every token is labelled on its own."""
+        if self.triples:
+            raise ValueError(f"a template with label triples ('T', {self.source}) has no maxent form")
+        t = Template(self._patterns, False, self.text, self.source, False, format=self.format)
+        t._bigram = []
+        t.unigram_only = True
+        return t
+
     def __reduce__(self):
         # compiled pieces hold closures: rebuild from the text instead (pickle, copy)
-        return (type(self).parse, (self.text, self.source, self.format))
+        return (_rebuild, (self.text, self.source, self.format, self.unigram_only))
 
     def __eq__(self, other):
         if not isinstance(other, Template):
             return NotImplemented
-        return self.text == other.text
+        return self.text == other.text and self.unigram_only == other.unigram_only
 
     def __hash__(self):
-        return hash(self.text)
+        return hash((self.text, self.unigram_only))
 
     def __repr__(self) -> str:
         triples = ", triples=True" if self.triples else ""
@@ -884,3 +897,8 @@ def crfsuite_chunking_template() -> Template:
     ['U02:w[0]=He', 'U03:w[1]=runs', 'U06:w[0]|w[1]=He|runs']
     """
     return Template.parse(CRFSUITE_CHUNKING_TEMPLATE, source="<crfsuite-chunking>")
+
+
+def _rebuild(text, source, format, unigram_only):
+    t = Template.parse(text, source, format)
+    return t.without_label_pairs() if unigram_only else t

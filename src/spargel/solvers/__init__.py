@@ -40,13 +40,22 @@ SOLVERS = {
              "AROW, adaptive regularisation of weight vectors (CRFsuite's 'arow'); no penalty"),
     "l2sgd": ("spargel.solvers.l2sgd", "minimize_l2sgd",
               "CRFsuite's 'l2sgd': per-sample SGD with an l2 penalty, step 1 / (lambda (t0 + t)), t0 calibrated"),
+    "mira": ("spargel.solvers.online_margin", "minimize_mira",
+             "CRF++'s MIRA: single-best, cost-sensitive (margin = wrong tokens), steps bounded by C, "
+             "shrinking; no penalty"),
+    "rprop": ("spargel.solvers.rprop", "minimize_rprop",
+              "Wapiti's 'rprop' / 'rprop+': resilient propagation (per-weight steps from the gradient's signs) "
+              "with weight backtracking; l1 by the orthant projection or Wapiti's cutoff"),
+    "rprop+": ("spargel.solvers.rprop", "minimize_rprop", "the same as 'rprop' (Wapiti's spelling)"),
+    "rprop-": ("spargel.solvers.rprop", "minimize_rprop_minus", "Wapiti's 'rprop-': Rprop without backtracking"),
 }
 
 
 # iterations (passes over the data for SGD) when the estimator's max_iter is None
 DEFAULT_MAX_ITER = {"lbfgs": 500, "owlqn": 500, "sgd-l1": 30, "cd": 200, "bcd": 200, "fista": 2000, "bound": 100,
                     "grafting-light": 2000, "grafting": 5000, "gauss-seidel": 5000,
-                    "ap": 100, "pa": 100, "arow": 100, "l2sgd": 1000}
+                    "ap": 100, "pa": 100, "arow": 100, "l2sgd": 1000, "mira": 100,
+                    "rprop": 500, "rprop+": 500, "rprop-": 500}
 
 
 def default_max_iter(name):
