@@ -287,3 +287,41 @@ def test_kkt_passes_on_a_dask_cluster_give_the_same_fit():
     assert [r["violators"] for r in got.history_] == [r["violators"] for r in ref.history_]
     with pytest.raises(ParameterError, match="covariance='dense'"):
         Concord(client=object(), covariance="dense").fit(X)
+
+
+@pytest.mark.parametrize("extra", [[], ["--from-data"]])
+def test_cli_method_concord_writes_edges_and_precision(tmp_path, capsys, extra):
+    """``spargel gmrf --method concord``: the edge list (weights: the partial correlations)
+    and the precision's non-zeros are the estimator's."""
+    import csv
+
+    from spargel.cli import main
+
+    X = _data(n=120, p=10, seed=11)
+    data = tmp_path / "x.csv"
+    with open(data, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([f"v{j}" for j in range(X.shape[1])])
+        w.writerows([[repr(float(v)) for v in row] for row in X])
+    edges, prec = tmp_path / "edges.csv", tmp_path / "K.csv"
+    rc = main(["gmrf", str(data), "--method", "concord", "--alpha", "0.15", "--out-edges", str(edges),
+               "--out-precision", str(prec), *extra])
+    err = capsys.readouterr().err
+    assert rc == 0 and "CONCORD" in err and "KKT passes" in err
+    m = Concord(alpha=0.15, covariance="from_data" if extra else "auto").fit(X)
+    rows = list(csv.reader(edges.open()))
+    assert rows[0] == ["i", "j", "weight", "name_i", "name_j"]
+    assert [(int(r[0]), int(r[1])) for r in rows[1:]] == [tuple(e) for e in np.asarray(m.edges_).tolist()]
+    R = m.partial_correlations_.toarray()
+    for r in rows[1:]:
+        assert float(r[2]) == pytest.approx(R[int(r[0]), int(r[1])])
+    K = m.precision_.toarray()
+    entries = list(csv.reader(prec.open()))[1:]
+    assert len(entries) == np.count_nonzero(np.triu(K))
+    for r in entries:
+        assert float(r[2]) == pytest.approx(K[int(r[0]), int(r[1])])
+    for argv, msg in ((["--method", "concord"], "needs --alpha"),
+                      (["--method", "concord", "--alpha", "0.1", "--rule", "and"], "--rule"),
+                      (["--method", "concord", "--alpha", "0.1", "--cv", "3"], "--cv")):
+        assert main(["gmrf", str(data), *argv]) == 2
+        assert msg in capsys.readouterr().err

@@ -29,6 +29,10 @@ With ``--method mb`` the graph is estimated by neighbourhood selection instead
 columns, R huge's ``lambda`` as ``--alpha``, ``--rule or|and``; ``--from-data`` never
 forms the variables x variables matrix): the edge list has the same columns, its
 weight the mean of the two regression coefficients; there is no precision matrix.
+With ``--method concord`` by CONCORD (:class:`spargel.Concord`: the l1-penalised
+symmetric pseudo-likelihood on the standardised columns; ``--from-data`` never forms
+the variables x variables matrix): the edge list's weight is the partial correlation,
+and ``--out-precision`` writes the precision's non-zeros as ``i,j,value`` rows.
 
 Files are written by the command line's one writer
 (:func:`spargel.cli.common.write_output`): atomically, through links, devices
@@ -124,10 +128,12 @@ def add_parser(subparsers):
     p.add_argument("--header", dest="header", action="store_true", default=None,
                    help="the first row is the variable names (default: decided from the file)")
     p.add_argument("--no-header", dest="header", action="store_false", help="the first row is a sample")
-    p.add_argument("--method", choices=["glasso", "mb"], default="glasso",
+    p.add_argument("--method", choices=["glasso", "mb", "concord"], default="glasso",
                    help="glasso (default): the penalised likelihood's sparse precision; mb: "
                    "neighbourhood selection (Meinshausen & Buhlmann, R huge's scaling: a lasso "
-                   "per variable on the standardised columns), edges only")
+                   "per variable on the standardised columns), edges only; concord: CONCORD's "
+                   "penalised symmetric pseudo-likelihood (edges weighted by partial correlation, "
+                   "--out-precision)")
     p.add_argument("--rule", choices=["or", "and"], default=None,
                    help="with --method mb: an edge when either variable selects the other "
                    "(or, the default) or when both do (and)")
@@ -267,11 +273,12 @@ def _edges_text(model, names):
 # -- the command -------------------------------------------------------------------------
 
 def _check_usage(args):
-    if args.method == "mb":
+    if args.method != "glasso":
+        m = args.method
         if args.alpha is None:
-            raise UsageError("--method mb needs --alpha X")
+            raise UsageError(f"--method {m} needs --alpha X")
         if args.alpha <= 0:
-            raise UsageError(f"--alpha must be > 0 with --method mb, got {args.alpha}")
+            raise UsageError(f"--alpha must be > 0 with --method {m}, got {args.alpha}")
         for opt, given in (("--cv", args.cv is not None), ("--covariance", args.covariance),
                            ("--select", args.select is not None),
                            ("--blocks", args.blocks is not None),
@@ -279,13 +286,15 @@ def _check_usage(args):
                            ("--penalize-diagonal", args.penalize_diagonal),
                            ("--standardize", args.standardize),
                            ("--max-component", args.max_component is not None),
-                           ("--out-precision", args.out_precision is not None),
+                           ("--out-precision", args.out_precision is not None and m == "mb"),
+                           ("--rule", args.rule is not None and m != "mb"),
                            ("--history", args.history is not None),
                            ("--save-model", args.save_model is not None),
                            ("--plot", args.plot is not None)):
             if given:
-                raise UsageError(f"--method mb does not take {opt} (it standardises the "
-                                 "variables itself and estimates edges, not a precision matrix)")
+                what = "edges, not a precision matrix" if m == "mb" else "a precision by pseudo-likelihood"
+                raise UsageError(f"--method {m} does not take {opt} (it standardises the "
+                                 f"variables itself and estimates {what})")
     elif args.rule is not None:
         raise UsageError("--rule goes with --method mb")
     _check_select(args)
@@ -391,8 +400,8 @@ def _run(args):
 
     _check_usage(args)
     data, names = read_csv_matrix(args.data, args.header)
-    if args.method == "mb":
-        return _run_mb(args, data, names)
+    if args.method != "glasso":
+        return _run_edges_only(args, data, names)
     n = data.shape[1]
     blocks = None if args.blocks is None else _read_blocks(args.blocks, n, names)
     if args.standardize:
@@ -533,20 +542,36 @@ def _mb_edges_text(model, names):
     return csv_text(rows)
 
 
-def _run_mb(args, data, names):
-    """``--method mb``: :class:`~spargel.gaussian.neighbourhood.NeighbourhoodSelection`
-    (``--from-data``: its data mode, no variables x variables matrix)."""
+def _concord_edges_text(model, names):
+    """CONCORD's edge list: ``i,j,weight`` (plus names), the weight the partial correlation."""
+    R = model.partial_correlations_
+    rows = [["i", "j", "weight"] + (["name_i", "name_j"] if names is not None else [])]
+    for i, j in model.edges_:
+        i, j = int(i), int(j)
+        rows.append([i, j, repr(float(R[i, j]))] + ([names[i], names[j]] if names is not None else []))
+    return csv_text(rows)
+
+
+def _run_edges_only(args, data, names):
+    """``--method mb`` (:class:`~spargel.gaussian.neighbourhood.NeighbourhoodSelection`)
+    and ``--method concord`` (:class:`~spargel.gaussian.concord.Concord`); ``--from-data``:
+    their modes that never form a variables x variables matrix."""
     from ..errors import ConvergenceWarning, DataFormatError
-    from ..gaussian.neighbourhood import NeighbourhoodSelection
 
     kw = {}
     if args.tol is not None:
         kw["tol"] = args.tol
     if args.max_iter is not None:
         kw["max_iter"] = args.max_iter
-    model = NeighbourhoodSelection(alpha=args.alpha, rule=args.rule or "or",
-                                   mode="data" if args.from_data else "auto",
-                                   verbose=args.verbose, **kw)
+    if args.method == "mb":
+        from ..gaussian.neighbourhood import NeighbourhoodSelection
+        model = NeighbourhoodSelection(alpha=args.alpha, rule=args.rule or "or",
+                                       mode="data" if args.from_data else "auto",
+                                       verbose=args.verbose, **kw)
+    else:
+        from ..gaussian.concord import Concord
+        model = Concord(alpha=args.alpha, covariance="from_data" if args.from_data else "auto",
+                        verbose=args.verbose, **kw)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
@@ -560,12 +585,18 @@ def _run_mb(args, data, names):
     for w in caught:
         if issubclass(w.category, ConvergenceWarning) and not args.quiet:
             warn("gmrf", w.message)
-    write_output(args.out_edges, _mb_edges_text(model, names))
+    edges_text = _mb_edges_text if args.method == "mb" else _concord_edges_text
+    write_output(args.out_edges, edges_text(model, names))
+    written = [args.out_edges if args.out_edges != "-" else "stdout (edges)"]
+    if args.out_precision is not None:
+        write_output(args.out_precision, _precision_entries_text(model.precision_, names))
+        written.append(args.out_precision if args.out_precision != "-" else "stdout (precision)")
     if not args.quiet:
-        where = args.out_edges if args.out_edges != "-" else "stdout (edges)"
+        how = (f"neighbourhood selection, {model.rule} rule, {model.mode_} mode), "
+               f"{int(model.n_iter_.sum())} sweeps" if args.method == "mb" else
+               f"CONCORD), {model.n_iter_} sweeps, {model.n_kkt_passes_} KKT passes")
         print(f"gmrf: {data.shape[1]} variables, alpha={args.alpha:.6g}, {len(model.edges_)} edges "
-              f"(neighbourhood selection, {model.rule} rule, {model.mode_} mode), "
-              f"{int(model.n_iter_.sum())} sweeps, {elapsed:.3f}s; wrote {where}", file=sys.stderr)
+              f"({how}, {elapsed:.3f}s; wrote {', '.join(written)}", file=sys.stderr)
     return 0
 
 
