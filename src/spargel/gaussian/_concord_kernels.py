@@ -32,6 +32,7 @@ of a sweep is at most ``tol``.
 import math
 
 from ..core.jit import inner, kernel
+from ..core.penalty_kernels import soft_threshold as soft
 
 
 @inner(fastmath=True)
@@ -41,16 +42,6 @@ def diagonal_root(c, s):
     if c >= 0.0:
         return 2.0 / (c + r)
     return (r - c) / (2.0 * s)
-
-
-@inner(fastmath=True)
-def soft(z, t):
-    """Soft-thresholding ``sign(z) max(|z| - t, 0)``."""
-    if z > t:
-        return z - t
-    if z < -t:
-        return z + t
-    return 0.0
 
 
 @kernel(fastmath=True)

@@ -43,6 +43,7 @@ the scratch (:class:`Work`), and is called again from that node with larger buff
 from collections import namedtuple
 
 from ..core.jit import inner, kernel
+from ..core.penalty_kernels import soft_threshold
 
 #: the data of the problem: standardised data ``Zt`` (p x n, a variable per row), the
 #: Gram matrix ``S`` (p x p, or 0 x 0 in data mode) and the screened graph (CSR, both
@@ -107,12 +108,7 @@ def _sweeps(wk, w, a, tol, max_iter):
         for t in range(w):
             g = G[t, t]
             z = b[t] - q[t] + g * beta[t]
-            if z > a:
-                new = (z - a) / g
-            elif z < -a:
-                new = (z + a) / g
-            else:
-                new = 0.0
+            new = soft_threshold(z, a) / g
             d = new - beta[t]
             if d != 0.0:
                 beta[t] = new
