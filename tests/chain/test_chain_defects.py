@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-DATA = Path(__file__).parent / "data"
-SRC = Path(__file__).resolve().parent.parent / "src"
+DATA = Path(__file__).resolve().parents[1] / "data"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def run_python(code, *, prefix=(), timeout=120, **kw):
