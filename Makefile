@@ -55,8 +55,8 @@ test-portable: $(VENV)/.installed-test
 # whole suite there. Not part of `make test` (which tests the newest releases).
 OLDEST := .venv-oldest
 OLDEST_PIP := $(OLDEST)/bin/python -m pip install -q --no-compile
-OLDEST_TESTS ?= tests/test_first_use.py tests/test_crf_inference.py tests/test_protocol.py \
-	tests/test_crf_estimator.py tests/test_loglinear.py tests/mrf tests/gaussian tests/test_cli_common.py
+OLDEST_TESTS ?= tests/test_first_use.py tests/chain/test_crf_inference.py tests/test_protocol.py \
+	tests/chain/test_crf_estimator.py tests/loglinear/test_loglinear.py tests/mrf tests/gaussian tests/cli/test_cli_common.py
 
 # numba's disk cache of a kernel is not invalidated when a kernel it calls from another
 # file changes (stale code after a pull or a rebase): one cache per state of src/

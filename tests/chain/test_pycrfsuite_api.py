@@ -19,7 +19,7 @@ import pytest
 from spargel import pycrfsuite
 from spargel.errors import ItemFormatError, ModelFileError
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 SMALL = os.path.join(DATA, "crfsuite_small.crfsuite")
 
 X = [[{"w": "the", "n": 0.5}, {"w": "dog"}, {"w": "barks", "end": True}],

@@ -40,7 +40,7 @@ def _temporaries(folder):
 
 def _env(**extra):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    src = os.path.join(os.path.dirname(__file__), os.pardir, "src")
+    src = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "src")
     env["PYTHONPATH"] = os.path.abspath(src) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env

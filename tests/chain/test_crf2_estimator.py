@@ -16,7 +16,7 @@ from spargel.errors import CapabilityError, DataFormatError
 from spargel.core.model_file import ModelFileError
 from spargel.chain.crf2_space import BOS_NAME, FeatureSpace2
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def periodic(n_seq=60, seed=0, period=("A", "A", "B", "B")):

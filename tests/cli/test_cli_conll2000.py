@@ -18,7 +18,7 @@ import pytest
 from spargel.cli import main
 from spargel.data.templates import CRFSUITE_CHUNKING_TEMPLATE
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "conll2000"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "conll2000"
 
 # F1 is about 93.7 from iteration 200 on (93.70 at 250, 93.71 at 450 on one thread); 250
 # iterations take about 4 minutes on 2 cores

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-DATA = Path(__file__).parent / "data"
-SRC = Path(__file__).resolve().parent.parent / "src"
+DATA = Path(__file__).resolve().parents[1] / "data"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def run_python(code, *, prefix=(), timeout=120, **kw):
@@ -339,7 +339,7 @@ def test_binary_crfpp_model_is_read_and_checked(tmp_path):
     from spargel.errors import ModelFileError
 
     # crf_learn's binary layout: version 100, type 0, cost factor, maxid, xsize, ...;
-    # read now (tests/test_wapiti_crfpp_models.py), so a broken one is refused as such
+    # read now (tests/chain/test_wapiti_crfpp_models.py), so a broken one is refused as such
     path = tmp_path / "model"
     path.write_bytes(struct.pack("<IidQII", 100, 0, 1.0, 780, 2, 4096) + bytes(200))
     with pytest.raises(ModelFileError, match=r"model: invalid CRF\+\+ binary model"):

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 pytestmark = pytest.mark.filterwarnings("ignore::spargel.errors.ConvergenceWarning")
 
 XSEQ = [{"walk": 1, "shop": 0.5}, {"walk": 1}, {"walk": 1, "clean": 0.5}, {"shop": 0.5, "clean": 0.5},

@@ -351,7 +351,7 @@ TEMPLATE = "U00:%x[1,0]\nU01:%x[-1,0]\n"        # a weak model: it writes invali
 @pytest.fixture(scope="module")
 def chunks():
     from pathlib import Path
-    d = Path(__file__).parent / "data"
+    d = Path(__file__).resolve().parents[1] / "data"
     tr = list(read_conll(str(d / "tiny_chunks_train.txt")))
     te = list(read_conll(str(d / "tiny_chunks_test.txt")))
     return [s.columns for s in tr], [s.labels for s in tr], [s.columns for s in te], [s.labels for s in te]
@@ -513,7 +513,7 @@ def test_estimator_refusals(chunks):
 # --------------------------------------------------------------------------- command line
 def test_cli_label_and_train_constraints(chunks, tmp_path, capsys):
     from pathlib import Path
-    d = Path(__file__).parent / "data"
+    d = Path(__file__).resolve().parents[1] / "data"
     pattern = tmp_path / "pattern.txt"
     pattern.write_text(TEMPLATE)
     model = tmp_path / "m.spargel"

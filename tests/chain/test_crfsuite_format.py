@@ -15,7 +15,7 @@ from spargel import CRF
 from spargel.chain.crfsuite_format import hashlittle, read, read_bytes, to_bytes
 from spargel.errors import ModelFileError
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 MODEL = os.path.join(DATA, "crfsuite_small.crfsuite")
 
 

@@ -17,7 +17,7 @@ from spargel.metrics import chunk_f1, chunk_scores, sequence_scores, tag_scores
 
 from reliability_helpers import corpus, write_corpus
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 PY = [sys.executable, "-m", "spargel.cli"]
 
 
@@ -209,7 +209,7 @@ def test_c7_full_disk_for_eval_and_dump_names_stdout(work, tmp_path):
     out = tmp_path / "out.txt"
     assert main(["label", "-m", str(work["model"]), str(work["test"]), str(out)]) == 0
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "src") + os.pathsep + env.get("PYTHONPATH", "")
     for argv in (["eval", str(out)], ["dump", str(work["model"])]):
         with open("/dev/full", "w") as full:
             r = subprocess.run(PY + argv, stdout=full, stderr=subprocess.PIPE, text=True, env=env)
@@ -219,7 +219,7 @@ def test_c7_full_disk_for_eval_and_dump_names_stdout(work, tmp_path):
 def test_c7_closed_pipe_ends_quietly(work, tmp_path):
     big = write_corpus(tmp_path / "big.txt", corpus(1500, seed=13))  # > 64 KB of output
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "src") + os.pathsep + env.get("PYTHONPATH", "")
     cmd = " ".join(PY) + f" label -m {work['model']} {big} | head -1; " + " ".join(PY) + f" dump {work['model']} | head -1"
     r = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, env=env)
     assert r.returncode == 0 and r.stderr == "", r.stderr

@@ -20,7 +20,7 @@ from spargel.cli import main
 from spargel.chain import crfpp_format, wapiti_format
 from spargel.errors import ModelFileError
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 pytestmark = pytest.mark.filterwarnings("ignore::spargel.errors.ConvergenceWarning")
 
 WAPITI_PATTERN = """# format: wapiti
