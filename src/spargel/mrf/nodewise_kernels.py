@@ -28,6 +28,18 @@ def _soft(v, t):
     return 0.0
 
 
+@inner()
+def _linear_predictor(Z, beta, b0, eta):
+    """``eta = b0 + sum_j beta_j Z[j]`` over the non-zero coefficients."""
+    for i in range(eta.shape[0]):
+        eta[i] = b0
+    for j in range(Z.shape[0]):
+        if beta[j] != 0.0:
+            bj = beta[j]
+            for i in range(eta.shape[0]):
+                eta[i] += bj * Z[j, i]
+
+
 @kernel(allocates=True)
 def node_path(Z, node, y, lams, gamma, tol, max_outer, devmax, fdev, ebic_stop, out_beta, out_b0, out_ebic,
               out_nnz):
@@ -47,6 +59,7 @@ def node_path(Z, node, y, lams, gamma, tol, max_outer, devmax, fdev, ebic_stop, 
     r = np.empty(n)
     grad = np.zeros(p)
     work = np.zeros(p, np.bool_)
+    curv = np.zeros(p)
     ybar = 0.0
     for i in range(n):
         ybar += y[i]
@@ -76,18 +89,19 @@ def node_path(Z, node, y, lams, gamma, tol, max_outer, devmax, fdev, ebic_stop, 
         while True:
             for it in range(max_outer):
                 # the quadratic approximation at the current fit
-                for i in range(n):
-                    eta[i] = b0
-                for j in range(p):
-                    if beta[j] != 0.0:
-                        bj = beta[j]
-                        for i in range(n):
-                            eta[i] += bj * Z[j, i]
+                _linear_predictor(Z, beta, b0, eta)
                 for i in range(n):
                     pr = 1.0 / (1.0 + np.exp(-eta[i]))
                     wi = max(pr * (1.0 - pr), 1e-5)
                     w[i] = wi
                     r[i] = (y[i] - pr) / wi          # working residual z - eta
+                # each working variable's weighted squared norm: fixed while w is
+                for j in range(p):
+                    if work[j]:
+                        a = 0.0
+                        for i in range(n):
+                            a += w[i] * Z[j, i] * Z[j, i]
+                        curv[j] = a / n
                 biggest = 0.0
                 for sweep in range(1000):
                     change = 0.0
@@ -105,13 +119,10 @@ def node_path(Z, node, y, lams, gamma, tol, max_outer, devmax, fdev, ebic_stop, 
                     for j in range(p):
                         if not work[j]:
                             continue
-                        a = 0.0
+                        a = curv[j]
                         c = 0.0
                         for i in range(n):
-                            zw = w[i] * Z[j, i]
-                            a += zw * Z[j, i]
-                            c += zw * r[i]
-                        a /= n
+                            c += w[i] * Z[j, i] * r[i]
                         c = c / n + a * beta[j]
                         new = _soft(c, lam) / a
                         d = new - beta[j]
@@ -126,13 +137,7 @@ def node_path(Z, node, y, lams, gamma, tol, max_outer, devmax, fdev, ebic_stop, 
                 if biggest < tol:
                     break
             # optimality of every variable at the new fit
-            for i in range(n):
-                eta[i] = b0
-            for j in range(p):
-                if beta[j] != 0.0:
-                    bj = beta[j]
-                    for i in range(n):
-                        eta[i] += bj * Z[j, i]
+            _linear_predictor(Z, beta, b0, eta)
             for i in range(n):
                 r[i] = y[i] - 1.0 / (1.0 + np.exp(-eta[i]))
             added = False
