@@ -678,7 +678,7 @@ def cmd_label(args):
     if args.blocks and args.nbest < 2:
         raise UsageError("label: --blocks needs --nbest K with K >= 2")
     check_outputs({"OUTPUT": args.output}, {"INPUT": args.input, "--model": args.model})
-    from ..chain.crfsuite_format import is_crfsuite_file
+    from ..chain.foreign_files import is_crfsuite_file
     if args.model != "-" and is_crfsuite_file(args.model):      # CRFsuite's data and output formats
         from . import crfsuite as crfsuite_cli
         from ..chain.estimator import CRF
