@@ -671,6 +671,37 @@ def _model_columns(model):
     return int(m.group(1)) if m else None
 
 
+def _plain_labels(model, sents, n_cols):
+    """The Viterbi labels of every sentence by :mod:`spargel.chain.plain_viterbi` (no
+    compiled kernels to load: what a one-shot ``spargel label`` spends most of its time
+    on otherwise), or None when that module does not handle this model (second order,
+    label constraints) or the sentences lack a column the patterns read (the general
+    path then says which)."""
+    import numpy as np
+
+    from ..chain import plain_viterbi
+
+    featurizer = model._featurizer()
+    tpl = featurizer.template
+    if tpl is None or tpl.n_columns_required > n_cols or getattr(model.space_, "order", 1) != 1:
+        return None
+    if any(len(row) < tpl.n_columns_required for s in sents for row in s.columns[:1]):
+        return None
+    constraints = model._label_constraints()
+    if constraints is not None:
+        return None
+    lengths = [len(s.columns) for s in sents]
+    seq_ptr = np.zeros(len(sents) + 1, np.int64)
+    np.cumsum(lengths, out=seq_ptr[1:])
+    cells = [[row[c] for s in sents for row in s.columns] for c in range(tpl.n_columns_required)]
+    data = featurizer.encode_columns(cells, seq_ptr)
+    if not plain_viterbi.supported(model.space_, data, constraints):
+        return None
+    ids = plain_viterbi.decode(model.space_, data, model.weights_)
+    names = np.array(model.classes_, dtype=object)[ids].tolist()
+    return [names[seq_ptr[i]:seq_ptr[i + 1]] for i in range(len(sents))]
+
+
 def cmd_label(args):
     """``spargel label``: decode a column file and append the predicted labels."""
     from ..core.limits import check_nbest
@@ -739,7 +770,12 @@ def cmd_label(args):
             constraints.append(seq)
 
     k = args.nbest
-    if k == 1:
+    plain = None
+    if k == 1 and not args.marginals and constraints is None:
+        plain = _plain_labels(model, sents, n_cols)
+    if plain is not None:
+        paths = [[(p, None)] for p in plain]
+    elif k == 1:
         paths = [[(p, None)] for p in model.predict(X, constraints=constraints)]
     else:
         try:
@@ -765,6 +801,11 @@ def cmd_label(args):
                         fields.append(f"{marg[s_idx][t][labels[t]]:.4f}")
                     out.append(out_sep.join(fields) + "\n")
                 out.append("\n")
+            continue
+        if k == 1 and marg is None:         # (the common case, in one pass)
+            labels = paths[s_idx][0][0]
+            out.extend([f"{out_sep.join(row)}{out_sep}{lab}\n" for row, lab in zip(rows, labels)])
+            out.append("\n")
             continue
         for t, row in enumerate(rows):
             fields = list(row)
