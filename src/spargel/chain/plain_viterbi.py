@@ -21,6 +21,11 @@ import numpy as np
 from ..data.dataset import is_unit
 
 
+#: the entries of a block's (sequences, L, L) scores: blocks of sequences small enough
+#: that a step's arrays stay in the processor's cache
+BLOCK_ENTRIES = 1 << 16
+
+
 def supported(space, data, constraints=None):
     """Whether :func:`decode` handles this model and data (first order, no label
     constraints, binary attributes)."""
@@ -103,24 +108,28 @@ def decode(space, data, w):
     sorted_len = lengths[order]
     n_active = np.searchsorted(-sorted_len, -np.arange(int(sorted_len[0]) if len(order) else 0), "left")
     delta = np.empty((len(order), L))
-    back = np.zeros((n_tok, L), dtype=np.int32)
-    for t, n in enumerate(n_active.tolist()):
-        tok = starts[:n] + t
-        if t == 0:
-            delta[:n] = E[tok]
-            continue
-        M = tables[first[tok]]
-        if extra and more[tok].any():
-            pos = np.full(n_tok, -1, np.int64)
-            pos[tok] = np.arange(n)
-            for etok, a in extra:
-                rows = pos[etok]
-                keep = rows >= 0
-                M[rows[keep]] += BwT[a[keep]]
-        cand = np.add(delta[:n, None, :], M, out=M)    # [sequence, current, previous] (M is a copy)
-        arg = cand.argmax(axis=2)                      # the lowest previous label on ties
-        delta[:n] = np.take_along_axis(cand, arg[:, :, None], axis=2)[:, :, 0] + E[tok]
-        back[tok] = arg
+    back = np.zeros((n_tok, L), dtype=np.uint8 if L <= 256 else np.int32)
+    step = max(1, BLOCK_ENTRIES // (L * L))
+    for b0 in range(0, len(order), step):       # blocks of sequences whose tables stay in cache
+        b1 = min(b0 + step, len(order))
+        for t in range(int(sorted_len[b0])):
+            n = min(int(n_active[t]), b1) - b0
+            tok = starts[b0:b0 + n] + t
+            if t == 0:
+                delta[b0:b0 + n] = E[tok]
+                continue
+            M = tables[first[tok]]
+            if extra and more[tok].any():
+                pos = np.full(n_tok, -1, np.int64)
+                pos[tok] = np.arange(n)
+                for etok, a in extra:
+                    rows = pos[etok]
+                    keep = rows >= 0
+                    M[rows[keep]] += BwT[a[keep]]
+            cand = np.add(delta[b0:b0 + n, None, :], M, out=M)   # [sequence, current, previous] (M: a copy)
+            arg = cand.argmax(axis=2)                      # the lowest previous label on ties
+            delta[b0:b0 + n] = np.take_along_axis(cand, arg[:, :, None], axis=2)[:, :, 0] + E[tok]
+            back[tok] = arg
     y = delta.argmax(axis=1)                          # the lowest last label on ties
     out = np.empty(n_tok, dtype=np.int32)
     for t in range(len(n_active) - 1, -1, -1):
