@@ -90,7 +90,7 @@ class SequenceFeaturizer:
                 raise ValueError(f"training data has {len(self.labels)} distinct label(s); need at least 2")
         return self._with_pair_bias(data, self.big, grow)
 
-    def encode_columns(self, cells, seq_ptr):
+    def encode_columns(self, cells, seq_ptr, expanded=None):
         """The prediction encoding (:meth:`encode` without ``grow``, no labels) of
         sequences given as columns: ``cells[c]`` holds column c of every token of every
         sequence end to end, ``seq_ptr`` the sequences' token offsets. The same data as
@@ -103,7 +103,7 @@ class SequenceFeaturizer:
         seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
         if len(seq_ptr) < 2 or np.any(np.diff(seq_ptr) <= 0):
             raise ValueError("every sequence needs at least one token")
-        uni, big = tpl.extract_flat(cells, seq_ptr, pad=self.pad)
+        uni, big = tpl.extract_flat(cells, seq_ptr, pad=self.pad) if expanded is None else expanded
         n = int(seq_ptr[-1])
         uni_ptr, uni_ids = _lookup_rows(uni, self.uni, n)
         if tpl.n_bigram and big:

@@ -671,7 +671,31 @@ def _model_columns(model):
     return int(m.group(1)) if m else None
 
 
-def _plain_labels(model, sents, n_cols):
+def _crfpp_model(head, sents, args):
+    """(model, expansion) for ``spargel label`` with a CRF++ binary model: the model
+    restricted to the feature strings of ``sents`` (:meth:`BinaryModelHead.model_for`),
+    and those strings as :func:`_plain_labels` takes them; the whole model and None when
+    the sentences lack a column the template reads (the general path says so)."""
+    import numpy as np
+
+    from ..chain.estimator import CRF
+
+    tpl = head.template
+    need = tpl.n_columns_required
+    if len(sents[0].columns[0]) < need:
+        return _load_crf(args.model, args.encoding), None
+    seq_ptr = np.zeros(len(sents) + 1, np.int64)
+    np.cumsum([len(s.columns) for s in sents], out=seq_ptr[1:])
+    cells = [[row[c] for s in sents for row in s.columns] for c in range(need)]
+    uni, big = tpl.extract_flat(cells, seq_ptr)
+    strings = set()
+    for part, _ in uni + big:
+        strings.update(part)
+    model = head.model_for(CRF, strings)
+    return model, (tpl.text, seq_ptr, cells, (uni, big))
+
+
+def _plain_labels(model, sents, n_cols, expanded=None):
     """The Viterbi labels of every sentence by :mod:`spargel.chain.plain_viterbi` (no
     compiled kernels to load: what a one-shot ``spargel label`` spends most of its time
     on otherwise), or None when that module does not handle this model (second order,
@@ -690,11 +714,14 @@ def _plain_labels(model, sents, n_cols):
     constraints = model._label_constraints()
     if constraints is not None:
         return None
-    lengths = [len(s.columns) for s in sents]
-    seq_ptr = np.zeros(len(sents) + 1, np.int64)
-    np.cumsum(lengths, out=seq_ptr[1:])
-    cells = [[row[c] for s in sents for row in s.columns] for c in range(tpl.n_columns_required)]
-    data = featurizer.encode_columns(cells, seq_ptr)
+    if expanded is not None and expanded[0] == tpl.text and not tpl.unigram_only:
+        _, seq_ptr, cells, strings = expanded        # (the same patterns, already expanded)
+    else:
+        strings = None
+        seq_ptr = np.zeros(len(sents) + 1, np.int64)
+        np.cumsum([len(s.columns) for s in sents], out=seq_ptr[1:])
+        cells = [[row[c] for s in sents for row in s.columns] for c in range(tpl.n_columns_required)]
+    data = featurizer.encode_columns(cells, seq_ptr, strings)
     if not plain_viterbi.supported(model.space_, data, constraints):
         return None
     ids = plain_viterbi.decode(model.space_, data, model.weights_)
@@ -721,8 +748,17 @@ def cmd_label(args):
         text, name = read_text(args.input, args.encoding)
         write_output(args.output, crfsuite_cli.label(args, model, text, name), args.encoding)
         return 0
-    model = _load_crf(args.model, args.encoding)
-    refuse_line_breaks(model.classes_, "label", args.model)
+    crfpp = None
+    if (args.nbest == 1 and not args.marginals and not args.force and args.constraints is None
+            and args.model != "-" and os.path.isfile(args.model)):
+        from ..chain.crfpp_format import BinaryModelHead, is_crfpp_binary_file
+        if is_crfpp_binary_file(args.model):
+            # crf_test's way: only the features of the input are looked up in the trie
+            crfpp = BinaryModelHead(args.model, args.encoding)
+            refuse_line_breaks(crfpp.labels, "label", args.model)
+    if crfpp is None:
+        model = _load_crf(args.model, args.encoding)
+        refuse_line_breaks(model.classes_, "label", args.model)
     from ..errors import ParameterError
     if args.constraints is not None:
         model.constraints = None if args.constraints == "none" else args.constraints
@@ -738,6 +774,9 @@ def cmd_label(args):
     stream = io.StringIO(text)
     stream.name = name
     sents = list(read_conll(stream, has_labels=False, separator=separator))
+    expanded = None
+    if crfpp is not None:
+        model, expanded = _crfpp_model(crfpp, sents, args)
     width = len(sents[0].columns[0])
     n_cols = _model_columns(model)
     tpl = model._template()
@@ -772,7 +811,7 @@ def cmd_label(args):
     k = args.nbest
     plain = None
     if k == 1 and not args.marginals and constraints is None:
-        plain = _plain_labels(model, sents, n_cols)
+        plain = _plain_labels(model, sents, n_cols, expanded)
     if plain is not None:
         paths = [[(p, None)] for p in plain]
     elif k == 1:
