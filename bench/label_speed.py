@@ -19,10 +19,12 @@ spargel's whole output is compared byte for byte with the tool's where the tool 
 the same layout. Exits 1 on any difference in the labels.
 
     python bench/label_speed.py --wapiti path/to/Wapiti --crfpp path/to/crfpp \\
-        [--wapiti-model M] [--crfpp-model M | --train --iter 50] [--runs 7]
+        [--wapiti-model M] [--crfpp-model M | --train --iter 50] [--runs 7] \\
+        [--baseline-src path/to/older/checkout/src]
 
-The numba cache is the one spargel uses by default (warm after the first run: the
-first, warming run is not counted).
+Each command runs once more first, untimed (caches warm: files, bytecode, numba's
+kernels). ``--baseline-src`` times another checkout's spargel in the same runs (before
+and after a change, on the same machine and load).
 """
 
 import argparse
@@ -115,6 +117,8 @@ def main(argv=None):
     ap.add_argument("--iter", type=int, default=50, help="training iterations with --train")
     ap.add_argument("--runs", type=int, default=7, help="timed runs of each command (medians)")
     ap.add_argument("--work", type=Path, default=None, help="keep the inputs and outputs here")
+    ap.add_argument("--baseline-src", type=Path, default=None,
+                    help="also time the 'src' folder of another spargel checkout (an older commit), same runs")
     args = ap.parse_args(argv)
 
     wapiti = args.wapiti / "wapiti"
@@ -129,7 +133,12 @@ def main(argv=None):
     work = args.work or Path(tempfile.mkdtemp(prefix="label-speed-"))
     work.mkdir(parents=True, exist_ok=True)
     tool_env = dict(os.environ, LD_LIBRARY_PATH=str(args.crfpp / ".libs"))
-    spargel_env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    # (compiled bytecode is written and reused, as in an installed package)
+    spargel_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    spargel_env["PYTHONPATH"] = str(REPO / "src")
+    base_env = None
+    if args.baseline_src is not None:
+        base_env = dict(spargel_env, PYTHONPATH=str(args.baseline_src.resolve()))
 
     wmodel, cmodel = args.wapiti_model, args.crfpp_model
     if wmodel is None or cmodel is None:
@@ -153,23 +162,28 @@ def main(argv=None):
     spargel = [sys.executable, "-m", "spargel.cli"]
 
     def commands(inp, tag):
-        """(name, model kind, argv, output path or None for stdout-to-file)."""
-        return [
-            ("wapiti label", "wapiti", [wapiti, "label", "-m", wmodel, inp, work / f"{tag}.wapiti.out"], None),
-            ("spargel label (Wapiti model)", "wapiti",
+        """(name, environment, argv, output path or None when the command writes it)."""
+        out = [
+            ("wapiti label", tool_env, [wapiti, "label", "-m", wmodel, inp, work / f"{tag}.wapiti.out"], None),
+            ("spargel label (Wapiti model)", spargel_env,
              [*spargel, "label", "-m", wmodel, inp, work / f"{tag}.spw.out"], None),
-            ("crf_test", "crfpp", [crf_test, "-m", cmodel, inp], work / f"{tag}.crftest.out"),
-            ("spargel label (CRF++ model)", "crfpp",
+            ("crf_test", tool_env, [crf_test, "-m", cmodel, inp], work / f"{tag}.crftest.out"),
+            ("spargel label (CRF++ model)", spargel_env,
              [*spargel, "label", "-m", cmodel, inp, work / f"{tag}.spc.out"], None),
         ]
+        if base_env is not None:
+            out += [("baseline (Wapiti model)", base_env,
+                     [*spargel, "label", "-m", wmodel, inp, work / f"{tag}.bw.out"], None),
+                    ("baseline (CRF++ model)", base_env,
+                     [*spargel, "label", "-m", cmodel, inp, work / f"{tag}.bc.out"], None)]
+        return out
 
     ok = True
     print(f"{args.runs} runs each, medians; CPU = user + system of the process")
     print(f"{'input':6} {'command':30} {'wall s':>8} {'CPU s':>8}")
     for tag, inp in inputs.items():
         results = {}
-        for name, kind, cmd, stdout_path in commands(inp, tag):
-            env = spargel_env if cmd[0] == sys.executable else tool_env
+        for name, env, cmd, stdout_path in commands(inp, tag):
             walls, cpus = [], []
             for i in range(args.runs + 1):       # run 0 warms the caches (files, numba)
                 if stdout_path is not None:
@@ -182,12 +196,17 @@ def main(argv=None):
                     cpus.append(c)
             results[name] = (statistics.median(walls), statistics.median(cpus))
             print(f"{tag:6} {name:30} {results[name][0]:8.3f} {results[name][1]:8.3f}", flush=True)
-        for tool, ours in (("wapiti label", "spargel label (Wapiti model)"),
-                           ("crf_test", "spargel label (CRF++ model)")):
+        pairs = [("wapiti label", "spargel label (Wapiti model)"), ("crf_test", "spargel label (CRF++ model)")]
+        if base_env is not None:
+            pairs += [("wapiti label", "baseline (Wapiti model)"), ("crf_test", "baseline (CRF++ model)")]
+        for tool, ours in pairs:
             (tw, tc), (sw, sc) = results[tool], results[ours]
             print(f"{tag:6} {ours} / {tool}: wall {sw / tw:.2f}x, CPU {sc / tc:.2f}x")
         outs = {"wapiti": (work / f"{tag}.wapiti.out", work / f"{tag}.spw.out"),
                 "crfpp": (work / f"{tag}.crftest.out", work / f"{tag}.spc.out")}
+        if base_env is not None:
+            outs.update({"wapiti (baseline)": (work / f"{tag}.wapiti.out", work / f"{tag}.bw.out"),
+                         "crfpp (baseline)": (work / f"{tag}.crftest.out", work / f"{tag}.bc.out")})
         for kind, (theirs, ours) in outs.items():
             a, b = labels_of(theirs), labels_of(ours)
             same = sum(x == y for x, y in zip(a, b))

@@ -61,7 +61,6 @@ _HEAD = re.compile(rb"#mdl#(\d{1,9})#(\d{1,19})\n")
 _RDR = re.compile(rb"#rdr#(\d{1,10})/(\d{1,10})/(-?\d{1,10})\n")
 _QRK = re.compile(rb"#qrk#(\d{1,19})\n")
 _NETLEN = re.compile(rb"(\d{1,10}):")
-_NETLINE = re.compile(rb"(\d{1,10}):([^\n]*),\n")
 _WEIGHT_LINE = re.compile(rb"(\d{1,19})=([-+]?(?:0[xX][0-9a-fA-F.]+(?:[pP][-+]?\d+)?|[0-9.]+(?:[eE][-+]?\d+)?))\n")
 _WEIGHT = re.compile(rb"(\d{1,19})=([-+]?(?:0[xX][0-9a-fA-F.]+(?:[pP][-+]?\d+)?|[0-9.]+(?:[eE][-+]?\d+)?))\n")
 
@@ -227,36 +226,64 @@ def _strings(c, what):
 
 
 def _netstring_lines(c, n):
-    """The ``n`` netstrings at the cursor read at once (C-level splits and regexes
-    instead of a call per string), when they are ``n`` well-formed lines; None
-    otherwise (the cursor then stays where it was)."""
+    """The ``n`` netstrings at the cursor read at once (numpy over the bytes instead of
+    a call per string), when they are ``n`` well-formed lines ``LENGTH:STRING,`` (no
+    new line or NUL inside); None otherwise (the cursor then stays where it was)."""
+    if n == 0:
+        return []
     data, pos = c.data, c.pos
-    parts = data[pos:].split(b"\n", n)
-    if len(parts) <= n:
+    arr = np.frombuffer(data, np.uint8)
+    ends = _newlines(c, arr)                          # every new line of the file, cached
+    first = np.searchsorted(ends, pos)
+    if first + n > len(ends):
         return None
-    size = len(data) - pos - len(parts[-1])
-    block = data[pos:pos + size]
-    found = _NETLINE.findall(block)
-    if len(found) != n or b"\0" in block:
+    ends = ends[first:first + n]                       # line k: [starts[k], ends[k])
+    starts = np.empty(n, np.int64)
+    starts[0] = pos
+    starts[1:] = ends[:-1] + 1
+    stop = int(ends[-1]) + 1
+    block = arr[pos:stop]
+    if not block.all():                                # a NUL
         return None
-    heads = [h for h, _ in found]
-    bodies = [b for _, b in found]
-    if sum(map(len, heads)) + sum(map(len, bodies)) + 3 * n != size:
-        return None                 # something between the matches
-    if list(map(int, heads)) != list(map(len, bodies)):
+    colons = np.flatnonzero(block == 58) + pos
+    colon = colons[np.minimum(np.searchsorted(colons, starts), max(len(colons) - 1, 0))] if len(colons) else None
+    if colon is None or np.any(colon < starts) or np.any(colon >= ends):
+        return None
+    digits = colon - starts
+    if np.any(digits < 1) or np.any(digits > 10) or np.any(arr[ends - 1] != 44) or np.any(ends - 1 <= colon):
+        return None
+    is_digit = (block >= 48) & (block <= 57)
+    count = np.concatenate([[0], np.cumsum(is_digit)])
+    if np.any(count[colon - pos] - count[starts - pos] != digits):
+        return None
+    value = np.zeros(n, np.int64)
+    for k in range(10):                                # the lengths, digit by digit
+        has = digits > k
+        value[has] = value[has] * 10 + (arr[starts[has] + k].astype(np.int64) - 48)
+    if np.any(value != ends - 1 - (colon + 1)):
         return None
     encoding = c.encoding
     try:
-        if _one_decode(encoding):       # (no string holds a new line: joined, decoded once, split)
-            out = b"\n".join(bodies).decode(encoding, "surrogateescape").split("\n") if n else []
-            if len(out) != n:
+        if _one_decode(encoding):       # decoded once, split at the new lines
+            lines = data[pos:stop - 1].decode(encoding, "surrogateescape").split("\n")
+            if len(lines) != n:
                 return None
+            out = [line[k + 1:-1] for line, k in zip(lines, digits.tolist())]
         else:
-            out = [b.decode(encoding, "surrogateescape") for b in bodies]
+            out = [data[a + 1:b - 1].decode(encoding, "surrogateescape")
+                   for a, b in zip(colon.tolist(), ends.tolist())]
     except UnicodeDecodeError:
         return None
-    c.pos = pos + size
+    c.pos = stop
     return out
+
+
+def _newlines(c, arr):
+    """Offsets of every new line of the cursor's file (computed once)."""
+    got = getattr(c, "_newline_offsets", None)
+    if got is None:
+        got = c._newline_offsets = np.flatnonzero(arr == 10)
+    return got
 
 
 def _one_decode(encoding):
