@@ -77,8 +77,16 @@ def decode(space, data, w):
     E = np.zeros((n_tok, L))
     if len(data.uni_ids):
         U, li = _table(space.u_ptr, data.uni_ids, np.asarray(space.u_lab, np.int64), w, 0, L)
-        for tok, idx in _slots(np.asarray(data.uni_ptr, np.int64)):
-            E[tok] += U[li[idx]]
+        U = np.concatenate([U, np.zeros((1, L))])     # a last row of zeros: "no attribute"
+        slots = _slots(np.asarray(data.uni_ptr, np.int64))
+        A = np.full((len(slots), n_tok), len(U) - 1, np.int64)
+        for j, (tok, idx) in enumerate(slots):
+            A[j, tok] = li[idx]
+        for j in range(len(slots)):                   # (adding a zero row leaves a sum as it is)
+            if j == 0:
+                E = U[A[0]]
+            else:
+                E += U[A[j]]
     # pair scores, [current, previous]: the transitions plus each token's bigram weights
     # added one by one (as the kernels add them); a token's first bigram attribute
     # picks a precomputed table T + B[a], table 0 being T alone

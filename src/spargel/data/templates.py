@@ -810,8 +810,8 @@ class Template:
                     values, codes = parts[0]
                     used, codes = np.unique(codes, return_inverse=True)
                     codes = codes.reshape(-1)
-                    fmt = p.fmt.format
-                    strings = [fmt(values[i]) for i in used.tolist()]
+                    pre, post = p.literals
+                    strings = [pre + values[i] + post for i in used.tolist()]
                 else:
                     key = parts[0][1]
                     for values, codes in parts[1:]:
