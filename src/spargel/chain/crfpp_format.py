@@ -488,8 +488,8 @@ def _estimator(cls, name, kind, text, tpl, labels, features, w, cost_factor):
     big_names, b_ptr, b_pair, b_w = _blocks(b_strings, b_firsts, w, Y * Y)
     est = cls(template=text, pad=True)
     try:
-        est._uni_vocab = Vocabulary(uni_names)
-        est._big_vocab = Vocabulary(big_names)
+        est._uni_vocab = Vocabulary.of_distinct(uni_names)
+        est._big_vocab = Vocabulary.of_distinct(big_names)
         est._label_vocab = Vocabulary(labels)
         space = FeatureSpace(Y, u_ptr, u_lab, b_ptr, b_pair, t_pair)
         space.validate(len(uni_names), len(big_names))

@@ -252,14 +252,15 @@ def _netstring_lines(c, n):
     digits = colon - starts
     if np.any(digits < 1) or np.any(digits > 10) or np.any(arr[ends - 1] != 44) or np.any(ends - 1 <= colon):
         return None
-    is_digit = (block >= 48) & (block <= 57)
-    count = np.concatenate([[0], np.cumsum(is_digit)])
-    if np.any(count[colon - pos] - count[starts - pos] != digits):
-        return None
     value = np.zeros(n, np.int64)
     for k in range(10):                                # the lengths, digit by digit
-        has = digits > k
-        value[has] = value[has] * 10 + (arr[starts[has] + k].astype(np.int64) - 48)
+        has = np.flatnonzero(digits > k)
+        if not len(has):
+            break
+        d = arr[starts[has] + k].astype(np.int64) - 48
+        if np.any((d < 0) | (d > 9)):
+            return None
+        value[has] = value[has] * 10 + d
     if np.any(value != ends - 1 - (colon + 1)):
         return None
     encoding = c.encoding
@@ -520,8 +521,8 @@ def from_wapiti_file(cls, path, encoding="utf-8"):
                 big[o] = (b_rel[lo:hi].astype(np.int32), b_w[lo:hi])
     est = cls(template=tpl.text, pad=True, model_type="maxent" if maxent else "crf")
     try:
-        est._uni_vocab = Vocabulary(uni_names)
-        est._big_vocab = Vocabulary(list(big))
+        est._uni_vocab = Vocabulary.of_distinct(uni_names)
+        est._big_vocab = Vocabulary.of_distinct(list(big))
         est._label_vocab = Vocabulary(m.labels)
         b_ptr = np.concatenate([[0], np.cumsum([len(p) for p, _ in big.values()])]).astype(np.int64)
         b_pair = (np.concatenate([p for p, _ in big.values()]) if big else np.zeros(0)).astype(np.int32)
