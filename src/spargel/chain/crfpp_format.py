@@ -292,7 +292,10 @@ def _binary_head(data, name, encoding):
     d_at = pos
     if dsize % 8:
         fail(20, f"the trie's size {dsize} is not a whole number of 8-byte units")
-    trie = take(dsize, "feature trie")
+    if dsize > size - pos:
+        fail(pos, f"the feature trie take {dsize} bytes, only {size - pos} are left: truncated?")
+    trie = memoryview(data)[pos:pos + dsize]           # (no copy: a mapped model stays mapped)
+    pos += dsize
     w_at = pos
     if size - pos != 4 * maxid:
         fail(pos, f"{size - pos} bytes after the trie for maxid {maxid} weights of 4 bytes "
@@ -536,7 +539,9 @@ class BinaryModelHead:
 
     def __init__(self, path, encoding="utf-8"):
         self.name = os.fspath(path)
-        _, data = read_limited(path, "CRF++", MAX_FILE_SIZE)
+        data = _mapped(self.name)
+        if data is None:
+            _, data = read_limited(path, "CRF++", MAX_FILE_SIZE)
         self.encoding = encoding
         self.head = _binary_head(data, self.name, encoding)
         self.labels = self.head.labels
@@ -577,6 +582,23 @@ class BinaryModelHead:
         return _estimator(cls, self.name, "binary", self.text, self.template, self.labels, features, w, h.cost)
 
 
+def _mapped(name):
+    """The file mapped read-only into memory (as ``crf_test`` maps its model: only the
+    pages read are loaded), or None when it cannot be mapped (an empty file, a pipe);
+    larger than any model read here: a ``ModelFileError``."""
+    import mmap
+
+    try:
+        with open(name, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_FILE_SIZE:
+                raise ModelFileError(f"{name}: {size} bytes; larger than any CRF++ model read here "
+                                     f"({MAX_FILE_SIZE})")
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+    except (OSError, ValueError):
+        return None
+
+
 def trie_lookup(trie, keys, fail):
     """The ids of the byte strings ``keys`` in the Darts double-array ``trie`` (-1 for a
     key it does not hold), all keys walked at once a byte position at a time. Every unit
@@ -588,8 +610,7 @@ def trie_lookup(trie, keys, fail):
     ids = np.full(n, -1, np.int64)
     if n_units == 0 or n == 0:
         return ids
-    base = units["base"].astype(np.int64)
-    check = units["check"].astype(np.int64)
+    base, check = units["base"], units["check"]        # (read where the walk goes, not copied)
     lengths = np.fromiter(map(len, keys), np.int64, n)
     width = int(lengths.max())
     if width > MAX_KEY_BYTES:
@@ -604,15 +625,15 @@ def trie_lookup(trie, keys, fail):
             break
         p = b[live] + flat[starts[live] + k].astype(np.int64) + 1
         ok = (p >= 0) & (p < n_units)
-        ok[ok] &= check[p[ok]] == b[live][ok]
+        ok[ok] &= check[p[ok]].astype(np.int64) == b[live][ok]
         alive[live[~ok]] = False
         b[live[ok]] = base[p[ok]]
     live = np.flatnonzero(alive)
     p = b[live]
     ok = (p >= 0) & (p < n_units)
-    ok[ok] &= check[p[ok]] == p[ok]
+    ok[ok] &= check[p[ok]].astype(np.int64) == p[ok]
     leaf = live[ok]
-    value = base[p[ok]]
+    value = base[p[ok]].astype(np.int64)
     found = value < 0
     ids[leaf[found]] = -value[found] - 1
     return ids

@@ -790,7 +790,6 @@ def cmd_label(args):
     if args.force and not has_gold:
         raise CommandError(f"{name}:{sents[0].line}: --force needs a label column after the "
                            f"{n_cols} observation columns")
-    X = [[row[:n_cols] for row in s.columns] for s in sents]
     constraints = None
     if args.force:
         known = set(model.classes_)
@@ -812,6 +811,7 @@ def cmd_label(args):
     plain = None
     if k == 1 and not args.marginals and constraints is None:
         plain = _plain_labels(model, sents, n_cols, expanded)
+    X = None if plain is not None else [[row[:n_cols] for row in s.columns] for s in sents]
     if plain is not None:
         paths = [[(p, None)] for p in plain]
     elif k == 1:
