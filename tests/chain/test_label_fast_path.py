@@ -284,3 +284,16 @@ def test_wapiti_bulk_reading_leaves_bad_lists_to_the_line_reader(damage):
     with pytest.raises(Exception) as info:
         wapiti_format.read_bytes(blob)
     assert "invalid Wapiti model" in str(info.value)
+
+
+@pytest.mark.parametrize("damage", [b"x", b"=", b"e", b"inf", b"\n"])
+def test_wapiti_bulk_weights_leave_bad_lines_to_the_line_reader(damage):
+    text = (DATA / "tiny_chunks.wapiti").read_bytes()
+    lines = text.rstrip(b"\n").split(b"\n")
+    lines[-2] = lines[-2] + damage                     # a weight line, one before the last
+    with pytest.raises(Exception) as info:
+        wapiti_format.read_bytes(b"\n".join(lines) + b"\n")
+    assert "invalid Wapiti model" in str(info.value)
+    lines[-2] = b"99999999999999999999=0x1p+0"           # past int64 and past the features: refused
+    with pytest.raises(Exception, match="invalid Wapiti model"):
+        wapiti_format.read_bytes(b"\n".join(lines) + b"\n")

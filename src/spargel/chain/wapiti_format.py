@@ -61,7 +61,6 @@ _HEAD = re.compile(rb"#mdl#(\d{1,9})#(\d{1,19})\n")
 _RDR = re.compile(rb"#rdr#(\d{1,10})/(\d{1,10})/(-?\d{1,10})\n")
 _QRK = re.compile(rb"#qrk#(\d{1,19})\n")
 _NETLEN = re.compile(rb"(\d{1,10}):")
-_WEIGHT_LINE = re.compile(rb"(\d{1,19})=([-+]?(?:0[xX][0-9a-fA-F.]+(?:[pP][-+]?\d+)?|[0-9.]+(?:[eE][-+]?\d+)?))\n")
 _WEIGHT = re.compile(rb"(\d{1,19})=([-+]?(?:0[xX][0-9a-fA-F.]+(?:[pP][-+]?\d+)?|[0-9.]+(?:[eE][-+]?\d+)?))\n")
 
 
@@ -300,22 +299,54 @@ def _one_decode(encoding):
 
 
 def _weight_lines(c, n_weights, n_features):
-    """(index, weights) of the ``n_weights`` weight lines that end the file, read at
-    once; None when they are not exactly such lines with in-range indices and finite
-    values (the line-by-line reader then says where)."""
-    rest = c.data[c.pos:]
-    found = _WEIGHT_LINE.findall(rest)
-    if len(found) != n_weights or sum(len(i) + len(v) + 2 for i, v in found) != len(rest):
+    """(index, weights) of the ``n_weights`` weight lines ``INDEX=VALUE`` that end the
+    file, read at once (numpy over the bytes for the indices); None when they are not
+    exactly such lines with in-range indices and finite values (the line-by-line reader
+    then says where)."""
+    data, pos = c.data, c.pos
+    if n_weights == 0:
+        return (np.zeros(0, np.int64), np.zeros(0)) if pos == len(data) else None
+    arr = np.frombuffer(data, np.uint8)
+    ends = _newlines(c, arr)
+    first = np.searchsorted(ends, pos)
+    if len(ends) - first != n_weights or ends[-1] != len(data) - 1:
+        return None                                    # not n lines, or text after the last
+    ends = ends[first:]
+    starts = np.empty(n_weights, np.int64)
+    starts[0] = pos
+    starts[1:] = ends[:-1] + 1
+    block = arr[pos:]
+    eq = np.flatnonzero(block == 61) + pos             # '='
+    if len(eq) != n_weights:
         return None
+    digits = eq - starts
+    if np.any(eq >= ends) or np.any(digits < 1) or np.any(digits > 18):
+        return None
+    index = np.zeros(n_weights, np.int64)
+    for k in range(18):
+        has = np.flatnonzero(digits > k)
+        if not len(has):
+            break
+        d = arr[starts[has] + k].astype(np.int64) - 48
+        if np.any((d < 0) | (d > 9)):
+            return None
+        index[has] = index[has] * 10 + d
+    if index.max() >= n_features:
+        return None
+    # the values: only the characters of decimal and hexadecimal numbers, then Python's parsers
+    allowed = np.zeros(256, bool)
+    allowed[np.frombuffer(b"0123456789abcdefABCDEFxXpP.+-\n=", np.uint8)] = True
+    if not allowed[block].all():
+        return None
+    text = data[pos:len(data) - 1].decode("ascii")
     try:
-        index = np.array([int(i) for i, _ in found], np.int64)
-        values = [v.decode("ascii") for _, v in found]
+        values = [v[k + 1:] for v, k in zip(text.split("\n"), digits.tolist())]
         weights = np.array([float.fromhex(v) if "x" in v or "X" in v else float(v) for v in values], np.float64)
     except (ValueError, OverflowError):
         return None
-    if len(index) and (index.max() >= n_features or not np.all(np.isfinite(weights))):
+    if not np.all(np.isfinite(weights)):
         return None
-    c.pos = len(c.data)
+    c.pos = len(data)
     return index, weights
 
 
