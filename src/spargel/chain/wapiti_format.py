@@ -59,6 +59,8 @@ MAX_FILE_SIZE = 1 << 34
 MAX_LABELS = 40000
 _HEAD = re.compile(rb"#mdl#(\d{1,9})#(\d{1,19})\n")
 _RDR = re.compile(rb"#rdr#(\d{1,10})/(\d{1,10})/(-?\d{1,10})\n")
+#: the string of each line ``LENGTH:STRING,`` of a decoded list (whose lines are checked)
+_NETSTRING_BODY = re.compile(r"^[0-9]+:(.*),$", re.M)
 _QRK = re.compile(rb"#qrk#(\d{1,19})\n")
 _NETLEN = re.compile(rb"(\d{1,10}):")
 _WEIGHT = re.compile(rb"(\d{1,19})=([-+]?(?:0[xX][0-9a-fA-F.]+(?:[pP][-+]?\d+)?|[0-9.]+(?:[eE][-+]?\d+)?))\n")
@@ -265,10 +267,9 @@ def _netstring_lines(c, n):
     encoding = c.encoding
     try:
         if _one_decode(encoding):       # decoded once, split at the new lines
-            lines = data[pos:stop - 1].decode(encoding, "surrogateescape").split("\n")
-            if len(lines) != n:
+            out = _NETSTRING_BODY.findall(data[pos:stop - 1].decode(encoding, "surrogateescape"))
+            if len(out) != n:
                 return None
-            out = [line[k + 1:-1] for line, k in zip(lines, digits.tolist())]
         else:
             out = [data[a + 1:b - 1].decode(encoding, "surrogateescape")
                    for a, b in zip(colon.tolist(), ends.tolist())]
