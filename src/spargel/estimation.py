@@ -8,7 +8,6 @@ from .data.dataset import build_dataset
 from .data.vocab import Vocabulary, by_frequency
 from .errors import ConvergenceWarning, ParameterError
 from .data.feature_space import FEATURE_SPACES, FeatureSpace
-from .core.penalties import ElasticNet
 from .core.interrupts import note_interrupt
 from .core.user_warnings import warn as user_warn
 from .core.params import ParamsMixin, check_number
@@ -240,6 +239,7 @@ class LogLinearCore(ParamsMixin):
         model = builder.model(space, data, sample_weight=getattr(self, "_sample_weight", None))
         self._training_space = space
         try:
+            from .core.penalties import ElasticNet      # (numba: not imported to label)
             penalty = ElasticNet(self._effective("l1"), self._effective("l2"), model.layout.penalty_scale)
             result = run_solver(self, model, penalty, w0, monitor)
         finally:

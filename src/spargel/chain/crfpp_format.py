@@ -223,9 +223,17 @@ def read_binary(path, encoding="utf-8"):
     return read_binary_bytes(data, name, encoding)
 
 
-def read_binary_bytes(data, name="<bytes>", encoding="utf-8"):
-    """Parse the bytes of CRF++'s binary model (the layout of CRF++ 0.58)."""
-    data = bytes(data)
+class _BinaryHead:
+    """The parts of a CRF++ binary model before its feature trie, checked; the trie and
+    the weights as offsets into ``data``."""
+
+    def __init__(self, **parts):
+        self.__dict__.update(parts)
+
+
+def _binary_head(data, name, encoding):
+    """Check and split CRF++'s binary model ``data`` (see :func:`read_binary_bytes`); the
+    weights are not read."""
     size = len(data)
 
     def fail(offset, message):
@@ -284,16 +292,35 @@ def read_binary_bytes(data, name="<bytes>", encoding="utf-8"):
     d_at = pos
     if dsize % 8:
         fail(20, f"the trie's size {dsize} is not a whole number of 8-byte units")
-    trie = take(dsize, "feature trie")
+    if dsize > size - pos:
+        fail(pos, f"the feature trie take {dsize} bytes, only {size - pos} are left: truncated?")
+    trie = memoryview(data)[pos:pos + dsize]           # (no copy: a mapped model stays mapped)
+    pos += dsize
     w_at = pos
     if size - pos != 4 * maxid:
         fail(pos, f"{size - pos} bytes after the trie for maxid {maxid} weights of 4 bytes "
                   f"({'truncated?' if size - pos < 4 * maxid else 'trailing bytes'})")
+    return _BinaryHead(data=data, name=name, fail=fail, version=version, cost=cost, maxid=maxid, xsize=xsize,
+                       labels=labels, templates=templates, Y=Y, trie=trie, d_at=d_at, w_at=w_at)
+
+
+def _binary_weights(head, lo=0, hi=None):
+    """Weights ``lo:hi`` of a binary model as written (32-bit floats, as float64),
+    refused unless finite."""
+    hi = head.maxid if hi is None else hi
     with np.errstate(invalid="ignore"):            # a signalling NaN is refused just below
-        weights = np.frombuffer(data, "<f4", maxid, w_at).astype(np.float64)
+        weights = np.frombuffer(head.data, "<f4", hi - lo, head.w_at + 4 * lo).astype(np.float64)
     if not np.all(np.isfinite(weights)):
         i = int(np.flatnonzero(~np.isfinite(weights))[0])
-        fail(w_at + 4 * i, f"weight {i} is {weights[i]}")
+        head.fail(head.w_at + 4 * (lo + i), f"weight {lo + i} is {weights[i]}")
+    return weights
+
+
+def read_binary_bytes(data, name="<bytes>", encoding="utf-8"):
+    """Parse the bytes of CRF++'s binary model (the layout of CRF++ 0.58)."""
+    h = _binary_head(bytes(data), name, encoding)
+    fail, trie, d_at, maxid, Y = h.fail, h.trie, h.d_at, h.maxid, h.Y
+    weights = _binary_weights(h)
     keys, ids = _trie_keys(trie, lambda off, msg: fail(d_at + off, msg))
     features = []
     spans = np.empty((len(keys), 2), np.int64)
@@ -316,7 +343,7 @@ def read_binary_bytes(data, name="<bytes>", encoding="utf-8"):
         k = int(np.flatnonzero(spans[order[1:], 0] < spans[order[:-1], 1])[0]) + 1
         fail(d_at, f"feature {features[order[k]][0][:40]!r} overlaps the weights of "
                    f"{features[order[k - 1]][0][:40]!r}")
-    return CrfppModel(version, cost, maxid, xsize, labels, templates, features, weights)
+    return CrfppModel(h.version, h.cost, maxid, h.xsize, h.labels, h.templates, features, weights)
 
 
 def _trie_keys(trie, fail):
@@ -408,71 +435,205 @@ def read_any(path, encoding="utf-8"):
 def from_crfpp_file(cls, path, encoding="utf-8"):
     """A fitted ``cls`` (``spargel.CRF``) holding the CRF++ model in ``path``, text or
     binary."""
-    from ..data.feature_space import FeatureSpace
-    from ..data.templates import Template
-    from ..data.vocab import Vocabulary
-    from ..errors import DataFormatError
-
     name = os.fspath(path)
     m, kind = read_any(name, encoding)
+    text, tpl = _template(name, kind, m.templates, m.xsize)
+    # crf_test's weights: 32-bit floats, times the cost factor
+    w = m.weights.astype(np.float32).astype(np.float64) * m.cost_factor
+    return _estimator(cls, name, kind, text, tpl, m.labels, m.features, w, m.cost_factor)
+
+
+def _template(name, kind, templates, xsize):
+    """(text, Template) of a CRF++ model's template lines."""
+    from ..data.templates import Template
+    from ..errors import DataFormatError
+
     # the template (xsize is not the data's number of columns: crf_learn lowers it to the
     # highest column the template uses, plus one)
-    text = "# format: crfpp\n" + "\n".join(m.templates) + "\n"
+    text = "# format: crfpp\n" + "\n".join(templates) + "\n"
     try:
         tpl = Template.parse(text, source=f"{name} (its template)", format="crfpp")
     except DataFormatError as exc:
         raise ModelFileError(f"{name}: invalid CRF++ {kind} model (template line "
                              f"{exc.line - 1 if exc.line else '?'}: {exc.message})") from None
-    if tpl.n_columns_required > m.xsize:
+    if tpl.n_columns_required > xsize:
         raise ModelFileError(f"{name}: invalid CRF++ {kind} model (the template uses column "
-                             f"{tpl.n_columns_required - 1}, xsize is {m.xsize})")
-    Y = len(m.labels)
+                             f"{tpl.n_columns_required - 1}, xsize is {xsize})")
+    return text, tpl
+
+
+def _estimator(cls, name, kind, text, tpl, labels, features, w, cost_factor):
+    """A fitted ``cls`` of the ``features`` ((string, first weight index) pairs) with the
+    weights ``w`` (crf_test's: times the cost factor)."""
+    from ..data.feature_space import FeatureSpace
+    from ..data.vocab import Vocabulary
     from ..estimation import MAX_ABS_WEIGHT
 
-    # crf_test's weights: 32-bit floats, times the cost factor
-    w = m.weights.astype(np.float32).astype(np.float64) * m.cost_factor
     if not np.all(np.abs(w) <= MAX_ABS_WEIGHT):
         raise ModelFileError(f"{name}: invalid CRF++ {kind} model (a weight times the cost factor "
-                             f"{m.cost_factor:g} is beyond +-{MAX_ABS_WEIGHT:.0e}: inference would overflow)")
-    uni_names, u_ptr, u_lab, u_w = [], [0], [], []
-    big_names, b_ptr, b_pair, b_w = [], [0], [], []
+                             f"{cost_factor:g} is beyond +-{MAX_ABS_WEIGHT:.0e}: inference would overflow)")
+    Y = len(labels)
+    strings = [x for x, _ in features]
+    firsts = np.fromiter((f for _, f in features), np.int64, len(features))
+    is_u = np.fromiter((x[0] == "U" for x in strings), bool, len(strings))
+    uni_names, u_ptr, u_lab, u_w = _blocks([x for x, u in zip(strings, is_u) if u], firsts[is_u], w, Y)
+    b_strings = [x for x, u in zip(strings, is_u) if not u]
+    b_firsts = firsts[~is_u]
     t_pair = np.zeros(0, np.int32)
     t_w = np.zeros(0)
-    for string, f in m.features:
-        if string[0] == "U":
-            vals = w[f:f + Y]
-            nz = np.flatnonzero(vals)
-            if len(nz):
-                uni_names.append(string)
-                u_lab.append(nz.astype(np.int32))
-                u_w.append(vals[nz])
-                u_ptr.append(u_ptr[-1] + len(nz))
-            continue
-        vals = w[f:f + Y * Y]
+    if tpl.transitions and "B" in b_strings:
+        i = b_strings.index("B")
+        vals = w[b_firsts[i]:b_firsts[i] + Y * Y]
         nz = np.flatnonzero(vals)
-        if string == "B" and tpl.transitions:
-            t_pair, t_w = nz.astype(np.int32), vals[nz]
-        elif len(nz):
-            big_names.append(string)
-            b_pair.append(nz.astype(np.int32))
-            b_w.append(vals[nz])
-            b_ptr.append(b_ptr[-1] + len(nz))
+        t_pair, t_w = nz.astype(np.int32), vals[nz]
+        b_strings = b_strings[:i] + b_strings[i + 1:]
+        b_firsts = np.delete(b_firsts, i)
+    big_names, b_ptr, b_pair, b_w = _blocks(b_strings, b_firsts, w, Y * Y)
     est = cls(template=text, pad=True)
     try:
-        est._uni_vocab = Vocabulary(uni_names)
-        est._big_vocab = Vocabulary(big_names)
-        est._label_vocab = Vocabulary(m.labels)
-        space = FeatureSpace(Y, np.asarray(u_ptr, np.int64),
-                             np.concatenate(u_lab) if u_lab else np.zeros(0, np.int32),
-                             np.asarray(b_ptr, np.int64),
-                             np.concatenate(b_pair) if b_pair else np.zeros(0, np.int32), t_pair)
+        est._uni_vocab = Vocabulary.of_distinct(uni_names)
+        est._big_vocab = Vocabulary.of_distinct(big_names)
+        est._label_vocab = Vocabulary(labels)
+        space = FeatureSpace(Y, u_ptr, u_lab, b_ptr, b_pair, t_pair)
         space.validate(len(uni_names), len(big_names))
     except ValueError as exc:
         raise ModelFileError(f"{name}: invalid CRF++ {kind} model ({exc})") from None
     est.space_ = space
-    est.weights_ = np.concatenate([np.concatenate(u_w) if u_w else np.zeros(0),
-                                   np.concatenate(b_w) if b_w else np.zeros(0), t_w]).astype(np.float64)
+    est.weights_ = np.concatenate([u_w, b_w, t_w]).astype(np.float64)
     est.classes_ = est._label_vocab.names
     est.n_active_features_ = int(np.count_nonzero(est.weights_))
     est._fitted_sep = ":"
     return est
+
+
+def _blocks(names, firsts, w, width, chunk_entries=1 << 22):
+    """(names kept, ptr, positions, weights) of the blocks ``w[f:f + width]`` (f in
+    ``firsts``): each block's non-zero weights and their positions in it; blocks without
+    any are left out. A chunk of blocks at a time (no temporary beyond
+    ``chunk_entries`` weights)."""
+    kept, counts, pos, vals = [], [], [], []
+    step = max(1, chunk_entries // max(width, 1))
+    offsets = np.arange(width, dtype=np.int64)
+    for lo in range(0, len(firsts), step):
+        W = w[firsts[lo:lo + step, None] + offsets]
+        nz = W != 0
+        c = nz.sum(axis=1)
+        rows, cols = np.nonzero(nz)
+        pos.append(cols.astype(np.int32))
+        vals.append(W[rows, cols])
+        counts.append(c[c > 0])
+        kept.extend(x for x, k in zip(names[lo:lo + step], (c > 0).tolist()) if k)
+    ptr = np.zeros(len(kept) + 1, np.int64)
+    if counts:
+        np.cumsum(np.concatenate(counts), out=ptr[1:])
+    return (kept, ptr, np.concatenate(pos) if pos else np.zeros(0, np.int32),
+            np.concatenate(vals) if vals else np.zeros(0))
+
+
+# --------------------------------------------------------------------------- labelling
+class BinaryModelHead:
+    """A CRF++ binary model's header, labels and template, checked, for
+    :meth:`model_for`: the model restricted to the feature strings a set of inputs
+    produces (what ``crf_test`` does: it looks each string up in the trie; reading every
+    feature of a large model costs seconds)."""
+
+    def __init__(self, path, encoding="utf-8"):
+        self.name = os.fspath(path)
+        data = _mapped(self.name)
+        if data is None:
+            _, data = read_limited(path, "CRF++", MAX_FILE_SIZE)
+        self.encoding = encoding
+        self.head = _binary_head(data, self.name, encoding)
+        self.labels = self.head.labels
+        self.text, self.template = _template(self.name, "binary", self.head.templates, self.head.xsize)
+
+    def model_for(self, cls, strings):
+        """A fitted ``cls`` holding the model's features among ``strings`` (and the
+        transitions): it labels any input whose feature strings are among them as the
+        whole model does."""
+        h = self.head
+        keys = list(set(strings) | {"B"})     # (a template's strings start with U or B)
+        try:
+            raw = [x.encode(self.encoding) for x in keys]
+        except UnicodeEncodeError:         # a string the model's encoding cannot hold: in no trie
+            pairs = [(x, x.encode(self.encoding, "ignore")) for x in keys]
+            keys = [x for x, b in pairs if b.decode(self.encoding, "ignore") == x]
+            raw = [x.encode(self.encoding) for x in keys]
+        ids = trie_lookup(h.trie, raw, lambda off, msg: h.fail(h.d_at + off, msg))
+        Y = h.Y
+        found = np.flatnonzero(ids >= 0)
+        keys = [keys[i] for i in found.tolist()]
+        f = ids[found]
+        width = np.where(np.fromiter((x[0] == "U" for x in keys), bool, len(keys)), Y, Y * Y)
+        past = np.flatnonzero(f + width > h.maxid)
+        if len(past):
+            i = int(past[0])
+            h.fail(h.d_at, f"feature {keys[i][:40]!r} takes weights {f[i]} to {f[i] + width[i] - 1}, "
+                           f"past maxid {h.maxid}")
+        at = np.cumsum(width) - width
+        features = list(zip(keys, at.tolist()))
+        index = np.repeat(f - at, width) + np.arange(int(width.sum()), dtype=np.int64)
+        with np.errstate(invalid="ignore"):            # a signalling NaN is refused just below
+            w = np.frombuffer(h.data, "<f4", h.maxid, h.w_at)[index].astype(np.float64)
+        if not np.all(np.isfinite(w)):
+            i = int(index[np.flatnonzero(~np.isfinite(w))[0]])
+            h.fail(h.w_at + 4 * i, f"weight {i} is {w[np.flatnonzero(index == i)[0]]}")
+        w = w.astype(np.float32).astype(np.float64) * h.cost
+        return _estimator(cls, self.name, "binary", self.text, self.template, self.labels, features, w, h.cost)
+
+
+def _mapped(name):
+    """The file mapped read-only into memory (as ``crf_test`` maps its model: only the
+    pages read are loaded), or None when it cannot be mapped (an empty file, a pipe);
+    larger than any model read here: a ``ModelFileError``."""
+    import mmap
+
+    try:
+        with open(name, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_FILE_SIZE:
+                raise ModelFileError(f"{name}: {size} bytes; larger than any CRF++ model read here "
+                                     f"({MAX_FILE_SIZE})")
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+    except (OSError, ValueError):
+        return None
+
+
+def trie_lookup(trie, keys, fail):
+    """The ids of the byte strings ``keys`` in the Darts double-array ``trie`` (-1 for a
+    key it does not hold), all keys walked at once a byte position at a time. Every unit
+    read is bounds-checked: a damaged trie gives "not found" or a ``fail(offset,
+    message)``, never a read outside it."""
+    units = np.frombuffer(trie, np.dtype([("base", "<i4"), ("check", "<u4")]))
+    n_units = len(units)
+    n = len(keys)
+    ids = np.full(n, -1, np.int64)
+    if n_units == 0 or n == 0:
+        return ids
+    base, check = units["base"], units["check"]        # (read where the walk goes, not copied)
+    lengths = np.fromiter(map(len, keys), np.int64, n)
+    width = int(lengths.max())
+    if width > MAX_KEY_BYTES:
+        width = MAX_KEY_BYTES
+    flat = np.frombuffer(b"".join(keys), np.uint8)
+    starts = np.cumsum(lengths) - lengths
+    b = np.full(n, base[0], np.int64)
+    alive = lengths <= MAX_KEY_BYTES
+    for k in range(width):
+        live = np.flatnonzero(alive & (lengths > k))
+        if not len(live):
+            break
+        p = b[live] + flat[starts[live] + k].astype(np.int64) + 1
+        ok = (p >= 0) & (p < n_units)
+        ok[ok] &= check[p[ok]].astype(np.int64) == b[live][ok]
+        alive[live[~ok]] = False
+        b[live[ok]] = base[p[ok]]
+    live = np.flatnonzero(alive)
+    p = b[live]
+    ok = (p >= 0) & (p < n_units)
+    ok[ok] &= check[p[ok]].astype(np.int64) == p[ok]
+    leaf = live[ok]
+    value = base[p[ok]].astype(np.int64)
+    found = value < 0
+    ids[leaf[found]] = -value[found] - 1
+    return ids

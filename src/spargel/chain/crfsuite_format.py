@@ -44,9 +44,9 @@ from ..core.jit import inner, kernel
 from ..errors import ModelFileError
 from ..core.files import atomic_write
 from ..core.limits import check_label_pairs
-from .foreign_files import read_limited, starts_with
+from .foreign_files import CRFSUITE_MAGIC, is_crfsuite_file, read_limited, starts_with  # noqa: F401
 
-MAGIC = b"lCRF"
+MAGIC = CRFSUITE_MAGIC
 MODEL_TYPE = b"FOMC"
 VERSION = 100
 HEADER_SIZE = 48
@@ -78,11 +78,6 @@ class CRFsuiteModel:
     t_pair: np.ndarray
     t_w: np.ndarray
     size: int = 0
-
-
-def is_crfsuite_file(path):
-    """True when ``path`` starts with CRFsuite's magic bytes."""
-    return starts_with(path, MAGIC)
 
 
 # --------------------------------------------------------------------------- hashing

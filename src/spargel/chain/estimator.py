@@ -738,7 +738,7 @@ class CRF(LogLinearCore):
         model or ``crf_learn -t``'s ``.txt``), each recognised by its first bytes; a
         Wapiti or CRF++ model keeps its patterns and labels columns as that tool does (``encoding``: that of the data it
         was trained on; the tools store bytes). Raises ``ModelFileError`` on any problem."""
-        from .crfsuite_format import is_crfsuite_file
+        from .foreign_files import is_crfsuite_file
         from .wapiti_format import is_wapiti_file
         from .crfpp_format import is_crfpp_binary_file, is_crfpp_text_file
         if is_crfsuite_file(path):

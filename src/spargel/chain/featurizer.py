@@ -15,7 +15,7 @@ none of them builds or reaches into an estimator to get at data.
 
 import numpy as np
 
-from ..data.dataset import SequenceData, build_dataset, label_ids
+from ..data.dataset import SequenceData, build_dataset, label_ids, unit_values
 from ..data.featuredicts import encode_sequences, sequence_attributes
 from ..data.templates import Template
 from ..data.vocab import Vocabulary, by_frequency
@@ -90,6 +90,32 @@ class SequenceFeaturizer:
                 raise ValueError(f"training data has {len(self.labels)} distinct label(s); need at least 2")
         return self._with_pair_bias(data, self.big, grow)
 
+    def encode_columns(self, cells, seq_ptr, expanded=None):
+        """The prediction encoding (:meth:`encode` without ``grow``, no labels) of
+        sequences given as columns: ``cells[c]`` holds column c of every token of every
+        sequence end to end, ``seq_ptr`` the sequences' token offsets. The same data as
+        :meth:`encode` of those sequences, built without a Python object per token
+        (:meth:`Template.extract_flat`: each distinct feature string once, looked up
+        once); needs a template."""
+        tpl = self.template
+        if tpl is None:
+            raise ValueError("encode_columns needs a template")
+        seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
+        if len(seq_ptr) < 2 or np.any(np.diff(seq_ptr) <= 0):
+            raise ValueError("every sequence needs at least one token")
+        uni, big = tpl.extract_flat(cells, seq_ptr, pad=self.pad) if expanded is None else expanded
+        n = int(seq_ptr[-1])
+        uni_ptr, uni_ids = _lookup_rows(uni, self.uni, n)
+        if tpl.n_bigram and big:
+            big_ptr, big_ids = _lookup_rows(big, self.big, n)
+        else:
+            big_ptr, big_ids = np.zeros(n + 1, np.int64), np.zeros(0, np.int32)
+        if len(big_ids) == 0:
+            big_ptr = np.zeros(n + 1, np.int64)
+        data = SequenceData(seq_ptr, uni_ptr, uni_ids, unit_values(len(uni_ids)), big_ptr, big_ids,
+                            unit_values(len(big_ids)))
+        return self._with_pair_bias(data, self.big, False)
+
     def encode_part(self, X, y):
         """A part of a training set over fresh vocabularies kept in first-seen order (no
         renumbering: the Dask shards merge the parts' vocabularies); returns ``(data, uni,
@@ -126,6 +152,22 @@ class SequenceFeaturizer:
             from .crf2_space import add_pair_bias
             data = add_pair_bias(data, big, grow)
         return data
+
+
+def _lookup_rows(expanded, vocab, n):
+    """CSR (ptr, ids) of the attribute ids of ``n`` tokens: per pattern, ``(strings,
+    codes)`` as :meth:`Template.extract_flat` gives them; strings unknown to ``vocab``
+    (and codes -1) are left out, each token's attributes stay in pattern order."""
+    get = vocab.mapping.get
+    cols = []
+    for strings, codes in expanded:
+        ids = np.fromiter((get(x, -1) for x in strings), dtype=np.int64, count=len(strings))
+        cols.append(np.append(ids, -1)[codes])          # code -1: the appended -1
+    table = np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
+    keep = table >= 0
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(keep.sum(axis=1), out=ptr[1:])
+    return ptr, table[keep].astype(np.int32)
 
 
 def _check_sequences(X):

@@ -9,6 +9,9 @@ from ..errors import ModelFileError
 
 _CHUNK = 1 << 20  # bytes read at a time
 
+#: the first bytes of a CRFsuite model file
+CRFSUITE_MAGIC = b"lCRF"
+
 
 def starts_with(path, magic):
     """True when the file ``path`` begins with the bytes ``magic`` (False when it cannot
@@ -18,6 +21,12 @@ def starts_with(path, magic):
             return fh.read(len(magic)) == magic
     except OSError:
         return False
+
+
+def is_crfsuite_file(path):
+    """True when ``path`` starts with CRFsuite's magic bytes (here, not in
+    :mod:`.crfsuite_format`, whose kernels would load numba just to look at a file)."""
+    return starts_with(path, CRFSUITE_MAGIC)
 
 
 def read_limited(path, tool, max_size):

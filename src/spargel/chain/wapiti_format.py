@@ -59,6 +59,8 @@ MAX_FILE_SIZE = 1 << 34
 MAX_LABELS = 40000
 _HEAD = re.compile(rb"#mdl#(\d{1,9})#(\d{1,19})\n")
 _RDR = re.compile(rb"#rdr#(\d{1,10})/(\d{1,10})/(-?\d{1,10})\n")
+#: the string of each line ``LENGTH:STRING,`` of a decoded list (whose lines are checked)
+_NETSTRING_BODY = re.compile(r"^[0-9]+:(.*),$", re.M)
 _QRK = re.compile(rb"#qrk#(\d{1,19})\n")
 _NETLEN = re.compile(rb"(\d{1,10}):")
 _WEIGHT = re.compile(rb"(\d{1,19})=([-+]?(?:0[xX][0-9a-fA-F.]+(?:[pP][-+]?\d+)?|[0-9.]+(?:[eE][-+]?\d+)?))\n")
@@ -176,14 +178,19 @@ def read_bytes(data, name="<bytes>", encoding="utf-8"):
     check_label_pairs(len(labels), c.name)
     observations = _strings(c, "observation")
     Y = len(labels)
-    n_features = 0
-    for o in observations:
-        if o[0] not in "ub*":
-            c.fail(f"observation {o[:40]!r} has the unknown kind {o[0]!r} (expected 'u', 'b' or '*')")
-        n_features += (Y if o[0] in "u*" else 0) + (Y * Y if o[0] in "b*" else 0)
-    index = np.empty(n_weights, np.int64)
-    weights = np.empty(n_weights)
-    for i in range(n_weights):
+    heads = "".join([o[0] for o in observations])
+    n_u, n_b, n_s = heads.count("u"), heads.count("b"), heads.count("*")
+    if n_u + n_b + n_s != len(heads):
+        o = next(o for o in observations if o[0] not in "ub*")
+        c.fail(f"observation {o[:40]!r} has the unknown kind {o[0]!r} (expected 'u', 'b' or '*')")
+    n_features = (n_u + n_s) * Y + (n_b + n_s) * Y * Y
+    fast = _weight_lines(c, n_weights, n_features)
+    if fast is not None:
+        index, weights = fast
+    else:
+        index = np.empty(n_weights, np.int64)
+        weights = np.empty(n_weights)
+    for i in range(0 if fast is not None else n_weights):
         m = c.match(_WEIGHT, "a weight line 'INDEX=VALUE'")
         f = int(m.group(1))
         if f >= n_features:
@@ -206,14 +213,142 @@ def read_bytes(data, name="<bytes>", encoding="utf-8"):
 def _strings(c, what):
     m = c.match(_QRK, f"the list of {what}s '#qrk#COUNT'")
     n = c.count(m, 1, f"{what}s")
-    out = [c.netstring(what) for _ in range(n)]
-    if len(set(out)) != n:
+    out = _netstring_lines(c, n)
+    if out is None:                 # not n well-formed lines: the item reader says where
+        out = [c.netstring(what) for _ in range(n)]
+    distinct = set(out)
+    if len(distinct) != n:
         seen = set()
         dup = next(s for s in out if s in seen or seen.add(s))
         c.fail(f"the {what} {dup[:40]!r} is listed twice")
-    if any(not s for s in out):
+    if "" in distinct:
         c.fail(f"an empty {what}")
     return out
+
+
+def _netstring_lines(c, n):
+    """The ``n`` netstrings at the cursor read at once (numpy over the bytes instead of
+    a call per string), when they are ``n`` well-formed lines ``LENGTH:STRING,`` (no
+    new line or NUL inside); None otherwise (the cursor then stays where it was)."""
+    if n == 0:
+        return []
+    data, pos = c.data, c.pos
+    arr = np.frombuffer(data, np.uint8)
+    ends = _newlines(c, arr)                          # every new line of the file, cached
+    first = np.searchsorted(ends, pos)
+    if first + n > len(ends):
+        return None
+    ends = ends[first:first + n]                       # line k: [starts[k], ends[k])
+    starts = np.empty(n, np.int64)
+    starts[0] = pos
+    starts[1:] = ends[:-1] + 1
+    stop = int(ends[-1]) + 1
+    block = arr[pos:stop]
+    if not block.all():                                # a NUL
+        return None
+    colons = np.flatnonzero(block == 58) + pos
+    colon = colons[np.minimum(np.searchsorted(colons, starts), max(len(colons) - 1, 0))] if len(colons) else None
+    if colon is None or np.any(colon < starts) or np.any(colon >= ends):
+        return None
+    digits = colon - starts
+    if np.any(digits < 1) or np.any(digits > 10) or np.any(arr[ends - 1] != 44) or np.any(ends - 1 <= colon):
+        return None
+    value = np.zeros(n, np.int64)
+    for k in range(10):                                # the lengths, digit by digit
+        has = np.flatnonzero(digits > k)
+        if not len(has):
+            break
+        d = arr[starts[has] + k].astype(np.int64) - 48
+        if np.any((d < 0) | (d > 9)):
+            return None
+        value[has] = value[has] * 10 + d
+    if np.any(value != ends - 1 - (colon + 1)):
+        return None
+    encoding = c.encoding
+    try:
+        if _one_decode(encoding):       # decoded once, split at the new lines
+            out = _NETSTRING_BODY.findall(data[pos:stop - 1].decode(encoding, "surrogateescape"))
+            if len(out) != n:
+                return None
+        else:
+            out = [data[a + 1:b - 1].decode(encoding, "surrogateescape")
+                   for a, b in zip(colon.tolist(), ends.tolist())]
+    except UnicodeDecodeError:
+        return None
+    c.pos = stop
+    return out
+
+
+def _newlines(c, arr):
+    """Offsets of every new line of the cursor's file (computed once)."""
+    got = getattr(c, "_newline_offsets", None)
+    if got is None:
+        got = c._newline_offsets = np.flatnonzero(arr == 10)
+    return got
+
+
+def _one_decode(encoding):
+    """Whether strings in ``encoding`` joined by new lines decode as the new-line-joined
+    decoded strings (stateless encodings where a new line byte is always one)."""
+    import codecs
+
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return False
+    return name in ("utf-8", "ascii", "iso8859-1", "latin-1", "cp1252")
+
+
+def _weight_lines(c, n_weights, n_features):
+    """(index, weights) of the ``n_weights`` weight lines ``INDEX=VALUE`` that end the
+    file, read at once (numpy over the bytes for the indices); None when they are not
+    exactly such lines with in-range indices and finite values (the line-by-line reader
+    then says where)."""
+    data, pos = c.data, c.pos
+    if n_weights == 0:
+        return (np.zeros(0, np.int64), np.zeros(0)) if pos == len(data) else None
+    arr = np.frombuffer(data, np.uint8)
+    ends = _newlines(c, arr)
+    first = np.searchsorted(ends, pos)
+    if len(ends) - first != n_weights or ends[-1] != len(data) - 1:
+        return None                                    # not n lines, or text after the last
+    ends = ends[first:]
+    starts = np.empty(n_weights, np.int64)
+    starts[0] = pos
+    starts[1:] = ends[:-1] + 1
+    block = arr[pos:]
+    eq = np.flatnonzero(block == 61) + pos             # '='
+    if len(eq) != n_weights:
+        return None
+    digits = eq - starts
+    if np.any(eq >= ends) or np.any(digits < 1) or np.any(digits > 18):
+        return None
+    index = np.zeros(n_weights, np.int64)
+    for k in range(18):
+        has = np.flatnonzero(digits > k)
+        if not len(has):
+            break
+        d = arr[starts[has] + k].astype(np.int64) - 48
+        if np.any((d < 0) | (d > 9)):
+            return None
+        index[has] = index[has] * 10 + d
+    if index.max() >= n_features:
+        return None
+    # the values: only the characters of decimal and hexadecimal numbers, then Python's parsers
+    allowed = np.zeros(256, bool)
+    allowed[np.frombuffer(b"0123456789abcdefABCDEFxXpP.+-\n=", np.uint8)] = True
+    if not allowed[block].all():
+        return None
+    text = data[pos:len(data) - 1].decode("ascii")
+    try:
+        values = [v[k + 1:] for v, k in zip(text.split("\n"), digits.tolist())]
+        weights = np.array([float.fromhex(v) if "x" in v or "X" in v else float(v) for v in values], np.float64)
+    except (ValueError, OverflowError):
+        return None
+    if not np.all(np.isfinite(weights)):
+        return None
+    c.pos = len(data)
+    return index, weights
 
 
 # --------------------------------------------------------------------------- writing
@@ -370,61 +505,66 @@ def from_wapiti_file(cls, path, encoding="utf-8"):
         raise ModelFileError(f"{name}: invalid Wapiti model (pattern {exc.line - 1 if exc.line else '?'}: "
                              f"{exc.message})") from None
     Y = len(m.labels)
-    # observation o's unigram / bigram blocks start here
-    uoff, boff = [], []
-    f = 0
-    for o in m.observations:
-        uoff.append(f if o[0] in "u*" else -1)
-        f += Y if o[0] in "u*" else 0
-        boff.append(f if o[0] in "b*" else -1)
-        f += Y * Y if o[0] in "b*" else 0
+    obs = m.observations
+    # observation o's unigram / bigram blocks, in file order: (start, kind, observation)
+    heads = np.frombuffer("".join([o[0] for o in obs]).encode("ascii"), np.uint8)
+    is_u = (heads == ord("u")) | (heads == ord("*"))
+    is_b = (heads == ord("b")) | (heads == ord("*"))
+    size = is_u * Y + is_b * (Y * Y)
+    first = np.cumsum(size) - size
+    blocks = np.stack([np.where(is_u, first, -1), np.where(is_b, first + is_u * Y, -1)], axis=1).ravel()
+    has = blocks >= 0
+    starts = blocks[has].astype(np.int64)
+    bigram_block = np.tile(np.array([False, True]), len(obs))[has]
+    obs_of = np.repeat(np.arange(len(obs), dtype=np.int64), 2)[has]
     order = np.argsort(m.index, kind="stable")
     index, weights = m.index[order], m.weights[order]
-    starts = np.array([x for pair in zip(uoff, boff) for x in pair if x >= 0], np.int64)
     owner = np.searchsorted(starts, index, side="right") - 1      # the block each weight is in
-    kinds = [k for o in m.observations for k in ("u" if o[0] in "u*" else "", "b" if o[0] in "b*" else "") if k]
-    obs_of = [i for i, o in enumerate(m.observations) for k in ("u*", "b*") if o[0] in k]
-    uni_names, u_ptr, u_lab, u_w = [], [0], [], []
+    rel = index - starts[owner]
+    generates_bare = any(c.op == "m" for p in tpl._bigram for c in p.commands)
+    maxent = m.type == MAXENT_TYPE
+    # unigram blocks, in block order
+    uni = ~bigram_block[owner]
+    u_owner = owner[uni]
+    u_blocks, u_counts = np.unique(u_owner, return_counts=True)
+    uni_names = [obs[i] for i in obs_of[u_blocks].tolist()]
+    u_ptr = np.zeros(len(u_blocks) + 1, np.int64)
+    np.cumsum(u_counts, out=u_ptr[1:])
+    u_lab = rel[uni].astype(np.int32)
+    u_w = weights[uni]
+    # bigram blocks: the bare 'b' / '*' give the transitions, the others bigram attributes
     big = {}                                        # observation -> (pairs, weights)
     trans = np.zeros(Y * Y)
     has_trans = np.zeros(Y * Y, bool)
-    generates_bare = any(c.op == "m" for p in tpl._bigram for c in p.commands)
-    bounds = np.searchsorted(owner, np.arange(len(starts) + 1))
-    maxent = m.type == MAXENT_TYPE
-    for blk in np.unique(owner):
-        lo, hi = bounds[blk], bounds[blk + 1]
-        o = m.observations[obs_of[blk]]
-        rel = index[lo:hi] - starts[blk]
-        if maxent and kinds[blk] != "u":
-            continue                                # a maxent model uses no label-pair weight
-        if kinds[blk] == "u":
-            uni_names.append(o)
-            u_lab.append(rel.astype(np.int32))
-            u_w.append(weights[lo:hi])
-            u_ptr.append(u_ptr[-1] + hi - lo)
-        elif o in ("b", "*") and tpl.transitions:
-            trans[rel] += weights[lo:hi]
-            has_trans[rel] = True
-            if generates_bare:                      # an %m pattern may also produce 'b' / '*'
-                big[o] = (rel.astype(np.int32), weights[lo:hi])
-        else:
-            big[o] = (rel.astype(np.int32), weights[lo:hi])
+    if not maxent:                                  # a maxent model uses no label-pair weight
+        sel = ~uni
+        b_owner, b_rel, b_w = owner[sel], rel[sel], weights[sel]
+        b_blocks, b_first = np.unique(b_owner, return_index=True)
+        bounds = np.append(b_first, len(b_owner))
+        for r, blk in enumerate(b_blocks.tolist()):
+            lo, hi = bounds[r], bounds[r + 1]
+            o = obs[obs_of[blk]]
+            if o in ("b", "*") and tpl.transitions:
+                trans[b_rel[lo:hi]] += b_w[lo:hi]
+                has_trans[b_rel[lo:hi]] = True
+                if generates_bare:                  # an %m pattern may also produce 'b' / '*'
+                    big[o] = (b_rel[lo:hi].astype(np.int32), b_w[lo:hi])
+            else:
+                big[o] = (b_rel[lo:hi].astype(np.int32), b_w[lo:hi])
     est = cls(template=tpl.text, pad=True, model_type="maxent" if maxent else "crf")
     try:
-        est._uni_vocab = Vocabulary(uni_names)
-        est._big_vocab = Vocabulary(list(big))
+        est._uni_vocab = Vocabulary.of_distinct(uni_names)
+        est._big_vocab = Vocabulary.of_distinct(list(big))
         est._label_vocab = Vocabulary(m.labels)
         b_ptr = np.concatenate([[0], np.cumsum([len(p) for p, _ in big.values()])]).astype(np.int64)
         b_pair = (np.concatenate([p for p, _ in big.values()]) if big else np.zeros(0)).astype(np.int32)
         t_pair = np.flatnonzero(has_trans).astype(np.int32)
-        space = FeatureSpace(Y, np.asarray(u_ptr, np.int64),
-                             np.concatenate(u_lab) if u_lab else np.zeros(0, np.int32),
-                             b_ptr, b_pair, t_pair)
+        space = FeatureSpace(Y, u_ptr, u_lab, b_ptr, b_pair, t_pair)
         space.validate(len(uni_names), len(big))
     except ValueError as exc:
         raise ModelFileError(f"{name}: invalid Wapiti model ({exc})") from None
     est.space_ = space
-    parts = [np.concatenate(u_w) if u_w else np.zeros(0)]
+    parts = [u_w]
     parts += [v for _, v in big.values()]
     parts.append(trans[t_pair])
     est.weights_ = np.concatenate(parts).astype(np.float64)

@@ -667,6 +667,64 @@ def _model_columns(model):
     return int(m.group(1)) if m else None
 
 
+def _crfpp_model(head, sents, args):
+    """(model, expansion) for ``spargel label`` with a CRF++ binary model: the model
+    restricted to the feature strings of ``sents`` (:meth:`BinaryModelHead.model_for`),
+    and those strings as :func:`_plain_labels` takes them; the whole model and None when
+    the sentences lack a column the template reads (the general path says so)."""
+    import numpy as np
+
+    from ..chain.estimator import CRF
+
+    tpl = head.template
+    need = tpl.n_columns_required
+    if len(sents[0].columns[0]) < need:
+        return _load_crf(args.model, args.encoding), None
+    seq_ptr = np.zeros(len(sents) + 1, np.int64)
+    np.cumsum([len(s.columns) for s in sents], out=seq_ptr[1:])
+    cells = [[row[c] for s in sents for row in s.columns] for c in range(need)]
+    uni, big = tpl.extract_flat(cells, seq_ptr)
+    strings = set()
+    for part, _ in uni + big:
+        strings.update(part)
+    model = head.model_for(CRF, strings)
+    return model, (tpl.text, seq_ptr, cells, (uni, big))
+
+
+def _plain_labels(model, sents, n_cols, expanded=None):
+    """The Viterbi labels of every sentence by :mod:`spargel.chain.plain_viterbi` (no
+    compiled kernels to load: what a one-shot ``spargel label`` spends most of its time
+    on otherwise), or None when that module does not handle this model (second order,
+    label constraints) or the sentences lack a column the patterns read (the general
+    path then says which)."""
+    import numpy as np
+
+    from ..chain import plain_viterbi
+
+    featurizer = model._featurizer()
+    tpl = featurizer.template
+    if tpl is None or tpl.n_columns_required > n_cols or getattr(model.space_, "order", 1) != 1:
+        return None
+    if any(len(row) < tpl.n_columns_required for s in sents for row in s.columns[:1]):
+        return None
+    constraints = model._label_constraints()
+    if constraints is not None:
+        return None
+    if expanded is not None and expanded[0] == tpl.text and not tpl.unigram_only:
+        _, seq_ptr, cells, strings = expanded        # (the same patterns, already expanded)
+    else:
+        strings = None
+        seq_ptr = np.zeros(len(sents) + 1, np.int64)
+        np.cumsum([len(s.columns) for s in sents], out=seq_ptr[1:])
+        cells = [[row[c] for s in sents for row in s.columns] for c in range(tpl.n_columns_required)]
+    data = featurizer.encode_columns(cells, seq_ptr, strings)
+    if not plain_viterbi.supported(model.space_, data, constraints):
+        return None
+    ids = plain_viterbi.decode(model.space_, data, model.weights_)
+    names = np.array(model.classes_, dtype=object)[ids].tolist()
+    return [names[seq_ptr[i]:seq_ptr[i + 1]] for i in range(len(sents))]
+
+
 def cmd_label(args):
     """``spargel label``: decode a column file and append the predicted labels."""
     from ..core.limits import check_nbest
@@ -674,7 +732,7 @@ def cmd_label(args):
     if args.blocks and args.nbest < 2:
         raise UsageError("label: --blocks needs --nbest K with K >= 2")
     check_outputs({"OUTPUT": args.output}, {"INPUT": args.input, "--model": args.model})
-    from ..chain.crfsuite_format import is_crfsuite_file
+    from ..chain.foreign_files import is_crfsuite_file
     if args.model != "-" and is_crfsuite_file(args.model):      # CRFsuite's data and output formats
         from . import crfsuite as crfsuite_cli
         from ..chain.estimator import CRF
@@ -686,8 +744,17 @@ def cmd_label(args):
         text, name = read_text(args.input, args.encoding)
         write_output(args.output, crfsuite_cli.label(args, model, text, name), args.encoding)
         return 0
-    model = _load_crf(args.model, args.encoding)
-    refuse_line_breaks(model.classes_, "label", args.model)
+    crfpp = None
+    if (args.nbest == 1 and not args.marginals and not args.force and args.constraints is None
+            and args.model != "-" and os.path.isfile(args.model)):
+        from ..chain.crfpp_format import BinaryModelHead, is_crfpp_binary_file
+        if is_crfpp_binary_file(args.model):
+            # crf_test's way: only the features of the input are looked up in the trie
+            crfpp = BinaryModelHead(args.model, args.encoding)
+            refuse_line_breaks(crfpp.labels, "label", args.model)
+    if crfpp is None:
+        model = _load_crf(args.model, args.encoding)
+        refuse_line_breaks(model.classes_, "label", args.model)
     from ..errors import ParameterError
     if args.constraints is not None:
         model.constraints = None if args.constraints == "none" else args.constraints
@@ -703,6 +770,9 @@ def cmd_label(args):
     stream = io.StringIO(text)
     stream.name = name
     sents = list(read_conll(stream, has_labels=False, separator=separator))
+    expanded = None
+    if crfpp is not None:
+        model, expanded = _crfpp_model(crfpp, sents, args)
     width = len(sents[0].columns[0])
     n_cols = _model_columns(model)
     tpl = model._template()
@@ -716,7 +786,6 @@ def cmd_label(args):
     if args.force and not has_gold:
         raise CommandError(f"{name}:{sents[0].line}: --force needs a label column after the "
                            f"{n_cols} observation columns")
-    X = [[row[:n_cols] for row in s.columns] for s in sents]
     constraints = None
     if args.force:
         known = set(model.classes_)
@@ -735,7 +804,13 @@ def cmd_label(args):
             constraints.append(seq)
 
     k = args.nbest
-    if k == 1:
+    plain = None
+    if k == 1 and not args.marginals and constraints is None:
+        plain = _plain_labels(model, sents, n_cols, expanded)
+    X = None if plain is not None else [[row[:n_cols] for row in s.columns] for s in sents]
+    if plain is not None:
+        paths = [[(p, None)] for p in plain]
+    elif k == 1:
         paths = [[(p, None)] for p in model.predict(X, constraints=constraints)]
     else:
         try:
@@ -761,6 +836,11 @@ def cmd_label(args):
                         fields.append(f"{marg[s_idx][t][labels[t]]:.4f}")
                     out.append(out_sep.join(fields) + "\n")
                 out.append("\n")
+            continue
+        if k == 1 and marg is None:         # (the common case, in one pass)
+            labels = paths[s_idx][0][0]
+            out.extend([f"{out_sep.join(row)}{out_sep}{lab}\n" for row, lab in zip(rows, labels)])
+            out.append("\n")
             continue
         for t, row in enumerate(rows):
             fields = list(row)

@@ -707,6 +707,147 @@ class Template:
         bigrams = self._expand(self._bigram, cols, T, pad, cache)
         return unigrams, bigrams
 
+    def extract_flat(self, cells, seq_ptr, pad=True):
+        """Expand every pattern at every token of many sequences at once, without a
+        Python object per token: each distinct feature string is built once.
+
+        ``cells``: per observation column, the cells of every token of every
+        sequence, end to end (a list of lists of str, each ``seq_ptr[-1]`` long);
+        ``seq_ptr``: the sequences' token offsets (n_sequences + 1, int). Returns
+        ``(unigrams, bigrams)``: per pattern (in the order of :meth:`extract`), a pair
+        ``(strings, codes)``: the distinct feature strings of that pattern and, per
+        token, the index of its string in ``strings`` (an int64 array; -1 where
+        ``pad=False`` drops the feature). Token t's features are those of
+        ``extract`` on its sequence, in the same order.
+
+        >>> t = Template.parse("U00:%x[-1,0]|%x[0,0]")
+        >>> (strings, codes), = t.extract_flat([["a", "b", "c"]], [0, 2, 3])[0]
+        >>> [strings[c] for c in codes]
+        ['U00:_B-1|a', 'U00:a|b', 'U00:_B-1|c']
+        """
+        import numpy as np
+
+        seq_ptr = np.asarray(seq_ptr, dtype=np.int64)
+        N = int(seq_ptr[-1])
+        lengths = np.diff(seq_ptr)
+        if len(cells) < self.n_columns_required:
+            raise ValueError(f"the template reads {self.n_columns_required} columns, "
+                             f"{len(cells)} given")
+        seq = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        start = seq_ptr[:-1][seq]
+        T = lengths[seq]
+        t = np.arange(N, dtype=np.int64) - start
+        state = {"t": t, "T": T, "start": start, "N": N, "cells": cells, "cols": {}, "vals": {}, "cmd": {}}
+        return (self._expand_flat(self._unigram, state, pad),
+                self._expand_flat(self._bigram, state, pad))
+
+    def _column_codes(self, col, state):
+        """(distinct cells of a column, each token's index among them)."""
+        import numpy as np
+
+        got = state["cols"].get(col)
+        if got is None:
+            index = {}
+            setdefault = index.setdefault
+            codes = np.fromiter((setdefault(v, len(index)) for v in state["cells"][col]), dtype=np.int64,
+                                count=state["N"])
+            got = state["cols"][col] = (list(index), codes)
+        return got
+
+    def _command_codes(self, c, state):
+        """(values of one command, each token's index among them)."""
+        import numpy as np
+
+        ckey = (c.key, c.col, c.row, c.absolute)
+        got = state["cmd"].get(ckey)
+        if got is not None:
+            return got
+        uniq, codes = self._column_codes(c.col, state)
+        vkey = (c.key, c.col)
+        values = state["vals"].get(vkey)
+        fn = self._functions[c.key]
+        if values is None:
+            values = state["vals"][vkey] = uniq if fn is None else list(map(fn, uniq))
+        t, T, start = state["t"], state["T"], state["start"]
+        wapiti = self.format == "wapiti"
+        if c.absolute:
+            pos = (T + c.row if c.row < 0 else np.full_like(T, c.row - 1)) if wapiti else \
+                (T + c.row if c.row < 0 else np.full_like(T, c.row))
+        elif c.row == 0:
+            got = state["cmd"][ckey] = (values, codes)
+            return got
+        else:
+            pos = t + c.row
+        inside = (pos >= 0) & (pos < T)
+        out = np.empty(len(t), dtype=np.int64)
+        out[inside] = codes[(start + pos)[inside]]
+        if not inside.all():
+            dist = np.where(pos < 0, pos, pos - T + 1)[~inside]
+            marks, inv = np.unique(dist, return_inverse=True)
+            out[~inside] = len(values) + inv.reshape(-1)
+            if wapiti:
+                names = [f"_x{'-' if d < 0 else '+'}{abs(d) if abs(d) <= 4 else '#'}" for d in marks.tolist()]
+                if fn is not None:
+                    names = list(map(fn, names))
+            else:
+                names = [f"_B{d}" if d < 0 else f"_B+{d}" for d in marks.tolist()]
+            values = values + names
+        got = state["cmd"][ckey] = (values, out)
+        return got
+
+    def _expand_flat(self, patterns, state, pad):
+        import numpy as np
+
+        N = state["N"]
+        result = []
+        for p in patterns:
+            if not p.commands:
+                codes = np.zeros(N, dtype=np.int64)
+                strings = [p.literals[0]]
+            else:
+                parts = [self._command_codes(c, state) for c in p.commands]
+                if len(parts) == 1:
+                    values, codes = parts[0]
+                    used, codes = np.unique(codes, return_inverse=True)
+                    codes = codes.reshape(-1)
+                    pre, post = p.literals
+                    strings = [pre + values[i] + post for i in used.tolist()]
+                else:
+                    key = parts[0][1]
+                    for values, codes in parts[1:]:
+                        key = key * len(values) + codes
+                        if len(parts) > 2:
+                            _, key = np.unique(key, return_inverse=True)
+                            key = key.reshape(-1)
+                    used, first_at, codes = np.unique(key, return_index=True, return_inverse=True)
+                    codes = codes.reshape(-1)
+                    fmt = p.fmt.format
+                    tables = [(values, c[first_at].tolist()) for values, c in parts]
+                    strings = [fmt(*[tables[k][0][tables[k][1][i]] for k in range(len(parts))])
+                               for i in range(len(used))]
+                if self.format == "wapiti" and any(c.op == "m" for c in p.commands):
+                    strings = [o.split("\0", 1)[0] for o in strings]  # a C string ends at its NUL
+            if not pad:
+                ok = self._flat_valid(p, state)
+                if not ok.all():
+                    codes = np.where(ok, codes, -1)
+            result.append((strings, codes))
+        return result
+
+    def _flat_valid(self, p, state):
+        """Per token, whether every position pattern ``p`` reads is inside its sequence."""
+        import numpy as np
+
+        t, T = state["t"], state["T"]
+        ok = (t + min(p.rel_min, 0) >= 0) & (t + max(p.rel_max, 0) < T)
+        for row in p.absolutes:
+            if self.format == "wapiti":
+                pos = row - 1 if row >= 0 else T + row
+            else:
+                pos = row if row >= 0 else T + row
+            ok &= (pos >= 0) & (pos < T)
+        return ok
+
     def _values(self, command, cols, T, cache):
         """The value of one command at every token (a list of length T)."""
         key = (command.key, command.col, command.row, command.absolute)

@@ -20,6 +20,21 @@ class Vocabulary:
         for name in names:
             self.add(name)
 
+    @classmethod
+    def of_distinct(cls, names):
+        """A vocabulary of ``names`` in their order, built at once; ``ValueError`` when
+        one is listed twice (``Vocabulary(names)`` would keep the first).
+
+        >>> Vocabulary.of_distinct(["B-NP", "I-NP"]).id("I-NP")
+        1
+        """
+        v = cls()
+        v._names = list(names)
+        v._ids = dict(zip(v._names, range(len(v._names))))
+        if len(v._ids) != len(v._names):
+            raise ValueError("a name is listed twice")
+        return v
+
     def add(self, name):
         """The id of ``name``, adding it when it is new."""
         i = self._ids.get(name)

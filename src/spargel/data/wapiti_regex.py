@@ -41,6 +41,10 @@ STEP_BUDGET = 10 ** 6
 #: every token
 MAX_ITEMS = 256
 
+#: the longest token :meth:`WapitiRegex.test` hands to Python's ``re`` (longer ones go
+#: through the step-budgeted matcher)
+RE_MAX_BYTES = 256
+
 _ANY, _CHAR, _CLASS = range(3)
 _NONE, _STAR, _OPT = range(3)
 
@@ -70,11 +74,12 @@ class WapitiRegex:
     (0, 0)
     """
 
-    __slots__ = ("pattern", "anchored", "items", "dollar", "where")
+    __slots__ = ("pattern", "anchored", "items", "dollar", "where", "_re")
 
     def __init__(self, pattern: str, where=("<template>", None)):
         self.pattern = pattern
         self.where = where
+        self._re = None
         re = pattern.encode("utf-8", "surrogateescape")
         self.anchored = re[:1] == b"^"
         p = 1 if self.anchored else 0
@@ -178,8 +183,43 @@ class WapitiRegex:
         return None
 
     def test(self, s: bytes) -> bool:
-        """Whether the regex matches (``%t``)."""
-        return self.match(s) is not None
+        """Whether the regex matches (``%t``): a search with Python's ``re`` over the
+        same bytes. Whether it matches does not depend on Wapiti's length counter: the
+        items (bytes, classes, ``*``, ``?``, ``^``, ``$``) describe an ordinary regular
+        language, and the dynamic programme of :meth:`match` computes exactly whether
+        some position starts a word of it; ``re`` finds the same in C (a regex of these
+        items with at most one ``*`` or ``?`` backtracks at most (length^2 x items) steps,
+        used on tokens of at most :data:`RE_MAX_BYTES` bytes; other regexes and longer
+        tokens go through :meth:`match`, with its step budget)."""
+        rx = self._re
+        if rx is None:
+            quantified = sum(item[3] != _NONE for item in self.items)
+            rx = self._re = _python_regex(self) if quantified <= 1 else False
+        if rx is False or len(s) > RE_MAX_BYTES:
+            return self.match(s) is not None
+        return rx.search(s) is not None
+
+
+def _python_regex(rx):
+    """The bytes regex of Python's ``re`` that accepts what ``rx`` (a
+    :class:`WapitiRegex`) accepts, searched from every position (or the first, ``^``)."""
+    import re
+
+    def byte_set(values):
+        return "".join(f"\\x{c:02x}" for c in sorted(values))
+
+    parts = ["\\A" if rx.anchored else ""]
+    for kind, arg, positive, quant in rx.items:
+        if kind == _ANY:
+            piece = "[\\x00-\\xff]"
+        elif kind == _CHAR:
+            piece = f"\\x{arg:02x}"
+        else:
+            piece = f"[{'' if positive else '^'}{byte_set(arg)}]"
+        parts.append(piece + ("*?" if quant == _STAR else "?" if quant == _OPT else ""))
+    if rx.dollar:
+        parts.append("\\Z")
+    return re.compile("".join(parts).encode("ascii"))
 
 
 def _short(text: str, limit: int = 60) -> str:
