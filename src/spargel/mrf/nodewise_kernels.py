@@ -78,7 +78,7 @@ def _working(kind, y, yk, K, eta, w, r, weighted):
     (``z - eta``) when ``weighted``, else the plain residuals ``y - mean`` (w untouched)
     and the log-likelihood as the value (for a Gaussian, the residual sum of squares;
     0 when ``weighted``, except a Gaussian's)."""
-    n = y.shape[0]
+    n = eta.shape[0] // K
     ll = 0.0
     if kind == 0:
         for i in range(n):
