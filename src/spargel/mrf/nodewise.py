@@ -172,6 +172,7 @@ class IsingFit(ParamsMixin):
         later point with as many non-zeros can be chosen; on wide data most of the path
         lies beyond, the dense end being the costly part). False computes the whole path.
     n_jobs : threads over the variables (same result for any value).
+    verbose : the progress on stderr (about 20 lines).
 
     Attributes
     ----------
@@ -189,7 +190,7 @@ class IsingFit(ParamsMixin):
     """
 
     def __init__(self, gamma=0.25, rule="and", *, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, ebic_stop=True,
-                 n_jobs=1):
+                 n_jobs=1, verbose=False):
         self.gamma = gamma
         self.rule = rule
         self.n_lambdas = n_lambdas
@@ -197,6 +198,7 @@ class IsingFit(ParamsMixin):
         self.tol = tol
         self.ebic_stop = ebic_stop
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def fit(self, X, y=None):
         """Fit on ``X`` (n_samples, n_variables) of 0/1 values."""
@@ -219,7 +221,8 @@ class IsingFit(ParamsMixin):
             raise DataFormatError("X", None, "IsingFit needs at least 2 variables")
         B, b0, lam, ebic = nodewise_logistic(Xc, gamma=float(self.gamma), n_lambdas=int(self.n_lambdas),
                                              lambda_min_ratio=self.lambda_min_ratio, tol=float(self.tol),
-                                             ebic_stop=bool(self.ebic_stop), n_jobs=self.n_jobs)
+                                             ebic_stop=bool(self.ebic_stop), n_jobs=self.n_jobs,
+                                             verbose=self.verbose)
         nz = B != 0
         keep = (nz & nz.T) if self.rule == "and" else (nz | nz.T)
         W = np.where(keep, (B + B.T) / 2.0, 0.0)
