@@ -10,12 +10,16 @@ on the diagonal; samples by Gibbs sampling, one chain per sample, 200 sweeps.
     python bench/mixed_graph.py f1            # F1 on 30- and 50-variable graphs, N 1000 and 2000
     python bench/mixed_graph.py wide          # 2,939 variables x 444 samples, EBIC, AND rule
     python bench/mixed_graph.py wide --jobs 1 # the same on one thread
+    python bench/mixed_graph.py r-wide        # 100 of its regressions against glmnet (needs R + glmnet)
 
 Times: wall-clock seconds and CPU seconds of the process (all threads).
 """
 
 import argparse
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,7 +27,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from spargel.mrf.mixed import MixedGraphicalModel, make_mixed_data  # noqa: E402
+from spargel.mrf.mixed import MixedGraphicalModel, make_mixed_data, nodewise_mixed  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+WIDE_TYPES = "gc" * (2939 // 2) + "g"
 
 
 def scores(truth, found):
@@ -51,11 +58,14 @@ def f1(args):
                       f"{scores(edges, orr.edges_)[2]:.3f} | {cpu:.2f} |", flush=True)
 
 
+def wide_data():
+    return make_mixed_data(444, WIDE_TYPES, len(WIDE_TYPES), seed=7)
+
+
 def wide(args):
-    p, n = 2939, 444
-    types = "gc" * (p // 2) + "g"
+    p, n, types = len(WIDE_TYPES), 444, WIDE_TYPES
     t = time.perf_counter()
-    X, edges, _ = make_mixed_data(n, types, p, seed=7)
+    X, edges, _ = wide_data()
     print(f"sampled {p} variables x {n} in {time.perf_counter() - t:.1f} s", flush=True)
     MixedGraphicalModel(types[:6]).fit(X[:, :6])               # compile outside the timing
     t, c = time.perf_counter(), time.process_time()
@@ -67,14 +77,47 @@ def wide(args):
           f"(true {len(edges)}), precision {P:.3f} recall {R:.3f} F1 {F:.3f}")
 
 
+def against_r_wide(args):
+    """100 of the wide data's regressions (every 29th variable) in R (glmnet) and here."""
+    X, _, _ = wide_data()
+    types = WIDE_TYPES
+    g = np.array([t == "g" for t in types])
+    X[:, g] = (X[:, g] - X[:, g].mean(axis=0)) / X[:, g].std(axis=0)
+    nodes = list(range(0, X.shape[1], 29))[:100]
+    with tempfile.TemporaryDirectory() as tmp:
+        data, out = os.path.join(tmp, "x.csv"), os.path.join(tmp, "coef.csv")
+        np.savetxt(data, X, fmt="%.17g", delimiter=",")
+        t = time.perf_counter()
+        r = subprocess.run(["Rscript", str(HERE / "mixed_glmnet.R"), data, types, out, "0.25",
+                            ",".join(map(str, nodes))], check=True, capture_output=True, text=True).stdout.strip()
+        r_time = time.perf_counter() - t
+        R = np.genfromtxt(out, delimiter=",", skip_header=1, ndmin=2)
+    MixedGraphicalModel(types[:6]).fit(X[:, :6])
+    t = time.perf_counter()
+    coef = nodewise_mixed(X, np.array(list(types)), nodes=nodes)[0]
+    s_time = time.perf_counter() - t
+    same, worst, kinds = 0, 0.0, {"g": 0, "c": 0}
+    for i in nodes:
+        rows = R[R[:, 0] == i] if R.size else np.zeros((0, 3))
+        c = coef[i][:, 0]
+        if set(rows[:, 1].astype(int).tolist()) == set(np.flatnonzero(c).tolist()):
+            same += 1
+            kinds[types[i]] += 1
+            if len(rows):
+                worst = max(worst, float(np.abs(c[rows[:, 1].astype(int)] - rows[:, 2]).max()))
+    print(f"{same} of {len(nodes)} regressions ({kinds['g']} Gaussian, {kinds['c']} logistic agree) select the same "
+          f"predictors in R and spargel; their coefficients agree to {worst:.2g}. R {r_time:.1f} s ({r}), "
+          f"spargel {s_time:.1f} s (one thread)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["f1", "wide"])
+    ap.add_argument("what", choices=["f1", "wide", "r-wide"])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
-    {"f1": f1, "wide": wide}[args.what](args)
+    {"f1": f1, "wide": wide, "r-wide": against_r_wide}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ from ..core.params import ParamsMixin, check_number
 from ..errors import DataFormatError, NotFittedError, ParameterError
 from .nodewise import RULES, lambda_path, regression_path, run_nodes
 
-__all__ = ["MixedGraphicalModel", "make_mixed_data", "mixed_gibbs_sample"]
+__all__ = ["MixedGraphicalModel", "make_mixed_data", "mixed_gibbs_sample", "nodewise_mixed"]
 
 TYPES = ("g", "c")
 
@@ -126,6 +126,49 @@ def design(X, types):
     return Z, np.array(gstart, np.int64), np.array(scale), np.array(shift), levels, codes
 
 
+def nodewise_mixed(X, types, *, gamma=0.25, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, ebic_stop=True,
+                   n_jobs=1, verbose=False, nodes=None):
+    """Every variable of ``X`` (n, p; checked) regressed on the others (module
+    documentation). Returns ``(coef, intercepts, lambdas, ebic, levels, gstart)`` as
+    :class:`MixedGraphicalModel`'s attributes ``coef_``, ``intercepts_``, ``lambdas_``,
+    ``ebic_``, ``levels_`` and ``groups_``; ``nodes``: only these variables' regressions
+    (the others' entries stay None / 0 / NaN)."""
+    n, p = X.shape
+    Z, gstart, scale, shift, levels, codes = design(X, types)
+    m = Z.shape[0]
+    nl = int(n_lambdas)
+    coef = [None] * p
+    icpt = [None] * p
+    lam = np.zeros(p)
+    ebic = np.full((p, nl), np.nan)
+    none_i = np.zeros(0, np.int64)
+    none_f = np.zeros(0)
+
+    def one(i):
+        cand = m - (gstart[i + 1] - gstart[i])
+        r = (0.01 if n < cand else 1e-4) if lambda_min_ratio is None else float(lambda_min_ratio)
+        if types[i] == "g":
+            kind, K, y, yk = 0, 1, np.ascontiguousarray(Z[gstart[i]]), none_i
+            resid = y - y.mean()
+        elif len(levels[i]) == 2:
+            kind, K, yk = 1, 1, none_i
+            y = codes[i].astype(np.float64)
+            resid = y - y.mean()
+        else:
+            kind, K, y, yk = 2, len(levels[i]), none_f, codes[i]
+            onehot = np.eye(K)[yk]
+            resid = onehot - onehot.mean(axis=0)
+        lams = lambda_path(Z, gstart, i, resid, nl, r)
+        beta, b0, lam[i], ebic[i] = regression_path(Z, gstart, i, kind, y, yk, K, lams, gamma=gamma, tol=tol,
+                                                    ebic_stop=ebic_stop)
+        c = beta / scale[:, None]
+        coef[i] = c
+        icpt[i] = b0 - shift @ c
+
+    run_nodes(one, range(p) if nodes is None else [int(i) for i in nodes], n_jobs, verbose, what="regression")
+    return coef, icpt, lam, ebic, levels, gstart
+
+
 class MixedGraphicalModel(ParamsMixin):
     """A mixed graphical model learnt node-wise (see the module documentation).
 
@@ -200,39 +243,9 @@ class MixedGraphicalModel(ParamsMixin):
         A = _check_data(X)
         n, p = A.shape
         types = _check_types(self.types, p)
-        Z, gstart, scale, shift, levels, codes = design(A, types)
-        m = Z.shape[0]
-        nl = int(self.n_lambdas)
-        ratio = self.lambda_min_ratio
-        coef = [None] * p
-        icpt = [None] * p
-        lam = np.zeros(p)
-        ebic = np.full((p, nl), np.nan)
-        none_i = np.zeros(0, np.int64)
-        none_f = np.zeros(0)
-
-        def one(i):
-            cand = m - (gstart[i + 1] - gstart[i])
-            r = (0.01 if n < cand else 1e-4) if ratio is None else float(ratio)
-            if types[i] == "g":
-                kind, K, y, yk = 0, 1, np.ascontiguousarray(Z[gstart[i]]), none_i
-                resid = y - y.mean()
-            elif len(levels[i]) == 2:
-                kind, K, yk = 1, 1, none_i
-                y = codes[i].astype(np.float64)
-                resid = y - y.mean()
-            else:
-                kind, K, y, yk = 2, len(levels[i]), none_f, codes[i]
-                onehot = np.eye(K)[yk]
-                resid = onehot - onehot.mean(axis=0)
-            lams = lambda_path(Z, gstart, i, resid, nl, r)
-            beta, b0, lam[i], ebic[i] = regression_path(Z, gstart, i, kind, y, yk, K, lams, gamma=float(self.gamma),
-                                                        tol=float(self.tol), ebic_stop=bool(self.ebic_stop))
-            c = beta / scale[:, None]
-            coef[i] = c
-            icpt[i] = b0 - shift @ c
-
-        run_nodes(one, range(p), self.n_jobs, self.verbose, what="regression")
+        coef, icpt, lam, ebic, levels, gstart = nodewise_mixed(
+            A, types, gamma=float(self.gamma), n_lambdas=int(self.n_lambdas), lambda_min_ratio=self.lambda_min_ratio,
+            tol=float(self.tol), ebic_stop=bool(self.ebic_stop), n_jobs=self.n_jobs, verbose=self.verbose)
         # the edges, from the blocks of both regressions
         sel = np.zeros((p, p), bool)
         for i in range(p):
