@@ -75,6 +75,10 @@ def wide(args):
     print(f"MixedGraphicalModel on {p} variables ({types.count('g')} continuous, {types.count('c')} binary) x {n} "
           f"samples, {args.jobs} thread(s): {el:.1f} s wall, {cpu:.1f} CPU s; {len(fit.edges_)} edges "
           f"(true {len(edges)}), precision {P:.3f} recall {R:.3f} F1 {F:.3f}")
+    found = set(map(tuple, fit.edges_.tolist()))
+    for kind in ("gg", "gc", "cc"):
+        these = [e for e in map(tuple, edges.tolist()) if "".join(sorted(types[e[0]] + types[e[1]])) == kind]
+        print(f"  {kind} edges: {len(these)} true, recall {sum(e in found for e in these) / max(1, len(these)):.3f}")
 
 
 def against_r_wide(args):

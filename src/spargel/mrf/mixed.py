@@ -247,28 +247,22 @@ class MixedGraphicalModel(ParamsMixin):
             A, types, gamma=float(self.gamma), n_lambdas=int(self.n_lambdas), lambda_min_ratio=self.lambda_min_ratio,
             tol=float(self.tol), ebic_stop=bool(self.ebic_stop), n_jobs=self.n_jobs, verbose=self.verbose)
         # the edges, from the blocks of both regressions
-        sel = np.zeros((p, p), bool)
-        for i in range(p):
-            for j in range(p):
-                if i != j:
-                    sel[i, j] = bool(np.any(coef[i][gstart[j]:gstart[j + 1]] != 0))
+        sel = np.array([np.add.reduceat((c != 0).any(axis=1), gstart[:-1]) > 0 for c in coef])
+        np.fill_diagonal(sel, False)
         keep = (sel & sel.T) if self.rule == "and" else (sel | sel.T)
         adj = np.zeros((p, p))
         signs = np.zeros((p, p), np.int64)
         params = {}
         edges = []
-        for i in range(p):
-            for j in range(i + 1, p):
-                if not keep[i, j]:
-                    continue
-                bij = coef[i][gstart[j]:gstart[j + 1]].copy()
-                bji = coef[j][gstart[i]:gstart[i + 1]].copy()
-                both = np.concatenate([bij.ravel(), bji.ravel()])
-                adj[i, j] = adj[j, i] = float(np.abs(both).mean())
-                if bij.size == 1 and bji.size == 1:
-                    signs[i, j] = signs[j, i] = int(np.sign(both.sum()))
-                params[(i, j)] = (bij, bji)
-                edges.append((i, j))
+        for i, j in np.argwhere(np.triu(keep, 1)).tolist():
+            bij = coef[i][gstart[j]:gstart[j + 1]].copy()
+            bji = coef[j][gstart[i]:gstart[i + 1]].copy()
+            both = np.concatenate([bij.ravel(), bji.ravel()])
+            adj[i, j] = adj[j, i] = float(np.abs(both).mean())
+            if bij.size == 1 and bji.size == 1:
+                signs[i, j] = signs[j, i] = int(np.sign(both.sum()))
+            params[(i, j)] = (bij, bji)
+            edges.append((i, j))
         self.types_ = types
         self.levels_ = levels
         self.groups_ = gstart
