@@ -58,14 +58,14 @@ def f1(args):
                       f"{scores(edges, orr.edges_)[2]:.3f} | {cpu:.2f} |", flush=True)
 
 
-def wide_data():
-    return make_mixed_data(444, WIDE_TYPES, len(WIDE_TYPES), seed=7)
+def wide_data(cc_range=None):
+    return make_mixed_data(444, WIDE_TYPES, len(WIDE_TYPES), seed=7, cc_range=cc_range)
 
 
 def wide(args):
     p, n, types = len(WIDE_TYPES), 444, WIDE_TYPES
     t = time.perf_counter()
-    X, edges, _ = wide_data()
+    X, edges, _ = wide_data(args.cc_range)
     print(f"sampled {p} variables x {n} in {time.perf_counter() - t:.1f} s", flush=True)
     MixedGraphicalModel(types[:6]).fit(X[:, :6])               # compile outside the timing
     t, c = time.perf_counter(), time.process_time()
@@ -77,7 +77,7 @@ def wide(args):
           f"(true {len(edges)}), precision {P:.3f} recall {R:.3f} F1 {F:.3f}")
     found = set(map(tuple, fit.edges_.tolist()))
     for kind in ("gg", "gc", "cc"):
-        these = [e for e in map(tuple, edges.tolist()) if "".join(sorted(types[e[0]] + types[e[1]])) == kind]
+        these = [e for e in map(tuple, edges.tolist()) if "".join(sorted(types[e[0]] + types[e[1]])) == "".join(sorted(kind))]
         print(f"  {kind} edges: {len(these)} true, recall {sum(e in found for e in these) / max(1, len(these)):.3f}")
 
 
@@ -120,6 +120,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--cc-range", type=float, nargs=2, default=None,
+                    help="wide: the magnitude range of the binary-binary parameters (default that of all, 0.5 1.0)")
     args = ap.parse_args()
     {"f1": f1, "wide": wide, "r-wide": against_r_wide}[args.what](args)
 

@@ -359,12 +359,15 @@ def mixed_gibbs_sample(types, levels, edges, params, n, *, alpha=None, burn_in=2
     return X
 
 
-def make_mixed_data(n, types, n_edges, *, levels=2, low=0.5, high=1.0, burn_in=200, seed=0):
+def make_mixed_data(n, types, n_edges, *, levels=2, low=0.5, high=1.0, cc_range=None, burn_in=200, seed=0):
     """A random mixed graph of ``n_edges`` edges over variables of ``types`` ('g'/'c'
     per variable), parameters of magnitude ``low``..``high`` with random signs (a
     categorical variable's first level is the reference: its entries are 0), and ``n``
     Gibbs samples of it (:func:`mixed_gibbs_sample`). ``levels``: categorical variables'
-    number of levels (one for all, or per variable). Returns ``(X, edges, params)``."""
+    number of levels (one for all, or per variable). ``cc_range``: ``(low, high)`` of the
+    parameters between two categorical variables, if not the same (an interaction
+    between two binary variables in 0/1 coding carries less information than one of
+    the same size with a continuous variable). Returns ``(X, edges, params)``."""
     rng = np.random.default_rng(seed)
     types = list(types)
     p = len(types)
@@ -377,8 +380,10 @@ def make_mixed_data(n, types, n_edges, *, levels=2, low=0.5, high=1.0, burn_in=2
         pairs.add((i, j))
     edges = np.array(sorted(pairs), np.int64).reshape(-1, 2)
 
-    def draw(shape):
-        return rng.uniform(low, high, shape) * rng.choice([-1.0, 1.0], shape)
+    def draw(shape, lo=low, hi=high):
+        return rng.uniform(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)
+
+    cc_lo, cc_hi = (low, high) if cc_range is None else cc_range
 
     params = []
     for i, j in edges.tolist():
@@ -386,7 +391,7 @@ def make_mixed_data(n, types, n_edges, *, levels=2, low=0.5, high=1.0, burn_in=2
             params.append(float(draw(())))
         elif types[i] == "c" and types[j] == "c":
             t = np.zeros((lv[i], lv[j]))
-            t[1:, 1:] = draw((lv[i] - 1, lv[j] - 1))
+            t[1:, 1:] = draw((lv[i] - 1, lv[j] - 1), cc_lo, cc_hi)
             params.append(t)
         else:
             k = lv[j] if types[j] == "c" else lv[i]
