@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import spargel
+from reliability_helpers import python_sigint_handler
 from spargel.errors import DataFormatError, ParameterError
 from spargel.mrf import mixed as mixed_module
 from spargel.mrf import nodewise
@@ -253,3 +254,28 @@ def test_sklearn_conventions():
     assert clone(est).get_params()["types"] == "gc" and clone(est).get_params()["rule"] == "or"
     assert spargel.MixedGraphicalModel is MixedGraphicalModel
     assert nodewise.RULES == ("and", "or")
+
+
+def test_a_real_sigint_stops_the_threads_cleanly(mixed30, monkeypatch):
+    """SIGINT sent from a worker thread lands in the main thread, which waits on the
+    regressions: KeyboardInterrupt, the queued ones cancelled, nothing fitted."""
+    import os
+    import signal
+
+    types, X, _ = mixed30
+    calls = []
+    real = mixed_module.regression_path
+
+    def signal_at_the_fourth(*args, **kw):
+        calls.append(1)
+        if len(calls) == 4:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(mixed_module, "regression_path", signal_at_the_fourth)
+    for jobs in (1, 2):
+        calls.clear()
+        est = MixedGraphicalModel(types, n_jobs=jobs)
+        with python_sigint_handler(), pytest.raises(KeyboardInterrupt):
+            est.fit(X)
+        assert not hasattr(est, "edges_") and len(calls) < len(types)
