@@ -77,7 +77,7 @@ def wide(args):
           f"(true {len(edges)}), precision {P:.3f} recall {R:.3f} F1 {F:.3f}")
     found = set(map(tuple, fit.edges_.tolist()))
     for kind in ("gg", "gc", "cc"):
-        these = [e for e in map(tuple, edges.tolist()) if "".join(sorted(types[e[0]] + types[e[1]])) == "".join(sorted(kind))]
+        these = [e for e in map(tuple, edges.tolist()) if sorted(types[e[0]] + types[e[1]]) == sorted(kind)]
         print(f"  {kind} edges: {len(these)} true, recall {sum(e in found for e in these) / max(1, len(these)):.3f}")
 
 
