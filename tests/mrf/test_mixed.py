@@ -279,3 +279,27 @@ def test_a_real_sigint_stops_the_threads_cleanly(mixed30, monkeypatch):
         with python_sigint_handler(), pytest.raises(KeyboardInterrupt):
             est.fit(X)
         assert not hasattr(est, "edges_") and len(calls) < len(types)
+
+
+def test_the_optimality_checks_gradient_is_the_finite_difference_of_the_loglik(small):
+    """The gradient the optimality test above uses, ``Z' r / n`` on the standardised
+    columns, against central differences of the log-likelihood it computes."""
+    import copy
+    types, X, _ = small
+    fit = MixedGraphicalModel(types).fit(X)
+    Z, gstart, scale, shift, levels, codes = _standardised(fit, X)
+    n, h = X.shape[0], 1e-6
+    for i in (0, 1, 3):                                 # Gaussian, logistic, multinomial
+        _, r, kind = _loglik_and_resid(fit, i, Z, gstart, scale, shift, levels, codes)
+        grad = Z @ r / n
+        for c in (gstart[(i + 1) % len(types)], gstart[4] + 1):
+            for k in range(fit.coef_[i].shape[1]):
+                lls = []
+                for sgn in (1, -1):
+                    f = copy.copy(fit)
+                    f.coef_ = [a.copy() for a in fit.coef_]
+                    f.intercepts_ = [b.copy() for b in fit.intercepts_]
+                    f.coef_[i][c, k] += sgn * h / scale[c]          # a step h on the standardised column:
+                    f.intercepts_[i][k] -= sgn * h * shift[c] / scale[c]    # raw = scale Z + shift
+                    lls.append(_loglik_and_resid(f, i, Z, gstart, scale, shift, levels, codes)[0])
+                assert np.isclose((lls[0] - lls[1]) / (2 * h) / n, grad[c, k], rtol=1e-5, atol=1e-7)
