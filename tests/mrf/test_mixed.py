@@ -303,3 +303,15 @@ def test_the_optimality_checks_gradient_is_the_finite_difference_of_the_loglik(s
                     f.intercepts_[i][k] -= sgn * h * shift[c] / scale[c]    # raw = scale Z + shift
                     lls.append(_loglik_and_resid(f, i, Z, gstart, scale, shift, levels, codes)[0])
                 assert np.isclose((lls[0] - lls[1]) / (2 * h) / n, grad[c, k], rtol=1e-5, atol=1e-7)
+
+
+def test_bootstrap_edge_stability_of_a_mixed_model(mixed30):
+    from spargel.mrf.stability import edge_stability, edge_weight_matrix
+    types, X, edges = mixed30
+    st = edge_stability(MixedGraphicalModel(types), X, n_boot=4, random_state=3, n_jobs=2)
+    direct = np.stack([edge_weight_matrix(MixedGraphicalModel(types).fit(X[rows])) for rows in st.resamples])
+    assert np.array_equal(st.weights, direct)
+    fit = MixedGraphicalModel(types).fit(X)
+    W = edge_weight_matrix(fit)
+    assert np.array_equal(np.abs(W), fit.adjacency_) and np.all((W < 0) == (fit.signs_ < 0))
+    assert st.frequency[tuple(np.asarray(edges).T)].mean() > 0.8
