@@ -27,6 +27,7 @@ _LAZY = {
     "PairwiseMRF": "spargel.mrf.estimator",
     "PairwiseMRFSelect": "spargel.mrf.selection",
     "IsingFit": "spargel.mrf.nodewise",
+    "MixedGraphicalModel": "spargel.mrf.mixed",
     "edge_stability": "spargel.mrf.stability",
     "SpargelError": "spargel.errors",
     "DataFormatError": "spargel.errors",

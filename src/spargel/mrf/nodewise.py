@@ -44,22 +44,98 @@ __all__ = ["IsingFit", "nodewise_logistic"]
 RULES = ("and", "or")
 
 
+def lambda_path(Z, gstart, skip, resid, n_lambdas, lambda_min_ratio):
+    """glmnet's path for one regression: from the smallest penalty that keeps every group
+    at zero, ``max_g ||Z_g' resid||_2 / (n sqrt(m_g))`` (``resid``: the null model's
+    residuals, (n,) or (n, K)), down geometrically to ``lambda_min_ratio`` of it."""
+    n = Z.shape[1]
+    g = Z @ resid
+    sq = g * g if g.ndim == 1 else (g * g).sum(axis=1)
+    sizes = np.diff(gstart)
+    norms = np.sqrt(np.add.reduceat(sq, gstart[:-1])) / n / np.sqrt(sizes)
+    norms[skip] = 0.0
+    top = float(norms.max())
+    return top * np.geomspace(1.0, lambda_min_ratio, int(n_lambdas))
+
+
+def regression_path(Z, gstart, skip, kind, y, yk, n_classes, lams, *, gamma, tol, max_outer=100, ebic_stop=True):
+    """One node-wise regression down the penalties ``lams`` (see
+    :func:`~spargel.mrf.nodewise_kernels.group_path`), its EBIC-chosen point. Returns
+    ``(beta, b0, lam, ebic)``: ``beta`` (m, K) standardised coefficients (0 on the
+    response's own columns), ``b0`` (K,) intercepts, the chosen penalty and the EBIC along
+    the path (NaN past its end)."""
+    from .nodewise_kernels import group_path
+    m = Z.shape[0]
+    K = int(n_classes)
+    nl = len(lams)
+    betas = np.zeros((nl, m * K))
+    icpt = np.zeros((nl, K))
+    eb = np.zeros(nl)
+    nnz = np.zeros(nl, np.int64)
+    done = group_path(Z, gstart, int(skip), int(kind), y, yk, K, lams, float(gamma), float(tol), int(max_outer),
+                      0.999, 1e-5, bool(ebic_stop), betas, icpt, eb, nnz)
+    k = int(np.argmin(eb[:done]))
+    ebic = np.full(nl, np.nan)
+    ebic[:done] = eb[:done]
+    return betas[k].reshape(m, K), icpt[k].copy(), float(lams[k]), ebic
+
+
+def run_nodes(one, todo, n_jobs=1, verbose=False, what="regression"):
+    """Calls ``one(i)`` for every ``i`` of ``todo``, on ``n_jobs`` threads (-1: one per
+    CPU). ``verbose`` prints the progress on stderr (about 20 lines). On any exception --
+    KeyboardInterrupt included -- the queued calls are cancelled, those running are
+    waited for (each is one regression) and the exception propagates."""
+    import sys
+    import time
+    todo = list(todo)
+    total = len(todo)
+    every = max(1, total // 20)
+    t0 = time.perf_counter()
+
+    def report(done):
+        if verbose and (done % every == 0 or done == total):
+            print(f"{what} {done}/{total}, {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+
+    if n_jobs is None or n_jobs == 1 or total < 2:
+        for d, i in enumerate(todo, 1):
+            one(i)
+            report(d)
+        return
+    import os
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+    workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
+    ex = ThreadPoolExecutor(max_workers=workers)
+    futures = [ex.submit(one, i) for i in todo]
+    try:
+        for d, f in enumerate(as_completed(futures), 1):
+            f.result()
+            report(d)
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        ex.shutdown(wait=True)
+        raise
+    ex.shutdown(wait=True)
+
+
 def nodewise_logistic(X, *, gamma=0.25, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, max_outer=100,
-                      ebic_stop=True, n_jobs=1, nodes=None):
+                      ebic_stop=True, n_jobs=1, nodes=None, verbose=False):
     """Every column of the 0/1 matrix ``X`` (n, p) regressed on the others (see the module
     documentation). Returns ``(B, b0, lam, ebic)``: ``B[i, j]`` the coefficient of ``x_j``
     in the regression of ``x_i`` at its EBIC-chosen penalty (original scale), ``b0`` the
     intercepts, ``lam`` the chosen penalties, ``ebic`` (p, n_lambdas) each regression's
     EBIC along its path (NaN past the point where glmnet's rules stop it, or with
     ``ebic_stop`` where the EBIC's penalty alone passes the best EBIC so far).
-    ``nodes``: only these variables' regressions (the other rows stay 0)."""
-    from .nodewise_kernels import node_path
-
+    ``nodes``: only these variables' regressions (the other rows stay 0). The
+    regressions are :func:`regression_path`'s with one column per group (the same engine
+    as :class:`~spargel.mrf.mixed.MixedGraphicalModel`'s)."""
     X = np.asarray(X, dtype=np.float64)
     n, p = X.shape
     mean = X.mean(axis=0)
     sd = X.std(axis=0)
     Z = np.ascontiguousarray(((X - mean) / sd).T)
+    gstart = np.arange(p + 1, dtype=np.int64)
+    no_classes = np.zeros(0, np.int64)
     if lambda_min_ratio is None:
         lambda_min_ratio = 0.01 if n < p - 1 else 1e-4
     B = np.zeros((p, p))
@@ -69,33 +145,14 @@ def nodewise_logistic(X, *, gamma=0.25, n_lambdas=100, lambda_min_ratio=None, to
 
     def one(i):
         y = np.ascontiguousarray(X[:, i])
-        g = np.abs(Z @ (y - y.mean())) / n
-        g[i] = 0.0
-        top = float(g.max())
-        lams = top * np.geomspace(1.0, lambda_min_ratio, int(n_lambdas))
-        betas = np.zeros((len(lams), p))
-        icpt = np.zeros(len(lams))
-        eb = np.zeros(len(lams))
-        nnz = np.zeros(len(lams), np.int64)
-        done = node_path(Z, i, y, lams, float(gamma), float(tol), int(max_outer), 0.999, 1e-5,
-                         bool(ebic_stop), betas, icpt, eb, nnz)
-        k = int(np.argmin(eb[:done]))
-        coef = betas[k] / sd
+        lams = lambda_path(Z, gstart, i, y - y.mean(), n_lambdas, lambda_min_ratio)
+        beta, icpt, lam[i], ebic[i] = regression_path(Z, gstart, i, 1, y, no_classes, 1, lams, gamma=gamma, tol=tol,
+                                                      max_outer=max_outer, ebic_stop=ebic_stop)
+        coef = beta[:, 0] / sd
         B[i] = coef
-        b0[i] = icpt[k] - float(coef @ mean)
-        lam[i] = lams[k]
-        ebic[i, :done] = eb[:done]
+        b0[i] = icpt[0] - float(coef @ mean)
 
-    todo = range(p) if nodes is None else [int(i) for i in nodes]
-    if n_jobs is None or n_jobs == 1 or p < 2:
-        for i in todo:
-            one(i)
-    else:
-        import os
-        from concurrent.futures import ThreadPoolExecutor
-        workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
-        with ThreadPoolExecutor(max_workers=workers) as ex:
-            list(ex.map(one, todo))
+    run_nodes(one, range(p) if nodes is None else [int(i) for i in nodes], n_jobs, verbose)
     return B, b0, lam, ebic
 
 
@@ -115,6 +172,7 @@ class IsingFit(ParamsMixin):
         later point with as many non-zeros can be chosen; on wide data most of the path
         lies beyond, the dense end being the costly part). False computes the whole path.
     n_jobs : threads over the variables (same result for any value).
+    verbose : the progress on stderr (about 20 lines).
 
     Attributes
     ----------
@@ -132,7 +190,7 @@ class IsingFit(ParamsMixin):
     """
 
     def __init__(self, gamma=0.25, rule="and", *, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, ebic_stop=True,
-                 n_jobs=1):
+                 n_jobs=1, verbose=False):
         self.gamma = gamma
         self.rule = rule
         self.n_lambdas = n_lambdas
@@ -140,6 +198,7 @@ class IsingFit(ParamsMixin):
         self.tol = tol
         self.ebic_stop = ebic_stop
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def fit(self, X, y=None):
         """Fit on ``X`` (n_samples, n_variables) of 0/1 values."""
@@ -162,7 +221,8 @@ class IsingFit(ParamsMixin):
             raise DataFormatError("X", None, "IsingFit needs at least 2 variables")
         B, b0, lam, ebic = nodewise_logistic(Xc, gamma=float(self.gamma), n_lambdas=int(self.n_lambdas),
                                              lambda_min_ratio=self.lambda_min_ratio, tol=float(self.tol),
-                                             ebic_stop=bool(self.ebic_stop), n_jobs=self.n_jobs)
+                                             ebic_stop=bool(self.ebic_stop), n_jobs=self.n_jobs,
+                                             verbose=self.verbose)
         nz = B != 0
         keep = (nz & nz.T) if self.rule == "and" else (nz | nz.T)
         W = np.where(keep, (B + B.T) / 2.0, 0.0)

@@ -12,7 +12,10 @@ A pair's *weight* is read from the fitted estimator (:func:`edge_weight_matrix`)
 :class:`~spargel.mrf.estimator.PairwiseMRF` (or a selector's ``best_estimator_``) the
 interaction of a binary pair in 0/1 coding, ``t_00 - t_01 - t_10 + t_11`` of its table,
 and the coupling strength (:attr:`~spargel.mrf.estimator.PairwiseMRF.edge_strength_`) of
-a pair with more states.
+a pair with more states; for a :class:`~spargel.mrf.mixed.MixedGraphicalModel` (whose
+data may have continuous columns) its ``adjacency_``, negative where ``signs_`` is.
+A resample in which a categorical column shows a single level cannot be fitted (the
+fit's error says which column).
 
 >>> import numpy as np
 >>> from spargel.mrf.nodewise import IsingFit
@@ -58,9 +61,12 @@ def edge_weight_matrix(estimator):
     W = getattr(estimator, "weights_", None)
     if isinstance(W, np.ndarray) and W.ndim == 2:
         return np.array(W, dtype=np.float64)
+    A = getattr(estimator, "adjacency_", None)
+    if isinstance(A, np.ndarray) and A.ndim == 2:          # a mixed graphical model: signed where it has a sign
+        return A * np.where(estimator.signs_ < 0, -1.0, 1.0)
     if not hasattr(estimator, "edge_weights_"):
         raise ParameterError(f"{type(estimator).__name__} has no edge weights to read "
-                             f"(expected a fitted PairwiseMRF, a selector or IsingFit)")
+                             f"(expected a fitted PairwiseMRF, a selector, IsingFit or MixedGraphicalModel)")
     p = int(estimator.n_features_in_)
     W = np.zeros((p, p))
     for (i, j), t, s in zip(estimator.edges_, estimator.edge_weights_, estimator.edge_strength_):
@@ -90,8 +96,12 @@ def edge_stability(estimator, X, n_boot=100, *, random_state=None, n_jobs=1, lev
         raise ParameterError(f"level must be in (0, 1), got {level!r}")
     if not hasattr(estimator, "get_params") or not hasattr(estimator, "fit"):
         raise ParameterError(f"estimator must be a spargel estimator, got {type(estimator).__name__}")
-    from .model import check_discrete_data
-    Xc, ns = check_discrete_data(X)
+    if "types" in estimator.get_params():              # continuous and categorical columns
+        from .mixed import _check_data
+        Xc, ns = _check_data(X), None
+    else:
+        from .model import check_discrete_data
+        Xc, ns = check_discrete_data(X)
     n = Xc.shape[0]
     rng = np.random.default_rng(random_state)
     resamples = rng.integers(0, n, size=(int(n_boot), n))
