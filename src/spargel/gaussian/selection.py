@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.params import ParamsMixin
 from ..errors import DataFormatError, NotFittedError, ParameterError
-from .objective import gram
+from .objective import gram, validate_covariance
 from .estimator import (_check_alphas, _FittedMixin, _from_data_choice, check_n_features,
                         need_samples)
 
@@ -18,6 +18,13 @@ __all__ = ["SparseGaussianMRFSelect", "Nonparanormal"]
 
 
 _CRITERIA = ("ebic", "stars", "ric")
+#: relative duality-gap tolerance of the path's fits (and StARS's subsample paths) when
+#: ``tol`` is None and the solver is a Newton method: the criteria read edges and
+#: log-likelihoods, which agree with the default tolerance's to far more digits than
+#: they decide, and R huge's glasso path stops further from the optimum than this
+#: (docs/benchmarks.md); the polish steps are skipped there too, and the chosen fit is
+#: then finished at the solver's default tolerance (a warm start: a few Newton steps)
+PATH_TOL = 1e-9
 
 
 def _adjacency(K):
@@ -149,12 +156,35 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _path(self, R, alphas, n_jobs=None):
-        from spargel.gaussian.path import gaussian_path
+    def _loose_path(self):
+        """Whether the path is fitted at :data:`PATH_TOL` (tol None, a Newton solver)."""
+        from spargel.gaussian.solve import resolve_solver
 
-        return gaussian_path(R, alphas, solver=self.solver, tol=self.tol, max_iter=self.max_iter,
-                             penalize_diagonal=self.penalize_diagonal, screen=self.screen,
-                             n_jobs=self.n_jobs if n_jobs is None else n_jobs)
+        return self.tol is None and resolve_solver(self.solver, None) in ("newton-cg",
+                                                                          "newton-cd")
+
+    def _path(self, R, alphas, n_jobs=None, warm_start=None, final=False):
+        """The fits of ``alphas`` (decreasing), warm-started along the path (the first
+        from ``warm_start``); ``final``: at the solver's default tolerance."""
+        from spargel.gaussian.solve import solve_gaussian
+
+        loose = self._loose_path() and not final
+        R = validate_covariance(R)
+        kw = dict(validated=True, solver=self.solver, tol=PATH_TOL if loose else self.tol,
+                  max_iter=self.max_iter, penalize_diagonal=self.penalize_diagonal,
+                  screen=self.screen, n_jobs=self.n_jobs if n_jobs is None else n_jobs,
+                  polish=0 if loose else None)
+        out, prev = [], warm_start
+        for a in alphas:
+            prev = solve_gaussian(R, float(a), warm_start=prev, **kw)
+            out.append(prev)
+        return out
+
+    def _finish(self, R, alpha, fit):
+        """The chosen fit at the solver's default tolerance, from the path's ``fit``."""
+        if not self._loose_path():
+            return fit
+        return self._path(R, [alpha], warm_start=fit, final=True)[0]
 
     def fit(self, X, y=None):
         """Standardise X, fit the path, choose alpha by the criterion, keep that fit."""
@@ -207,7 +237,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             scores = ebic_scores(loglik, edges, n=n, p=p, gamma=self.gamma)
             best = int(np.argmin(scores))
             self.criterion_scores_ = scores
-            chosen, alpha = path[best], float(alphas[best])
+            chosen, alpha = self._finish(R, alphas[best], path[best]), float(alphas[best])
         elif self.criterion == "stars":
             subs = self._subsamples(n, rng, default_subsample_size)
             parallel = self.n_jobs is not None and self.n_jobs != 1 and len(subs) > 1
@@ -244,13 +274,16 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             freq[iu] = counts[best] / len(subs)
             self.edge_frequency_ = freq + freq.T
             self.edge_frequency_path_ = [_frequency(iu, c / len(subs), p) for c in counts]
-            chosen, alpha = path[best], float(alphas[best])
+            chosen, alpha = self._finish(R, alphas[best], path[best]), float(alphas[best])
         else:
             best = None
             rot = self._rotations(n, rng)
             alpha = ric_alpha(X if self.ric_data == "raw" else Z, rot)
             self.rotations_ = np.asarray(rot)
-            chosen = self._path(R, [alpha])[0]
+            # warm-started from the path's fit of the nearest larger alpha, if any
+            above = np.flatnonzero(alphas >= alpha)
+            start = path[int(above[-1])] if above.size else None
+            chosen = self._path(R, [alpha], warm_start=start, final=True)[0]
         self.alpha_ = alpha
         self.selected_index_ = best
         self._result = chosen
@@ -298,7 +331,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             scores = ebic_scores(self.loglik_path_, self.edges_path_, n=n, p=p, gamma=self.gamma)
             best = int(np.argmin(scores))
             self.criterion_scores_ = scores
-            chosen, alpha = path[best], float(alphas[best])
+            chosen, alpha = self._finish(R, alphas[best], path[best]), float(alphas[best])
         elif self.criterion == "stars":
             subs = self._subsamples(n, rng, default_subsample_size)
 

@@ -116,7 +116,7 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
                    max_iter=None, penalize_diagonal=False, block_weight="size",
                    screen=True, warm_start=None, n_jobs=1, step_rule="bb",
                    random_state=0, verbose=False, callback=None, validated=False, client=None,
-                   overwrite_S=False):
+                   overwrite_S=False, polish=None):
     """Solve the (block-)l1 penalised Gaussian maximum-likelihood problem.
 
     Parameters
@@ -155,6 +155,9 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
         built in S's memory (one dense n x n array less; S is then garbage): for
         callers that own S and do not use it afterwards. Without ``validated``
         the validated copy is used so, and the caller's S is never written.
+    polish : Newton steps after the tolerance is met (None: :data:`POLISH_STEPS`;
+        0 for fits whose last digits nobody reads, such as the path of a model
+        selection).
 
     Returns
     -------
@@ -174,7 +177,12 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
         fallback_tol = DEFAULT_TOL["projected-gradient"]
     if warm_start is not None and warm_start.precision.shape != (n, n):
         warm_start = None
+    if polish is not None and (isinstance(polish, bool) or not isinstance(polish, (int, np.integer))
+                               or polish < 0):
+        raise ParameterError(f"polish must be an integer >= 0 or None, got {polish!r}")
     common = dict(tol=tol, atol=atol, t0=t0, verbose=verbose, callback=callback)
+    if polish is not None and kind in ("newton-cg", "newton-cd"):
+        common["polish"] = int(polish)
     with lapack_threads(n):
         if kind == "block-l1":
             res = _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_weight,
@@ -521,13 +529,15 @@ def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common, fallback_to
         from .newton_cd import newton_cd as newton
     else:
         from .newton_cg import newton_cg as newton
+    common = dict(common)
+    polish = common.pop("polish", POLISH_STEPS)
     try:
-        res = newton(Ss, Ls, X0=X0, W0=W0, max_iter=max_iter, offset=off, polish=POLISH_STEPS,
+        res = newton(Ss, Ls, X0=X0, W0=W0, max_iter=max_iter, offset=off, polish=polish,
                      **common)
     except NotPositiveDefinite:
         if X0 is None:
             raise
-        res = newton(Ss, Ls, max_iter=max_iter, offset=off, polish=POLISH_STEPS, **common)
+        res = newton(Ss, Ls, max_iter=max_iter, offset=off, polish=polish, **common)
     if res.converged or solver != "auto" or res.stop_reason in ("max_iter", "callback"):
         return res
     # no further progress on a badly conditioned problem: finish with the dual projected
