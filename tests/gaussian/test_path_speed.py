@@ -91,3 +91,17 @@ def test_selection_path_tolerance_and_finished_choice(criterion):
     assert res.converged and res.duality_gap <= 1e-10 * max(1.0, abs(res.objective))
     np.testing.assert_allclose(sel.precision_, tight.precision_, atol=1e-6)
     assert PATH_TOL >= 1e-10
+
+
+def test_warm_start_inverse_is_rescaled():
+    # variables in other units (variances 0.01 to 100): the inverse handed over must be
+    # rescaled as the precision is; restarting at the optimum of the same alpha is then
+    # certified at once
+    X, _ = _factor_data(p=25)
+    X = X * np.geomspace(0.1, 10.0, X.shape[1])
+    S = np.cov(X.T, bias=True)
+    for a in (0.5, 0.05):
+        first = solve_gaussian(S, a)
+        again = solve_gaussian(S, a, warm_start=first)
+        assert again.converged and again.n_iter <= 1
+        assert again.history[0]["duality_gap"] <= 1e-9 * abs(first.objective)

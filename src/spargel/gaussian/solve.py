@@ -347,7 +347,7 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
         def fill(out):
             out[...] = C0 if idx.size == n else C0[np.ix_(idx, idx)]
             si = s[idx]
-            _rescale_rows(out, None, 1.0 / si, 1.0 / si, cap, out, None)
+            _rescale_rows(out, None, si, si, cap, out, None)      # C0 / (s s^T)
         return fill
 
     def run(idx):
