@@ -128,7 +128,8 @@ def test_select_same_choice_as_dense(criterion):
     X = _groups(28, 44, seed=1, size=11)
     # gamma = 0 (BIC): with 28 samples EBIC's default gamma keeps the empty graph
     kw = dict(criterion=criterion, alphas=6, n_subsamples=4, random_state=0, gamma=0.0,
-              ric_data="standardized")       # (the raw data's RIC alpha leaves no edge here)
+              ric_data="standardized",       # (the raw data's RIC alpha leaves no edge here)
+              tol=1e-10, stars_full_path=True)   # (the from-data path's tolerance, whole path)
     dense = SparseGaussianMRFSelect(**kw).fit(X)
     fd = SparseGaussianMRFSelect(covariance="from_data", **kw).fit(X)
     assert sp.issparse(fd.precision_)

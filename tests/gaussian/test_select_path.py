@@ -27,8 +27,11 @@ def test_ebic_path_outputs(hub):
 
 
 def test_stars_frequencies_per_alpha(hub):
-    sel = spargel.SparseGaussianMRFSelect("stars", alphas=5, n_subsamples=4,
-                                          random_state=0).fit(hub.data)
+    sel = spargel.SparseGaussianMRFSelect("stars", alphas=5, n_subsamples=4, random_state=0,
+                                          stars_full_path=True).fit(hub.data)
+    early = spargel.SparseGaussianMRFSelect("stars", alphas=5, n_subsamples=4,
+                                            random_state=0).fit(hub.data)
+    assert early.selected_index_ == sel.selected_index_
     F = sel.edge_frequency_path_
     assert len(F) == 5 and all(sp.issparse(f) for f in F)
     np.testing.assert_allclose(F[sel.selected_index_].toarray(), sel.edge_frequency_)

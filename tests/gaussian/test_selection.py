@@ -137,7 +137,9 @@ def test_stars_is_its_definition():
     rng = np.random.default_rng(0)
     subs = [np.sort(rng.choice(n, 50, replace=False)) for _ in range(6)]
     sel = SparseGaussianMRFSelect("stars", alphas=5, subsamples=subs,
-                                  stars_threshold=0.05).fit(X)
+                                  stars_threshold=0.05, stars_full_path=True).fit(X)
+    early = SparseGaussianMRFSelect("stars", alphas=5, subsamples=subs,
+                                    stars_threshold=0.05).fit(X)
     iu = np.triu_indices(p, 1)
     counts = np.zeros((5, iu[0].size))
     for idx in subs:
@@ -151,6 +153,14 @@ def test_stars_is_its_definition():
     k = max(crossed[0] - 1, 0) if crossed else len(var) - 1
     assert sel.alpha_ == sel.alphas_[k]
     np.testing.assert_allclose(sel.edge_frequency_[iu], theta[k])
+    # stopped at the first alpha whose variability reaches the threshold: the same
+    # choice and frequencies, the variability up to there, NaN after it
+    last = crossed[0] if crossed else len(var) - 1
+    assert early.alpha_ == sel.alpha_ and early.selected_index_ == sel.selected_index_
+    np.testing.assert_allclose(early.criterion_scores_[:last + 1], var[:last + 1], atol=1e-12)
+    assert np.all(np.isnan(early.criterion_scores_[last + 1:]))
+    np.testing.assert_allclose(early.edge_frequency_, sel.edge_frequency_, atol=1e-12)
+    assert all(f is None for f in early.edge_frequency_path_[last + 1:])
     # random subsamples: 0.8 n rows each for n <= 144, reproducible by seed
     a = SparseGaussianMRFSelect("stars", alphas=4, n_subsamples=3, random_state=7).fit(X)
     b = SparseGaussianMRFSelect("stars", alphas=4, n_subsamples=3, random_state=7).fit(X)

@@ -392,8 +392,10 @@ class _FittedMixin(PrecisionFitted):
             if name in sparse:
                 setattr(est, name, a[name])
             elif name in a:
-                req(a[name].ndim >= 1 and np.all(np.isfinite(a[name])), path,
-                    f"{name} has non-finite values")
+                # (StARS stopped early: NaN past its last fitted alpha)
+                ok = np.isfinite(a[name]) | (np.isnan(a[name]) if name == "criterion_scores_"
+                                             else False)
+                req(a[name].ndim >= 1 and np.all(ok), path, f"{name} has non-finite values")
                 setattr(est, name, a[name])
         if "cv_results" in a:
             keys = meta.get("cv_keys")

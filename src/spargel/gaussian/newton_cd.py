@@ -63,12 +63,19 @@ def polish_done(polished, polish, gap, scale, step, floor):
     return polished >= polish or gap <= POLISH_GAP * scale or step == 0.0 or floor
 
 
-def start_point(S, L, X0):
+class NotPositiveDefinite(ValueError):
+    """A warm start that is not positive definite."""
+
+
+def start_point(S, L, X0, W0=None):
     """The Newton methods' start: ``(S, L, X, W, B, log det X)`` with S and L as
     C-contiguous float64 (L may be a :class:`~.weights.ScalarWeights`), X the warm
     start ``X0`` (its inverse W from one Cholesky) or ``diag(1 / (S_ii + L_ii))``
     (the solution when every off-diagonal weight is large), and B an n x n scratch
-    array."""
+    array. ``W0``: the inverse of X0 when the caller has it (the previous fit of a
+    path), an array or a function writing it into the n x n array it is given:
+    X0's Cholesky factor then only gives log det and the positive definiteness,
+    and the inverse (twice the factor's flops) is not recomputed."""
     from ._cd_kernels import mirror_lower_to_upper
 
     S = np.ascontiguousarray(S, dtype=np.float64)
@@ -88,12 +95,18 @@ def start_point(S, L, X0):
     W[...] = X
     c, logdet = dense_cholesky(W)
     if c is None:
-        raise ValueError("warm start X0 is not positive definite")
+        raise NotPositiveDefinite("warm start X0 is not positive definite")
+    if W0 is not None:
+        if callable(W0):                # the factor's memory now holds the given inverse
+            W0(W)
+        else:
+            W[...] = W0
+        return S, L, X, W, np.empty((n, n)), logdet
     W = dense_inverse(c, mirror_lower_to_upper)
     return S, L, X, W, np.empty((n, n)), logdet
 
 
-def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
+def newton_cd(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
               sigma=1e-4, max_line_search=30, gap_check=100.0, sweep_schedule="quic", inner_tol=0.0, stall_after=None,
               polish=0,
               history=None, callback=None, offset=0.0, t0=None,
@@ -106,7 +119,7 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
         :class:`~.weights.ScalarWeights` (a scalar penalty without the matrix).
     X0 : optional positive definite warm start (default
         ``diag(1 / (S_ii + L_ii))``, the solution when every off-diagonal
-        weight is large).
+        weight is large). W0 : its inverse, when known (see :func:`start_point`).
     tol, atol : stop when the certified duality gap is
         <= ``max(atol, tol * max(1, |f|))``.
     max_iter : outer (Newton) iterations.
@@ -135,7 +148,7 @@ def newton_cd(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
     t_start = time.perf_counter() if t0 is None else t0
     # U: the one n x n scratch (U = D W of the sweeps, then the trial point and its
     # Cholesky factor, which becomes W); the direction D lives on the free set
-    S, L, X, W, U, logdet = start_point(S, L, X0)
+    S, L, X, W, U, logdet = start_point(S, L, X0, W0)
     Lm, lw = weight_args(L)
     n = S.shape[0]
     fz = Factorizer(n)

@@ -110,7 +110,7 @@ def _entering_filter(X, dv, S, W, Lm, lw, rows, cols, sgn, grad):
     return rows, cols, sgn, grad
 
 
-def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
+def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
               sigma=1e-4, max_line_search=40, gap_check=100.0, polish=0, history=None,
               callback=None, offset=0.0, t0=None, verbose=False):
     """Solve ``min -log det X + tr(S X) + sum L_ij |X_ij|`` by orthant-wise Newton-CG.
@@ -120,7 +120,9 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     S : (n, n) validated covariance. L : (n, n) non-negative weights, or a
         :class:`~.weights.ScalarWeights` (a scalar penalty without the matrix).
     X0 : optional positive definite warm start (default
-        ``diag(1 / (S_ii + L_ii))``).
+        ``diag(1 / (S_ii + L_ii))``). W0 : its inverse, when known (an array, or a
+        function writing it into the n x n array it is given; see
+        :func:`~.newton_cd.start_point`).
     tol, atol : stop when the certified duality gap is
         <= ``max(atol, tol * max(1, |f|))``.
     max_iter : outer (Newton) iterations; max_cg : CG iterations per step.
@@ -147,7 +149,7 @@ def newton_cg(S, L, *, X0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
     # float32 W and the products' scratch of CG, then the trial point of the line
     # search and its Cholesky factor, which becomes W while the old W becomes U);
     # the directions live on the free set, and a scalar penalty needs no matrix
-    S, L, X, W, U, logdet = start_point(S, L, X0)
+    S, L, X, W, U, logdet = start_point(S, L, X0, W0)
     Lm, lw = weight_args(L)
     n = S.shape[0]
     fz = Factorizer(n)

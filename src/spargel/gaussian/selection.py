@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.params import ParamsMixin
 from ..errors import DataFormatError, NotFittedError, ParameterError
-from .objective import gram
+from .objective import gram, validate_covariance
 from .estimator import (_check_alphas, _FittedMixin, _from_data_choice, check_n_features,
                         need_samples)
 
@@ -18,6 +18,13 @@ __all__ = ["SparseGaussianMRFSelect", "Nonparanormal"]
 
 
 _CRITERIA = ("ebic", "stars", "ric")
+#: relative duality-gap tolerance of the path's fits (and StARS's subsample paths) when
+#: ``tol`` is None and the solver is a Newton method: the criteria read edges and
+#: log-likelihoods, which agree with the default tolerance's to far more digits than
+#: they decide, and R huge's glasso path stops further from the optimum than this
+#: (docs/benchmarks.md); the polish steps are skipped there too, and the chosen fit is
+#: then finished at the solver's default tolerance (a warm start: a few Newton steps)
+PATH_TOL = 1e-9
 
 
 def _adjacency(K):
@@ -79,6 +86,11 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     n_rotations, rotations : RIC's random shifts (default 20; all n shifts
         when n <= 20), or the shifts themselves (integers).
     ric_data : 'raw' (default, as huge.select) or 'standardized' (above).
+    stars_full_path : False (default): StARS fits the subsamples alpha by alpha and
+        stops once the variability reaches ``stars_threshold`` (the choice is the
+        alpha before: the same as from the whole path, without its densest, costliest
+        fits); ``criterion_scores_`` and ``edge_frequency_path_`` are then NaN / None
+        past that alpha. True: every subsample's whole path, as huge.select.
     penalize_diagonal : default True (as huge); False leaves it unpenalised.
     random_state : seed of the subsamples / rotations.
     n_jobs : threads: StARS fits its subsamples' paths concurrently (same result);
@@ -124,11 +136,13 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
 
     def __init__(self, criterion="ebic", *, alphas=10, alpha_min_ratio=0.1, gamma=0.5,
                  stars_threshold=0.1, n_subsamples=20, subsample_size=None, subsamples=None,
-                 n_rotations=20, rotations=None, ric_data="raw", penalize_diagonal=True,
+                 n_rotations=20, rotations=None, ric_data="raw", stars_full_path=False,
+                 penalize_diagonal=True,
                  solver="auto", tol=None, max_iter=None, screen=True, n_jobs=1,
                  random_state=None, verbose=False, covariance=None, max_component=None):
         self.criterion = criterion
         self.ric_data = ric_data
+        self.stars_full_path = stars_full_path
         self.covariance = covariance
         self.max_component = max_component
         self.alphas = alphas
@@ -149,12 +163,86 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _path(self, R, alphas, n_jobs=None):
-        from spargel.gaussian.path import gaussian_path
+    def _loose_path(self):
+        """Whether the path is fitted at :data:`PATH_TOL` (tol None, a Newton solver)."""
+        from spargel.gaussian.solve import resolve_solver
 
-        return gaussian_path(R, alphas, solver=self.solver, tol=self.tol, max_iter=self.max_iter,
-                             penalize_diagonal=self.penalize_diagonal, screen=self.screen,
-                             n_jobs=self.n_jobs if n_jobs is None else n_jobs)
+        return self.tol is None and resolve_solver(self.solver, None) in ("newton-cg",
+                                                                          "newton-cd")
+
+    def _path(self, R, alphas, n_jobs=None, warm_start=None, final=False):
+        """The fits of ``alphas`` (decreasing), warm-started along the path (the first
+        from ``warm_start``); ``final``: at the solver's default tolerance."""
+        from spargel.gaussian.solve import solve_gaussian
+
+        loose = self._loose_path() and not final
+        R = validate_covariance(R)
+        kw = dict(validated=True, solver=self.solver, tol=PATH_TOL if loose else self.tol,
+                  max_iter=self.max_iter, penalize_diagonal=self.penalize_diagonal,
+                  screen=self.screen, n_jobs=self.n_jobs if n_jobs is None else n_jobs,
+                  polish=0 if loose else None)
+        out, prev = [], warm_start
+        for a in alphas:
+            prev = solve_gaussian(R, float(a), warm_start=prev, **kw)
+            out.append(prev)
+        return out
+
+    def _stars_early_stop(self, X, subs, alphas, iu):
+        """StARS alpha by alpha: every subsample's fit of one alpha (warm-started from
+        its previous one, kept as a sparse precision), the variability of that alpha,
+        and a stop once it reaches the threshold (``stars_choice`` reads nothing
+        after it). Returns the variability (NaN where not fitted) and the counts."""
+        import types
+
+        import scipy.sparse as sp
+
+        from spargel.gaussian.select import stars_variability, standardize
+
+        counts = np.zeros((alphas.size, iu[0].size))
+        var = np.full(alphas.size, np.nan)
+        prev = [None] * len(subs)
+        parallel = self.n_jobs is not None and self.n_jobs != 1 and len(subs) > 1
+
+        def fit_one(b, a):
+            idx = subs[b]
+            Zb = standardize(X[idx])
+            Rb = gram(Zb) / (len(idx) - 1)
+            Rb = 0.5 * (Rb + Rb.T)
+            np.fill_diagonal(Rb, 1.0)
+            warm = None if prev[b] is None else types.SimpleNamespace(
+                precision=prev[b].toarray(), covariance=None, solver="")
+            res = self._path(Rb, [a], n_jobs=1 if parallel else None, warm_start=warm)[0]
+            prev[b] = sp.csr_matrix(res.precision)
+            return res.precision[iu] != 0
+
+        ex = None
+        if parallel:
+            from concurrent.futures import ThreadPoolExecutor
+
+            ex = ThreadPoolExecutor(max_workers=None if self.n_jobs == -1 else int(self.n_jobs))
+        try:
+            for k, a in enumerate(alphas):
+                fits = list(ex.map(lambda b: fit_one(b, a), range(len(subs)))) if ex else \
+                    [fit_one(b, a) for b in range(len(subs))]
+                for e in fits:                 # in subsample order: the same sums
+                    counts[k] += e
+                var[k] = stars_variability(counts[k:k + 1], len(subs))[0]
+                if self.verbose:
+                    import sys
+                    print(f"StARS alpha {k + 1} of {alphas.size}: variability {var[k]:.4g}",
+                          file=sys.stderr, flush=True)
+                if var[k] >= self.stars_threshold:
+                    break
+        finally:
+            if ex is not None:
+                ex.shutdown()
+        return var, counts
+
+    def _finish(self, R, alpha, fit):
+        """The chosen fit at the solver's default tolerance, from the path's ``fit``."""
+        if not self._loose_path():
+            return fit
+        return self._path(R, [alpha], warm_start=fit, final=True)[0]
 
     def fit(self, X, y=None):
         """Standardise X, fit the path, choose alpha by the criterion, keep that fit."""
@@ -207,7 +295,18 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             scores = ebic_scores(loglik, edges, n=n, p=p, gamma=self.gamma)
             best = int(np.argmin(scores))
             self.criterion_scores_ = scores
-            chosen, alpha = path[best], float(alphas[best])
+            chosen, alpha = self._finish(R, alphas[best], path[best]), float(alphas[best])
+        elif self.criterion == "stars" and not self.stars_full_path:
+            subs = self._subsamples(n, rng, default_subsample_size)
+            var, counts = self._stars_early_stop(X, subs, alphas, iu)
+            best = stars_choice(var[np.isfinite(var)], self.stars_threshold)
+            self.criterion_scores_ = var
+            freq = np.zeros((p, p))
+            freq[iu] = counts[best] / len(subs)
+            self.edge_frequency_ = freq + freq.T
+            self.edge_frequency_path_ = [_frequency(iu, c / len(subs), p) if np.isfinite(v)
+                                         else None for c, v in zip(counts, var)]
+            chosen, alpha = self._finish(R, alphas[best], path[best]), float(alphas[best])
         elif self.criterion == "stars":
             subs = self._subsamples(n, rng, default_subsample_size)
             parallel = self.n_jobs is not None and self.n_jobs != 1 and len(subs) > 1
@@ -244,13 +343,16 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             freq[iu] = counts[best] / len(subs)
             self.edge_frequency_ = freq + freq.T
             self.edge_frequency_path_ = [_frequency(iu, c / len(subs), p) for c in counts]
-            chosen, alpha = path[best], float(alphas[best])
+            chosen, alpha = self._finish(R, alphas[best], path[best]), float(alphas[best])
         else:
             best = None
             rot = self._rotations(n, rng)
             alpha = ric_alpha(X if self.ric_data == "raw" else Z, rot)
             self.rotations_ = np.asarray(rot)
-            chosen = self._path(R, [alpha])[0]
+            # warm-started from the path's fit of the nearest larger alpha, if any
+            above = np.flatnonzero(alphas >= alpha)
+            start = path[int(above[-1])] if above.size else None
+            chosen = self._path(R, [alpha], warm_start=start, final=True)[0]
         self.alpha_ = alpha
         self.selected_index_ = best
         self._result = chosen
@@ -349,6 +451,9 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
             check_n_alphas(self.alphas, "alphas")
         check_n_jobs(self.n_jobs)
+        if not isinstance(self.stars_full_path, (bool, np.bool_)):
+            raise ParameterError(f"stars_full_path must be True or False, got "
+                                 f"{self.stars_full_path!r}")
         if self.ric_data not in ("raw", "standardized"):
             raise ParameterError(f"ric_data must be 'raw' (as huge.select) or 'standardized', "
                                  f"got {self.ric_data!r}")

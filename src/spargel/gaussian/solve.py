@@ -112,7 +112,7 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
                    max_iter=None, penalize_diagonal=False, block_weight="size",
                    screen=True, warm_start=None, n_jobs=1, step_rule="bb",
                    random_state=0, verbose=False, callback=None, validated=False, client=None,
-                   overwrite_S=False):
+                   overwrite_S=False, polish=None):
     """Solve the (block-)l1 penalised Gaussian maximum-likelihood problem.
 
     Parameters
@@ -151,6 +151,9 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
         built in S's memory (one dense n x n array less; S is then garbage): for
         callers that own S and do not use it afterwards. Without ``validated``
         the validated copy is used so, and the caller's S is never written.
+    polish : Newton steps after the tolerance is met (None: :data:`POLISH_STEPS`;
+        0 for fits whose last digits nobody reads, such as the path of a model
+        selection).
 
     Returns
     -------
@@ -170,7 +173,12 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
         fallback_tol = solver_record("projected-gradient", "covariance").tol
     if warm_start is not None and warm_start.precision.shape != (n, n):
         warm_start = None
+    if polish is not None and (isinstance(polish, bool) or not isinstance(polish, (int, np.integer))
+                               or polish < 0):
+        raise ParameterError(f"polish must be an integer >= 0 or None, got {polish!r}")
     common = dict(tol=tol, atol=atol, t0=t0, verbose=verbose, callback=callback)
+    if polish is not None and kind in ("newton-cg", "newton-cd"):
+        common["polish"] = int(polish)
     with lapack_threads(n):
         if kind == "block-l1":
             res = _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_weight,
@@ -294,6 +302,10 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
             K0 *= s[None, :]
         if not np.all(np.isfinite(K0)):
             K0 = None
+    # the warm start's inverse, rescaled when a Newton solver starts (no inverse of K0
+    # to compute): a previous Newton fit's covariance is its precision's inverse
+    C0 = warm_start.covariance if K0 is not None and kind in ("newton-cg", "newton-cd") \
+        and _inverse_of_precision(warm_start) else None
 
     def inputs(idx):
         if whole:                           # the whole problem: no copies
@@ -312,12 +324,31 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
             np.fill_diagonal(Ss, S_diag[idx] / (si * si))
         off = float(np.sum(np.log(s[idx] * s[idx])))
         X0 = None if K0 is None else (K0 if idx.size == n else K0[np.ix_(idx, idx)])
-        if X0 is not None and kind != "projected-gradient" and np.linalg.eigvalsh(X0)[0] <= 0:
-            X0 = None
+        # (the Newton solvers test X0 by its Cholesky factor: solve_component retries
+        # without a warm start that is not positive definite)
         return Ss, Ls, off, X0
 
+    def inverse_of(idx):
+        """The rescaled inverse of K0's block ``idx`` (a function filling an array),
+        or None: C0's block is that inverse when K0 has no entry joining ``idx`` to
+        the other variables (the previous fit's components are inside this one's)."""
+        if C0 is None:
+            return None
+        if idx.size < n:
+            rest = np.ones(n, dtype=bool)
+            rest[idx] = False
+            if np.any(K0[idx][:, rest]):
+                return None
+
+        def fill(out):
+            out[...] = C0 if idx.size == n else C0[np.ix_(idx, idx)]
+            si = s[idx]
+            _rescale_rows(out, None, si, si, cap, out, None)      # C0 / (s s^T)
+        return fill
+
     def run(idx):
-        return solve_component(*inputs(idx), kind, solver, max_iter, common, fallback_tol)
+        return solve_component(*inputs(idx), kind, solver, max_iter, common, fallback_tol,
+                               W0=inverse_of(idx))
 
     big = [c for c in comps if c.size > 1]
     singles = np.concatenate([c for c in comps if c.size == 1]) if len(big) < len(comps) \
@@ -355,6 +386,15 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
     res = GaussianResult(precision=K, covariance=C, n_components=len(comps), costs=costs,
                          **summary)
     return _map_back(res, s, offset)
+
+
+def _inverse_of_precision(res):
+    """Whether ``res.covariance`` is the inverse of ``res.precision`` (dense arrays from
+    the Newton solvers or the closed form; the projected gradients' covariance is their
+    dual point instead)."""
+    return isinstance(res.covariance, np.ndarray) and isinstance(res.precision, np.ndarray) \
+        and res.covariance.shape == res.precision.shape and bool(res.solver) and \
+        set(res.solver.split("/")) <= {"newton-cg", "newton-cd", "closed-form"}
 
 
 def combine_components(f0, results, solver):
@@ -466,26 +506,34 @@ def _whole_costs(base, parts):
     return out
 
 
-def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common, fallback_tol=None):
+def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common, fallback_tol=None,
+                    W0=None):
     """One screened component (standardised ``Ss``, ``Ls``; ``off`` its share of the
-    objective's offset; ``X0`` a warm start or None). ``fallback_tol``: the tolerance
-    of the projected-gradient hand-over of solver 'auto' (None: ``common['tol']``)."""
+    objective's offset; ``X0`` a warm start or None, ``W0`` its inverse when known, see
+    :func:`~.newton_cd.start_point`). ``fallback_tol``: the tolerance of the
+    projected-gradient hand-over of solver 'auto' (None: ``common['tol']``). A warm
+    start of the Newton solvers that is not positive definite is dropped."""
     if kind == "projected-gradient":
         from .projected_gradient import projected_gradient
 
         Sig0 = None if X0 is None else np.linalg.inv(X0)
         return projected_gradient(Ss, dense_weights(Ls), Sigma0=Sig0, max_iter=max_iter, offset=off,
                                   **common)
+    from .newton_cd import NotPositiveDefinite
+
     if kind == "newton-cd":
-        from .newton_cd import newton_cd
-
-        res = newton_cd(Ss, Ls, X0=X0, max_iter=max_iter, offset=off, polish=POLISH_STEPS,
-                        **common)
+        from .newton_cd import newton_cd as newton
     else:
-        from .newton_cg import newton_cg
-
-        res = newton_cg(Ss, Ls, X0=X0, max_iter=max_iter, offset=off, polish=POLISH_STEPS,
-                        **common)
+        from .newton_cg import newton_cg as newton
+    common = dict(common)
+    polish = common.pop("polish", POLISH_STEPS)
+    try:
+        res = newton(Ss, Ls, X0=X0, W0=W0, max_iter=max_iter, offset=off, polish=polish,
+                     **common)
+    except NotPositiveDefinite:
+        if X0 is None:
+            raise
+        res = newton(Ss, Ls, max_iter=max_iter, offset=off, polish=polish, **common)
     if res.converged or solver != "auto" or res.stop_reason in ("max_iter", "callback"):
         return res
     # no further progress on a badly conditioned problem: finish with the dual projected
