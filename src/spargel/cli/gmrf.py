@@ -165,9 +165,11 @@ def add_parser(subparsers):
                    help="shuffle the --cv folds with this seed (default: contiguous folds); "
                    "with --select stars / ric: the seed of the subsamples / rotations")
     p.add_argument("--solver", default="auto",
-                   choices=["auto", "newton-cg", "newton-cd", "projected-gradient"],
+                   choices=["auto", "newton-cg", "newton-cd", "projected-gradient",
+                            "sparse-newton-cg"],
                    help="auto (default): newton-cg for l1, projected-gradient (Algorithm 3) with "
-                   "--blocks")
+                   "--blocks; with --from-data a large component with a sparse screened graph "
+                   "is solved on its pattern (sparse-newton-cg, never a dense p x p matrix)")
     p.add_argument("--tol", type=float, default=None,
                    help="relative duality-gap tolerance (default: 1e-10 for the Newton "
                    "solvers, 1e-6 for projected-gradient)")
