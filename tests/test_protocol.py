@@ -17,13 +17,16 @@ from spargel.chain.crf import ChainCRF
 from spargel.loglinear.model import FlatLogLinear
 from spargel.core.protocol import capabilities
 from spargel.core.penalties import ElasticNet
+from spargel.core.solver_table import solver
 from spargel.solvers import get_solver
 
 from crf_reference import random_data, random_space
 from toy_model import LeastSquares, make_least_squares
 
-SOLVER_NEEDS = {"lbfgs": "loss_grad", "fista": "loss_grad", "cd": "blocks", "bcd": "blocks", "bound": "bound",
-                "sgd-l1": "sgd", "l2sgd": "sgd", "rprop": "loss_grad", "rprop-": "loss_grad"}
+# the solvers that minimise the penalised objective itself, and the capability each needs
+# (the solver table's record)
+SOLVER_NEEDS = {name: solver(name).needs[0]
+                for name in ("lbfgs", "fista", "cd", "bcd", "bound", "sgd-l1", "l2sgd", "rprop", "rprop-")}
 
 
 def crf(kind):

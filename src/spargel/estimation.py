@@ -20,18 +20,20 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
     warns (:class:`~spargel.errors.ConvergenceWarning`) when the solver stopped on its
     iteration limit. Returns the solver's result."""
     from .core.first_use import announce
-    from .solvers import default_max_iter, get_solver
+    from .core.solver_table import solver as solver_record
+    from .solvers import get_solver
 
     solver = est._effective("solver")
     minimize = get_solver(solver)
+    record = solver_record(solver)
     entry = getattr(model, "entry_kernels", None)
     if entry is not None:
-        announce(entry(solver), quiet=not est.verbose)
+        announce(entry(record.needs), quiet=not est.verbose)
     options = dict(est._effective("solver_options") or {})
-    if solver in ("sgd-l1", "cd", "bcd", "ap", "pa", "arow", "l2sgd", "mira") and "random_state" not in options:
+    if record.stochastic and "random_state" not in options:
         options["random_state"] = est.random_state
     max_it = est._effective("max_iter")
-    max_iter = default_max_iter(solver) if max_it is None else int(max_it)
+    max_iter = record.max_iter if max_it is None else int(max_it)
     tol, gtol = est._effective("tol"), est._effective("gtol")
     result = minimize(model, penalty, w0, max_iter=max_iter, tol=tol, gtol=gtol, window=est._effective("window"),
                       monitor=monitor, **options)
@@ -40,7 +42,7 @@ def run_solver(est, model, penalty, w0=None, monitor=None):
     est.stop_reason_ = result.stop_reason
     note_interrupt(est, result.stop_reason)
     est.objective_ = result.objective
-    if result.stop_reason == "max_iter" and max_iter > 0 and solver not in ("sgd-l1", "ap", "pa", "arow"):
+    if result.stop_reason == "max_iter" and max_iter > 0 and record.warn_at_max_iter:
         user_warn(f"{type(est).__name__}: solver {solver!r} stopped after max_iter={max_iter} iterations "
                   f"before meeting tol={tol:g} / gtol={gtol:g}; increase max_iter or loosen tol",
                   ConvergenceWarning)
@@ -87,6 +89,7 @@ def warn_large_values(est, values):
 def check_common_params(est):
     """The parameter checks every penalised estimator shares (clear errors, before any
     work)."""
+    from .core.solver_table import solver as solver_record
     from .solvers import get_solver
     solver = est._effective("solver")
     get_solver(solver)                          # raises a clear error for unknown names
@@ -97,11 +100,9 @@ def check_common_params(est):
     check_number("window", est._effective("window"), low=1, integer=True)
     check_number("max_iter", est.max_iter, integer=True, allow_none=True)
     check_number("n_shards", getattr(est, "n_shards", None), low=1, integer=True, allow_none=True)
-    if solver == "lbfgs" and np.any(np.asarray(est._effective("l1")) > 0):
-        raise ParameterError("solver='lbfgs' handles smooth objectives only: set l1=0 or use solver='owlqn'")
-    if solver == "l2sgd" and np.any(np.asarray(est._effective("l1")) > 0):
-        raise ParameterError("solver='l2sgd' is CRFsuite's SGD with an l2 penalty only (CRFsuite has no l1 term "
-                             "there): set l1=0, or use solver='sgd-l1' for l1 / elastic-net penalties")
+    refuses_l1 = solver_record(solver).refuses_l1
+    if refuses_l1 and np.any(np.asarray(est._effective("l1")) > 0):
+        raise ParameterError(f"solver={solver!r} {refuses_l1}")
     if solver in est._refused_solvers:
         raise ParameterError(f"{type(est).__name__} does not offer solver={solver!r}: "
                              f"{est._refused_solvers[solver]}")

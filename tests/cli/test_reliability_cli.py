@@ -232,9 +232,9 @@ def test_c7_train_help_explains_every_solver(capsys):
     rc, out, _ = run(capsys, "train", "--help")
     text = " ".join(out.split())
     assert rc == 0
-    for name, entry in SOLVERS.items():
+    for name, record in SOLVERS.items():
         assert f"{name}:" in text or f"{name} (default):" in text
-        assert " ".join(entry[-1].split()) in text
+        assert " ".join(record.doc.split()) in text
 
 
 # ---------------------------------------------------------------------------------------

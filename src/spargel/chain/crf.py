@@ -350,9 +350,10 @@ class BatchChain(Sized):
         logz, _ = self._run(w, False)
         return float(logz - dot(w, self._emp))
 
-    def entry_kernels(self, solver):
-        """The compiled entry points a solver will call first (for the first-use note)."""
-        if solver == "sgd-l1":
+    def entry_kernels(self, needs):
+        """The compiled entry points that a solver needing the capabilities ``needs`` calls
+        first (for the first-use note)."""
+        if "sgd" in needs:
             return [self._sgd_module().sgd_pass]
         return [B.chunk_logz_grad]
 

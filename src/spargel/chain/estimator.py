@@ -9,6 +9,7 @@ from ..data.templates import Template
 from ..errors import ParameterError
 from ..core.interrupts import reraise_interrupt
 from ..core.limits import check_label_pairs
+from ..core.solver_table import solver as solver_record, solvers_for
 from ..estimation import LogLinearCore, check_weight_range
 from .featurizer import SequenceFeaturizer
 from .labels import label_lists, refuse_marker_label
@@ -16,8 +17,8 @@ from .monitor import FitMonitor
 
 
 #: the solvers that train with constraints (``constrain_training=True``): those that
-#: work through the batch likelihood, whose transition structure carries them
-CONSTRAINED_SOLVERS = ("owlqn", "lbfgs", "fista", "rprop", "rprop+", "rprop-")
+#: work through the batch likelihood alone, whose transition structure carries them
+CONSTRAINED_SOLVERS = tuple(solvers_for({"loss_grad"}, nothing_else=True))
 
 
 class CRF(LogLinearCore):
@@ -394,7 +395,8 @@ class CRF(LogLinearCore):
             self._label_constraints(self._label_vocab.names)     # labels that fit: refused now, not at predict
         from ..core.params import check_sample_weight
         self._sample_weight = check_sample_weight(sample_weight, data.n_sequences, "sequence")
-        if self._effective("solver") in ("cd", "bcd") and (self._sample_weight is not None or np.any(data.labels < 0)):
+        on_blocks = "blocks" in solver_record(self._effective("solver")).needs   # the CRF's blocks: cd, bcd
+        if on_blocks and (self._sample_weight is not None or np.any(data.labels < 0)):
             raise ValueError(f"solver {self.solver!r} does not take sample weights or partially labelled "
                              f"sequences; use solver='owlqn' (or 'sgd-l1')")
         dev = None

@@ -29,20 +29,32 @@ import sys
 from .common import PROG, CommandError, UsageError, check_outputs, describe, error, exit_status, exit_status_help
 from .crf import cmd_dump, cmd_eval, cmd_label, cmd_train
 
-def _solver_help():
-    """One line per solver of ``spargel.solvers.SOLVERS`` (so new solvers appear here)."""
+
+def _solver_help(default):
+    """One line per solver of the solver table (``core/solver_table.py``), so a new solver
+    appears here."""
     from ..solvers import SOLVERS
 
-    lines = []
-    for name, entry in SOLVERS.items():
-        if isinstance(entry, dict):
-            text = entry.get("description", "")
-        elif isinstance(entry, (tuple, list)):
-            text = next((x for x in reversed(entry) if isinstance(x, str)), "")
-        else:
-            text = getattr(entry, "description", "") or ""
-        lines.append(f"{name}{' (default)' if name == 'owlqn' else ''}: {text}")
-    return "; ".join(lines)
+    return "; ".join(f"{name}{' (default)' if name == default else ''}: {record.doc}"
+                     for name, record in SOLVERS.items())
+
+
+def _solver_defaults(field):
+    """The solvers' defaults of ``field`` ("max_iter" or "tol") from the solver table:
+    "500 for lbfgs/owlqn, 30 for sgd-l1, ...", the most common value last, "for the others"."""
+    from ..solvers import SOLVERS
+
+    names = {}
+    for name, record in SOLVERS.items():
+        names.setdefault(getattr(record, field), []).append(name)
+    *rare, common = sorted(names, key=lambda value: len(names[value]))
+    parts = [f"{_short_number(value)} for {'/'.join(names[value])}" for value in rare]
+    return ", ".join(parts + [f"{_short_number(common)} for the others"])
+
+
+def _short_number(value):
+    """500 as 500, 0.0002 as 2e-4."""
+    return str(value) if isinstance(value, int) else f"{value:.0e}".replace("e-0", "e-")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -276,8 +288,9 @@ def build_parser():
                         "the features the data does not support)")
     p.add_argument("-m", dest="train_m", default=None, metavar="N|MODEL",
                    help="refused: CRF++'s -m N is --max-iter N, Wapiti's -m MODEL is --init MODEL")
-    p.add_argument("-a", "--solver", "--algo", default="owlqn",
-                   help=f"how to minimise the objective -- {_solver_help()}. lbfgs needs --l1 0")
+    default_solver = "owlqn"
+    p.add_argument("-a", "--solver", "--algo", default=default_solver,
+                   help=f"how to minimise the objective -- {_solver_help(default_solver)}. lbfgs needs --l1 0")
     p.add_argument("-T", "--type", dest="model_type", choices=("crf", "maxent", "memm"), default="crf",
                    help="the model (Wapiti's -T): crf, a linear chain; maxent, every token on its own "
                         "(the pattern file's unigram patterns only, no label pairs); memm is refused")
@@ -302,8 +315,8 @@ def build_parser():
     p.add_argument("--l2", "--rho2", type=_nonneg_float, default=0.0, metavar="X",
                    help="l2 penalty weight: l2/2*|w|^2 (Wapiti rho2; CRFsuite: 2*c2)")
     p.add_argument("-i", "--max-iter", "--maxiter", dest="max_iter", type=_nonneg_int, default=None,
-                   metavar="N", help="iteration limit (passes for sgd-l1); default: the solver's "
-                                     "(500 for owlqn/lbfgs, 30 passes for sgd-l1, 200 sweeps for bcd/cd)")
+                   metavar="N", help=f"iteration limit (passes for sgd-l1, sweeps for bcd/cd, epochs for the "
+                                     f"online trainers); default: the solver's ({_solver_defaults('max_iter')})")
     p.add_argument("--stream", type=_nonneg_int, default=None, metavar="N",
                    help="train with sgd-l1 reading TRAIN in chunks of N sequences, for data that "
                         "does not fit in memory (--max-iter passes, default 1; --dev, --history "
@@ -312,8 +325,8 @@ def build_parser():
                    help="with --stream: continue from the weights of this saved model (warm start)")
     p.add_argument("-e", "--tol", "--stopeps", type=_nonneg_float, default=None, metavar="X",
                    help="stop when the objective improves by less than a relative X over "
-                        "--window iterations (0 disables; default: the solver's, 2e-4 for "
-                        "owlqn/lbfgs, 1e-5 for the others; CRFsuite's is 1e-5)")
+                        f"--window iterations (0 disables; default: the solver's, {_solver_defaults('tol')}; "
+                        "CRFsuite's is 1e-5)")
     p.add_argument("--gtol", type=_nonneg_float, default=1e-5, metavar="X",
                    help="stop when |pseudo-gradient| <= X * max(1, |w|) (0 disables)")
     p.add_argument("-w", "--window", "--period", "--stopwin", type=_pos_int, default=10, metavar="N",

@@ -323,19 +323,15 @@ def cmd_train(args):
 
 
 def _solver_options(args):
-    """The solver's own options from the command line (Wapiti's rprop steps, CRF++'s MIRA
-    C and -H), or None."""
+    """The solver's own options from the command line (the solver table's ``cli_options``:
+    Wapiti's rprop steps, CRF++'s MIRA C and -H), or None."""
+    from ..solvers import SOLVERS
+
     opts = {}
-    for name in ("stpmin", "stpmax", "stpinc", "stpdec"):
-        if getattr(args, name, None) is not None:
-            opts[name] = getattr(args, name)
-    if getattr(args, "cutoff", False):
-        opts["cutoff"] = True
-    if args.solver == "mira":
-        if getattr(args, "mira_c", None) is not None:
-            opts["c"] = args.mira_c
-        if getattr(args, "shrinking_size", None) is not None:
-            opts["shrinking_size"] = args.shrinking_size
+    for arg, option in SOLVERS[args.solver].cli_options:
+        value = getattr(args, arg, None)
+        if value is not None and value is not False:      # given (--cutoff: a flag)
+            opts[option] = value
     return opts or None
 
 

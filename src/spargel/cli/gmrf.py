@@ -51,6 +51,7 @@ import time
 import warnings
 from pathlib import Path
 
+from ..core.solver_table import solver as solver_record, solver_names
 from .common import (CommandError, UsageError, check_number, check_outputs, csv_text, exit_status_help,
                      json_lines, read_table, read_text, warn, write_output)
 
@@ -164,12 +165,10 @@ def add_parser(subparsers):
     p.add_argument("--seed", type=int, default=None,
                    help="shuffle the --cv folds with this seed (default: contiguous folds); "
                    "with --select stars / ric: the seed of the subsamples / rotations")
-    p.add_argument("--solver", default="auto",
-                   choices=["auto", "newton-cg", "newton-cd", "projected-gradient",
-                            "sparse-newton-cg"],
+    covariance_solvers = [solver_record(name, "covariance") for name in solver_names("covariance")]
+    p.add_argument("--solver", default="auto", choices=["auto", *(s.name for s in covariance_solvers)],
                    help="auto (default): newton-cg for l1, projected-gradient (Algorithm 3) with "
-                   "--blocks; with --from-data a large component with a sparse screened graph "
-                   "is solved on its pattern (sparse-newton-cg, never a dense p x p matrix)")
+                   "--blocks; " + "; ".join(f"{s.name}: {s.doc}" for s in covariance_solvers))
     p.add_argument("--tol", type=float, default=None,
                    help="relative duality-gap tolerance (default: 1e-10 for the Newton "
                    "solvers, 1e-6 for projected-gradient)")
@@ -325,7 +324,8 @@ def _check_usage(args):
                          "of --select stars / ric; it goes with --cv or those")
     if args.n_samples is not None and not args.covariance:
         raise UsageError("--n-samples goes with --covariance (with samples it is their count)")
-    if args.blocks is not None and args.solver in ("newton-cg", "newton-cd"):
+    plain_l1_only = args.solver != "auto" and solver_record(args.solver, "covariance").with_blocks is None
+    if args.blocks is not None and plain_l1_only:
         raise UsageError(f"--solver {args.solver} handles plain l1 weights only; --blocks needs "
                          "--solver projected-gradient or auto")
     if args.seed is not None:

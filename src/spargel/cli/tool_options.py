@@ -17,13 +17,13 @@ class ToolOptionError(ValueError):
 # Wapiti's and CRF++'s names for the solvers: spargel solver, or None to refuse
 _TOOL_SOLVERS = {"l-bfgs": "owlqn", "sgd-l1": "sgd-l1", "bcd": "bcd", "rprop": "rprop", "rprop+": "rprop+",
                  "rprop-": "rprop-", "crf": "lbfgs", "crf-l2": "lbfgs", "crf-l1": "owlqn", "mira": "mira"}
-_RPROP_OPTIONS = ("stpmin", "stpmax", "stpinc", "stpdec")
 
 
 def tool_habits(args, solvers):
     """Wapiti's and CRF++'s train options where spargel has their meaning (-a names, CRF++'s
     -c C, with -a MIRA its bound C; Wapiti's rprop options and -T); a clear refusal naming
-    spargel's equivalent for the others."""
+    spargel's equivalent for the others. ``solvers``: name -> solver table record
+    (``spargel.solvers.SOLVERS``)."""
     if args.train_m is not None:
         raise ToolOptionError(f"-m {args.train_m}: CRF++'s -m N is --max-iter N; Wapiti's "
                               "-m MODEL (start from a model) is --init MODEL (with --stream)")
@@ -81,16 +81,29 @@ def tool_habits(args, solvers):
         if not cost > 0:
             raise ToolOptionError("-c C needs C > 0")
         args.solver, args.l1, args.l2 = "lbfgs", 0.0, 1.0 / cost
-    rprop = [f"--{o}" for o in _RPROP_OPTIONS if getattr(args, o, None) is not None]
-    if getattr(args, "cutoff", False):
-        rprop.append("--cutoff")
-    if rprop and not args.solver.startswith("rprop"):
-        raise ToolOptionError(f"{', '.join(rprop)} apply to -a rprop / rprop+ / rprop- only")
-    if getattr(args, "shrinking_size", None) is not None and args.solver != "mira":
-        raise ToolOptionError("-H N (CRF++'s shrinking size) applies to -a MIRA only")
+    _refuse_other_solvers_options(args, solvers)
     if args.pattern and args.pattern.isdigit() and not os.path.exists(args.pattern):
         raise ToolOptionError(f"-p {args.pattern}: -p is the pattern file (Wapiti's -p); CRF++'s "
                               "-p N (threads) is -t N")
+
+
+def _refuse_other_solvers_options(args, solvers):
+    """Refuse the options of other solvers than -a's (the solver table's ``cli_options``:
+    Wapiti's rprop options, CRF++'s -H), naming the solvers that take them."""
+    taken = dict(getattr(solvers.get(args.solver), "cli_options", ()))
+    refused = {}      # an option given that -a's solver does not take -> the solvers that take it
+    for name, record in solvers.items():
+        for arg, _ in record.cli_options:
+            value = getattr(args, arg, None)
+            if arg not in taken and value is not None and value is not False:    # (--cutoff: a flag)
+                refused.setdefault(arg, []).append(name)
+    crfpp_h = refused.pop("shrinking_size", None)            # named in CRF++'s words below
+    if refused:
+        takers = next(iter(refused.values()))
+        flags = [f"--{arg.replace('_', '-')}" for arg, t in refused.items() if t == takers]
+        raise ToolOptionError(f"{', '.join(flags)} apply to -a {' / '.join(takers)} only")
+    if crfpp_h:
+        raise ToolOptionError("-H N (CRF++'s shrinking size) applies to -a MIRA only")
 
 
 def _is_number(tokens):

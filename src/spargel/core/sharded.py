@@ -199,7 +199,7 @@ class ShardedModel:
     def n_shards(self):
         return len(self.shards)
 
-    def entry_kernels(self, solver):
+    def entry_kernels(self, needs):
         """Kernels compile on the workers, not here: nothing to announce."""
         return []
 

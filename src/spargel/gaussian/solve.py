@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..core.solver_table import solver as solver_record, solver_names
 from ..errors import ConvergenceWarning, DataFormatError, ParameterError
 from .objective import lapack_threads, penalty_matrix, validate_covariance
 from .result import GaussianResult
@@ -39,15 +40,9 @@ from .weights import ScalarWeights, dense_weights
 
 __all__ = ["solve_gaussian", "SOLVERS"]
 
-SOLVERS = ("auto", "newton-cg", "newton-cd", "projected-gradient")
-_DEFAULT_MAX_ITER = {"newton-cg": 100, "newton-cd": 100, "projected-gradient": 1000,
-                     "block-l1": 2000}
-#: default relative duality-gap tolerance per solver: the Newton methods converge
-#: superlinearly, so their last digits are cheap (a tenth more time on real data) and
-#: they stop where the entries of K agree with other exact solvers to about 1e-7;
-#: the first-order projected gradients stop earlier
-DEFAULT_TOL = {"newton-cg": 1e-10, "newton-cd": 1e-10, "projected-gradient": 1e-6,
-               "block-l1": 1e-6}
+#: the names ``solver`` takes: "auto" and the covariance solvers of the solver table
+#: (``core/solver_table.py``: their defaults, ``max_iter`` and the duality-gap ``tol``)
+SOLVERS = ("auto", *solver_names("covariance"))
 #: Newton steps after the tolerance is met, towards the rounding floor (the estimate
 #: as close to the optimum as scikit-learn's coordinate descent leaves it at the same
 #: tolerance; ``newton_cd.polish_done``)
@@ -76,12 +71,13 @@ def resolve_solver(solver, blocks):
                              "(covariance='from_data', or 'auto' with n < p)")
     if solver not in SOLVERS:
         raise ParameterError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {solver!r}")
-    if blocks is not None:
-        if solver in ("newton-cg", "newton-cd"):
-            raise ParameterError(f"solver={solver!r} handles plain l1 weights only; block penalties "
-                                 "need solver='projected-gradient' (Algorithm 3) or 'auto'")
-        return "block-l1"
-    return "newton-cg" if solver == "auto" else solver
+    if blocks is None:
+        return "newton-cg" if solver == "auto" else solver
+    instead = "block-l1" if solver == "auto" else solver_record(solver, "covariance").with_blocks
+    if instead is None:
+        raise ParameterError(f"solver={solver!r} handles plain l1 weights only; block penalties "
+                             "need solver='projected-gradient' (Algorithm 3) or 'auto'")
+    return instead
 
 
 #: rows per block of the in-place rescalings (a block's ``outer(s_rows, s)`` is small)
@@ -170,11 +166,11 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
     n = S.shape[0]
     kind = resolve_solver(solver, blocks)
     if max_iter is None:
-        max_iter = _DEFAULT_MAX_ITER[kind]
+        max_iter = solver_record(kind, "covariance").max_iter
     fallback_tol = None
     if tol is None:
-        tol = DEFAULT_TOL[kind]
-        fallback_tol = DEFAULT_TOL["projected-gradient"]
+        tol = solver_record(kind, "covariance").tol
+        fallback_tol = solver_record("projected-gradient", "covariance").tol
     if warm_start is not None and warm_start.precision.shape != (n, n):
         warm_start = None
     common = dict(tol=tol, atol=atol, t0=t0, verbose=verbose, callback=callback)
@@ -502,7 +498,7 @@ def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common, fallback_to
     pg_common = common if fallback_tol is None else dict(common, tol=max(common["tol"],
                                                                           fallback_tol))
     pg = projected_gradient(Ss, dense_weights(Ls), Sigma0=res.covariance, offset=off,
-                            max_iter=_DEFAULT_MAX_ITER["projected-gradient"] * 5, **pg_common)
+                            max_iter=solver_record("projected-gradient", "covariance").max_iter * 5, **pg_common)
     for row in pg.history:
         row["phase"] = "projected-gradient"
     best = pg if pg.duality_gap <= res.duality_gap else res

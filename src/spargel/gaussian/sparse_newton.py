@@ -57,6 +57,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from ..core.solver_table import solver as solver_record
 from ..errors import ConvergenceWarning
 from .progress import record
 from .result import GaussianResult
@@ -72,9 +73,6 @@ SOLVER = "sparse-newton-cg"
 MARGIN = 0.1
 #: largest block of W columns computed at once for the check off the pattern
 BLOCK_BYTES = 2**27
-#: default tolerance: the largest minimum-norm subgradient entry on the standardised
-#: scale (unit diagonal)
-DEFAULT_TOL = 1e-7
 #: most rounds of "solve on the pattern, check off it"
 MAX_ROUNDS = 10
 #: relative rounding of the objective's sums, the Armijo test's slack
@@ -413,7 +411,8 @@ def solve_component_sparse(cols, nodes, alpha, *, pairs=None, near=None, penaliz
     ``precision`` is a sparse CSR matrix and whose ``covariance`` holds ``K^-1`` on the
     precision's pattern only (the full inverse is dense)."""
     t0 = time.perf_counter() if t0 is None else t0
-    tol = DEFAULT_TOL if tol is None else float(tol)
+    # tol: the largest minimum-norm subgradient entry on the standardised scale
+    tol = solver_record(SOLVER, "covariance").tol if tol is None else float(tol)
     nodes = np.asarray(nodes, dtype=np.int64)
     q = nodes.size
     alpha = float(alpha)

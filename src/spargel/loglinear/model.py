@@ -80,10 +80,11 @@ class FlatLogLinear(FlatMapCapability, Sized):
     def n_samples(self):
         return self.n
 
-    def entry_kernels(self, solver):
-        """The compiled entry points a solver will call first (for the first-use note)."""
+    def entry_kernels(self, needs):
+        """The compiled entry points that a solver needing the capabilities ``needs`` calls
+        first (for the first-use note)."""
         from . import kernels as S
-        return [S.sgd_pass] if solver == "sgd-l1" else [S.softmax_residual]
+        return [S.sgd_pass] if "sgd" in needs else [S.softmax_residual]
 
     # -- batch ------------------------------------------------------------------------
     def _split(self, w):
