@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 from spargel.errors import ParameterError
-from spargel.gaussian import _sparse_factor_kernels as kern
+from spargel.gaussian import _sparse_factor_kernels as kern, sparse_newton
 from spargel.gaussian.estimator import SparseGaussianMRF
 from spargel.gaussian.from_data import _Columns, solve_from_data
 from spargel.gaussian.objective import empirical_covariance, penalty_matrix, primal_objective
@@ -169,13 +169,17 @@ def test_check_off_the_pattern_finds_and_adds_missing_pairs():
 
 def test_estimator_chooses_the_sparse_path_and_agrees_with_dense():
     p = 1600
-    X = chain_samples(200, p, seed=4, rho=0.6)
+    X = chain_samples(1000, p, seed=4, rho=0.6)
     alpha = 0.3
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         auto = SparseGaussianMRF(alpha=alpha, covariance="from_data").fit(X)
         dense = SparseGaussianMRF(alpha=alpha, covariance="from_data", solver="newton-cg").fit(X)
+        # with 200 samples the same alpha screens thousands of spurious pairs across the
+        # chain: the factor fills in, and 'auto' keeps the dense solver
+        noisy = SparseGaussianMRF(alpha=alpha, covariance="from_data").fit(X[:200])
     assert SOLVER in auto.solver_ and SOLVER not in dense.solver_
+    assert SOLVER not in noisy.solver_
     assert auto.converged_
     assert auto.objective_ == pytest.approx(dense.objective_, rel=1e-9)
     np.testing.assert_array_equal(auto.edges_, dense.edges_)
@@ -183,19 +187,24 @@ def test_estimator_chooses_the_sparse_path_and_agrees_with_dense():
     assert diff <= 1e-6 * abs(dense.precision_).max()
 
 
-def test_sparse_path_holds_no_dense_matrix():
-    p, n = 3000, 60
-    X = chain_samples(n, p, seed=5, rho=0.7)
+def test_sparse_path_holds_no_dense_matrix(monkeypatch):
+    p, n = 3000, 600
+    X = chain_samples(n, p, seed=5, rho=0.6)
     cols = _Columns(X, False)
     solve_component_sparse(_Columns(X[:, :50], False), np.arange(50), 0.3)   # compile first
+    monkeypatch.setattr(sparse_newton, "BLOCK_BYTES", 2**20)   # W's columns 1 MB at a time
+    # the screening (by 64 MB slabs of S, as the from-data path screens) comes first
+    pairs, near = sparse_newton._screen_component(cols, np.arange(p), 0.35)
     tracemalloc.start()
     try:
-        res = solve_component_sparse(cols, np.arange(p), 0.3)
+        res = solve_component_sparse(cols, np.arange(p), 0.35, pairs=pairs, near=near)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert res.converged
-    assert peak < 8 * p * p / 8          # an eighth of one dense p x p array
+    # the data's transpose (8 n p), the pattern, factor and a 1 MB block of W: less
+    # than half of one dense p x p array
+    assert peak < 8 * n * p + 2**23 and peak < 8 * p * p / 2
 
 
 def test_forced_solver_and_its_refusals():
@@ -217,3 +226,39 @@ def test_callback_stops_the_sparse_solve():
     res = solve_component_sparse(_Columns(X, False), np.arange(80), 0.1, callback=stop)
     assert res.stop_reason == "callback" and not res.converged and len(rows) == 2
     assert all(np.isfinite(r["kkt"]) for r in rows)
+
+
+def test_sparse_path_models_round_trip_and_forged_ones_are_refused(tmp_path):
+    from spargel.errors import ModelFileError
+
+    X = chain_samples(120, 200, seed=8, rho=0.7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = SparseGaussianMRF(alpha=0.3, covariance="from_data", solver=SOLVER).fit(X)
+    path = tmp_path / "chain.model"
+    m.save(path)
+    back = SparseGaussianMRF.load(path)
+    assert back.solver_ == m.solver_ and sp.issparse(back.precision_)
+    assert abs(back.precision_ - m.precision_).max() == 0.0
+    assert back.score(X) == pytest.approx(m.score(X), rel=1e-12)
+    # a model whose precision is not positive definite (one negative pivot deep inside
+    # the chain) is refused by the sparse check, which runs on such models
+    from spargel.gaussian.sparse_file import check_precision
+
+    K = m.precision_.tolil(copy=True)
+    K[100, 100] = -1.0
+    K = K.tocsr()
+    C = m.covariance_
+    stored = K.nnz + C.nnz + K.shape[0]
+    assert check_precision(m.precision_, C, stored, "chain.model") == 200
+    with pytest.raises(ModelFileError, match="chain.model.*positive definite"):
+        check_precision(K, C, stored, "chain.model")
+
+
+def test_a_factor_too_large_for_memory_is_refused_before_allocation():
+    from spargel.gaussian.sparse_newton import FactorTooLargeError
+
+    a, b = np.triu_indices(60, 1)                    # a complete graph: 1,770 entries
+    with pytest.raises(FactorTooLargeError, match="60 variables") as info:
+        SparsePattern(60, a, b, max_factor=1000)
+    assert isinstance(info.value, MemoryError)

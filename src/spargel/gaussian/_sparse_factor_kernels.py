@@ -36,9 +36,12 @@ from ..core.jit import kernel
 
 
 @kernel()
-def ldl_symbolic(Ap, Ai, parent, Lnz, flag):
-    """Elimination tree and column counts of the factor of the pattern (Ap, Ai)."""
+def ldl_symbolic(Ap, Ai, parent, Lnz, flag, cap):
+    """Elimination tree and column counts of the factor of the pattern (Ap, Ai).
+    Returns the factor's entries (below the diagonal), or -1 as soon as they pass
+    ``cap`` (then parent and Lnz are incomplete)."""
     n = Ap.shape[0] - 1
+    total = 0
     for k in range(n):
         parent[k] = -1
         flag[k] = k
@@ -50,8 +53,12 @@ def ldl_symbolic(Ap, Ai, parent, Lnz, flag):
                     if parent[i] == -1:
                         parent[i] = k
                     Lnz[i] += 1
+                    total += 1
                     flag[i] = k
                     i = parent[i]
+        if total > cap:
+            return -1
+    return total
 
 
 @kernel()

@@ -78,8 +78,13 @@ class ComponentTooLargeError(SpargelError, MemoryError):
 
 def default_max_component():
     """Largest component (variables) whose dense solve fits into about 80% of the
-    memory available now (``MemAvailable`` of ``/proc/meminfo``; the physical memory
-    where that is not readable)."""
+    memory available now (:func:`available_memory`)."""
+    return max(2, int(np.sqrt(0.8 * available_memory() / (8.0 * _ARRAYS_PER_SOLVE))))
+
+
+def available_memory():
+    """Bytes of memory available now (``MemAvailable`` of ``/proc/meminfo``; the
+    physical memory where that is not readable)."""
     avail = None
     try:
         with open("/proc/meminfo") as fh:
@@ -94,7 +99,7 @@ def default_max_component():
             avail = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         except (ValueError, OSError, AttributeError):
             avail = 8 * 2**30
-    return max(2, int(np.sqrt(0.8 * avail / (8.0 * _ARRAYS_PER_SOLVE))))
+    return float(avail)
 
 
 class _Columns:
@@ -214,20 +219,24 @@ def split_alpha(p, i, j, w, limit):
     return 0.0
 
 
-#: components of at least this many variables are solved on their sparse pattern
-#: (:mod:`.sparse_newton`) when the pattern is sparse enough: below it the dense solvers
-#: are as fast (chain graphs, same run: p = 2,000 sparse 1.3 s, dense 2.9 s)
+#: components of at least this many variables may be solved on their sparse pattern
+#: (:mod:`.sparse_newton`): below it the dense solvers are as fast (chain graphs, same
+#: run: p = 2,000 sparse 1.3 s, dense 2.9 s)
 SPARSE_MIN_COMPONENT = 1500
-#: screened pairs per variable up to which a component suits the sparse path (the
-#: factor's fill grows with the pattern's density; real data with many strong
-#: correlations are solved faster dense)
+#: screened pairs per variable up to which a component may suit the sparse path
 SPARSE_MAX_PAIRS_PER_VARIABLE = 16
+#: the sparse path is taken when one selected inverse on the pattern's factor is at
+#: most this share of a dense one (``sparse_newton.sparse_work``; measured: a chain's
+#: 3e-7 and a random graph's 4e-4 to 6e-4 solved 1.3-3.4x faster sparse, a noisy
+#: pattern's 0.06 17x slower)
+SPARSE_MAX_WORK = 1e-3
 
 
-def _sparse_suits(size, pairs, limit):
+def _sparse_may_suit(size, pairs, limit):
     """Whether a screened component of ``size`` variables and ``pairs`` screened pairs
-    is solved on its sparse pattern: always when its dense solve does not fit in
-    memory (``size > limit``), otherwise when it is large and its pattern sparse."""
+    is a candidate for its sparse pattern (then its factor decides): always when its
+    dense solve does not fit in memory (``size > limit``), otherwise when it is large
+    and its pattern sparse."""
     return size > limit or (size >= SPARSE_MIN_COMPONENT and
                             pairs <= SPARSE_MAX_PAIRS_PER_VARIABLE * size)
 
@@ -313,7 +322,7 @@ def solve_columns(cols, alpha, *, penalize_diagonal=False, max_component=None,
     alpha; the pairs above this alpha are the same numbers passing the same test, so
     the result is the same)."""
     from .solve import _whole_costs, combine_components, solve_gaussian
-    from .sparse_newton import MARGIN, SOLVER as SPARSE_SOLVER, solve_component_sparse
+    from .sparse_newton import MARGIN, SOLVER as SPARSE_SOLVER, solve_component_sparse, sparse_work
 
     t0 = time.perf_counter()
     alpha = float(alpha)
@@ -352,24 +361,30 @@ def solve_columns(cols, alpha, *, penalize_diagonal=False, max_component=None,
     pair_count = np.bincount(label[i], minlength=len(comps)) if i.size else \
         np.zeros(len(comps), dtype=np.int64)
     # the sparse path: asked for, or chosen by 'auto' when no explicit limit is set
-    on_pattern = [c for c, idx in enumerate(comps) if idx.size > 1 and (
-        sparse_solver or solver == "auto" and max_component is None and alpha > 0 and
-        _sparse_suits(idx.size, pair_count[c], limit))]
-    dense_sizes = [comps[c].size for c in range(len(comps)) if c not in set(on_pattern)]
-    if dense_sizes and max(dense_sizes) > limit:
-        raise ComponentTooLargeError(max(dense_sizes), limit, alpha,
-                                     split_alpha(p, i, j, w, limit))
-    sparse_parts = {}
-    for c in on_pattern:
-        idx = comps[c]
+    # (decided on the pattern's factor, whose order is then kept for the solve)
+    sparse_parts = {}                   # component -> (its pairs, its near band, order)
+    for c, idx in enumerate(comps):
+        if idx.size < 2 or not (sparse_solver or solver == "auto" and max_component is None
+                                and alpha > 0 and _sparse_may_suit(idx.size, pair_count[c],
+                                                                   limit)):
+            continue
         local = np.full(p, -1, dtype=np.int64)
         local[idx] = np.arange(idx.size)
         sel = label[i] == c
+        pairs = (local[i[sel]], local[j[sel]])
+        perm, work = (None, 0.0) if sparse_solver else sparse_work(idx.size, *pairs)
+        if not (sparse_solver or idx.size > limit or work <= SPARSE_MAX_WORK):
+            continue
         near = None
         if ni is not None:
             nsel = (label[ni] == c) & (label[nj] == c)
             near = (local[ni[nsel]], local[nj[nsel]])
-        sparse_parts[c] = ((local[i[sel]], local[j[sel]]), near)
+        sparse_parts[c] = (pairs, near, perm)
+    on_pattern = set(sparse_parts)
+    dense_sizes = [comps[c].size for c in range(len(comps)) if c not in on_pattern]
+    if dense_sizes and max(dense_sizes) > limit:
+        raise ComponentTooLargeError(max(dense_sizes), limit, alpha,
+                                     split_alpha(p, i, j, w, limit))
     del i, j, w
     big = [c for c in comps if c.size > 1]
     singles = np.concatenate([c for c in comps if c.size == 1]) if len(big) < len(comps) \
@@ -387,8 +402,8 @@ def solve_columns(cols, alpha, *, penalize_diagonal=False, max_component=None,
     def run(idx):
         c = which.get(id(idx))
         if c is not None:
-            pairs, near = sparse_parts[c]
-            return solve_component_sparse(cols, idx, alpha, pairs=pairs, near=near,
+            pairs, near, perm = sparse_parts[c]
+            return solve_component_sparse(cols, idx, alpha, pairs=pairs, near=near, perm=perm,
                                           penalize_diagonal=penalize_diagonal, **sparse_kw)
         return solve_gaussian(cols.square(idx), alpha, penalize_diagonal=penalize_diagonal,
                               screen=False, validated=True, overwrite_S=True, **solve_kw)
