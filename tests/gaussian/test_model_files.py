@@ -250,15 +250,35 @@ def test_forged_sparse_files_are_refused(tmp_path):
     f = _forged(tmp_path, "g.model", meta, a, **csr_arrays("precision", K.tocsr()))
     with pytest.raises(ModelFileError, match="not symmetric"):
         SparseGaussianMRF.load(f)
-    # a pattern whose components would need dense blocks larger than the file: a chain
-    # through all p variables (3p entries, a p x p Cholesky)
+    # a pattern whose components would need dense blocks larger than the file (a chain
+    # through all p variables: 3p entries, a p x p Cholesky) is checked by a sparse
+    # factor, as the sparse path's models are: positive definite loads, else refused
     p = 60
-    chain = sp.diags([np.full(p - 1, -0.1), np.full(p, 1.0), np.full(p - 1, -0.1)],
-                     [-1, 0, 1], format="csr")
     diag = sp.identity(p, format="csr")
-    f = _forged(tmp_path, "h.model", meta, a, **csr_arrays("precision", chain),
-                **csr_arrays("covariance", diag))
-    with pytest.raises(ModelFileError, match="larger than the blocks stored"):
+    for off, ok in ((-0.1, True), (-0.6, False)):
+        chain = sp.diags([np.full(p - 1, off), np.full(p, 1.0), np.full(p - 1, off)],
+                         [-1, 0, 1], format="csr")
+        f = _forged(tmp_path, "h.model", meta, a, **csr_arrays("precision", chain),
+                    **csr_arrays("covariance", diag))
+        if ok:
+            assert abs(SparseGaussianMRF.load(f).precision_ - chain).max() == 0
+        else:
+            with pytest.raises(ModelFileError, match="not positive definite"):
+                SparseGaussianMRF.load(f)
+    # a sparse pattern whose factor would be far larger than the file (a random graph,
+    # whose fill no ordering keeps small) is refused before the factor is allocated
+    p = 20000
+    rng = np.random.default_rng(0)
+    i, j = rng.integers(0, p, 3 * p), rng.integers(0, p, 3 * p)
+    keep = i != j
+    R = sp.coo_matrix((np.full(keep.sum(), -0.01), (i[keep], j[keep])), shape=(p, p))
+    R = (R + R.T + sp.identity(p)).tocsr()
+    R.sum_duplicates()
+    R.sort_indices()
+    a2 = dict(a, location=np.zeros(p))
+    f = _forged(tmp_path, "r.model", meta, a2, **csr_arrays("precision", R),
+                **csr_arrays("covariance", sp.identity(p, format="csr")))
+    with pytest.raises(ModelFileError, match="far larger than the file"):
         SparseGaussianMRF.load(f)
     # the sparse list must name real matrices
     for bad in (["precision"], ["precision", "covariance", "other"], "precision", [1]):

@@ -521,8 +521,15 @@ def _run(args):
             k = model.selected_index_
             how = f" ({args.select.upper()}" + ("" if k is None else
                                                  f", index {k} of {len(model.alphas_)}") + ")"
+        certificate = f"duality gap={model.duality_gap_:.3g}"
+        # the sparse path has no dual point: its measure, the largest subgradient entry
+        # (the last of each component solved so)
+        last_kkt = {row.get("component", 0): row["kkt"]
+                    for row in getattr(model, "history_", []) if "kkt" in row}
+        if math.isnan(model.duality_gap_) and last_kkt:
+            certificate = f"largest subgradient entry={max(last_kkt.values()):.3g}"
         print(f"gmrf: {n} variables, alpha={alpha:.6g}{how}, {len(model.edges_)} edges, "
-              f"objective={model.objective_:.10g}, duality gap={model.duality_gap_:.3g}, "
+              f"objective={model.objective_:.10g}, {certificate}, "
               f"{model.n_iter_} iterations ({model.solver_}), {elapsed:.3f}s; "
               f"wrote {', '.join(written)}", file=sys.stderr)
     if interrupted:

@@ -69,6 +69,8 @@ class Solver:
     public: bool = True
     #: Gaussian solvers: what runs instead when the penalty has blocks (None: refused)
     with_blocks: str | None = None
+    #: Gaussian solvers that work from the data matrix only (never on a covariance)
+    from_data_only: bool = False
 
 
 _RPROP_CLI = (("stpmin", "stpmin"), ("stpmax", "stpmax"), ("stpinc", "stpinc"), ("stpdec", "stpdec"),
@@ -141,6 +143,11 @@ SOLVER_TABLE = (
                                  "'block-l1', with blocks)",
            "spargel.gaussian.projected_gradient:projected_gradient", max_iter=1000, tol=1e-6,
            works_on="covariance", with_blocks="block-l1"),
+    Solver("sparse-newton-cg", "from the data matrix only: orthant-wise Newton-CG on the screened sparse pattern "
+                               "with a sparse LDL^T factor, never a p x p matrix ('auto' takes it for large "
+                               "components with sparse screened graphs); tol bounds the largest subgradient entry",
+           "spargel.gaussian.sparse_newton:solve_component_sparse", max_iter=100, tol=1e-7, works_on="covariance",
+           from_data_only=True),
     Solver("block-l1", "projected gradient on the dual of a block-l1 penalty (Duchi et al.'s Algorithm 3; run by "
                        "'projected-gradient' and 'auto' when there are blocks)",
            "spargel.gaussian.block_l1:block_l1_projected_gradient", max_iter=2000, tol=1e-6, works_on="covariance",

@@ -112,9 +112,15 @@ def _from_data_choice(est, shape, alpha_ndim, dense_only=("precomputed",)):
     if cov == "from_data" and blocks is not None:
         raise ParameterError("covariance='from_data' solves the plain l1 problem; block "
                              "penalties need the dense path (covariance=None)")
+    if blocks is not None or alpha_ndim != 0:
+        return cov == "from_data"
+    if cov is None:
+        # the default is dense, unless its p x p arrays would not fit in memory
+        from .from_data import default_max_component
+
+        return shape[1] > default_max_component()
     return cov == "from_data" or (cov == "auto" and shape[0] < shape[1] and
-                                  shape[1] >= AUTO_FROM_DATA_P and blocks is None and
-                                  alpha_ndim == 0)
+                                  shape[1] >= AUTO_FROM_DATA_P)
 
 
 def _check_compat(est):
@@ -446,29 +452,39 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
     alpha : float or (n, n) array
         Scalar weight on every off-diagonal entry, or per-entry weights.
     covariance : None, 'dense', 'precomputed', 'from_data' or 'auto'
-        None or 'dense' (default): ``fit(X)`` forms the empirical covariance
-        (p x p). With 'precomputed', ``fit(S)`` takes an empirical covariance
+        None (default): ``fit(X)`` forms the empirical covariance (p x p), unless
+        its dense solve would not fit in the available memory (then, with a scalar
+        ``alpha`` and no ``blocks``, 'from_data'); 'dense': always so. With 'precomputed', ``fit(S)`` takes an empirical covariance
         matrix instead of data (as scikit-learn's ``GraphicalLasso``); it is
         checked to be symmetric and positive semidefinite. With 'from_data'
         the p x p covariance is never formed (for n << p): screening
         ``|S_ij| > alpha`` is computed from the data by blocks of columns,
-        each connected component is solved on its own covariance block, and
-        ``precision_`` / ``covariance_`` are ``scipy.sparse.csr_matrix``
-        (block diagonal on the components); it takes a scalar ``alpha`` and no
-        ``blocks``, and ignores ``warm_start``. 'auto': 'from_data' when the
+        each connected component is solved on its own covariance block (a
+        large component with a sparse screened graph on its sparse pattern,
+        never forming a dense matrix: solver 'sparse-newton-cg', see
+        :mod:`spargel.gaussian.sparse_newton`), and ``precision_`` /
+        ``covariance_`` are ``scipy.sparse.csr_matrix`` (block diagonal on the
+        components; a component solved on its pattern has ``covariance_`` only
+        on the precision's non-zeros, as the whole inverse is dense); it takes
+        a scalar ``alpha`` and no ``blocks``, and ignores ``warm_start``. 'auto': 'from_data' when the
         data have fewer samples than variables and at least
         ``AUTO_FROM_DATA_P`` (2,000) variables, a scalar ``alpha`` and no
         ``blocks``; else dense.
     max_component : from-data path only: the most variables a screened
-        component may have (None: what fits in the available memory); a larger
-        one raises ``ComponentTooLargeError`` naming the ``alpha`` that would
-        split it.
+        component may have (None: no limit; a component too large for a dense
+        solve in the available memory, or large with a sparse screened graph, is
+        solved on its sparse pattern); a larger one raises
+        ``ComponentTooLargeError`` naming the ``alpha`` that would split it.
     blocks : None, group labels (length n), an (n, n) block-id matrix, or a
         list of blocks of (i, j) pairs; switches to the block-l1 penalty
         ``sum_k 2 lam_k max_{(i,j) in block k} |K_ij|`` with
         ``lam_k = alpha |block k|`` (``block_weight``).
-    solver : 'auto' (Newton-CG for l1, Algorithm 3 for blocks), 'newton-cg',
-        'newton-cd' or 'projected-gradient' (Algorithm 1 / 3 of Duchi et al. 2008).
+    solver : 'auto' (Newton-CG for l1, Algorithm 3 for blocks; on the from-data
+        path large sparse components on their pattern), 'newton-cg',
+        'newton-cd', 'projected-gradient' (Algorithm 1 / 3 of Duchi et al. 2008)
+        or, from data only, 'sparse-newton-cg' (every component on its sparse
+        pattern; ``tol`` then bounds the largest entry of the minimum-norm
+        subgradient on the standardised scale, default 1e-7).
     tol : stop when the certified duality gap <= tol * max(1, |objective|) of
         the standardised problem (invariant to the units of the variables);
         None (default): 1e-10 for the Newton solvers, where the precision

@@ -133,14 +133,17 @@ def cv_fold_from_data(X, tr, te, f, alphas, kw, assume_centered, center_test,
 def fit_path(cols, alphas, penalize_diagonal, kw):
     """From-data fits of the columns ``cols`` at every alpha (in the order given),
     one after the other (a generator: only the caller keeps what it needs); the
-    screening pass runs once, at the smallest alpha, and each fit keeps the pairs
-    above its own alpha."""
+    screening pass runs once, just below the smallest alpha (its near band, see
+    :mod:`.sparse_newton`), and each fit keeps the pairs above its own alpha."""
+    from .sparse_newton import MARGIN
+
     alphas = np.asarray(alphas, dtype=np.float64)
-    low = float(alphas.min()) if alphas.size else 0.0
+    # the near band below the smallest alpha too (the sparse path's check needs it)
+    low = (1.0 - MARGIN) * float(alphas.min()) if alphas.size else 0.0
     screened = screen_from_data(cols, low) if low > 0 else None
     for a in alphas:
         yield solve_columns(cols, float(a), penalize_diagonal=penalize_diagonal,
-                            screened=screened, **kw)
+                            screened=screened, screened_at=low if screened else None, **kw)
 
 
 def refit_from_data(X, alpha, assume_centered, penalize_diagonal, kw):

@@ -68,6 +68,9 @@ def resolve_solver(solver, blocks):
     or 'block-l1' (Algorithm 3, for block penalties)."""
     if solver not in SOLVERS:
         raise ParameterError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {solver!r}")
+    if solver != "auto" and solver_record(solver, "covariance").from_data_only:
+        raise ParameterError(f"solver={solver!r} solves from the data matrix only "
+                             "(covariance='from_data', or 'auto' with n < p)")
     if blocks is None:
         return "newton-cg" if solver == "auto" else solver
     instead = "block-l1" if solver == "auto" else solver_record(solver, "covariance").with_blocks

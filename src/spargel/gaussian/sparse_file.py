@@ -85,6 +85,12 @@ def read_csr(arrays, name, p, path):
                          shape=(p, p))
 
 
+#: a sparse-path model's factor may hold this many entries per value in the file
+FACTOR_PER_VALUE = 64
+#: ... and at least this many
+FACTOR_FLOOR = 2**22
+
+
 def _symmetric(A):
     return (A != A.T).nnz == 0
 
@@ -104,7 +110,8 @@ def check_precision(K, C, stored, path):
     n_comp, labels = connected_components(K, directed=False)
     sizes = np.bincount(labels, minlength=n_comp)
     if float(np.sum(sizes.astype(np.float64) ** 2)) > stored:
-        _fail(path, "the precision's components are larger than the blocks stored in the file")
+        # a model from the sparse path: its components are sparse, not dense blocks
+        return _check_sparse_factor(K, stored, path)
     diag = K.diagonal()
     single = sizes[labels] == 1
     if not np.all(diag[single] > 0):
@@ -117,4 +124,26 @@ def check_precision(K, C, stored, path):
             np.linalg.cholesky(K[idx][:, idx].toarray())
         except np.linalg.LinAlgError:
             _fail(path, "precision is not positive definite")
+    return p
+
+
+def _check_sparse_factor(K, stored, path):
+    """Positive definiteness of K from a sparse LDL^T factor, in an order found
+    without factorising; a factor of more than :data:`FACTOR_PER_VALUE` times the
+    values the file stores (or :data:`FACTOR_FLOOR`) is refused before it is
+    allocated."""
+    from .sparse_newton import SparsePattern, bandwidth_ordering
+
+    p = K.shape[0]
+    U = sp.triu(K, 1).tocoo()
+    cap = max(FACTOR_FLOOR, FACTOR_PER_VALUE * int(stored))
+    perm = bandwidth_ordering(p, U.row.astype(np.int64), U.col.astype(np.int64), cap)
+    if perm is None:
+        _fail(path, "the precision's sparse factor would be far larger than the file")
+    P = SparsePattern(p, U.row, U.col, perm=perm, max_factor=cap)
+    x = np.empty(P.m)
+    x[P.pair_entry] = U.data
+    x[P.diag] = K.diagonal()[P.node_of[P.erow[P.diag]]]
+    if not np.isfinite(P.factor(x)):
+        _fail(path, "precision is not positive definite")
     return p
