@@ -27,7 +27,7 @@ _listening = 0           # fits running that want the line (see announces_compil
 _local = threading.local()
 _spent = 0.0             # seconds spent compiling kernels that were not in the cache
 
-#: seconds of kernel compilation before the first-use line is written
+#: seconds of kernel compilation before the first-use line is written (None: never)
 DELAY = 1.0
 
 MESSAGE = ("spargel: compiling the numeric kernels for first use; they are cached, so this wait "
@@ -96,7 +96,7 @@ def compile_started(dispatcher):
     signature; returns what to hand to :func:`compile_ended`."""
     depth = getattr(_local, "depth", 0)
     _local.depth = depth + 1
-    if depth or not _listening or _announced or _cached(dispatcher):
+    if depth or DELAY is None or not _listening or _announced or _cached(dispatcher):
         return None
     timer = threading.Timer(max(0.0, DELAY - _spent), _say)
     timer.daemon = True
