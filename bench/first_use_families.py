@@ -8,7 +8,11 @@ default). Measured per family: ``import spargel`` plus the estimator's module, a
 first ``fit`` (small synthetic data, so the time is loading kernels, not computing);
 wall and CPU (user+sys) seconds, medians of ``--repeat`` processes.
 
-    python bench/first_use_families.py [--families crf loglinear ...] [--repeat 5] [--markdown out.md]
+With ``--breakdown``, also where the CPU goes (extra processes that import numba before
+spargel and time numba's cache loads and its one-off target set-up).
+
+    python bench/first_use_families.py [--families crf loglinear ...] [--repeat 5] [--breakdown]
+        [--src SRC] [--cache DIR] [--markdown out.md]
 """
 
 import argparse
@@ -32,6 +36,17 @@ Xg = rng.standard_normal((200, 20))
 Xd = (rng.standard_normal((300, 10)) > 0).astype(np.int64)
 def ct():
     t = os.times(); return t.user + t.system
+acc = {"numba": 0.0, "load": 0.0, "refresh": 0.0, "signatures": 0}
+if len(sys.argv) > 2:                  # --breakdown: numba's import, cache loads, target set-up
+    c = ct(); import numba; acc["numba"] = ct() - c
+    from numba.core import base, caching
+    def timed(cls, name, key, count=False):
+        orig = getattr(cls, name)
+        def wrapper(*a, **k):
+            c = ct(); r = orig(*a, **k); acc[key] += ct() - c; acc["signatures"] += count; return r
+        setattr(cls, name, wrapper)
+    timed(caching.Cache, "load_overload", "load", True)
+    timed(base.BaseContext, "refresh", "refresh")
 t0, c0 = time.perf_counter(), ct()
 import spargel
 if family == "crf":
@@ -56,15 +71,16 @@ t1, c1 = time.perf_counter(), ct()
 make()
 t2, c2 = time.perf_counter(), ct()
 print(json.dumps({"import": [t1 - t0, c1 - c0], "fit": [t2 - t1, c2 - c1], "total": [t2 - t0, c2 - c0],
-                  "numba": "numba" in sys.modules}))
+                  "numba": "numba" in sys.modules, "breakdown": acc}))
 """
 
 FAMILIES = ["crf", "loglinear", "gaussian", "neighbourhood", "concord", "pairwise", "isingfit"]
 
 
-def run_child(family, cache, src):
+def run_child(family, cache, src, breakdown=False):
     env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=str(src))
-    r = subprocess.run([sys.executable, "-c", CHILD, family], capture_output=True, text=True, env=env, check=True)
+    r = subprocess.run([sys.executable, "-c", CHILD, family] + (["breakdown"] if breakdown else []),
+                       capture_output=True, text=True, env=env, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -75,20 +91,31 @@ def main(argv=None):
     ap.add_argument("--src", type=Path, default=ROOT / "src", help="the spargel sources to time")
     ap.add_argument("--cache", help="numba cache folder (warmed first); a temporary one by default")
     ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also the CPU seconds of importing numba (then outside the fit), of numba's cache loads "
+                         "and of its target set-up (numba's Cache.load_overload and BaseContext.refresh)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache or tmp
-        rows = []
+        rows, breakdown = [], []
         for fam in args.families:
             run_child(fam, cache, args.src)                         # warm the cache
             runs = [run_child(fam, cache, args.src) for _ in range(args.repeat)]
             med = {k: [statistics.median(r[k][i] for r in runs) for i in (0, 1)] for k in ("import", "fit", "total")}
             rows.append((fam, med, runs[-1]["numba"]))
             print(fam, json.dumps(med), file=sys.stderr, flush=True)
+            if args.breakdown:
+                b = [run_child(fam, cache, args.src, True)["breakdown"] for _ in range(args.repeat)]
+                breakdown.append((fam, {k: statistics.median(x[k] for x in b) for k in b[0]}))
     lines = ["| family | import wall / CPU (s) | first fit wall / CPU (s) | total wall / CPU (s) | numba imported |",
              "|---|---|---|---|---|"]
     lines += [f"| {f} | {m['import'][0]:.2f} / {m['import'][1]:.2f} | {m['fit'][0]:.2f} / {m['fit'][1]:.2f} "
               f"| {m['total'][0]:.2f} / {m['total'][1]:.2f} | {'yes' if nb else 'no'} |" for f, m, nb in rows]
+    if breakdown:
+        lines += ["", "| family | import numba CPU (s) | cache loads CPU (s) | numba target set-up CPU (s), mostly within the loads | signatures loaded |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {f} | {b['numba']:.2f} | {b['load']:.2f} | {b['refresh']:.2f} | {b['signatures']:.0f} |"
+                  for f, b in breakdown]
     text = "\n".join(lines)
     print(text)
     if args.markdown:
