@@ -98,9 +98,12 @@ def compile_started(dispatcher):
     _local.depth = depth + 1
     if depth or DELAY is None or not _listening or _announced or _cached(dispatcher):
         return None
-    timer = threading.Timer(max(0.0, DELAY - _spent), _say)
-    timer.daemon = True
-    timer.start()
+    try:
+        timer = threading.Timer(max(0.0, DELAY - _spent), _say)
+        timer.daemon = True
+        timer.start()
+    except Exception:          # no thread to be had: say nothing rather than fail
+        return None
     return timer, time.perf_counter()
 
 
