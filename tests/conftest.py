@@ -17,3 +17,10 @@ _TESTS = Path(__file__).resolve().parent
 for _folder in (_TESTS / "cli", _TESTS):
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
+
+# The first-use line of the Gaussian and MRF fits depends on how long a compilation
+# takes and on what is in the kernel cache; in-process tests that read stderr must not
+# see it (tests/test_first_use.py checks it in fresh processes).
+from spargel.core import first_use as _first_use  # noqa: E402
+
+_first_use.DELAY = None

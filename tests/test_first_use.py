@@ -211,3 +211,42 @@ def test_a_numba_without_the_internals_falls_back_to_plain_njit(tmp_path):
     assert err_plain.count("plain njit") == 1 and "JITCodeLibrary" in err_plain
     assert w_plain[1] == w_fast[1]                                  # the same predictions
     assert abs(w_plain[0] - w_fast[0]) <= 1e-6 * abs(w_fast[0])     # the same objective
+
+
+GAUSSIAN = ("import numpy as np, spargel, warnings; warnings.simplefilter('ignore');"
+            "from spargel.core import first_use; first_use.DELAY = 0.0;"
+            "X = np.random.default_rng(0).standard_normal((60, 6));"
+            "spargel.SparseGaussianMRF(alpha=0.1, verbose={v}).fit(X)")
+
+
+def _run_gaussian(cache, verbose):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT / "src"))
+    return subprocess.run([sys.executable, "-c", GAUSSIAN.format(v=verbose)], capture_output=True, text=True,
+                          env=env, check=True).stderr
+
+
+def test_families_without_entry_kernel_lists_announce_long_compiles(tmp_path):
+    """A Gaussian fit lists no entry kernels up front: a compilation of kernels missing
+    from the cache that runs past ``first_use.DELAY`` (0 here) writes the line once; a
+    quiet fit writes nothing, and neither does a fit whose kernels are cached."""
+    assert "compiling" not in _run_gaussian(tmp_path, 0)
+    (tmp_path / "again").mkdir()
+    first = _run_gaussian(tmp_path / "again", 1)
+    assert first.count("compiling the numeric kernels for first use") == 1, first
+    assert "compiling" not in _run_gaussian(tmp_path / "again", 1)
+
+
+def test_every_family_announces_its_first_compile():
+    """Each estimator either lists its entry kernels (``entry_kernels`` of its model, the
+    chain and flat log-linear families) or its fit announces long compilations."""
+    from spargel.core.first_use import announces_compiles  # noqa: F401
+    from spargel.gaussian.concord import Concord
+    from spargel.gaussian.estimator import SparseGaussianMRF
+    from spargel.gaussian.neighbourhood import NeighbourhoodSelection
+    from spargel.mrf.estimator import PairwiseMRF
+    from spargel.mrf.mixed import MixedGraphicalModel
+    from spargel.mrf.nodewise import IsingFit
+
+    for cls in (SparseGaussianMRF, NeighbourhoodSelection, Concord, PairwiseMRF, IsingFit, MixedGraphicalModel):
+        assert getattr(cls.fit, "announces_compiles", False), cls.__name__
+    assert SparseGaussianMRF.fit_covariance.announces_compiles

@@ -612,4 +612,7 @@ def _run_edges_only(args, data, names):
 def run(args):
     """Execute ``spargel gmrf`` with parsed arguments; returns the exit status (errors
     are raised and turned into one line and a status by :func:`spargel.cli.app.main`)."""
+    if not args.quiet:                  # a long first compilation says so on stderr
+        from ..core import first_use
+        first_use.enable()
     return _run(args)

@@ -251,4 +251,7 @@ def _run(args):
 def run(args):
     """Execute ``spargel mrf``; returns the exit status (errors are raised and turned into
     one line and a status by :func:`spargel.cli.app.main`)."""
+    if not args.quiet:                  # a long first compilation says so on stderr
+        from ..core import first_use
+        first_use.enable()
     return _run(args)

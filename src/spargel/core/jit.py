@@ -70,6 +70,8 @@ import warnings
 
 from numba import njit
 
+from . import first_use as _first_use
+
 #: names of the inner kernels that were called from Python in this process
 PYTHON_CALLS = []
 
@@ -237,10 +239,28 @@ def kernel(allocates=False, **options):
     reference counting unless it ``allocates``."""
     if not SPEEDUPS:
         return njit(nogil=True, error_model="numpy", **options)
-    return njit(cache=True, nogil=True, no_cfunc_wrapper=True, **_options(allocates, options))
+    options = _options(allocates, options)
+
+    def wrap(fn):
+        dispatcher = njit(cache=True, nogil=True, no_cfunc_wrapper=True, **options)(fn)
+        dispatcher.__class__ = EntryKernel
+        return dispatcher
+    return wrap
 
 
-class InnerKernel(CPUDispatcher):
+class EntryKernel(CPUDispatcher):
+    """The dispatcher of a kernel: numba's, and a compilation that runs long writes the
+    first-use line when a fit asks for it (:mod:`spargel.core.first_use`)."""
+
+    def compile(self, sig):
+        started = _first_use.compile_started(self)
+        try:
+            return super().compile(sig)
+        finally:
+            _first_use.compile_ended(started)
+
+
+class InnerKernel(EntryKernel):
     """A dispatcher compiled without the CPython wrapper (see the module documentation)."""
 
     def __call__(self, *args):

@@ -65,6 +65,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from ..core.first_use import announces_compiles
 from ..core.interrupts import note_interrupt, reraise_interrupt
 from ..core.params import ParamsMixin, check_number
 from ..errors import ConvergenceWarning, DataFormatError, ParameterError
@@ -602,6 +603,7 @@ class Concord(PrecisionFitted, ParamsMixin):
             scale = np.ones(p)
         return ZT, loc, scale
 
+    @announces_compiles
     @reraise_interrupt
     def fit(self, X, y=None):
         """Fit the model (for each alpha of ``alphas``, largest first) to the samples X

@@ -25,6 +25,7 @@ import warnings
 
 import numpy as np
 
+from ..core.first_use import announces_compiles
 from ..errors import DataFormatError, NotFittedError, ParameterError
 from ..core.interrupts import ctrl_c_stops, note_interrupt, reraise_interrupt
 from ..core.params import ParamsMixin
@@ -573,6 +574,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         self.enet_tol = enet_tol
         self.eps = eps
 
+    @announces_compiles
     @reraise_interrupt
     def fit(self, X, y=None):
         """Fit from data X (n_samples, n_features), or from a covariance
@@ -620,6 +622,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
         self.location_ = np.zeros(X.shape[1]) if self.assume_centered else X.mean(axis=0)
         return self
 
+    @announces_compiles
     @reraise_interrupt
     def fit_covariance(self, S, n_samples=None):
         """Fit from an empirical covariance S (``n_samples`` is informative),

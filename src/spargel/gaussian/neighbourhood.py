@@ -44,6 +44,7 @@ import warnings
 
 import numpy as np
 
+from ..core.first_use import announces_compiles
 from ..core.params import ParamsMixin
 from ..errors import ConvergenceWarning, DataFormatError, NotFittedError, ParameterError
 
@@ -495,6 +496,7 @@ class NeighbourhoodSelection(ParamsMixin):
         check_number("max_iter", self.max_iter, low=1, integer=True)
         return alphas
 
+    @announces_compiles
     def fit(self, X, y=None):
         """Standardise X (n_samples, n_features) and select every node's neighbours."""
         from .estimator import _feature_names, need_samples

@@ -30,6 +30,7 @@ import warnings
 
 import numpy as np
 
+from ..core.first_use import announces_compiles
 from ..errors import (CapabilityError, ConvergenceWarning, DataFormatError, ModelFileError, NotFittedError,
                       ParameterError)
 from ..core.params import ParamsMixin
@@ -343,6 +344,7 @@ class PairwiseMRF(ParamsMixin):
                 out.reasons = first.reasons + [res2.stop_reason]
         return out
 
+    @announces_compiles
     @reraise_interrupt
     def fit(self, X, y=None, sample_weight=None, node_features=None):
         """Learn the structure and weights from ``X`` (n_samples, n_variables) of states.

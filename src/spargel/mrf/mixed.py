@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.first_use import announces_compiles
 from ..core.params import ParamsMixin, check_number
 from ..errors import DataFormatError, NotFittedError, ParameterError
 from .nodewise import RULES, lambda_path, regression_path, run_nodes
@@ -237,6 +238,7 @@ class MixedGraphicalModel(ParamsMixin):
             if not 0 < self.lambda_min_ratio < 1:
                 raise ParameterError(f"lambda_min_ratio must be in (0, 1), got {self.lambda_min_ratio!r}")
 
+    @announces_compiles
     def fit(self, X, y=None):
         """Fit on ``X`` (n_samples, n_variables): continuous values and integer levels."""
         self._check_params()

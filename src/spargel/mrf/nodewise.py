@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.first_use import announces_compiles
 from ..core.params import ParamsMixin, check_number
 from ..errors import DataFormatError, NotFittedError, ParameterError
 
@@ -200,6 +201,7 @@ class IsingFit(ParamsMixin):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
+    @announces_compiles
     def fit(self, X, y=None):
         """Fit on ``X`` (n_samples, n_variables) of 0/1 values."""
         from .model import check_discrete_data
