@@ -164,11 +164,13 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         self.verbose = verbose
 
     def _loose_path(self):
-        """Whether the path is fitted at :data:`PATH_TOL` (tol None, a Newton solver)."""
+        """Whether the path is fitted at :data:`PATH_TOL`: tol None, and a solver whose
+        own default is tighter (the Newton solvers)."""
+        from spargel.core.solver_table import solver as solver_record
         from spargel.gaussian.solve import resolve_solver
 
-        return self.tol is None and resolve_solver(self.solver, None) in ("newton-cg",
-                                                                          "newton-cd")
+        kind = resolve_solver(self.solver, None)
+        return self.tol is None and solver_record(kind, "covariance").tol < PATH_TOL
 
     def _path(self, R, alphas, n_jobs=None, warm_start=None, final=False):
         """The fits of ``alphas`` (decreasing), warm-started along the path (the first
