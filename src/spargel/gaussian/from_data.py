@@ -146,11 +146,15 @@ class _Columns:
         return np.ascontiguousarray(S)
 
 
-def screen_from_data(cols, alpha, block_bytes=2**26):
+def screen_from_data(cols, alpha, block_bytes=2**26, verbose=False):
     """Pairs ``i < j`` with ``|S_ij| > alpha`` and their ``|S_ij|``, computed by
     slabs of rows of the upper triangle (never more than ``block_bytes`` of S, nor
-    more than a sixteenth of its rows, at once). Returns ``(i, j, w)`` arrays."""
+    more than a sixteenth of its rows, at once). Returns ``(i, j, w)`` arrays.
+    ``verbose``: progress on stderr (a line at each tenth of the pairs)."""
+    from .progress import Stages
+
     p = cols.Y.shape[1]
+    stages = Stages(verbose, "screening |S_ij| by slabs", p * (p + 1) / 2)
     # slabs of at most block_bytes and at most a sixteenth of the rows
     rows = max(1, min(p // 16, int(block_bytes // (8 * p))))
     I, J, V = [], [], []
@@ -165,6 +169,7 @@ def screen_from_data(cols, alpha, block_bytes=2**26):
         J.append(j + a)
         V.append(B[i, j])
         del B
+        stages.done(b * p - b * (b - 1) / 2)
     if not I:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
     return (np.concatenate(I).astype(np.int64), np.concatenate(J).astype(np.int64),
@@ -343,7 +348,7 @@ def solve_columns(cols, alpha, *, penalize_diagonal=False, max_component=None,
         near_known = False
     else:
         if screened is None:
-            i, j, w = screen_from_data(cols, band, block_bytes)
+            i, j, w = screen_from_data(cols, band, block_bytes, verbose=solve_kw.get("verbose"))
             near_known = True
         else:
             i, j, w = screened

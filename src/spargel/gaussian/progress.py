@@ -19,12 +19,12 @@ from __future__ import annotations
 import math
 import sys
 
-__all__ = ["record", "format_row"]
+__all__ = ["record", "format_row", "Stages"]
 
 _KEYS = (("objective", "objective", "{:.10g}"), ("duality_gap", "gap", "{:.3g}"),
          ("active_edges", "edges", "{:d}"), ("free_set", "free", "{:d}"),
          ("cg_iterations", "cg", "{:d}"), ("step", "step", "{:.3g}"),
-         ("elapsed", "t", "{:.3f}s"))
+         ("kkt", "kkt", "{:.3g}"), ("added", "added", "{:d}"), ("elapsed", "t", "{:.3f}s"))
 
 
 def format_row(row, name=""):
@@ -52,3 +52,29 @@ def record(row, history, *, verbose=False, callback=None, name=""):
     if callback is not None:
         return bool(callback(row))
     return False
+
+
+class Stages:
+    """Progress of a long pass (the from-data screening, the sparse path's check off
+    its pattern) on stderr when ``verbose``: a line at each tenth of the work.
+
+    >>> st = Stages(False, "screening", 100)
+    >>> st.done(50)
+    """
+
+    def __init__(self, verbose, what, total):
+        import time
+
+        self.verbose, self.what, self.total = bool(verbose), what, max(int(total), 1)
+        self.t0 = time.perf_counter()
+        self.next = 0.1
+
+    def done(self, count):
+        import time
+
+        share = count / self.total
+        if self.verbose and (share >= self.next or count >= self.total):
+            while self.next <= share:
+                self.next += 0.1
+            print(f"{self.what}: {100 * min(share, 1.0):.0f}%  t "
+                  f"{time.perf_counter() - self.t0:.3f}s", file=sys.stderr, flush=True)

@@ -514,7 +514,7 @@ def solve_component_sparse(cols, nodes, alpha, *, pairs=None, near=None, penaliz
         diag_vals[P.node_of[P.erow[P.diag]]] = x[P.diag]
         x_prev = (x[P.pair_entry], diag_vals)
         new_a, new_b = _off_pattern_violators(P, cols, nodes, Zt, var, alpha, tol,
-                                              near_a, near_b)
+                                              near_a, near_b, verbose)
         if new_a.size == 0:
             break
         a = np.concatenate([a, new_a])
@@ -547,11 +547,14 @@ def _screen_component(cols, nodes, alpha):
     return (cat(A), cat(B)), (cat(NA), cat(NB))
 
 
-def _off_pattern_violators(P, cols, nodes, Zt, var, alpha, tol, near_a, near_b):
+def _off_pattern_violators(P, cols, nodes, Zt, var, alpha, tol, near_a, near_b, verbose=False):
     """Pairs off the pattern where ``|S_ij - W_ij| > alpha`` (beyond the tolerance on
     the standardised scale), W's columns computed by blocks from the factor."""
+    from .progress import Stages
+
     k = _kernels()
     q = P.q
+    stages = Stages(verbose, f"{SOLVER}: checking the pairs off the pattern", q)
     root_perm = np.sqrt(var[P.node_of])            # by permuted position
     pa, pb = P.pos_of[near_a], P.pos_of[near_b]
     Np, Ni = _by_smaller(q, pa, pb)
@@ -567,6 +570,7 @@ def _off_pattern_violators(P, cols, nodes, Zt, var, alpha, tol, near_a, near_b):
     out_a, out_b = [], []
     for j0 in range(0, q, width):
         j1 = min(q, j0 + width)
+        stages.done(j0)
         B = np.zeros((q, j1 - j0))
         B[np.arange(j0, j1), np.arange(j1 - j0)] = 1.0
         k.solve_columns(P.Lp, P.Li, P.Lx, P.d, B)
@@ -590,6 +594,7 @@ def _off_pattern_violators(P, cols, nodes, Zt, var, alpha, tol, near_a, near_b):
         if np.any(bad):
             out_a.append(np.minimum(na[bad], nb[bad]))
             out_b.append(np.maximum(na[bad], nb[bad]))
+    stages.done(q)
     if not out_a:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(out_a), np.concatenate(out_b)
