@@ -91,3 +91,48 @@ def test_estimator_keeps_the_iterate_and_reraises():
     assert np.all(np.linalg.eigvalsh(est.precision_) > 0)
     # a later fit runs to its end
     assert SparseGaussianMRF(alpha=0.1).fit(X).stop_reason_ == "tol"
+
+
+def test_sparse_path_keeps_the_iterate_and_reraises():
+    """Ctrl-C while the from-data path solves a component on its sparse pattern: the
+    solver stops at its next iteration, the estimator keeps a positive definite sparse
+    precision with ``stop_reason_ == 'interrupted'`` and re-raises."""
+    import scipy.sparse as sp
+
+    import spargel.gaussian.sparse_newton as sparse_newton
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((400, 1600))
+    X[:, 1:] += 0.6 * X[:, :-1]
+    sent = []
+    record = sparse_newton.record
+
+    def record_and_interrupt(row, history, **kw):      # SIGINT to ourselves at iteration 2
+        if row.get("iteration") == 2 and not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+        return record(row, history, **kw)
+
+    est = SparseGaussianMRF(alpha=0.3, covariance="from_data", solver=sparse_newton.SOLVER)
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(sparse_newton, "record", record_and_interrupt)
+        with python_sigint_handler():
+            with pytest.raises(KeyboardInterrupt):
+                est.fit(X)
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        mp.undo()
+    assert sent and est.stop_reason_ == "interrupted"
+    K = est.precision_
+    assert sp.issparse(K) and K.shape == (1600, 1600)
+    assert np.all(np.isfinite(K.data))
+    # positive definite: a Cholesky factor of the sparse matrix exists
+    from spargel.gaussian.sparse_newton import SparsePattern
+
+    U = sp.triu(K, 1).tocoo()
+    P = SparsePattern(1600, U.row, U.col)
+    x = np.empty(P.m)
+    x[P.pair_entry] = U.data
+    x[P.diag] = K.diagonal()[P.node_of[P.erow[P.diag]]]
+    assert np.isfinite(P.factor(x))
