@@ -9,7 +9,7 @@ import pytest
 from spargel.errors import ParameterError
 from spargel.gaussian.path import alpha_grid, gaussian_path
 from spargel.gaussian.selection import PATH_TOL, SparseGaussianMRFSelect
-from spargel.gaussian.solve import solve_gaussian
+from spargel.gaussian.solve import POLISH_STEPS, solve_gaussian
 
 
 def _factor_data(n=120, p=40, k=3, seed=0):
@@ -103,5 +103,7 @@ def test_warm_start_inverse_is_rescaled():
     for a in (0.5, 0.05):
         first = solve_gaussian(S, a)
         again = solve_gaussian(S, a, warm_start=first)
-        assert again.converged and again.n_iter <= 1
+        # certified at the start (a wrongly scaled inverse is far from it); the polish
+        # steps may still run, as many as the rounding of this CPU asks for
         assert again.history[0]["duality_gap"] <= 1e-9 * abs(first.objective)
+        assert again.converged and again.n_iter <= 1 + POLISH_STEPS
