@@ -32,7 +32,7 @@ that pattern:
 
 import numpy as np
 
-from ..core.jit import kernel
+from ..core.jit import inner, kernel
 
 
 @kernel()
@@ -61,6 +61,32 @@ def ldl_symbolic(Ap, Ai, parent, Lnz, flag, cap):
     return total
 
 
+@inner()
+def row_reach(Ap, Ai, Ax, k, parent, flag, pattern, Y):
+    """Row k of the factor's pattern: the nodes reached from the entries of column k
+    of the upper triangle by climbing the elimination tree, written to
+    ``pattern[top:]`` in an order that solves them (returns top); the column's values
+    are scattered into Y (Y[k] cleared first)."""
+    n = Ap.shape[0] - 1
+    Y[k] = 0.0
+    top = n
+    flag[k] = k
+    for p in range(Ap[k], Ap[k + 1]):
+        i = Ai[p]
+        Y[i] += Ax[p]
+        ln = 0
+        while flag[i] != k:
+            pattern[ln] = i
+            ln += 1
+            flag[i] = k
+            i = parent[i]
+        while ln > 0:
+            top -= 1
+            ln -= 1
+            pattern[top] = pattern[ln]
+    return top
+
+
 @kernel()
 def ldl_numeric(Ap, Ai, Ax, Lp, parent, Li, Lx, d, Y, pattern, flag, Lnz):
     """Factor ``K = L D L^T`` (values Ax on the pattern). Returns ``log det K``, or
@@ -68,23 +94,8 @@ def ldl_numeric(Ap, Ai, Ax, Lp, parent, Li, Lx, d, Y, pattern, flag, Lnz):
     n = Ap.shape[0] - 1
     logdet = 0.0
     for k in range(n):
-        Y[k] = 0.0
-        top = n
-        flag[k] = k
         Lnz[k] = 0
-        for p in range(Ap[k], Ap[k + 1]):
-            i = Ai[p]
-            Y[i] += Ax[p]
-            ln = 0
-            while flag[i] != k:
-                pattern[ln] = i
-                ln += 1
-                flag[i] = k
-                i = parent[i]
-            while ln > 0:
-                top -= 1
-                ln -= 1
-                pattern[top] = pattern[ln]
+        top = row_reach(Ap, Ai, Ax, k, parent, flag, pattern, Y)
         dk = Y[k]
         Y[k] = 0.0
         for t in range(top, n):
@@ -125,7 +136,6 @@ def selected_inverse(Lp, Li, Lx, d, zL, zd, out):
             out[a] -= zd[r] * la
             # W[r_b, r] for the later rows r_b of column j: column r of W, merged
             q = Lp[r]
-            qend = Lp[r + 1]
             for b in range(a + 1, s):
                 rb = Li[a0 + b]
                 while Li[q] < rb:
@@ -134,8 +144,6 @@ def selected_inverse(Lp, Li, Lx, d, zL, zd, out):
                 out[a] -= z * Lx[a0 + b]
                 out[b] -= z * la
                 q += 1
-                if q > qend:
-                    break
         acc = 1.0 / d[j]
         for a in range(s):
             zL[a0 + a] = out[a]
@@ -152,23 +160,8 @@ def inverse_derivative(Ap, Ai, Ex, Lp, parent, Li, Lx, d, zL, zd,
     n = Ap.shape[0] - 1
     # forward mode through the factorisation (values y_i = L_ki d_i are the factor's)
     for k in range(n):
-        dY[k] = 0.0
-        top = n
-        flag[k] = k
         cnt[k] = 0
-        for p in range(Ap[k], Ap[k + 1]):
-            i = Ai[p]
-            dY[i] += Ex[p]
-            ln = 0
-            while flag[i] != k:
-                pattern[ln] = i
-                ln += 1
-                flag[i] = k
-                i = parent[i]
-            while ln > 0:
-                top -= 1
-                ln -= 1
-                pattern[top] = pattern[ln]
+        top = row_reach(Ap, Ai, Ex, k, parent, flag, pattern, dY)
         ddk = dY[k]
         dY[k] = 0.0
         for t in range(top, n):
@@ -199,7 +192,6 @@ def inverse_derivative(Ap, Ai, Ex, Lp, parent, Li, Lx, d, zL, zd,
             out[a] -= zd[r] * la
             dout[a] -= dzd[r] * la + zd[r] * dla
             q = Lp[r]
-            qend = Lp[r + 1]
             for b in range(a + 1, s):
                 rb = Li[a0 + b]
                 while Li[q] < rb:
@@ -211,8 +203,6 @@ def inverse_derivative(Ap, Ai, Ex, Lp, parent, Li, Lx, d, zL, zd,
                 dout[a] -= dz * lb + z * dlb
                 dout[b] -= dz * la + z * dla
                 q += 1
-                if q > qend:
-                    break
         dj = d[j]
         acc = -dd[j] / (dj * dj)
         for a in range(s):
