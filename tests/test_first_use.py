@@ -154,6 +154,41 @@ def test_inner_kernels_link_from_memory_and_from_the_disk_cache(tmp_path):
     assert "SECOND -5.0 1 1" in out, out
 
 
+def test_a_kernel_keeps_its_own_fastmath_whoever_compiles_it_first(tmp_path):
+    """numba lets a kernel that leaves ``fastmath`` unset inherit its first caller's flags,
+    and the disk cache (keyed by signature only) then serves that code to every later
+    process: first-order marginals once depended on whether second-order kernels had been
+    compiled first (NaN with weights near 1e99). A kernel without fastmath compiled from a
+    fastmath caller, in memory and again from the disk cache in a new process, has none."""
+    src = tmp_path / "flag_kernels.py"
+    src.write_text(
+        "from spargel.core.jit import inner, kernel\n"
+        "@inner()\n"
+        "def strict_sum(x):\n"
+        "    s = 0.0\n"
+        "    for i in range(len(x)):\n"
+        "        s += x[i]\n"
+        "    return s\n"
+        "@kernel(fastmath={'reassoc', 'contract', 'nsz', 'arcp'})\n"
+        "def fast_caller(x):\n"
+        "    return strict_sum(x) * 0.5\n"
+        "@kernel()\n"
+        "def strict_caller(x):\n"
+        "    return strict_sum(x)\n")
+    code = ("import sys, numpy as np, flag_kernels as m\n"
+            "x = np.arange(9.0)\n"
+            "if sys.argv[1] == 'fast-first':\n"
+            "    print('FAST', m.fast_caller(x))\n"
+            "else:\n"
+            "    print('STRICT', m.strict_caller(x), sum(m.strict_sum.stats.cache_hits.values()))\n"
+            "for cres in m.strict_sum.overloads.values():\n"
+            "    print('INNER', 'reassoc' in cres.library.get_llvm_str())\n")
+    out = _run_beside(tmp_path, code, "fast-first")
+    assert "FAST 18.0" in out and "INNER False" in out and "INNER True" not in out, out
+    out = _run_beside(tmp_path, code, "strict")     # strict_sum from the disk cache
+    assert "STRICT 36.0 1" in out and "INNER False" in out and "INNER True" not in out, out
+
+
 def test_kernel_flags_hash_by_names_and_compare_by_values():
     """Kernels compile with ``_jit.KernelFlags`` (numba's options, cheaper to hash): equal
     exactly when the same options are set to the same values, equal ones hash alike."""

@@ -189,12 +189,8 @@ def test_model_files_with_absurd_weights_are_refused(kind, tmp_path):
     X = [[["A", "DT"], ["quiet", "JJ"], ["cat", "NN"]]] if kind != "crfsuite" else None
     if X is not None:
         marg = good.predict_marginals(X)[0]
-        if kind == "crfpp" and not all(abs(sum(m.values()) - 1) < 1e-9 for m in marg):
-            # a known defect, older than this test: once the second-order kernels have
-            # been compiled into the same disk cache, a first-order model with weights
-            # near 1e99 gets NaN marginals from the cached kernels (a fresh cache gives
-            # the right ones); the closing note of 2026-11-28 has the reproduction
-            pytest.xfail("NaN marginals with weights near 1e99 after the order-2 kernels were cached")
+        # (these once came out NaN when the second-order kernels had been compiled into
+        # the same disk cache first: tests/test_first_use.py has that defect's own test)
         assert all(abs(sum(m.values()) - 1) < 1e-9 for m in marg)
 
 

@@ -1021,7 +1021,23 @@ def forward_backward_log(E, n, trans, corr, la, lb, logc, gamma, tcount, need, P
                 if P is not None:
                     if pairs:
                         P[t, i * S + j] = p
+    # each row of marginals normalised by its own log-sum-exp (in exact arithmetic it is
+    # log 1 = 0): where the scores are huge (weights near 1e100) la + lb is the difference
+    # of two huge numbers, its rounding error far above 1, and exp of it alone is 0 or inf
     for t in range(n):
+        m = NEG_INF
         for y in range(S):
-            gamma[t, y] = math.exp(la[t, y] + lb[t, y])
+            v = la[t, y] + lb[t, y]
+            gamma[t, y] = v
+            if v > m:
+                m = v
+        tot = 0.0
+        for y in range(S):
+            e = math.exp(gamma[t, y] - m) if m > NEG_INF else 0.0
+            gamma[t, y] = e
+            tot += e
+        if tot > 0.0:
+            inv = 1.0 / tot
+            for y in range(S):
+                gamma[t, y] *= inv
     return logz

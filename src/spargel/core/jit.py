@@ -29,6 +29,10 @@ variables without the closure-inlining pass), loudly. An entry kernel is also co
 without the C-callable wrapper (``no_cfunc_wrapper``; nothing takes its address), a
 tenth to a fifth of an entry kernel's own code.
 
+Every kernel states its ``fastmath`` flags (none unless it asks): numba otherwise lets a
+kernel inherit them from the first caller that compiles it, and its disk cache would keep
+that code for every later process (:data:`INHERITED_DEFAULTS`).
+
 Every kernel divides with numpy's error model (``error_model="numpy"``: a division by
 zero gives inf or nan instead of raising ZeroDivisionError, so no raising path is
 compiled after each division), and every compiled function of the package goes through
@@ -225,11 +229,28 @@ else:                                   # plain njit: nothing of the above is us
     CPUDispatcher = object
 
 
+#: the compile options numba takes from the *caller* when a kernel leaves them unset
+#: (``inherit_if_not_set``; ``nrt`` and ``error_model`` are always set here, and no
+#: kernel asks for ``forceinline``): a kernel first compiled from a ``fastmath`` caller
+#: would get that caller's flags, and the disk cache (keyed by signature, not by options)
+#: would then serve that code to every later process, so results depended on which
+#: kernels a process happened to compile first. Every kernel states them.
+INHERITED_DEFAULTS = {"fastmath": False}
+
+
+def _own_options(options):
+    """``options`` with every option numba would otherwise inherit set explicitly."""
+    for name, value in INHERITED_DEFAULTS.items():
+        options.setdefault(name, value)
+    return options
+
+
 def _options(allocates, options):
+    _own_options(options)
     options["error_model"] = "numpy"
     options["pipeline_class"] = KernelCompiler
+    options["_nrt"] = bool(allocates)
     if not allocates:
-        options["_nrt"] = False
         options["pipeline_class"] = LeanCompiler
     return options
 
@@ -238,7 +259,7 @@ def kernel(allocates=False, **options):
     """Decorator of an entry kernel: ``njit(cache=True, nogil=True, **options)``, without
     reference counting unless it ``allocates``."""
     if not SPEEDUPS:
-        return njit(nogil=True, error_model="numpy", **options)
+        return njit(nogil=True, error_model="numpy", **_own_options(options))
     options = _options(allocates, options)
 
     def wrap(fn):
@@ -280,7 +301,7 @@ def inner(allocates=False, **options):
     """Decorator of an inner kernel (called only from compiled code), without reference
     counting unless it ``allocates``."""
     if not SPEEDUPS:
-        return njit(nogil=True, error_model="numpy", **options)
+        return njit(nogil=True, error_model="numpy", **_own_options(options))
     options = _options(allocates, options)
 
     def wrap(fn):
