@@ -46,46 +46,10 @@ import numpy as np
 from ..core.first_use import announces_compiles
 from ..core.params import ParamsMixin, check_number
 from ..errors import DataFormatError, NotFittedError, ParameterError
+from .common import check_mixed_data, check_types, variable_names
 from .nodewise import RULES, lambda_path, regression_path, run_nodes
 
 __all__ = ["MixedGraphicalModel", "make_mixed_data", "mixed_gibbs_sample", "nodewise_mixed"]
-
-TYPES = ("g", "c")
-
-
-def _check_types(types, p):
-    if isinstance(types, str):
-        types = list(types)
-    try:
-        types = [str(t) for t in types]
-    except TypeError:
-        raise ParameterError(f"types must be a sequence of 'g' (continuous) and 'c' (categorical), got {types!r}") \
-            from None
-    if len(types) != p:
-        raise ParameterError(f"types has {len(types)} entries for {p} variables")
-    bad = [t for t in types if t not in TYPES]
-    if bad:
-        raise ParameterError(f"types must be 'g' (continuous) or 'c' (categorical), got {bad[0]!r}")
-    return np.array(types)
-
-
-def _check_data(X):
-    try:
-        A = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise DataFormatError("X", None, f"not a 2-d numeric array ({exc})") from None
-    if A.ndim != 2:
-        raise DataFormatError("X", None, f"expected a 2-d array (n_samples, n_variables), got {A.ndim}-d")
-    if A.shape[1] < 2:
-        raise DataFormatError("X", None, "a graphical model needs at least 2 variables")
-    if A.shape[0] < 3:
-        raise DataFormatError("X", None, f"at least 3 samples are needed, got {A.shape[0]}")
-    bad = ~np.isfinite(A)
-    if bad.any():
-        r, c = np.argwhere(bad)[0]
-        raise DataFormatError("X", int(r) + 1, f"column {int(c)}: {A[r, c]} (missing values are not allowed)")
-    return A
-
 
 def design(X, types):
     """The standardised design of ``X`` (see the module documentation). Returns ``(Z,
@@ -242,9 +206,9 @@ class MixedGraphicalModel(ParamsMixin):
     def fit(self, X, y=None):
         """Fit on ``X`` (n_samples, n_variables): continuous values and integer levels."""
         self._check_params()
-        A = _check_data(X)
+        A = check_mixed_data(X)
         n, p = A.shape
-        types = _check_types(self.types, p)
+        types = check_types(self.types, p)
         coef, icpt, lam, ebic, levels, gstart = nodewise_mixed(
             A, types, gamma=float(self.gamma), n_lambdas=int(self.n_lambdas), lambda_min_ratio=self.lambda_min_ratio,
             tol=float(self.tol), ebic_stop=bool(self.ebic_stop), n_jobs=self.n_jobs, verbose=self.verbose)
@@ -293,8 +257,7 @@ class MixedGraphicalModel(ParamsMixin):
         except ImportError:
             from ..errors import CapabilityError
             raise CapabilityError("to_networkx needs networkx (pip install networkx)") from None
-        from .export import _names
-        names = _names(self, labels)
+        names = variable_names(self, labels)
         G = nx.Graph()
         for j, name in enumerate(names):
             lv = self.levels_[j]
