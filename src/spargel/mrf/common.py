@@ -1,6 +1,7 @@
 """What the graph learners of :mod:`spargel.mrf` share, below all of them: the check of
-a mixed data matrix and of its variable types, the variables' names, and the edge
-weights read from any fitted learner (:func:`edge_weight_matrix`).
+a mixed data matrix and of its variable types, the variables' names, the edge weights
+read from any fitted learner (:func:`edge_weight_matrix`), and the threads over
+subsamples, folds or resamples that Ctrl-C stops (:func:`map_threads`).
 
 This module imports nothing else from :mod:`spargel.mrf`, so every other module may
 import it (the imports within the package run one way: a test keeps them free of
@@ -15,11 +16,16 @@ cycles).
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..errors import DataFormatError, ParameterError
 
-__all__ = ["TYPES", "check_mixed_data", "check_types", "edge_weight_matrix", "variable_names"]
+__all__ = ["TYPES", "Cancelled", "check_mixed_data", "check_types", "edge_weight_matrix", "map_threads",
+           "thread_count", "variable_names", "wait_for"]
+
+_POOLS = itertools.count()          # a name per thread pool
 
 #: a mixed model's variable types: ``"g"`` continuous (Gaussian), ``"c"`` categorical
 TYPES = ("g", "c")
@@ -99,3 +105,76 @@ def edge_weight_matrix(estimator):
         v = float(t[0, 0] - t[0, 1] - t[1, 0] + t[1, 1]) if t.shape == (2, 2) else float(s)
         W[i, j] = W[j, i] = v
     return W
+
+
+class Cancelled(Exception):
+    """Raised inside a worker of :func:`map_threads` that saw its ``cancel`` event set
+    (another task failed or Ctrl-C was pressed): the worker stops, nobody reads it."""
+
+
+def thread_count(n_jobs, n_tasks):
+    """Threads for ``n_tasks`` tasks: ``n_jobs`` (None or 1: one, -1: one per CPU), at
+    most one per task."""
+    if n_jobs is None or n_jobs == 1 or n_tasks <= 1:
+        return 1
+    import os
+    workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
+    return max(1, min(workers, n_tasks))
+
+
+def map_threads(fn, tasks, n_jobs=1, cancel=None):
+    """``[fn(t) for t in tasks]`` on ``n_jobs`` threads (:func:`thread_count`), in the
+    order of ``tasks`` whatever the threads' timing. On any exception -- Ctrl-C's
+    ``KeyboardInterrupt`` in the waiting main thread included -- ``cancel`` (a
+    ``threading.Event``, if given) is set so that running tasks that watch it stop early,
+    the queued tasks are cancelled, the running ones are waited for, and the exception
+    propagates: no thread of the call outlives it.
+
+    >>> map_threads(lambda t: t * t, range(5), n_jobs=2)
+    [0, 1, 4, 9, 16]
+    """
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    tasks = list(tasks)
+    workers = thread_count(n_jobs, len(tasks))
+    if workers == 1:
+        return [fn(t) for t in tasks]
+    prefix = f"spargel-mrf-{next(_POOLS)}"
+    ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=prefix)
+    futures = []
+    try:
+        for t in tasks:
+            futures.append(ex.submit(fn, t))
+        out = [wait_for(f) for f in futures]
+    except BaseException:
+        if cancel is not None:
+            cancel.set()
+        for f in futures:
+            f.cancel()
+        ex.shutdown(wait=True)
+        # a Ctrl-C that landed while the executor started a thread (after its start,
+        # before the executor registered it) leaves a thread shutdown() does not know
+        for th in threading.enumerate():
+            if th.name.startswith(prefix + "_"):
+                for _ in range(100):
+                    try:
+                        th.join()
+                        break
+                    except RuntimeError:        # not started yet
+                        threading.Event().wait(0.01)
+        raise
+    ex.shutdown(wait=True)
+    return out
+
+
+def wait_for(future, poll=0.1):
+    """``future.result()``, waited for in steps of ``poll`` seconds: Ctrl-C reaches the
+    waiting main thread within a step even when the operating system delivered SIGINT to
+    another thread (a compiled kernel's), where an untimed wait would sleep on until
+    the task ends."""
+    while True:
+        try:
+            return future.result(timeout=poll)
+        except TimeoutError:
+            continue

@@ -39,6 +39,7 @@ import numpy as np
 from ..core.first_use import announces_compiles
 from ..core.params import ParamsMixin, check_number
 from ..errors import DataFormatError, NotFittedError, ParameterError
+from .common import map_threads
 
 __all__ = ["IsingFit", "nodewise_logistic"]
 
@@ -85,38 +86,28 @@ def run_nodes(one, todo, n_jobs=1, verbose=False, what="regression"):
     """Calls ``one(i)`` for every ``i`` of ``todo``, on ``n_jobs`` threads (-1: one per
     CPU). ``verbose`` prints the progress on stderr (about 20 lines). On any exception --
     KeyboardInterrupt included -- the queued calls are cancelled, those running are
-    waited for (each is one regression) and the exception propagates."""
+    waited for (each is one regression) and the exception propagates
+    (:func:`~spargel.mrf.common.map_threads`)."""
     import sys
+    import threading
     import time
     todo = list(todo)
     total = len(todo)
     every = max(1, total // 20)
     t0 = time.perf_counter()
+    lock = threading.Lock()
+    done = [0]
 
-    def report(done):
-        if verbose and (done % every == 0 or done == total):
-            print(f"{what} {done}/{total}, {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    def run(i):
+        one(i)
+        if verbose:
+            with lock:
+                done[0] += 1
+                d = done[0]
+                if d % every == 0 or d == total:
+                    print(f"{what} {d}/{total}, {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
 
-    if n_jobs is None or n_jobs == 1 or total < 2:
-        for d, i in enumerate(todo, 1):
-            one(i)
-            report(d)
-        return
-    import os
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-    workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
-    ex = ThreadPoolExecutor(max_workers=workers)
-    futures = [ex.submit(one, i) for i in todo]
-    try:
-        for d, f in enumerate(as_completed(futures), 1):
-            f.result()
-            report(d)
-    except BaseException:
-        for f in futures:
-            f.cancel()
-        ex.shutdown(wait=True)
-        raise
-    ex.shutdown(wait=True)
+    map_threads(run, todo, n_jobs)
 
 
 def nodewise_logistic(X, *, gamma=0.25, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, max_outer=100,

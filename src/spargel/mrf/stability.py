@@ -35,7 +35,7 @@ import numpy as np
 
 from ..core.params import check_number
 from ..errors import ParameterError
-from .common import edge_weight_matrix
+from .common import edge_weight_matrix, map_threads
 
 __all__ = ["EdgeStability", "edge_stability", "edge_weight_matrix"]
 
@@ -92,15 +92,7 @@ def edge_stability(estimator, X, n_boot=100, *, random_state=None, n_jobs=1, lev
         est.fit(Xc[resamples[b]])
         return edge_weight_matrix(est)
 
-    if n_jobs is None or n_jobs == 1 or n_boot == 1:
-        Ws = [one(b) for b in range(int(n_boot))]
-    else:
-        import os
-        from concurrent.futures import ThreadPoolExecutor
-        workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
-        with ThreadPoolExecutor(max_workers=workers) as ex:
-            Ws = list(ex.map(one, range(int(n_boot))))
-    W = np.stack(Ws)
+    W = np.stack(map_threads(one, range(int(n_boot)), n_jobs))      # Ctrl-C: the queued fits cancelled
     q = 100 * (1 - level) / 2
     lower, upper = np.percentile(W, [q, 100 - q], axis=0)
     return EdgeStability(frequency=(W != 0).mean(axis=0), lower=lower, upper=upper, weights=W,
