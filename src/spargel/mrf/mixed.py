@@ -518,7 +518,26 @@ class MixedGraphicalModel(ParamsMixin):
         if at is None:
             extra = {"criterion_scores_": ebic}
             at = np.array([int(np.nanargmin(e)) for e in ebic])
-        # the edges, from the blocks of both regressions
+        for name in ("criterion_scores_", "edge_frequency_", "cv_scores_"):
+            self.__dict__.pop(name, None)                   # an earlier fit's
+        self.__dict__.update(extra)
+        self.path_index_ = np.asarray(at, np.int64)
+        self.types_ = types
+        self.levels_ = levels
+        self.groups_ = gstart
+        self.coef_ = coef
+        self.intercepts_ = icpt
+        self.lambdas_ = lam
+        self.ebic_ = ebic
+        self._set_graph()
+        self.n_samples_ = n
+        return self
+
+    def _set_graph(self):
+        """The edges from the blocks of both regressions (``coef_``, ``groups_``) by the
+        rule: ``adjacency_``, ``signs_``, ``edge_params_``, ``edges_``."""
+        coef, gstart = self.coef_, self.groups_
+        p = len(coef)
         sel = np.array([np.add.reduceat((c != 0).any(axis=1), gstart[:-1]) > 0 for c in coef])
         np.fill_diagonal(sel, False)
         keep = (sel & sel.T) if self.rule == "and" else (sel | sel.T)
@@ -535,24 +554,95 @@ class MixedGraphicalModel(ParamsMixin):
                 signs[i, j] = signs[j, i] = int(np.sign(both.sum()))
             params[(i, j)] = (bij, bji)
             edges.append((i, j))
-        for name in ("criterion_scores_", "edge_frequency_", "cv_scores_"):
-            self.__dict__.pop(name, None)                   # an earlier fit's
-        self.__dict__.update(extra)
-        self.path_index_ = np.asarray(at, np.int64)
-        self.types_ = types
-        self.levels_ = levels
-        self.groups_ = gstart
-        self.coef_ = coef
-        self.intercepts_ = icpt
-        self.lambdas_ = lam
-        self.ebic_ = ebic
         self.adjacency_ = adj
         self.signs_ = signs
         self.edge_params_ = params
         self.edges_ = np.array(edges, np.int64).reshape(-1, 2)
         self.n_features_in_ = p
-        self.n_samples_ = n
-        return self
+
+    # -- model files ----------------------------------------------------------------------
+    _OPTIONAL = ("ebic_", "criterion_scores_", "edge_frequency_", "cv_scores_")
+
+    def save(self, path):
+        """Write the fitted model to ``path`` (spargel's model file: arrays and a checked
+        header, no pickle; atomic). :meth:`load` reads it back, the graph recomputed
+        from the regressions' coefficients by ``rule``."""
+        from ..core import model_file as io
+        self._check_fitted()
+        lv = [np.zeros(0, np.int64) if v is None else np.asarray(v, np.int64) for v in self.levels_]
+        arrays = {
+            "types": (self.types_ == "c").astype(np.uint8),
+            "levels": np.concatenate(lv), "levels_count": np.array([len(v) for v in lv], np.int64),
+            "groups": np.asarray(self.groups_, np.int64),
+            "coef": np.concatenate([c.ravel() for c in self.coef_]),
+            "intercepts": np.concatenate([b.ravel() for b in self.intercepts_]),
+            "lambdas": np.asarray(self.lambdas_, np.float64), "path_index": np.asarray(self.path_index_, np.int64),
+        }
+        for name in self._OPTIONAL:
+            if getattr(self, name, None) is not None:
+                arrays[name.rstrip("_")] = np.asarray(getattr(self, name), np.float64)
+        params = {k: v for k, v in self.get_params().items()
+                  if k not in ("types", "levels") and isinstance(v, (int, float, str, bool, type(None)))}
+        io.save_arrays(path, "mixed-graph", {"params": params, "n_samples": int(self.n_samples_)}, arrays)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save`; every array is checked against the
+        others (shapes, level counts, finite values) before the model is built."""
+        from ..core import model_file as io
+        meta, a = io.load_arrays(path, "mixed-graph")
+        for name in ("types", "levels", "levels_count", "groups", "coef", "intercepts", "lambdas", "path_index"):
+            io.require(name in a and a[name].ndim == 1, path, f"array {name!r} missing or not flat")
+        t, counts, groups = a["types"], a["levels_count"], a["groups"]
+        p = len(t)
+        io.require(p >= 2 and t.dtype.kind in "ui" and np.all((t == 0) | (t == 1)), path,
+                   "types must be 0 (continuous) or 1 (categorical), at least 2 of them")
+        io.require(counts.dtype.kind == "i" and counts.shape == (p,) and np.all(np.where(t == 1, counts >= 2,
+                                                                                          counts == 0)), path,
+                   "levels_count must be >= 2 for a categorical variable and 0 for a continuous one")
+        io.require(a["levels"].dtype.kind == "i" and len(a["levels"]) == int(counts.sum()), path,
+                   "levels do not match levels_count")
+        cols = np.where(t == 1, counts - 1, 1)
+        io.require(groups.dtype.kind == "i" and groups.shape == (p + 1,) and groups[0] == 0
+                   and np.array_equal(np.diff(groups), cols), path, "groups do not match the variables")
+        m = int(groups[-1])
+        K = np.where((t == 1) & (counts > 2), counts, 1)
+        for name, size in (("coef", int(m * K.sum())), ("intercepts", int(K.sum())), ("lambdas", p),
+                           ("path_index", p)):
+            io.require(a[name].shape == (size,) and np.all(np.isfinite(a[name])), path,
+                       f"{name} must hold {size} finite values")
+        io.require(a["coef"].dtype == np.float64 and a["intercepts"].dtype == np.float64, path,
+                   "coef and intercepts must be float64")
+        params = meta.get("params", {})
+        io.require(isinstance(params, dict), path, "params must be a mapping")
+        types = np.where(t == 1, "c", "g")
+        est = cls("".join(types), **{k: v for k, v in params.items() if k in cls._param_names() and k != "types"})
+        try:
+            est._check_params()
+        except (ValueError, TypeError) as exc:
+            raise io.ModelFileError(f"{path}: invalid model (params: {exc})") from None
+        n = meta.get("n_samples")
+        io.require(isinstance(n, int) and not isinstance(n, bool) and n >= 3, path, "n_samples must be an integer >= 3")
+        split = np.cumsum(counts)[:-1]
+        est.types_ = types
+        est.levels_ = [lv.copy() if c else None for lv, c in zip(np.split(a["levels"], split), counts)]
+        est.groups_ = groups.astype(np.int64)
+        coef_split = np.cumsum(m * K)[:-1]
+        est.coef_ = [c.reshape(m, k).copy() for c, k in zip(np.split(a["coef"], coef_split), K)]
+        for i in range(p):
+            io.require(np.all(est.coef_[i][groups[i]:groups[i + 1]] == 0), path,
+                       f"regression {i} has coefficients on its own columns")
+        est.intercepts_ = [b.copy() for b in np.split(a["intercepts"], np.cumsum(K)[:-1])]
+        est.lambdas_ = a["lambdas"].astype(np.float64)
+        est.path_index_ = a["path_index"].astype(np.int64)
+        for name in cls._OPTIONAL:
+            if name.rstrip("_") in a:
+                est.__dict__[name] = a[name.rstrip("_")].astype(np.float64)
+        if "ebic_" not in est.__dict__:
+            est.ebic_ = None
+        est._set_graph()
+        est.n_samples_ = n
+        return est
 
     def _check_fitted(self):
         if not hasattr(self, "edges_"):
