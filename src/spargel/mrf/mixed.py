@@ -648,6 +648,16 @@ class MixedGraphicalModel(ParamsMixin):
         if not hasattr(self, "edges_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit() first")
 
+    def plot(self, stability=None, **kwargs):
+        """Draw the selected graph with each edge's stability (needs matplotlib): width by
+        weight, colour and opacity by inclusion frequency (``stability``: an
+        :class:`~spargel.mrf.stability.EdgeStability` or a (p, p) matrix; default StARS's
+        :attr:`edge_frequency_` when it chose the penalty; see
+        :func:`~spargel.mrf.plot.plot_edge_stability`). Returns the axes."""
+        from .plot import plot_edge_stability
+        self._check_fitted()
+        return plot_edge_stability(self, stability, **kwargs)
+
     def to_networkx(self, labels=None):
         """The selected graph as a ``networkx.Graph``: nodes with ``type`` ('g'/'c') and
         ``levels``, edges with ``weight`` (:attr:`adjacency_`) and ``sign``."""

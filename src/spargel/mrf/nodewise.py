@@ -295,6 +295,15 @@ class IsingFit(ParamsMixin):
         if not hasattr(self, "weights_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit() first")
 
+    def plot(self, stability=None, **kwargs):
+        """Draw the selected graph with each edge's stability (needs matplotlib): width by
+        weight, colour and opacity by inclusion frequency (``stability``: an
+        :class:`~spargel.mrf.stability.EdgeStability` or a (p, p) matrix; see
+        :func:`~spargel.mrf.plot.plot_edge_stability`). Returns the axes."""
+        from .plot import plot_edge_stability
+        self._check_fitted()
+        return plot_edge_stability(self, stability, **kwargs)
+
     def score(self, X, y=None):
         """Mean log-likelihood of X under the fitted Ising model (exact where it fits)."""
         self._check_fitted()

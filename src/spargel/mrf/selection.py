@@ -389,6 +389,16 @@ class PairwiseMRFSelect(ParamsMixin):
         return self.best_estimator_.predict(X_partial)
 
 
+    def plot(self, stability=None, **kwargs):
+        """Draw the selected graph with each edge's stability (needs matplotlib): width by
+        weight, colour and opacity by inclusion frequency (``stability``: an
+        :class:`~spargel.mrf.stability.EdgeStability` or a (p, p) matrix; default StARS's
+        :attr:`edge_frequency_` when it chose ``l1``; see
+        :func:`~spargel.mrf.plot.plot_edge_stability`). Returns the axes."""
+        from .plot import plot_edge_stability
+        self._check_fitted()
+        return plot_edge_stability(self, stability, **kwargs)
+
     def to_networkx(self, labels=None):
         """The selected graph as a ``networkx.Graph`` (:func:`spargel.mrf.export.to_networkx`)."""
         self._check_fitted()
