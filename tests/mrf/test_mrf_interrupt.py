@@ -180,3 +180,28 @@ def test_isingfit_sigint_reraises_and_keeps_nothing(monkeypatch, jobs):
     with python_sigint_handler(), pytest.raises(KeyboardInterrupt):
         fit.fit(X)
     assert len(calls) < 12 and not any(k.endswith("_") for k in vars(fit))
+
+
+def test_map_threads_raises_the_failure_not_the_cancellations():
+    """A task that fails sets the cancel event; the tasks that see it stop with
+    Cancelled; map_threads raises the failure, whichever task the main thread waited on."""
+    import threading
+
+    from spargel.mrf.common import Cancelled, map_threads
+
+    cancel = threading.Event()
+    started = []
+
+    def task(t):
+        started.append(t)
+        if t == 1:
+            raise ValueError("task 1 failed")
+        if t == 0:                           # waits until the failure has cancelled it
+            assert cancel.wait(30)
+            raise Cancelled
+        return t
+
+    with pytest.raises(ValueError, match="task 1 failed"):
+        map_threads(task, range(40), n_jobs=2, cancel=cancel)
+    assert len(started) < 40 and not [t for t in threading.enumerate() if t.name.startswith("spargel-mrf-")]
+    assert map_threads(lambda t: -t, range(5), n_jobs=3) == [0, -1, -2, -3, -4]

@@ -141,15 +141,25 @@ def map_threads(fn, tasks, n_jobs=1, cancel=None):
     if workers == 1:
         return [fn(t) for t in tasks]
     prefix = f"spargel-mrf-{next(_POOLS)}"
+    cancel = threading.Event() if cancel is None else cancel
+
+    def run(t):
+        if cancel.is_set():             # queued when another task failed or Ctrl-C came
+            raise Cancelled
+        try:
+            return fn(t)
+        except BaseException:
+            cancel.set()                # a failed task stops the others at once
+            raise
+
     ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=prefix)
     futures = []
     try:
         for t in tasks:
-            futures.append(ex.submit(fn, t))
+            futures.append(ex.submit(run, t))
         out = [wait_for(f) for f in futures]
-    except BaseException:
-        if cancel is not None:
-            cancel.set()
+    except BaseException as caught:
+        cancel.set()
         for f in futures:
             f.cancel()
         ex.shutdown(wait=True)
@@ -163,6 +173,10 @@ def map_threads(fn, tasks, n_jobs=1, cancel=None):
                         break
                     except RuntimeError:        # not started yet
                         threading.Event().wait(0.01)
+        if isinstance(caught, Cancelled):       # a task stopped by another's failure: raise that one
+            for f in futures:
+                if f.done() and not f.cancelled() and not isinstance(f.exception(), (Cancelled, type(None))):
+                    raise f.exception() from None
         raise
     ex.shutdown(wait=True)
     return out
