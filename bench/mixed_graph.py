@@ -8,6 +8,7 @@ non-reference levels of ``rho`` and ``phi``), continuous precision ``1 + sum |th
 on the diagonal; samples by Gibbs sampling, one chain per sample, 200 sweeps.
 
     python bench/mixed_graph.py f1            # F1 on 30- and 50-variable graphs, N 1000 and 2000
+    python bench/mixed_graph.py select        # F1 of EBIC, StARS and CV on 30- and 50-variable graphs
     python bench/mixed_graph.py wide          # 2,939 variables x 444 samples, EBIC, AND rule
     python bench/mixed_graph.py wide --jobs 1 # the same on one thread
     python bench/mixed_graph.py r-wide        # 100 of its regressions against glmnet (needs R + glmnet)
@@ -56,6 +57,25 @@ def f1(args):
                 orr = MixedGraphicalModel(types, rule="or").fit(X)
                 print(f"| {p} | {name} | {n} | {seed} | {scores(edges, fit.edges_)[2]:.3f} | "
                       f"{scores(edges, orr.edges_)[2]:.3f} | {cpu:.2f} |", flush=True)
+
+
+def select(args):
+    """The criteria side by side (AND rule; StARS and CV on --jobs threads)."""
+    print("| variables | N | graph | EBIC | StARS | CV |")
+    print("|---|---|---|---|---|---|")
+    for p in (30, 50):
+        types = "gc" * (p // 2)
+        for n in (1000, 2000):
+            for seed in args.seeds:
+                X, edges, _ = make_mixed_data(n, types, p, seed=seed)
+                row = []
+                for crit in ("ebic", "stars", "cv"):
+                    t, c = time.perf_counter(), time.process_time()
+                    fit = MixedGraphicalModel(types, criterion=crit, random_state=0, n_jobs=args.jobs).fit(X)
+                    el, cpu = time.perf_counter() - t, time.process_time() - c
+                    row.append(f"{scores(edges, fit.edges_)[2]:.3f} ({len(fit.edges_)} edges; {el:.1f} s, "
+                               f"{cpu:.1f} CPU s)")
+                print(f"| {p} | {n} | {seed} | " + " | ".join(row) + " |", flush=True)
 
 
 def wide_data(cc_range=None):
@@ -116,14 +136,14 @@ def against_r_wide(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["f1", "wide", "r-wide"])
+    ap.add_argument("what", choices=["f1", "select", "wide", "r-wide"])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--cc-range", type=float, nargs=2, default=None,
                     help="wide: the magnitude range of the binary-binary parameters (default that of all, 0.5 1.0)")
     args = ap.parse_args()
-    {"f1": f1, "wide": wide, "r-wide": against_r_wide}[args.what](args)
+    {"f1": f1, "select": select, "wide": wide, "r-wide": against_r_wide}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ Sub-commands (``spargel COMMAND --help`` documents each one)::
     spargel demo                                a synthetic end-to-end example
     spargel gmrf DATA.csv --alpha X             sparse Gaussian MRFs (inverse covariance)
     spargel mrf DATA.csv --l1 X                 discrete pairwise MRF structure learning
+    spargel mgm DATA.csv --types gc..           mixed graphical models (continuous and categorical)
 
 Conventions: an input of ``-`` (or none) is standard input, an output of ``-``
 (or none) standard output. Every error is one line ``spargel: error: ...`` on
@@ -260,7 +261,8 @@ def build_parser():
         prog=PROG, formatter_class=_Formatter,
         description="Sparse learning of log-linear and graphical models: l1 / elastic-net CRFs for "
                     "sequence labelling (train, label, eval, dump) with Wapiti / CRFsuite / CRF++ style "
-                    "commands, pairwise MRF structure learning (mrf) and sparse Gaussian MRFs (gmrf).",
+                    "commands, pairwise MRF structure learning (mrf), mixed graphical models (mgm) and sparse "
+                    "Gaussian MRFs (gmrf).",
         epilog="Run 'spargel COMMAND --help' for the options of a command.\n\n" + exit_status_help())
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -495,6 +497,7 @@ def build_parser():
     # -- mrf and gmrf ----------------------------------------------------------------------
     from . import gmrf, mrf
     mrf.add_parser(sub)
+    mrf.add_mgm_parser(sub)
     gmrf.add_parser(sub)
     return parser
 

@@ -20,6 +20,12 @@ or another output is refused).
 
 Exit status: the table of every ``spargel`` command (``spargel --help``); a solver that
 stopped before ``--tol`` prints a warning and exits 0.
+
+``spargel mgm`` (:func:`read_mixed_csv`, :func:`run_mgm`): a mixed graphical model
+(:class:`spargel.MixedGraphicalModel`) from a CSV of continuous and categorical columns,
+``--types`` giving one letter per column; the same header rules, missing values and
+one writer; the edge list ``i,j,weight,sign[,name_i,name_j]``, the model file and its
+categorical levels (``MODEL.levels.json``). Ctrl-C writes nothing (exit 130).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from pathlib import Path
 from .common import (UsageError, check_number, check_outputs, csv_text, exit_status_help, input_name,
                      is_number, json_lines, read_table, warn, write_output)
 
-__all__ = ["add_parser", "run", "read_states_csv"]
+__all__ = ["add_mgm_parser", "add_parser", "read_mixed_csv", "read_states_csv", "run", "run_mgm"]
 
 MISSING = {"", "?", "na", "nan", "null", "none"}
 
@@ -64,22 +70,11 @@ def read_states_csv(path, header=None):
     X = np.empty((len(body), table.width), dtype=np.int64)
     levels = []
     for c in range(table.width):
-        col = [r[c] for r in body]
-        if all(is_number(v) for v in col):       # numbers: one state per value, in numeric order
-            keys = [float(v) for v in col]
-            first = {}
-            for k, v in zip(keys, col):
-                first.setdefault(k, v)
-            order = sorted(first)
-            labels = [first[k] for k in order]
-        else:
-            keys = col
-            order = labels = sorted(set(col))
-        if len(order) < 2:
+        codes, labels = _recode([r[c] for r in body])      # numbers: one state per value, in numeric order
+        if len(labels) < 2:
             label = names[c] if names else f"column {c + 1}"
             raise DataFormatError(name, None, f"{label} is constant ({labels[0]!r} in every row); drop it")
-        code = {v: k for k, v in enumerate(order)}
-        X[:, c] = [code[v] for v in keys]
+        X[:, c] = codes
         levels.append(labels)
     return X, names, levels
 
@@ -255,3 +250,195 @@ def run(args):
         from ..core import first_use
         first_use.enable()
     return _run(args)
+
+
+# ---------------------------------------------------------------------------------------
+# spargel mgm: mixed graphical models
+# ---------------------------------------------------------------------------------------
+
+def read_mixed_csv(path, types, header=None):
+    """Read a CSV of continuous and categorical columns (``-``: standard input), one
+    letter of ``types`` per column (``g`` continuous, ``c`` categorical; commas and
+    spaces between the letters are ignored). Returns (X float (N, p), names or None,
+    levels) where a categorical column's values are recoded to ``0..k-1`` in sorted
+    order (numbers numerically) and ``levels[j]`` lists its original values (None for a
+    continuous column). Any problem is a :class:`~spargel.errors.DataFormatError` naming
+    the file and line, or a :class:`UsageError` when ``types`` does not fit the file."""
+    import math
+
+    import numpy as np
+
+    from ..errors import DataFormatError
+
+    letters = [t for t in str(types) if t not in ", "]
+    bad = [t for t in letters if t not in ("g", "c")]
+    if bad or not letters:
+        raise UsageError(f"--types must be letters g (continuous) and c (categorical), got {types!r}")
+    table = read_table(path, header=header, numeric=False, row_labels=False)
+    name, names, body = table.source, table.names, table.rows
+    if len(letters) != table.width:
+        raise UsageError(f"--types gives {len(letters)} types for the {table.width} columns of {name}")
+    if len(body) < 3:
+        raise DataFormatError(name, None, f"need at least 3 samples, found {len(body)}")
+    X = np.empty((len(body), table.width))
+    levels = []
+    for c, t in enumerate(letters):
+        label = f"column {c + 1}" + (f" ({names[c]})" if names else "")
+        col = [r[c] for r in body]
+        for v, line in zip(col, table.lines):
+            if v.lower() in MISSING:
+                raise DataFormatError(name, line, f"{label}: missing value {v!r} (drop or impute the row)")
+        if t == "g":
+            for k, (v, line) in enumerate(zip(col, table.lines)):
+                try:
+                    x = float(v)
+                except ValueError:
+                    raise DataFormatError(name, line, f"{label} is continuous (type g): {v!r} is not a "
+                                          f"number") from None
+                if not math.isfinite(x):
+                    raise DataFormatError(name, line, f"{label}: {v!r} is not a finite number")
+                X[k, c] = x
+            if np.all(X[:, c] == X[0, c]):
+                raise DataFormatError(name, None, f"{label} (continuous) is constant; drop it")
+            levels.append(None)
+        else:
+            codes, labels = _recode(col)
+            if len(labels) < 2:
+                raise DataFormatError(name, None, f"{label} (categorical) is constant ({labels[0]!r} in every "
+                                      f"row); drop it")
+            X[:, c] = codes
+            levels.append(labels)
+    return X, names, levels
+
+
+def _recode(col):
+    """A column of values as states ``0..k-1`` in sorted order (numbers numerically:
+    ``1`` and ``1.0`` are one state); returns (codes, the values in state order)."""
+    if all(is_number(v) for v in col):
+        keys = [float(v) for v in col]
+        first = {}
+        for k, v in zip(keys, col):
+            first.setdefault(k, v)
+        order = sorted(first)
+        labels = [first[k] for k in order]
+    else:
+        keys = col
+        order = labels = sorted(set(col))
+    code = {v: k for k, v in enumerate(order)}
+    return [code[v] for v in keys], labels
+
+
+def add_mgm_parser(subparsers):
+    """Add the ``mgm`` sub-command."""
+    p = subparsers.add_parser(
+        "mgm", help="learn a mixed graphical model (continuous and categorical variables) from a CSV file",
+        description=("Learn the graph of a mixed graphical model (spargel.MixedGraphicalModel): every "
+                     "column of DATA.csv regressed on all the others (Gaussian, logistic or multinomial, a "
+                     "group lasso per predictor variable), each regression's penalty chosen by --select, an "
+                     "edge where both regressions (--rule and) or either (--rule or) select it."),
+        epilog=("examples:\n"
+                "  spargel mgm survey.csv --types gcggc\n"
+                "  spargel mgm survey.csv --types gcggc --select stars --plot graph.png\n"
+                "  spargel mgm survey.csv --types gcggc --select cv --out-edges - --quiet\n"
+                "output: the edge list as CSV i,j,weight,sign[,name_i,name_j] (weight: the mean absolute\n"
+                "parameter of the edge in both regressions; sign: +1 / -1 where the edge is one number,\n"
+                "0 where a categorical variable has more than 2 levels), the model file (load it with\n"
+                "spargel.MixedGraphicalModel.load) and MODEL.levels.json (each categorical column's\n"
+                "values in the order of its levels 0..k-1).\n"
+                + exit_status_help()),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("data", metavar="DATA.csv", help="samples x variables CSV ('-': standard input)")
+    p.add_argument("--types", required=True, metavar="TYPES",
+                   help="one letter per column: g continuous (Gaussian), c categorical (any values)")
+    p.add_argument("--select", choices=["ebic", "stars", "cv"], default="ebic",
+                   help="how each regression's penalty is chosen: its EBIC (default), StARS over subsamples "
+                        "(one point of the paths for all), or cross-validated log-likelihood")
+    p.add_argument("--rule", choices=["and", "or"], default="and", help="an edge needs both regressions (and, "
+                   "the default) or either (or)")
+    p.add_argument("--gamma", type=float, default=0.25, help="EBIC's gamma (default 0.25)")
+    p.add_argument("--n-lambdas", type=int, default=100, help="penalties per regression path (default 100)")
+    p.add_argument("--n-subsamples", type=int, default=20, help="StARS's subsamples (default 20)")
+    p.add_argument("--stars-threshold", type=float, default=0.1, help="StARS's instability threshold (0.1)")
+    p.add_argument("--cv", type=int, default=5, help="folds of --select cv (default 5)")
+    p.add_argument("--random-state", type=int, default=0, help="seed of StARS's subsamples and CV's folds")
+    p.add_argument("--jobs", type=int, default=1, help="threads (variables, subsamples or folds; -1: one per "
+                   "CPU; the same result for any value)")
+    p.add_argument("--header", dest="header", action="store_true", default=None, help="first row is names")
+    p.add_argument("--no-header", dest="header", action="store_false", help="first row is data")
+    p.add_argument("--out-edges", metavar="PATH", default=None,
+                   help="edge list CSV (default <DATA>.mgm-edges.csv; '-' = stdout)")
+    p.add_argument("--model", metavar="PATH", default=None, help="model file (default <DATA>.mgm)")
+    p.add_argument("--plot", metavar="PNG", default=None,
+                   help="draw the graph (needs matplotlib; with --select stars edges coloured by their "
+                        "inclusion frequency)")
+    p.add_argument("--verbose", action="store_true", help="progress on stderr")
+    p.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    p.set_defaults(func=run_mgm)
+    return p
+
+
+def _run_mgm(args):
+    from ..mrf.mixed import MixedGraphicalModel
+
+    check_number("--gamma", args.gamma, low=0)
+    check_number("--n-lambdas", args.n_lambdas, low=1, integer=True)
+    check_number("--n-subsamples", args.n_subsamples, low=1, integer=True)
+    check_number("--stars-threshold", args.stars_threshold, low=0)
+    check_number("--cv", args.cv, low=2, integer=True)
+    check_number("--jobs", args.jobs, low=-1, integer=True)
+    if args.jobs == 0:
+        raise UsageError("--jobs must be a positive number of threads or -1, got 0")
+    if args.data == "-":
+        out_e, out_m = args.out_edges or "mgm-edges.csv", args.model or "stdin.mgm"
+    else:
+        stem = str(Path(args.data).with_suffix(""))
+        model_default = stem + ".mgm" if os.path.abspath(stem + ".mgm") != os.path.abspath(args.data) \
+            else args.data + ".mgm"
+        out_e, out_m = args.out_edges or stem + ".mgm-edges.csv", args.model or model_default
+    outputs = {"--out-edges": out_e, "--model": out_m, "the model's levels": out_m + ".levels.json",
+               "--plot": args.plot}
+    if sum(v == "-" for v in outputs.values()) > 1:
+        raise UsageError("only one output can go to stdout")
+    if out_m == "-":
+        raise UsageError("--model must be a file, not standard output")
+    check_outputs(outputs, {"the input file": args.data})
+    X, names, levels = read_mixed_csv(args.data, args.types, args.header)
+    types = "".join(t for t in args.types if t not in ", ")
+    t0 = time.perf_counter()
+    fit = MixedGraphicalModel(types, gamma=args.gamma, rule=args.rule, criterion=args.select,
+                              n_lambdas=args.n_lambdas, n_subsamples=args.n_subsamples,
+                              stars_threshold=args.stars_threshold, cv=args.cv, random_state=args.random_state,
+                              n_jobs=args.jobs, verbose=args.verbose).fit(X)
+    elapsed = time.perf_counter() - t0
+    rows = [["i", "j", "weight", "sign"] + (["name_i", "name_j"] if names else [])]
+    for i, j in fit.edges_:
+        rows.append([int(i), int(j), f"{float(fit.adjacency_[i, j]):.6g}", int(fit.signs_[i, j])]
+                    + ([names[i], names[j]] if names else []))
+    edges = csv_text(rows)
+    meta = json.dumps({"names": names, "types": types, "levels": levels}, indent=1) + "\n"
+    picture = None
+    if args.plot:
+        ax = fit.plot(labels=names)
+        buf = io.BytesIO()
+        ax.figure.savefig(buf, dpi=150, bbox_inches="tight", format=Path(args.plot).suffix.lstrip(".") or "png")
+        picture = buf.getvalue()
+    fit.save(out_m)
+    write_output(out_m + ".levels.json", meta)
+    write_output(out_e, edges)
+    if picture is not None:
+        write_output(args.plot, picture)
+    if not args.quiet:
+        n_g = types.count("g")
+        print(f"mgm: {X.shape[1]} variables ({n_g} continuous, {X.shape[1] - n_g} categorical), {X.shape[0]} "
+              f"samples, penalties chosen by {args.select}, rule {args.rule}: {len(fit.edges_)} edges, "
+              f"{elapsed:.2f}s; wrote {out_e} and {out_m} ({input_name(args.data)})", file=sys.stderr)
+    return 0
+
+
+def run_mgm(args):
+    """Execute ``spargel mgm``; returns the exit status (errors are raised and turned into
+    one line and a status by :func:`spargel.cli.app.main`; Ctrl-C writes nothing)."""
+    if not args.quiet:
+        from ..core import first_use
+        first_use.enable()
+    return _run_mgm(args)

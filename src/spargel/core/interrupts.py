@@ -84,3 +84,21 @@ def ctrl_c_stops():
         yield state
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def all_or_nothing(fit):
+    """Wrap a ``fit`` that sets many attributes along the way (a selector's path, its
+    criterion, its chosen model): when it raises -- Ctrl-C's ``KeyboardInterrupt``
+    included -- every attribute is put back as it was before the call, so nothing
+    half-fitted remains (a new estimator stays unfitted, a fitted one keeps its earlier
+    fit), and the exception propagates."""
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        before = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+    return wrapper

@@ -315,19 +315,21 @@ class PairwiseMRF(ParamsMixin):
         max_iter = self.max_iter if self.max_iter is not None else default_max_iter(solver_name)
         return _Prepared(Xc, ns, inference, make_model, get_solver(solver_name), int(max_iter))
 
-    def _solve(self, prep, model, w0, l1, adaptive):
+    def _solve(self, prep, model, w0, l1, adaptive, cancel=None):
         """One fit (two stages with ``adaptive``) of ``model`` from the weights ``w0`` at
         ``l1``: the solver's result, the model it ran on last, the history over both
-        stages, the stop reasons, the first stage's active edges (ids) and weights."""
+        stages, the stop reasons, the first stage's active edges (ids) and weights.
+        ``cancel``: a ``threading.Event`` whose setting stops the solver at its next
+        iteration (stop reason ``'callback'``; a selector's threads)."""
         def run(model, penalty, w):
             return prep.minimize(model, penalty, w, max_iter=prep.max_iter, tol=float(self.tol), gtol=1e-8,
-                                 window=5, monitor=_Monitor(model, self.verbose))
+                                 window=5, monitor=_Monitor(model, self.verbose, cancel))
 
         res = run(model, self._penalty(model, l1=l1), w0)
         first = _Stage(model, res.w, None, list(res.history), int(res.n_iter), [res.stop_reason])
         out = _Stage(model, res.w, res, first.history, first.n_iter, first.reasons)
         out.first = first
-        if adaptive and res.stop_reason != "interrupted":      # Ctrl-C: no second stage
+        if adaptive and res.stop_reason not in ("interrupted", "callback"):      # Ctrl-C: no second stage
             from .model import adaptive_edge_weights
             active = model.active_edges(res.w)
             out.screening = model.graph.edges[active].copy()
@@ -720,10 +722,11 @@ def _require_moderate(a, name, path):
 
 
 class _Monitor:
-    """Adds the inference report to each history row; prints it when verbose."""
+    """Adds the inference report to each history row; prints it when verbose; stops the
+    solver (returns True) once ``cancel`` (a ``threading.Event``) is set."""
 
-    def __init__(self, model, verbose):
-        self.model, self.verbose = model, verbose
+    def __init__(self, model, verbose, cancel=None):
+        self.model, self.verbose, self.cancel = model, verbose, cancel
 
     def __call__(self, row, w):
         info = self.model.last_inference
@@ -737,7 +740,7 @@ class _Monitor:
             if "bp_sweeps" in row:
                 parts.append(f"bp {row['bp_sweeps']} sweeps" + ("" if row["bp_converged"] else " (not converged)"))
             print("  ".join(parts), file=sys.stderr, flush=True)
-        return False
+        return self.cancel is not None and self.cancel.is_set()
 
 
 class _Prepared:

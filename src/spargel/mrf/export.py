@@ -5,7 +5,7 @@ called, with a clear error when it is missing.
 
 * :func:`to_networkx`: an undirected ``networkx.Graph`` whose nodes are the variables
   (attributes ``states``, the number of states, and ``bias``, the node log-potentials)
-  and whose edges carry ``weight`` (:func:`~spargel.mrf.stability.edge_weight_matrix`:
+  and whose edges carry ``weight`` (:func:`~spargel.mrf.common.edge_weight_matrix`:
   the 0/1 interaction of a binary pair, the coupling strength otherwise), ``strength``
   and ``table`` (the log-potential table, rows the first variable's states).
 * :func:`to_pgmpy`: a ``pgmpy.models.DiscreteMarkovNetwork`` (``MarkovNetwork`` before pgmpy 1.0) with one ``DiscreteFactor`` per
@@ -21,18 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CapabilityError
+from .common import edge_weight_matrix, variable_names as _names
 
 __all__ = ["to_networkx", "to_pgmpy"]
-
-
-def _names(est, labels):
-    p = int(est.n_features_in_)
-    if labels is None:
-        return list(range(p))
-    labels = list(labels)
-    if len(labels) != p or len(set(labels)) != p:
-        raise ValueError(f"labels must be {p} distinct names, one per variable")
-    return labels
 
 
 def _fitted_mrf(est):
@@ -56,7 +47,6 @@ def to_networkx(estimator, labels=None):
         import networkx as nx
     except ImportError:
         raise CapabilityError("to_networkx needs networkx (pip install networkx)") from None
-    from .stability import edge_weight_matrix
     est = _fitted_mrf(estimator)
     names = _names(est, labels)
     W = edge_weight_matrix(est)

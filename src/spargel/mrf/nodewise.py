@@ -39,6 +39,7 @@ import numpy as np
 from ..core.first_use import announces_compiles
 from ..core.params import ParamsMixin, check_number
 from ..errors import DataFormatError, NotFittedError, ParameterError
+from .common import map_threads
 
 __all__ = ["IsingFit", "nodewise_logistic"]
 
@@ -85,38 +86,28 @@ def run_nodes(one, todo, n_jobs=1, verbose=False, what="regression"):
     """Calls ``one(i)`` for every ``i`` of ``todo``, on ``n_jobs`` threads (-1: one per
     CPU). ``verbose`` prints the progress on stderr (about 20 lines). On any exception --
     KeyboardInterrupt included -- the queued calls are cancelled, those running are
-    waited for (each is one regression) and the exception propagates."""
+    waited for (each is one regression) and the exception propagates
+    (:func:`~spargel.mrf.common.map_threads`)."""
     import sys
+    import threading
     import time
     todo = list(todo)
     total = len(todo)
     every = max(1, total // 20)
     t0 = time.perf_counter()
+    lock = threading.Lock()
+    done = [0]
 
-    def report(done):
-        if verbose and (done % every == 0 or done == total):
-            print(f"{what} {done}/{total}, {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    def run(i):
+        one(i)
+        if verbose:
+            with lock:
+                done[0] += 1
+                d = done[0]
+                if d % every == 0 or d == total:
+                    print(f"{what} {d}/{total}, {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
 
-    if n_jobs is None or n_jobs == 1 or total < 2:
-        for d, i in enumerate(todo, 1):
-            one(i)
-            report(d)
-        return
-    import os
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-    workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
-    ex = ThreadPoolExecutor(max_workers=workers)
-    futures = [ex.submit(one, i) for i in todo]
-    try:
-        for d, f in enumerate(as_completed(futures), 1):
-            f.result()
-            report(d)
-    except BaseException:
-        for f in futures:
-            f.cancel()
-        ex.shutdown(wait=True)
-        raise
-    ex.shutdown(wait=True)
+    map_threads(run, todo, n_jobs)
 
 
 def nodewise_logistic(X, *, gamma=0.25, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, max_outer=100,
@@ -225,22 +216,72 @@ class IsingFit(ParamsMixin):
                                              lambda_min_ratio=self.lambda_min_ratio, tol=float(self.tol),
                                              ebic_stop=bool(self.ebic_stop), n_jobs=self.n_jobs,
                                              verbose=self.verbose)
-        nz = B != 0
-        keep = (nz & nz.T) if self.rule == "and" else (nz | nz.T)
-        W = np.where(keep, (B + B.T) / 2.0, 0.0)
-        np.fill_diagonal(W, 0.0)
         self.coef_ = B
         self.thresholds_ = b0
         self.lambdas_ = lam
         self.ebic_ = ebic
+        self._set_graph()
+        self.n_samples_ = Xc.shape[0]
+        return self
+
+    def _set_graph(self):
+        """``weights_``, ``edges_`` and ``model_`` from the regressions (``coef_``,
+        ``thresholds_``) by the rule."""
+        B = self.coef_
+        nz = B != 0
+        keep = (nz & nz.T) if self.rule == "and" else (nz | nz.T)
+        W = np.where(keep, (B + B.T) / 2.0, 0.0)
+        np.fill_diagonal(W, 0.0)
         self.weights_ = W
-        iu = np.triu_indices(len(b0), 1)
+        iu = np.triu_indices(len(B), 1)
         on = W[iu] != 0
         self.edges_ = np.column_stack([iu[0][on], iu[1][on]]).astype(np.int64)
-        self.n_features_in_ = Xc.shape[1]
-        self.n_samples_ = Xc.shape[0]
+        self.n_features_in_ = len(B)
         self.model_ = self._mrf()
-        return self
+
+    def save(self, path):
+        """Write the fitted model to ``path`` (spargel's model file: arrays and a checked
+        header, no pickle; atomic); :meth:`load` reads it back, the graph recomputed
+        from the regressions by ``rule``."""
+        from ..core import model_file as io
+        self._check_fitted()
+        params = {k: v for k, v in self.get_params().items() if isinstance(v, (int, float, str, bool, type(None)))}
+        io.save_arrays(path, "isingfit", {"params": params, "n_samples": int(self.n_samples_)},
+                       {"coef": self.coef_, "thresholds": self.thresholds_, "lambdas": self.lambdas_,
+                        "ebic": self.ebic_})
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save` (every array checked before use)."""
+        from ..core import model_file as io
+        from .estimator import MAX_ABS_POTENTIAL
+        meta, a = io.load_arrays(path, "isingfit")
+        for name in ("coef", "thresholds", "lambdas", "ebic"):
+            io.require(name in a and a[name].dtype == np.float64, path, f"array {name!r} missing or not float64")
+        B = a["coef"]
+        io.require(B.ndim == 2 and B.shape[0] == B.shape[1] >= 2, path, "coef must be a square (p, p) array, p >= 2")
+        p = B.shape[0]
+        io.require(np.all(np.isfinite(B)) and np.all(np.diag(B) == 0), path,
+                   "coef must be finite with a zero diagonal")
+        for name in ("thresholds", "lambdas"):
+            io.require(a[name].shape == (p,) and np.all(np.isfinite(a[name])), path, f"{name} must be {p} finite values")
+        io.require(a["ebic"].ndim == 2 and a["ebic"].shape[0] == p, path, "ebic must have one row per variable")
+        big = max(np.abs(B).max(initial=0), np.abs(a["thresholds"]).max())
+        io.require(big <= MAX_ABS_POTENTIAL, path, f"weights beyond +-{MAX_ABS_POTENTIAL:.0e}")
+        params = meta.get("params", {})
+        io.require(isinstance(params, dict), path, "params must be a mapping")
+        est = cls(**{k: v for k, v in params.items() if k in cls._param_names()})
+        if not isinstance(est.rule, str) or est.rule not in RULES:
+            raise io.ModelFileError(f"{path}: invalid model (params: rule must be 'and' or 'or', got {est.rule!r})")
+        n = meta.get("n_samples")
+        io.require(isinstance(n, int) and not isinstance(n, bool) and n >= 1, path, "n_samples must be an integer >= 1")
+        est.coef_ = B.copy()
+        est.thresholds_ = a["thresholds"].copy()
+        est.lambdas_ = a["lambdas"].copy()
+        est.ebic_ = a["ebic"].copy()
+        est._set_graph()
+        est.n_samples_ = n
+        return est
 
     def _mrf(self):
         from .estimator import PairwiseMRF
@@ -253,6 +294,15 @@ class IsingFit(ParamsMixin):
     def _check_fitted(self):
         if not hasattr(self, "weights_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit() first")
+
+    def plot(self, stability=None, **kwargs):
+        """Draw the selected graph with each edge's stability (needs matplotlib): width by
+        weight, colour and opacity by inclusion frequency (``stability``: an
+        :class:`~spargel.mrf.stability.EdgeStability` or a (p, p) matrix; see
+        :func:`~spargel.mrf.plot.plot_edge_stability`). Returns the axes."""
+        from .plot import plot_edge_stability
+        self._check_fitted()
+        return plot_edge_stability(self, stability, **kwargs)
 
     def score(self, X, y=None):
         """Mean log-likelihood of X under the fitted Ising model (exact where it fits)."""

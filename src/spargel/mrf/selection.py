@@ -27,8 +27,10 @@ import time
 
 import numpy as np
 
+from ..core.interrupts import all_or_nothing
 from ..core.params import ParamsMixin, check_number
 from ..errors import NotFittedError, ParameterError
+from .common import Cancelled, map_threads, thread_count
 
 __all__ = ["PairwiseMRFSelect", "empty_graph_weights", "l1_max"]
 
@@ -186,16 +188,13 @@ class PairwiseMRFSelect(ParamsMixin):
                 raise ParameterError(f"l1s must be a non-empty list of values > 0, got {self.l1s!r}")
 
     def _workers(self, n_tasks):
-        if self.n_jobs is None or self.n_jobs == 1 or n_tasks <= 1:
-            return 1
-        import os
-        return (os.cpu_count() or 1) if self.n_jobs == -1 else int(self.n_jobs)
+        return thread_count(self.n_jobs, n_tasks)
 
     # -- the path -------------------------------------------------------------------------
-    def _walk(self, est, prep, l1s, rows=None, scale=1.0, adaptive=False, on_point=None):
+    def _walk(self, est, prep, l1s, rows=None, scale=1.0, adaptive=False, on_point=None, cancel=None):
         """Fits down ``l1s`` (times ``scale``) on the rows ``rows`` of the prepared data,
         warm-started; ``on_point(k, stage)`` after each, which may return True to stop.
-        Returns the stages."""
+        Returns the stages; Ctrl-C raises (:func:`_check_stage`)."""
         from .estimator import _Prepared, numba_threads
         p = prep if rows is None else _Prepared(prep.X, prep.ns, prep.inference, prep.make_model,
                                                 prep.minimize, prep.max_iter, rows)
@@ -204,7 +203,7 @@ class PairwiseMRFSelect(ParamsMixin):
             model = p.make_model(est.candidate_edges, rows)
             w = empty_graph_weights(model)
             for k, l1 in enumerate(l1s):
-                stage = est._solve(p, model, w, float(l1) * scale, adaptive)
+                stage = _check_stage(est._solve(p, model, w, float(l1) * scale, adaptive, cancel), cancel)
                 w = stage.first.w
                 stages.append(stage)
                 if on_point is not None and on_point(k, stage):
@@ -222,19 +221,23 @@ class PairwiseMRFSelect(ParamsMixin):
             w = m.subset_weights(stage.w, active)
         res = prep.minimize(sub, est._penalty(sub, l1=0.0), w, max_iter=prep.max_iter, tol=float(est.tol),
                             gtol=1e-8, window=5)
+        if res.stop_reason == "interrupted":
+            raise KeyboardInterrupt
         return float(sub.loss(res.w))
 
-    def _map(self, fn, tasks):
-        workers = self._workers(len(tasks))
-        if workers == 1:
-            return [fn(t) for t in tasks]
-        from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(max_workers=workers) as ex:
-            return list(ex.map(fn, tasks))
+    def _map(self, fn, tasks, cancel):
+        return map_threads(fn, tasks, self.n_jobs, cancel)
 
+    @all_or_nothing
     def fit(self, X, y=None, sample_weight=None):
         """Fit the path on X (n_samples, n_variables) of states, choose ``l1`` by the
-        criterion and keep that point's model."""
+        criterion and keep that point's model.
+
+        Ctrl-C (``KeyboardInterrupt``) stops the fits -- the running solvers at their next
+        iteration, the queued subsamples and folds cancelled -- and propagates; the
+        selector keeps nothing of the interrupted fit (an earlier fit's attributes stay)."""
+        import threading
+
         from .estimator import numba_threads
         from ..core.selection import default_subsample_size, stars_choice, stars_variability
 
@@ -255,6 +258,7 @@ class PairwiseMRFSelect(ParamsMixin):
         else:
             l1s = np.sort(np.asarray(self.l1s, dtype=float).ravel())[::-1]
         rng = np.random.default_rng(self.random_state)
+        cancel = threading.Event()
         self.l1_max_ = top
         self.criterion_likelihood_ = {"exact": "exact", "pseudo-likelihood": "pseudo-likelihood"}.get(
             prep.inference, "bethe")
@@ -269,10 +273,10 @@ class PairwiseMRFSelect(ParamsMixin):
             n_pairs = len(model.graph.edges)
             counts = np.zeros((len(l1s), n_pairs))
             instab = []
-            walkers = [_Walker(self, est, prep, s, f, adaptive) for s, f in zip(subs, size_of)]
+            walkers = [_Walker(self, est, prep, s, f, adaptive, cancel) for s, f in zip(subs, size_of)]
             stop = len(l1s)
             for k, l1 in enumerate(l1s):
-                per = self._map(lambda wk: wk.step(float(l1)), walkers)
+                per = self._map(lambda wk: wk.step(float(l1)), walkers, cancel)
                 for wk, act in zip(walkers, per):
                     counts[k, act] += 1
                 v = float(stars_variability(counts[k], len(subs)))
@@ -288,7 +292,7 @@ class PairwiseMRFSelect(ParamsMixin):
             e = model.graph.edges
             freq[e[:, 0], e[:, 1]] = counts[best] / len(subs)
             self.edge_frequency_ = freq + freq.T
-            stages = self._walk(est, prep, l1s, adaptive=adaptive)
+            stages = self._walk(est, prep, l1s, adaptive=adaptive, cancel=cancel)
         else:
             stages = self._walk(est, prep, l1s, adaptive=adaptive,
                                 on_point=lambda k, s: say(f"l1 {l1s[k]:.6g}: {len(s.model.active_edges(s.w))} "
@@ -318,7 +322,8 @@ class PairwiseMRFSelect(ParamsMixin):
             def fold_scores(f):
                 test = folds[f]
                 train = np.setdiff1d(np.arange(n), test)
-                st = self._walk(est, prep, l1s, rows=train, scale=len(train) / n, adaptive=adaptive)
+                st = self._walk(est, prep, l1s, rows=train, scale=len(train) / n, adaptive=adaptive,
+                                cancel=cancel)
                 out = np.empty(len(l1s))
                 Xt = np.ascontiguousarray(prep.X[test])
                 for k, s in enumerate(st):
@@ -328,7 +333,8 @@ class PairwiseMRFSelect(ParamsMixin):
                 say(f"CV fold {f + 1} of {len(folds)}")
                 return out
 
-            self.cv_scores_ = np.array(self._map(fold_scores, list(range(len(folds)))))
+            say(f"CV: {len(folds)} folds of {len(l1s)} points on {self._workers(len(folds))} thread(s)")
+            self.cv_scores_ = np.array(self._map(fold_scores, list(range(len(folds))), cancel))
             scores = self.cv_scores_.mean(axis=0)
             best = int(np.argmin(scores))
         self.criterion_scores_ = np.asarray(scores, dtype=float)
@@ -383,6 +389,16 @@ class PairwiseMRFSelect(ParamsMixin):
         return self.best_estimator_.predict(X_partial)
 
 
+    def plot(self, stability=None, **kwargs):
+        """Draw the selected graph with each edge's stability (needs matplotlib): width by
+        weight, colour and opacity by inclusion frequency (``stability``: an
+        :class:`~spargel.mrf.stability.EdgeStability` or a (p, p) matrix; default StARS's
+        :attr:`edge_frequency_` when it chose ``l1``; see
+        :func:`~spargel.mrf.plot.plot_edge_stability`). Returns the axes."""
+        from .plot import plot_edge_stability
+        self._check_fitted()
+        return plot_edge_stability(self, stability, **kwargs)
+
     def to_networkx(self, labels=None):
         """The selected graph as a ``networkx.Graph`` (:func:`spargel.mrf.export.to_networkx`)."""
         self._check_fitted()
@@ -396,9 +412,9 @@ class PairwiseMRFSelect(ParamsMixin):
 class _Walker:
     """One StARS subsample walking down the path, one ``l1`` at a time (warm-started)."""
 
-    def __init__(self, sel, est, prep, rows, scale, adaptive):
+    def __init__(self, sel, est, prep, rows, scale, adaptive, cancel=None):
         from .estimator import _Prepared
-        self.est, self.scale, self.adaptive = est, scale, adaptive
+        self.est, self.scale, self.adaptive, self.cancel = est, scale, adaptive, cancel
         self.prep = _Prepared(prep.X, prep.ns, prep.inference, prep.make_model, prep.minimize, prep.max_iter, rows)
         self.model = None
         self.threads = 1 if sel._workers(2) > 1 else est.n_jobs
@@ -409,7 +425,8 @@ class _Walker:
             if self.model is None:
                 self.model = self.prep.make_model(self.est.candidate_edges, self.prep.rows)
                 self.w = empty_graph_weights(self.model)
-            stage = self.est._solve(self.prep, self.model, self.w, l1 * self.scale, self.adaptive)
+            stage = _check_stage(self.est._solve(self.prep, self.model, self.w, l1 * self.scale, self.adaptive,
+                                                 self.cancel), self.cancel)
             self.w = stage.first.w
             active = stage.model.active_edges(stage.w)
             # ids among the first model's candidates (the adaptive stage keeps a subset)
@@ -417,6 +434,18 @@ class _Walker:
                 return active
             e = stage.model.graph.edges[active]
             return _edge_ids(self.model.graph.edges, e)
+
+
+def _check_stage(stage, cancel):
+    """``stage`` (a :meth:`PairwiseMRF._solve` result), unless its solver stopped on
+    Ctrl-C (``KeyboardInterrupt``: the solvers catch it to keep their iterate, a
+    selector's path must stop) or on ``cancel`` (:class:`~spargel.mrf.common.Cancelled`:
+    another thread's task failed or was interrupted)."""
+    if "interrupted" in stage.reasons:
+        raise KeyboardInterrupt
+    if cancel is not None and cancel.is_set():
+        raise Cancelled
+    return stage
 
 
 def _edge_ids(candidates, edges):

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..core.params import check_number
 from ..errors import ParameterError
+from .common import edge_weight_matrix, map_threads
 
 __all__ = ["EdgeStability", "edge_stability", "edge_weight_matrix"]
 
@@ -52,27 +53,6 @@ class EdgeStability:
     weights: np.ndarray
     resamples: np.ndarray
     level: float
-
-
-def edge_weight_matrix(estimator):
-    """(p, p) symmetric matrix of a fitted estimator's edge weights (0: no edge)."""
-    if hasattr(estimator, "best_estimator_"):
-        estimator = estimator.best_estimator_
-    W = getattr(estimator, "weights_", None)
-    if isinstance(W, np.ndarray) and W.ndim == 2:
-        return np.array(W, dtype=np.float64)
-    A = getattr(estimator, "adjacency_", None)
-    if isinstance(A, np.ndarray) and A.ndim == 2:          # a mixed graphical model: signed where it has a sign
-        return A * np.where(estimator.signs_ < 0, -1.0, 1.0)
-    if not hasattr(estimator, "edge_weights_"):
-        raise ParameterError(f"{type(estimator).__name__} has no edge weights to read "
-                             f"(expected a fitted PairwiseMRF, a selector, IsingFit or MixedGraphicalModel)")
-    p = int(estimator.n_features_in_)
-    W = np.zeros((p, p))
-    for (i, j), t, s in zip(estimator.edges_, estimator.edge_weights_, estimator.edge_strength_):
-        v = float(t[0, 0] - t[0, 1] - t[1, 0] + t[1, 1]) if t.shape == (2, 2) else float(s)
-        W[i, j] = W[j, i] = v
-    return W
 
 
 def _clone(estimator, n_states):
@@ -97,8 +77,8 @@ def edge_stability(estimator, X, n_boot=100, *, random_state=None, n_jobs=1, lev
     if not hasattr(estimator, "get_params") or not hasattr(estimator, "fit"):
         raise ParameterError(f"estimator must be a spargel estimator, got {type(estimator).__name__}")
     if "types" in estimator.get_params():              # continuous and categorical columns
-        from .mixed import _check_data
-        Xc, ns = _check_data(X), None
+        from .common import check_mixed_data
+        Xc, ns = check_mixed_data(X), None
     else:
         from .model import check_discrete_data
         Xc, ns = check_discrete_data(X)
@@ -112,15 +92,7 @@ def edge_stability(estimator, X, n_boot=100, *, random_state=None, n_jobs=1, lev
         est.fit(Xc[resamples[b]])
         return edge_weight_matrix(est)
 
-    if n_jobs is None or n_jobs == 1 or n_boot == 1:
-        Ws = [one(b) for b in range(int(n_boot))]
-    else:
-        import os
-        from concurrent.futures import ThreadPoolExecutor
-        workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
-        with ThreadPoolExecutor(max_workers=workers) as ex:
-            Ws = list(ex.map(one, range(int(n_boot))))
-    W = np.stack(Ws)
+    W = np.stack(map_threads(one, range(int(n_boot)), n_jobs))      # Ctrl-C: the queued fits cancelled
     q = 100 * (1 - level) / 2
     lower, upper = np.percentile(W, [q, 100 - q], axis=0)
     return EdgeStability(frequency=(W != 0).mean(axis=0), lower=lower, upper=upper, weights=W,
