@@ -1,4 +1,5 @@
-"""Reading a part of a column file: the sequences that *start* in a byte range.
+"""Reading a part of a column file: the sequences that *start* in a byte range (the
+Dask workers' way of reading a training file: :meth:`~spargel.data.column_file.ColumnFile.read_range`).
 
 A large training file is split into byte ranges ``[start, end)`` without reading it:
 each worker opens the file, seeks to its range and reads the sequences whose first
@@ -20,7 +21,7 @@ scan of the bytes before the range) only when an error is raised.
 
 import os
 
-from ..data.conll import DOCSTART, read_conll
+from .conll import DOCSTART, decode_lines, parse_lines
 from ..errors import DataFormatError
 
 #: bytes read at a time when looking back for the line before a range
@@ -111,20 +112,11 @@ def line_number(path, offset):
     return n + 1
 
 
-class _Lines:
-    """An iterable of raw lines with a ``name`` (what :func:`read_conll` reports)."""
-
-    def __init__(self, lines, name):
-        self.lines, self.name = lines, name
-
-    def __iter__(self):
-        return iter(self.lines)
-
-
-def read_range(path, start, end, encoding="utf-8", separator=None, has_labels=True):
+def read_range(path, start, end, encoding="utf-8", separator=None, has_labels=True, hint=""):
     """The sentences (:class:`~spargel.data.conll.Sentence`) starting in ``[start, end)``
     of the column file ``path``, with the file's own line numbers. An empty list when no
-    sequence starts there."""
+    sequence starts there. The lines are decoded by :func:`~spargel.data.conll.decode_lines`
+    (a decoding error names the file's byte; ``hint`` is appended to it)."""
     path = os.fspath(path)
     lines, first = _owned_lines(path, start, end, encoding, separator)
     if not lines:
@@ -138,8 +130,8 @@ def read_range(path, start, end, encoding="utf-8", separator=None, has_labels=Tr
         return base
 
     try:
-        sents = list(read_conll(_Lines(lines, path), has_labels=has_labels, separator=separator,
-                                encoding=encoding))
+        sents = list(parse_lines(decode_lines(lines, path, encoding, offset=first, hint=hint), path,
+                                 has_labels=has_labels, separator=separator))
     except DataFormatError as exc:
         line = None if exc.line is None else exc.line + shift()
         raise DataFormatError(exc.source, line, exc.message) from None
@@ -148,3 +140,4 @@ def read_range(path, start, end, encoding="utf-8", separator=None, has_labels=Tr
         for s in sents:
             s.line += b
     return sents
+
