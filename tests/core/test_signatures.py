@@ -20,7 +20,7 @@ LONG = 15
 
 #: how many may be listed (the aim is 10: the Gaussian and MRF kernels still take their
 #: state as positional arrays)
-MAX_LONG = 21
+MAX_LONG = 23
 
 #: (module path, function) -> why it keeps its parameters
 ALLOWED = {
@@ -30,6 +30,11 @@ ALLOWED = {
     ("chain/batch_kernels.py", "chunk_logz_grad"): "view arguments + None flags sw, clamp + chunk buffers",
     ("chain/batch_kernels.py", "chunk_logz_grad_log"): "view arguments + None flags sw, clamp + chunk buffers",
     ("chain/batch_kernels.py", "nbest_one"): "view arguments + one sequence's n-best buffers",
+    # the SGD sequence steps of both orders: the None flags tok / flat / big / logsp / sw /
+    # partial, and the step's weights and scratch as separate arguments (grouped into a
+    # Step and the pass's PassWork, the first-order pass measured up to a tenth slower)
+    ("chain/crf_sgd.py", "sample_step"): "None flags + the step's weights and scratch (grouping measured slower)",
+    ("chain/crf2_sgd.py", "sample_step"): "None flags sw / partial + the step's weights and scratch",
     ("chain/bound.py", "chain_bound_build"): "the chain bound's recursion state (z, mu, Sigma per position)",
     ("chain/bound.py", "chain_bound_matvec"): "the chain bound's recursion state (z, mu, Sigma per position)",
     # a solver's public options are keyword arguments (the solver table's interface)

@@ -71,17 +71,15 @@ def _scatter(space, data, lo, hi, gamma, lm, tcount, coef, gold, g):
 
 
 @inner()
-def sample_step(step, space, data, s, trans, buf, xbuf, pen, marks, fallbacks, sw, partial):
-    """``c_s (-log p(y_s | x_s))`` at the weights ``w = weight(v, m, a, .)`` (``step``: a
-    :class:`~spargel.chain.kernel_data.Step`; after settling the blocks it meets, mode
-    SETTLE), ``c_s`` the sequence's weight (``sw``
+def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, pen, marks, fallbacks, sw, partial):
+    """``c_s (-log p(y_s | x_s))`` at the weights ``w = weight(v, m, a, .)`` (after
+    settling the blocks it meets, mode SETTLE), ``c_s`` the sequence's weight (``sw``
     None: 1, and the code for other weights is not compiled); with ``coef != 0``, adds ``coef`` times its gradient to ``g``. A partially
     labelled sequence (``partial[s]``, label -1 where unknown) has the numerator ``log
     sum_{y consistent} exp(score)``: a second, clamped forward-backward instead of the
     gold score. ``trans`` is the transition structure at the current weights;
     ``fallbacks[0]`` counts the passes that needed log space. Returns NaN when even log
     space fails."""
-    v, m, a, g, coef, mode = step.v, step.m, step.a, step.g, step.coef, step.mode
     U, E, alpha, lm = buf.U, buf.E, buf.alpha, buf.lm
     gam, tcount = xbuf.gamma, xbuf.tcount
     L = space.L
@@ -139,14 +137,15 @@ def load_triples(v, m, a, space, x, ones, lst, list_k):
 
 
 @inner()
-def step_sequence(step, space, data, s, wk, exact, pen, marks, fallbacks):
+def step_sequence(v, m, a, space, data, s, wk, exact, g, coef, mode, pen, marks, fallbacks):
     """:func:`sample_step` of sequence s under the structure the step loaded
     (:func:`load_triples`: ``exact``, the LIST, else PAIR_ONES) with its scratch
     (``wk``: the pass's :class:`~spargel.chain.kernel_data.PassWork`)."""
     if exact:
-        return sample_step(step, space, data, s, wk.lst, wk.buf, wk.xbuf_list, pen, marks, fallbacks, wk.sw,
-                           wk.partial)
-    return sample_step(step, space, data, s, wk.trans, wk.buf, wk.xbuf, pen, marks, fallbacks, wk.sw, wk.partial)
+        return sample_step(v, m, a, space, data, s, wk.lst, g, coef, mode, wk.buf, wk.xbuf_list, pen, marks,
+                           fallbacks, wk.sw, wk.partial)
+    return sample_step(v, m, a, space, data, s, wk.trans, g, coef, mode, wk.buf, wk.xbuf, pen, marks, fallbacks,
+                       wk.sw, wk.partial)
 
 
 def structures(space_t):

@@ -25,7 +25,7 @@ from ..core.jit import inner
 from ..core import lazy_l1 as Z
 from . import inference as C
 from . import crf_kernels as K
-from .kernel_data import BigramList, PassRows, PhaseWork, TokenLists
+from .kernel_data import BigramList, PhaseWork, TokenLists
 from ..core.ranges import concat_ranges
 
 FAST = C.FAST
@@ -224,9 +224,9 @@ def phase_marginals(n, S, trans, buf, xbuf, want, logsp):
 
 
 @inner(fastmath=FAST)
-def sample_step(step, space, data, s, wk, pen, marks, tok, flat, big, logsp, sw, partial):
-    """``c_s (-log p(y_s | x_s))`` at the weights ``w = s_i * v`` (``step``: a
-    :class:`~spargel.chain.kernel_data.Step`; after settling the
+def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, tok, flat, big, logsp, pen, marks,
+                sw, partial):
+    """``c_s (-log p(y_s | x_s))`` at the weights ``w = s_i * v`` (after settling the
     blocks it meets, mode SETTLE), ``c_s`` the sequence's weight (``sw`` None: 1); with
     ``coef != 0``, adds ``coef`` times its gradient to ``g`` (only the sequence's own
     weights are written; ``g`` may be ``v`` itself, the weights are not read again once
@@ -234,9 +234,7 @@ def sample_step(step, space, data, s, wk, pen, marks, tok, flat, big, logsp, sw,
     unknown; ``partial`` None when the pass has none) has the numerator
     ``log sum_{y consistent} exp(score)``: a second, clamped forward-backward instead of
     the gold score. ``trans`` is the (DENSE) transition
-    structure at the current weights (``wk.trans``; ``wk`` the pass's
-    :class:`~spargel.chain.kernel_data.PassWork`, whose ``buf`` and ``xbuf`` the step
-    uses). Returns NaN when even log space fails.
+    structure at the current weights. Returns NaN when even log space fails.
 
     ``tok`` not None: the padded-rows pass, whose emissions and scatter are the batch
     gradient's own kernels (``crf_kernels.emissions`` / ``scatter`` over the token lists,
@@ -248,9 +246,6 @@ def sample_step(step, space, data, s, wk, pen, marks, tok, flat, big, logsp, sw,
     is not compiled; a sequence whose scaled recursion fails then stops the step before
     it writes any gradient (``buf.scale[0] = STOPPED``, returns 0) and the pass is resumed
     by the variant that has it (see :func:`spargel.chain.sgd_kernels.run_pass`)."""
-    v, m, a, g, coef, mode = step.v, step.m, step.a, step.g, step.coef, step.mode
-    trans, buf, xbuf = wk.trans, wk.buf, wk.xbuf
-    rows = PassRows(wk.umark, wk.W, wk.R, wk.dmark)
     E, alpha, P, need, cacc, mark, corr = buf.E, buf.alpha, buf.P, buf.need, buf.cacc, buf.mark, buf.corr
     gam, tcount = xbuf.gamma, xbuf.tcount
     L, t_pair, t_base, t_index = space.L, space.t_pair, space.t_base, space.t_index

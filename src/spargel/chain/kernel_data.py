@@ -91,13 +91,6 @@ Penalty = namedtuple("Penalty", "aux l1w l1 us up variant")
 #: met in this step, ``ntu[0]`` / ``ntb[0]`` of them; ``stamp`` -- this step's stamp
 Marks = namedtuple("Marks", "umark tu ntu bmark tb ntb stamp")
 
-#: the weights one SGD sequence step reads and writes: ``v`` -- the scaled weights
-#: (:mod:`spargel.core.lazy_l1`); ``m`` -- the l2 mask (empty: every weight scaled alike);
-#: ``a`` -- the shrink factor; ``g`` -- where the gradient goes (``v`` itself in a direct
-#: pass); ``coef`` -- the gradient's factor (0: the loss only); ``mode`` -- what the step
-#: does with the blocks it meets (``crf_sgd.LOSS`` / ``MARK`` / ``SETTLE``)
-Step = namedtuple("Step", "v m a g coef mode")
-
 #: the marginal scratch of one phase of an SGD sequence step (both orders):
 #: ``la`` / ``lb`` -- the log-space forward / backward messages;
 #: ``gamma`` -- the state marginals when the phase took log space;

@@ -41,7 +41,7 @@ from . import crf_kernels as K
 from . import crf_sgd as S1
 from . import crf2_sgd as S2
 from .crf_sgd import DIVERGED, DONE, FELL_BACK, LOSS, LOSS_ONLY, MARK, NEEDS_LOG, SETTLE, STOPPED
-from .kernel_data import Marks, PassWork, Penalty, Step
+from .kernel_data import Marks, PassRows, PassWork, Penalty
 
 
 # --------------------------------------------------------------------------- passes
@@ -202,8 +202,8 @@ def sgd_pass(space, data, order, v, aux, l1w, m, st, prm, wk, begin, general, fi
     variant, B = int(prm.variant), max(1, int(prm.batch))
     n = len(v)
     lazy = variant != Z.NAIVE
-    umark, W, R, bmark, tu, tb, ntu, ntb = wk.umark, wk.W, wk.R, wk.bmark, wk.tu, wk.tb, wk.ntu, wk.ntb
-    g, T, buf, sw, partial = wk.g, wk.T, wk.buf, wk.sw, wk.partial
+    umark, W, R, dmark, bmark, tu, tb, ntu, ntb = wk.umark, wk.W, wk.R, wk.dmark, wk.bmark, wk.tu, wk.tb, wk.ntu, wk.ntb
+    g, T, buf, xbuf, sw, partial = wk.g, wk.T, wk.buf, wk.xbuf, wk.sw, wk.partial
     tok, flat, big, logsp, trans = wk.tok, wk.flat, wk.big, wk.logsp, wk.trans
     loss_only = variant == LOSS_ONLY        # no step: the summed loss at v, into st[ONLINE_LOSS]
     if loss_only:
@@ -214,6 +214,7 @@ def sgd_pass(space, data, order, v, aux, l1w, m, st, prm, wk, begin, general, fi
     if first is not None:
         direct = lazy and B == 1 and len(m) == 0
     Lp = W.shape[1]
+    rows = PassRows(umark, W, R, dmark)
     fallbacks = st[Z.FALLBACKS:Z.FALLBACKS + 1]
     mode = np.int64(SETTLE if lazy else MARK)
     status = DONE
@@ -238,19 +239,19 @@ def sgd_pass(space, data, order, v, aux, l1w, m, st, prm, wk, begin, general, fi
             mode = np.int64(LOSS)
             a = 1.0
         step_loss = 0.0
-        step = Step(v, m, a, g, coef, mode)
         for r in range(start, end):
             if first is not None:
                 buf.scale[0] = 0.0
-                step_loss += S1.sample_step(step, space, data, order[r], wk, pen, marks, tok, flat, big, logsp, sw,
-                                            partial)
+                step_loss += S1.sample_step(v, m, a, space, data, order[r], trans, g, coef, mode, buf, xbuf, rows,
+                                            tok, flat, big, logsp, pen, marks, sw, partial)
                 if logsp is None:
                     if buf.scale[0] == STOPPED:
                         return NEEDS_LOG, start
                 elif buf.scale[0] == FELL_BACK:
                     st[Z.FALLBACKS] += 1.0
             if second is not None:
-                step_loss += S2.step_sequence(step, space, data, order[r], wk, exact, pen, marks, fallbacks)
+                step_loss += S2.step_sequence(v, m, a, space, data, order[r], wk, exact, g, coef, mode, pen, marks,
+                                              fallbacks)
         if loss_only:
             st[Z.ONLINE_LOSS] = step_loss
             return DONE, len(order)
