@@ -63,27 +63,27 @@ class LeastSquares:
 
     # "sgd": one pass of lazily penalised SGD (see spargel.core.lazy_l1), every weight a block
     def sgd_pass(self, order, v, aux, l1w, m, st, prm):
-        variant, B = int(prm[3]), max(1, int(prm[6]))
+        variant, B = int(prm.variant), max(1, int(prm.batch))
         lazy = variant != Z.NAIVE
         n = self.n_params
         for start in range(0, len(order), B):
             idx = order[start:start + B]
             eta, a_new = Z.step_rate(st, prm, len(idx))
-            a, us, up = st[1], st[2], st[3]
+            a, us, up = st[Z.SHRINK], st[Z.U_SCALED], st[Z.U_PLAIN]
             if lazy:
-                Z.penalise_block(v, aux, l1w, prm[7], m, us, up, 0, n, variant)
+                Z.penalise_block(v, aux, l1w, prm.l1, m, us, up, 0, n, variant)
             w = np.where(m == 0, v, a * v) if len(m) else a * v
             g = np.zeros(n)
             for i in idx:
                 r = self.X[i] @ w - self.y[i]
-                st[4] += 0.5 * r * r
+                st[Z.ONLINE_LOSS] += 0.5 * r * r
                 g += r * self.X[i]
             inc = Z.step_done(st, prm, eta, len(idx), a_new, lazy)
             if lazy:
                 Z.step_block(v, g, m, 1.0 / a_new, eta, 0, n)
             else:
-                Z.naive_step(v, g, l1w, prm[7], m, eta, len(idx), prm[5], prm[4], inc)
-            if st[1] < Z.RENORMALISE_BELOW:
+                Z.naive_step(v, g, l1w, prm.l1, m, eta, len(idx), prm.l2, prm.N, inc)
+            if st[Z.SHRINK] < Z.RENORMALISE_BELOW:
                 Z.renormalise(v, aux, m, st, variant)
         return 0
 

@@ -343,11 +343,12 @@ def test_sgd_step_is_the_batch_gradient(variant, very_negative):
     eta = 1e-3
     n = data.n_sequences
     v = w.copy()
-    st = np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
-    prm = np.array([eta, 1.0, 2, variant, float(n), 0.0, n, 0.0])
+    from spargel.core import lazy_l1 as Z
+    st = Z.new_state()
+    prm = Z.sgd_params(eta, 1.0, Z.CONSTANT, variant, n, 0.0, n, 0.0)
     assert model.sgd_pass(np.arange(n), v, np.zeros(len(v)), np.zeros(0), np.zeros(0), st, prm) == 0
     np.testing.assert_allclose((w - v) / eta, g, rtol=1e-9, atol=1e-9)
-    assert st[4] == pytest.approx(model.loss(w), rel=1e-12)          # the online loss of the step
+    assert st[Z.ONLINE_LOSS] == pytest.approx(model.loss(w), rel=1e-12)   # the online loss of the step
 
 
 def test_sgd_reaches_the_batch_optimum():

@@ -80,8 +80,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, pen, m
     gold score. ``trans`` is the transition structure at the current weights;
     ``fallbacks[0]`` counts the passes that needed log space. Returns NaN when even log
     space fails."""
-    U, E, psi, alpha, beta, scale, shift, tmp = buf.U, buf.E, buf.psi, buf.alpha, buf.beta, buf.scale, buf.shift, buf.tmp
-    kbuf, lm, need, P, corr = buf.kbuf, buf.lm, buf.need, buf.P, buf.corr
+    U, E, alpha, lm = buf.U, buf.E, buf.alpha, buf.lm
     gam, tcount = xbuf.gamma, xbuf.tcount
     L = space.L
     S = (L + 1) * L
@@ -102,8 +101,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, pen, m
         sign = 1.0 if phase == 0 else -1.0
         if phase == 1:
             K2.constrain(E, labels, lo, n, L)
-        logz, how = S1.phase_marginals(E, n, S, trans, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, corr,
-                                       xbuf, want, True)
+        logz, how = S1.phase_marginals(n, S, trans, buf, xbuf, want, True)
         gamma = alpha
         if how == S1.LOG_SPACE:
             fallbacks[0] += 1.0

@@ -53,16 +53,17 @@ from . import crf_kernels as K
 from ..data.feature_space import Space
 from .kernel_data import BigramList, Corrections, Data
 from ..core.ranges import concat_ranges, owners, row_pointers
+from ..solvers.coordinate_descent import SweepOptions
 
 FAST = C.FAST
 # operations of run(); NEXT and PROPOSE are internal steps of a sweep
 BEGIN, REKIND, GRAD, CHANGE, COMMIT, DISCARD, LOSS, SWEEP, NEXT, PROPOSE = range(10)
 # operations of _rows()
 ALPHA, BETA, PAIR = range(3)
-# the header hd: sizes, then a table of the operation codes (hd[OPS + k] = k). Compiled
-# code passes operation codes read from it: a constant would be a numba literal, and a
-# callee is compiled once per literal value it receives.
-N_U, N_GRP, N_LAB, B_BASE, OPS = range(5)
+# the header hd (a Header): sizes, then a table of the operation codes of _rows
+# (hd.ops[k] = k). Compiled code passes operation codes read from it: a constant would be
+# a numba literal, and a callee is compiled once per literal value it receives.
+Header = namedtuple("Header", "n_u n_grp L b_base ops")
 # sweep statistics (the solver's history): sum of objective changes, rejected trials,
 # blocks moved, visited, skipped, largest optimality violation, scaling failure
 N_STATS = 7
@@ -72,7 +73,10 @@ ONES_FRACTION = 0.25
 #   VEC -- rows G, H, wold, dw, l1, l2 of the block's coordinates;
 #   SAVE -- rows saved E, saved psi, new E, new psi; SAVES -- rows saved shift, new shift;
 #   old_part -- the span parts of log Z; SQ -- rows r, P, T; kbuf -- exponentials' scratch;
-#   info -- [pending trial block, rounding scale, block of the last statistics]
+#   info -- the slots PENDING (the pending trial's block, or -1), ROUNDING (the magnitude
+#   of the log-partition terms of the last statistics) and STATS_OF (the block of the last
+#   statistics, or -1)
+PENDING, ROUNDING, STATS_OF = range(3)
 BlockWork = namedtuple("BlockWork", "VEC SAVE SAVES old_part SQ kbuf info")
 # the index of the kernels (BlockIndex.as_tuple): a_ptr / a_tok / a_val -- the occurrences
 #   (token, value) of every attribute; grp_attr -- the attributes of the groups, in order;
@@ -92,9 +96,11 @@ BlockRows = namedtuple("BlockRows", "R TOK SEQ seq_ptr")
 #   rows factor, score of its Corrections, CF's last row its accumulator; U8 -- its marks
 #   (|Y|^2) then its need flags (2)
 BigramSlots = namedtuple("BigramSlots", "big_ptr big_ids2 big_vals vptr nz_pair NZIJ NZF CI CF U8")
-# the sweep's control (SWEEP): per block its damping, the sweep it is skipped until and its
-#   run of zero steps; opts -- the solver's options; stats -- the N_STATS statistics
-SweepControl = namedtuple("SweepControl", "damping skip_until zero_streak opts stats")
+# the sweep's control (SWEEP): order -- the blocks to visit; l1, l2 -- the penalty per
+#   weight; per block its damping, the sweep it is skipped until and its run of zero steps;
+#   opts -- the solver's options (a coordinate_descent.SweepOptions); stats -- the N_STATS
+#   statistics. Empty arrays for the other operations.
+SweepControl = namedtuple("SweepControl", "order l1 l2 damping skip_until zero_streak opts stats")
 # First-use compilation time grows with the number of compiled functions, the number of
 # arrays each one holds and the code it inlines (inlining copies the callee's IR). So there
 # are two compiled functions, _rows (the recursions) and run (everything else, the fused
@@ -381,8 +387,8 @@ def _span_part(f, l, alpha, beta, logca):
 
 # --------------------------------------------------------------------------- everything else (compiled)
 @kernel()
-def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, big):
-    """The one entry point: operation ``op`` on block ``b`` (or the blocks ``order``).
+def run(op, b, hd, ix, space, rows, pos, trans, wk, w, emp, ctl, big):
+    """The one entry point: operation ``op`` on block ``b`` (or the blocks ``ctl.order``).
 
     BEGIN   emission rows of every token from w, the bigram correction lists, empty
             caches;
@@ -390,7 +396,7 @@ def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, 
             empty the caches;
     GRAD    loss gradient (expected - empirical counts) and diagonal curvature (eq. 16)
             of the block's coordinates into G / H, the span parts of log Z into old_part
-            (their magnitude into info[1]), the weights into wold; returns 1.0, or 0.0
+            (their magnitude into info[ROUNDING]), the weights into wold; returns 1.0, or 0.0
             when a row could not be scaled;
     CHANGE  move the block by dw and keep the trial pending; returns the exact change of
             the loss (NaN when a row could not be scaled);
@@ -398,17 +404,19 @@ def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, 
     LOSS    sum of log Z from the cached rows (completing alpha; NaN on a scaling failure);
     SWEEP   the elastic-net block step of the generic loop of
             ``solvers/coordinate_descent.py`` (with ElasticNet.block_step) on every block
-            of ``order``, with zero-block skipping (``ctl``: the :data:`SweepControl`).
+            of ``ctl.order``, with zero-block skipping (``ctl``: the :data:`SweepControl`).
             It runs the steps above as the actions of one loop (NEXT block, GRAD,
             PROPOSE a step, CHANGE, COMMIT or DISCARD).
-    ``ix``, ``space``, ``rows``, ``pos``, ``wk``, ``ctl``: the plain tuples of an
-    :data:`IndexTables`, a :class:`~spargel.data.feature_space.Space`, a :data:`BlockRows`,
-    a :data:`BigramSlots`, a :data:`BlockWork` and a :data:`SweepControl` (named here).
+    ``hd``, ``ix``, ``space``, ``rows``, ``pos``, ``wk``, ``ctl``: the plain tuples of a
+    :data:`Header`, an :data:`IndexTables`, a :class:`~spargel.data.feature_space.Space`, a
+    :data:`BlockRows`, a :data:`BigramSlots`, a :data:`BlockWork` and a
+    :data:`SweepControl` (named here).
     """
-    ix, space, rows, pos = IndexTables(*ix), Space(*space), BlockRows(*rows), BigramSlots(*pos)
+    hd, ix, space, rows, pos = Header(*hd), IndexTables(*ix), Space(*space), BlockRows(*rows), BigramSlots(*pos)
     wk, ctl = BlockWork(*wk), SweepControl(*ctl)
+    order, l1, l2 = ctl.order, ctl.l1, ctl.l2
     VEC, SAVE, SAVES, old_part, SQ, kbuf, info = wk.VEC, wk.SAVE, wk.SAVES, wk.old_part, wk.SQ, wk.kbuf, wk.info
-    n_u, n_grp, L, b_base = hd[N_U], hd[N_GRP], hd[N_LAB], hd[B_BASE]
+    n_u, n_grp, L, b_base, ops = hd.n_u, hd.n_grp, hd.L, hd.b_base, hd.ops
     a_ptr, a_tok, a_val, grp_attr, gc_idx = ix.a_ptr, ix.a_tok, ix.a_val, ix.grp_attr, ix.gc_idx
     GRP, SPAN, BLK = ix.GRP, ix.SPAN, ix.BLK
     u_ptr, u_lab, b_ptr, b_pair, t_pair = space.u_ptr, space.u_lab, space.b_ptr, space.b_pair, space.t_pair
@@ -426,16 +434,18 @@ def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, 
     if op == LOSS:
         total = 0.0
         for s in range(n_seq):
-            if _rows(hd[OPS + ALPHA], s, seq_ptr[s + 1] - 1, L, rows, pos, trans, SQ, big) == 0.0:
+            if _rows(ops[ALPHA], s, seq_ptr[s + 1] - 1, L, rows, pos, trans, SQ, big) == 0.0:
                 return np.nan
             for t in range(seq_ptr[s], seq_ptr[s + 1]):
                 total += logca[t]
         return total
-    damping, skip_until, zero_streak, opts, stats = ctl.damping, ctl.skip_until, ctl.zero_streak, ctl.opts, ctl.stats
+    damping, skip_until, zero_streak, stats = ctl.damping, ctl.skip_until, ctl.zero_streak, ctl.stats
+    opts = SweepOptions(*ctl.opts)
     sweep_mode = op == SWEEP
     max_trials, up, dmin, max_step, h_floor, accept_tol, max_skip, relax = (
-        int(opts[0]), opts[1], opts[2], opts[3], opts[4], opts[5], int(opts[6]), opts[7])
-    sweep, allow_skip = int(opts[8]), opts[9] != 0.0
+        int(opts.max_trials), opts.damping_factor, opts.min_damping, opts.max_step, opts.h_floor, opts.accept_tol,
+        int(opts.max_skip), opts.damping_relax)
+    sweep, allow_skip = int(opts.sweep), opts.allow_skip != 0.0
     act = NEXT if sweep_mode else op
     k_next = -1
     g = c0 = c1 = base = n_uni = z0 = z1 = rep_lo = trial = 0
@@ -463,7 +473,7 @@ def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, 
 
         # -- GRAD: statistics of the block at the current weights ----------------------
         if act == GRAD:
-            info[2] = -1.0
+            info[STATS_OF] = -1.0
             for n in range(c1 - c0):
                 G[n] = 0.0
                 H[n] = 0.0
@@ -473,7 +483,7 @@ def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, 
                 s, f, l = SPAN[0, z], SPAN[1, z], SPAN[2, z]
                 lo = seq_ptr[s]
                 for d in range(2):         # alpha rows up to l, beta rows down to f
-                    if _rows(hd[OPS + ALPHA + d], s, l if d == 0 else f, L, rows, pos, trans, SQ, big) == 0.0:
+                    if _rows(ops[ALPHA + d], s, l if d == 0 else f, L, rows, pos, trans, SQ, big) == 0.0:
                         failed = True
                 if failed:
                     break
@@ -513,7 +523,7 @@ def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, 
                         t = o if is_t else a_tok[rep_lo + o]
                         if t == lo:
                             continue
-                        iz = 1.0 / _rows(hd[OPS + PAIR], s, t, L, rows, pos, trans, SQ, big)
+                        iz = 1.0 / _rows(ops[PAIR], s, t, L, rows, pos, trans, SQ, big)
                         if is_t:
                             for n in range(c0, c1):
                                 x = P[t_pair[n]] * iz
@@ -556,8 +566,8 @@ def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, 
             for n in range(c0, c1):
                 G[n - c0] -= emp[gc_idx[base + n]]
                 wold[n - c0] = w[gc_idx[base + n]]
-            info[1] = scale
-            info[2] = b
+            info[ROUNDING] = scale
+            info[STATS_OF] = b
             if not sweep_mode:
                 return 1.0
             # the optimality violation, whether the block stays at zero, its penalty
@@ -723,19 +733,19 @@ def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, 
         # -- CHANGE: the exact change of log Z over the spans (a forward pass from the
         #    unchanged alpha rows before each span to its end, where beta is unchanged)
         if act == CHANGE:
-            info[0] = b
+            info[PENDING] = b
             dl = -dlin
             for z in range(z0, z1):
                 s, f, l = SPAN[0, z], SPAN[1, z], SPAN[2, z]
                 va[s] = f - 1
-                if _rows(hd[OPS + ALPHA], s, l, L, rows, pos, trans, SQ, big) == 0.0:
+                if _rows(ops[ALPHA], s, l, L, rows, pos, trans, SQ, big) == 0.0:
                     dl = np.nan
                     break
                 dl += _span_part(f, l, alpha, beta, logca) - old_part[z - z0]
             if not sweep_mode:
                 return dl
             dobj = dl + (pen_new - pen_old)
-            act = COMMIT if dobj <= accept_tol * (1.0 + info[1]) else DISCARD      # (NaN fails)
+            act = COMMIT if dobj <= accept_tol * (1.0 + info[ROUNDING]) else DISCARD      # (NaN fails)
             continue
 
         # -- COMMIT: keep the trial; the rows after its first / before its last
@@ -746,8 +756,8 @@ def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, 
                 va[s] = l
                 if vb[s] < l:
                     vb[s] = l
-            info[0] = -1.0
-            info[2] = -1.0          # the statistics of b are stale now
+            info[PENDING] = -1.0
+            info[STATS_OF] = -1.0          # the statistics of b are stale now
             if not sweep_mode:
                 return 0.0
             stats[0] += dobj
@@ -762,7 +772,7 @@ def run(op, b, order, hd, ix, space, rows, pos, trans, wk, w, emp, l1, l2, ctl, 
                 s, f = SPAN[0, z], SPAN[1, z]
                 if va[s] >= f:
                     va[s] = f - 1
-            info[0] = -1.0
+            info[PENDING] = -1.0
             if not sweep_mode:
                 return 0.0
             a_b *= up
@@ -803,7 +813,8 @@ class CRFBlocks:
         self.L = L
         n_tok, n_seq = data.n_tokens, data.n_sequences
         self.w = np.zeros(space.n_params)
-        self.hd = np.array([self.ix.n_u, self.ix.n_groups, L, space.b_base] + list(range(3)), np.int64)
+        self.hd = Header(int(self.ix.n_u), int(self.ix.n_groups), int(L), int(space.b_base),
+                         np.arange(3, dtype=np.int64))
         # rows: (E, psi, alpha, beta) per token, (shift, logca, alpha's and beta's headroom: see
         # _rows) per token, (va, vb) per sequence
         self.rows = BlockRows(np.zeros((4, n_tok, Lp)), np.zeros((4, n_tok)), np.zeros((2, n_seq), np.int64),
@@ -830,18 +841,17 @@ class CRFBlocks:
         self.kind = None
         self._none_i = np.zeros(0, np.int64)
         self._none_f = np.zeros(0)
-        self._ctl = SweepControl(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(10),
-                                 np.zeros(N_STATS))
+        self._ctl = tuple(SweepControl(self._none_i, self._none_f, self._none_f, np.zeros(0), np.zeros(0, np.int64),
+                                       np.zeros(0, np.int64), (0.0,) * len(SweepOptions._fields), np.zeros(N_STATS)))
         self.big = True if len(dt.big_ids) > 0 else None
-        self._plain = tuple(tuple(x) for x in (self.ixt, self.sp, self.rows, self.pos, self.wk))
+        self._plain = tuple(tuple(x) for x in (self.hd, self.ixt, self.sp, self.rows, self.pos, self.wk))
         self.started = False
 
     # -- helpers ------------------------------------------------------------------------
-    def _run(self, op, b=0, order=None, l1=None, l2=None, ctl=None):
-        ix, sp, rows, pos, wk = self._plain          # plain tuples: see run
-        return run(op, b, self._none_i if order is None else order, self.hd, ix, sp, rows, pos, self.trans, wk,
-                   self.w, self.emp, self._none_f if l1 is None else l1, self._none_f if l2 is None else l2,
-                   tuple(self._ctl if ctl is None else ctl), self.big)
+    def _run(self, op, b=0, ctl=None):
+        hd, ix, sp, rows, pos, wk = self._plain          # plain tuples: see run
+        return run(op, b, hd, ix, sp, rows, pos, self.trans, wk, self.w, self.emp,
+                   self._ctl if ctl is None else ctl, self.big)
 
     def _transitions(self, kind):
         s = self.model.space
@@ -886,7 +896,7 @@ class CRFBlocks:
                 self._run(REKIND)
             return
         self.w[:] = w
-        self.wk.info[2] = -1.0
+        self.wk.info[STATS_OF] = -1.0
         self._transitions(kind)
         self._run(BEGIN)
         self.started = True
@@ -908,25 +918,25 @@ class CRFBlocks:
         dw = np.asarray(dw, dtype=np.float64)
         if dw.shape != (n,):
             raise ValueError(f"block {b} has {n} coordinates, got a step of shape {dw.shape}")
-        if self._info(2) != b:
+        if self._info(STATS_OF) != b:
             raise RuntimeError(f"block_change({b}) needs block_grad_hess({b}) first (at the current weights)")
         self.wk.VEC[3, :n] = dw
         return float(self._run(CHANGE, b))
 
     def commit(self):
-        b = self._info(0)
+        b = self._info(PENDING)
         if b >= 0:
             self._run(COMMIT, b)
 
     def discard(self):
-        b = self._info(0)
+        b = self._info(PENDING)
         if b >= 0:
             self._run(DISCARD, b)
 
     def rounding(self):
         """Magnitude of the log-partition terms of the last block's statistics (the
         rounding allowance of the acceptance test is relative to it)."""
-        return float(self.wk.info[1])
+        return float(self.wk.info[ROUNDING])
 
     def loss(self):
         self.discard()
@@ -943,7 +953,8 @@ class CRFBlocks:
             raise RuntimeError("call block_begin(w) first")
         self.discard()
         order = np.ascontiguousarray(order, dtype=np.int64)
-        self._run(SWEEP, 0, order, l1, l2, SweepControl(damping, skip_until, zero_streak, opts, stats))
+        ctl = SweepControl(order, l1, l2, damping, skip_until, zero_streak, tuple(opts), stats)
+        self._run(SWEEP, 0, tuple(ctl))
         if stats[6]:
             raise FloatingPointError(_SCALING)
 

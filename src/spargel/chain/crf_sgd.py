@@ -185,14 +185,19 @@ def sample_of(data, s, sw, partial):
 
 
 @inner(fastmath=FAST)
-def phase_marginals(E, n, S, trans, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, corr, xbuf, want, logsp):
-    """log Z of a sequence's ``n`` rows of state scores ``E`` (``S`` states) and, with
+def phase_marginals(n, S, trans, buf, xbuf, want, logsp):
+    """log Z of a sequence's ``n`` rows of state scores ``buf.E`` (``S`` states) and, with
     ``want``, its marginals and transition counts (``xbuf.tcount``, by list index): returns
     ``(log Z, how)``, ``how`` SCALED when the scaled recursion held (marginals in
     ``alpha``), LOG_SPACE when it took log space (marginals in ``xbuf.gamma``), ``NEEDS_LOG`` when
     it would need log space but ``logsp`` is None (the fallback is then not compiled;
     nothing was computed). One phase of both orders' :func:`sample_step` (compiled on
-    its own, so that the fallback's code is left out where ``logsp`` is None)."""
+    its own, so that the fallback's code is left out where ``logsp`` is None). ``buf``:
+    the order's sequence buffers (``E``, ``psi``, ``alpha``, ``beta``, ``scale``, ``shift``,
+    ``tmp``, ``kbuf``, ``P``, ``need``, ``corr``), ``xbuf`` a
+    :class:`~spargel.chain.kernel_data.PhaseWork`."""
+    E, psi, alpha, beta, scale, shift, tmp = buf.E, buf.psi, buf.alpha, buf.beta, buf.scale, buf.shift, buf.tmp
+    kbuf, P, need, corr = buf.kbuf, buf.P, buf.need, buf.corr
     tcount, acc = xbuf.tcount, xbuf.acc
     C.exp_rows(E, psi, shift, n, S, kbuf)
     logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
@@ -241,8 +246,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     is not compiled; a sequence whose scaled recursion fails then stops the step before
     it writes any gradient (``buf.scale[0] = STOPPED``, returns 0) and the pass is resumed
     by the variant that has it (see :func:`spargel.chain.sgd_kernels.run_pass`)."""
-    E, psi, alpha, beta, scale, shift, tmp = buf.E, buf.psi, buf.alpha, buf.beta, buf.scale, buf.shift, buf.tmp
-    kbuf, P, need, cacc, mark, corr = buf.kbuf, buf.P, buf.need, buf.cacc, buf.mark, buf.corr
+    E, alpha, P, need, cacc, mark, corr = buf.E, buf.alpha, buf.P, buf.need, buf.cacc, buf.mark, buf.corr
     gam, tcount = xbuf.gamma, xbuf.tcount
     L, t_pair, t_base, t_index = space.L, space.t_pair, space.t_base, space.t_index
     labels = data.labels
@@ -278,8 +282,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
         sign = 1.0 if phase == 0 else -1.0
         if partial is not None and phase == 1:
             K.clamp_labels(E, labels, lo, n, L)
-        logz, how = phase_marginals(E, n, L, trans, psi, alpha, beta, scale, shift, tmp, kbuf, P, need, corr, xbuf,
-                                    want, logsp)
+        logz, how = phase_marginals(n, L, trans, buf, xbuf, want, logsp)
         if how == NEEDS_LOG:                 # no gradient written yet (see run_pass)
             buf.scale[0] = STOPPED
             return 0.0

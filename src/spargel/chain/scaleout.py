@@ -6,7 +6,7 @@ Three kinds of input, all ending in the same shard models:
   cut into ``n_shards`` contiguous runs of sequences, each shipped once as flat arrays
   inside the task that builds its shard (so a lost shard can be rebuilt);
 * a list of column files (or one file): cut into byte ranges that the workers read
-  themselves (:mod:`~spargel.chain.conll_ranges`); vocabularies and the feature
+  themselves (:mod:`~spargel.data.conll_ranges`); vocabularies and the feature
   space are a map-reduce over the parts (:mod:`~spargel.chain.shards`);
 * a Dask bag of :class:`~spargel.data.conll.Sentence` objects or ``(sequence, labels)``
   pairs: one part per partition, then as for files.
@@ -41,11 +41,8 @@ def worker_featurizer(est):
 
 def read_files(paths, encoding="utf-8", unknown_label=None):
     """Read column files in this process: (sentences, label lists)."""
-    from ..data.conll import read_conll
-    sents = [s for p in paths for s in read_conll(p, encoding=encoding)]
-    if unknown_label is not None:
-        for s in sents:
-            s.labels = [None if lab == unknown_label else lab for lab in s.labels]
+    from ..data.column_file import ColumnFile
+    sents = [s for p in paths for s in ColumnFile(p, encoding, unknown_label).read()]
     return sents, [s.labels for s in sents]
 
 
@@ -68,7 +65,7 @@ def _split_files(sizes, n_shards):
     out = []
     for i, size in enumerate(sizes):
         k = max(1, round(n_shards * size / total))
-        from .conll_ranges import split_ranges
+        from ..data.conll_ranges import split_ranges
         out.extend((i, a, b) for a, b in split_ranges(size, k))
     return out
 

@@ -114,10 +114,7 @@ def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None)
 def loss_only():
     """``(st, prm)`` of a pass that only sums the losses (variant ``LOSS_ONLY``, one
     step over every sequence)."""
-    st = np.zeros(6)
-    prm = np.zeros(8)
-    prm[3], prm[4], prm[6] = LOSS_ONLY, 1.0, 1.0
-    return st, prm
+    return Z.new_state(), Z.sgd_params(0.0, 0.0, 0.0, LOSS_ONLY, 1.0, 0.0, 1.0, 0.0)
 
 
 def summed_loss(view, trans, order, w, sw=None, partial=None):
@@ -131,7 +128,7 @@ def summed_loss(view, trans, order, w, sw=None, partial=None):
     # nothing moves (whatever the labels): a stopped sum restarts from its beginning
     # (the first order's loss shares its compiled variant with the direct pass)
     _resumed_pass(view, order, w, nothing, nothing, nothing, st, prm, wk, True if second else None)
-    return float(st[4])
+    return float(st[Z.ONLINE_LOSS])
 
 
 def _resumed_pass(view, order, v, aux, l1w, m, st, prm, wk, general):
@@ -149,18 +146,21 @@ def _resumed_pass(view, order, v, aux, l1w, m, st, prm, wk, general):
 def pass_layout(prm, l1w, m):
     """(direct, use_rows) of a first-order pass: the gradient goes straight into the
     weights with one sample per step and no l2 mask; padded rows need a uniform l1 too."""
-    lazy = int(prm[3]) != Z.NAIVE
-    direct = lazy and max(1, int(prm[6])) == 1 and len(m) == 0
+    lazy = int(prm.variant) != Z.NAIVE
+    direct = lazy and max(1, int(prm.batch)) == 1 and len(m) == 0
     return direct, direct and len(l1w) == 0
 
 
 @inner()
-def step_touched(v, g, l1w, l1, m, space, prm, eta, nb, a_new, inc, lazy, tu, ntu, tb, ntb):
+def step_touched(v, g, pen, m, space, prm, eta, nb, a_new, inc, lazy, marks):
     """The gradient step of a step's touched weights from the buffer ``g`` (the unigram
     blocks ``tu[:ntu[0]]``, the bigram / pair blocks ``tb[:ntb[0]]`` and the
-    transitions; lazy variants: their own penalty of this step reaches them at their
-    next settlement), or ``naive``'s step of every weight; ``g`` is left zero."""
+    transitions, of the :class:`~spargel.chain.kernel_data.Marks` ``marks``; lazy
+    variants: their own penalty of this step reaches them at their next settlement), or
+    ``naive``'s step of every weight (``pen``: the step's
+    :class:`~spargel.chain.kernel_data.Penalty`); ``g`` is left zero."""
     u_ptr, b_ptr, b_base, t_base = space.u_ptr, space.b_ptr, space.b_base, space.t_base
+    tu, ntu, tb, ntb = marks.tu, marks.ntu, marks.tb, marks.ntb
     n = len(v)
     if lazy:
         inv_a = 1.0 / a_new
@@ -172,7 +172,7 @@ def step_touched(v, g, l1w, l1, m, space, prm, eta, nb, a_new, inc, lazy, tu, nt
             Z.step_block(v, g, m, inv_a, eta, b_base + b_ptr[at], b_base + b_ptr[at + 1])
         Z.step_block(v, g, m, inv_a, eta, t_base, n)
     else:
-        Z.naive_step(v, g, l1w, l1, m, eta, nb, prm[5], prm[4], inc)
+        Z.naive_step(v, g, pen.l1w, pen.l1, m, eta, nb, prm.l2, prm.N, inc)
         for r in range(ntu[0]):
             at = tu[r]
             g[u_ptr[at]:u_ptr[at + 1]] = 0.0
@@ -185,7 +185,7 @@ def step_touched(v, g, l1w, l1, m, space, prm, eta, nb, a_new, inc, lazy, tu, nt
 @kernel()
 def sgd_pass(space, data, order, v, aux, l1w, m, st, prm, wk, begin, general, first, second):
     """One pass of SGD-L1 over the sequences ``order`` (in that order) from
-    ``order[begin]`` on, mini-batches of ``prm[6]`` sequences (see :mod:`spargel.core.lazy_l1`
+    ``order[begin]`` on, mini-batches of ``prm.batch`` sequences (see :mod:`spargel.core.lazy_l1`
     for ``st`` and ``prm``), for the chain of order ``first`` / ``second``. Updates v,
     aux and st in place; returns ``(status, step)``: DONE, DIVERGED when a loss became
     non-finite (the pass stops there), or NEEDS_LOG when the first order's variant
@@ -195,34 +195,34 @@ def sgd_pass(space, data, order, v, aux, l1w, m, st, prm, wk, begin, general, fi
     back by the caller, :func:`run_pass`). ``general`` is None for a pass of single
     lazy steps whose gradient goes straight into v (the mini-batch and naive steps are
     then not compiled), True otherwise. With variant ``LOSS_ONLY`` nothing moves:
-    st[4] receives the summed loss at v (one entry point for both uses keeps first-use
+    st[ONLINE_LOSS] receives the summed loss at v (one entry point for both uses keeps first-use
     compilation short)."""
     t_base = space.t_base
-    l1 = prm[7]
-    variant, B = int(prm[3]), max(1, int(prm[6]))
+    l1 = prm.l1
+    variant, B = int(prm.variant), max(1, int(prm.batch))
     n = len(v)
     lazy = variant != Z.NAIVE
     umark, W, R, dmark, bmark, tu, tb, ntu, ntb = wk.umark, wk.W, wk.R, wk.dmark, wk.bmark, wk.tu, wk.tb, wk.ntu, wk.ntb
     g, T, buf, xbuf, sw, partial = wk.g, wk.T, wk.buf, wk.xbuf, wk.sw, wk.partial
     tok, flat, big, logsp, trans = wk.tok, wk.flat, wk.big, wk.logsp, wk.trans
-    loss_only = variant == LOSS_ONLY        # no step: the summed loss at v, into st[4]
+    loss_only = variant == LOSS_ONLY        # no step: the summed loss at v, into st[ONLINE_LOSS]
     if loss_only:
         B = max(1, len(order))
         lazy = False
-        st[1] = 1.0                         # the weights are v itself
+        st[Z.SHRINK] = 1.0                  # the weights are v itself
     direct = False                          # the gradient goes straight into v (first order only)
     if first is not None:
         direct = lazy and B == 1 and len(m) == 0
     Lp = W.shape[1]
     rows = PassRows(umark, W, R, dmark)
-    fallbacks = st[5:6]
+    fallbacks = st[Z.FALLBACKS:Z.FALLBACKS + 1]
     mode = np.int64(SETTLE if lazy else MARK)
     status = DONE
     for start in range(begin, len(order), B):
         end = min(start + B, len(order))
         nb = end - start
         eta, a_new = Z.step_rate(st, prm, nb)
-        a, us, up = st[1], st[2], st[3]
+        a, us, up = st[Z.SHRINK], st[Z.U_SCALED], st[Z.U_PLAIN]
         ntu[0] = 0
         ntb[0] = 0
         marks = Marks(umark, tu, ntu, bmark, tb, ntb, np.int64(start))
@@ -248,26 +248,26 @@ def sgd_pass(space, data, order, v, aux, l1w, m, st, prm, wk, begin, general, fi
                     if buf.scale[0] == STOPPED:
                         return NEEDS_LOG, start
                 elif buf.scale[0] == FELL_BACK:
-                    st[5] += 1.0
+                    st[Z.FALLBACKS] += 1.0
             if second is not None:
                 step_loss += S2.step_sequence(v, m, a, space, data, order[r], wk, exact, g, coef, mode, pen, marks,
                                               fallbacks)
         if loss_only:
-            st[4] = step_loss
+            st[Z.ONLINE_LOSS] = step_loss
             return DONE, len(order)
         if not (step_loss > -np.inf and step_loss < np.inf):
             status = DIVERGED
             break
-        st[4] += step_loss
+        st[Z.ONLINE_LOSS] += step_loss
         inc = Z.step_done(st, prm, eta, nb, a_new, lazy)
         # the gradient step of the touched weights (unless it was scattered into v); their
         # own penalty of this step reaches them at their next settlement
         if general is None:
             pass
         elif not direct:
-            step_touched(v, g, l1w, l1, m, space, prm, eta, nb, a_new, inc, lazy, tu, ntu, tb, ntb)
-        if st[1] < Z.RENORMALISE_BELOW:
-            a = st[1]
+            step_touched(v, g, pen, m, space, prm, eta, nb, a_new, inc, lazy, marks)
+        if st[Z.SHRINK] < Z.RENORMALISE_BELOW:
+            a = st[Z.SHRINK]
             for r in range(W.shape[0]):
                 for y in range(Lp):
                     W[r, y] *= a

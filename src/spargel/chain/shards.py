@@ -65,18 +65,15 @@ def encode_part(featurizer, X, y, where=None):
 def read_encode(featurizer, path, start, end, encoding, unknown_label=None):
     """Read the sequences starting in bytes ``[start, end)`` of the column file ``path``
     (on the worker) and encode them (:func:`encode_part`)."""
-    from .conll_ranges import read_range
+    from ..data.column_file import ColumnFile
 
     try:
-        sents = read_range(path, start, end, encoding=encoding)
+        sents = ColumnFile(path, encoding, unknown_label).read_range(start, end)
     except OSError as exc:
         from ..errors import DataFormatError
         from ..core.sharded import _worker_name
         raise DataFormatError(path, None, f"cannot be read on the Dask worker {_worker_name()} "
                                           f"({exc.strerror or exc})") from None
-    if unknown_label is not None:
-        for s in sents:
-            s.labels = [None if lab == unknown_label else lab for lab in s.labels]
     return encode_part(featurizer, sents, [s.labels for s in sents]) if sents else _empty_part()
 
 

@@ -20,7 +20,7 @@ def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, 
     chunk_no, n_sequences)`` is called after every chunk; returning True stops.
     Returns the model.
     """
-    from ..data.conll import read_conll
+    from ..data.column_file import ColumnFile
 
     if int(chunk_sentences) < 1:
         raise ValueError("chunk_sentences must be >= 1")
@@ -31,14 +31,15 @@ def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, 
             model.set_params(**crf_params)
         if template is not None:
             model.template = template
-    n = sum(1 for _ in read_conll(path, encoding=encoding))
+    source = ColumnFile(path, encoding)
+    n = source.count()
     options = dict(model.solver_options or {}) if model.solver == "sgd-l1" else {}
     options.setdefault("n_samples", n)
     model.solver = "sgd-l1"
     model.solver_options = options
     done = 0
     for p in range(1, int(passes) + 1):
-        for chunk in chunks(read_conll(path, encoding=encoding), int(chunk_sentences)):
+        for chunk in chunks(source.sentences(), int(chunk_sentences)):
             model.partial_fit(chunk, [s.labels for s in chunk])
             done += 1
             if callback is not None and callback(model, p, done, len(chunk)):

@@ -153,10 +153,12 @@ def read_text(path, encoding="utf-8", what="a text file"):
         try:
             data = data.decode(encoding)
         except UnicodeDecodeError as exc:
+            from ..data.conll import not_text      # the message of every reader of text
+
             line = data.count(b"\n", 0, exc.start) + 1
             hint = (" (give its encoding with --encoding, e.g. latin-1)"
                     if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else "")
-            raise CommandError(f"{name}:{line}: not {encoding} text (byte {exc.start + 1}){hint}") from None
+            raise CommandError(str(not_text(name, line, encoding, exc.start + 1, data[exc.start:], hint))) from None
         except LookupError:
             raise UsageError(f"unknown --encoding {encoding!r}") from None
     if data.startswith("\ufeff"):

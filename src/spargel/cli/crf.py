@@ -29,14 +29,21 @@ _BLANKS = ("", "_")
 # helpers
 # ---------------------------------------------------------------------------------------
 
-def _read_sentences(path, has_labels=True, separator=None, encoding="utf-8"):
-    """Sentences of a column file (or stdin); returns (sentences, name, text)."""
-    from ..data.conll import read_conll
+#: appended to the error of a file that is not UTF-8 text
+_ENCODING_HINT = " (give its encoding with --encoding, e.g. latin-1)"
 
-    text, name = read_text(path, encoding)
-    stream = io.StringIO(text)
-    stream.name = name
-    return list(read_conll(stream, has_labels=has_labels, separator=separator)), name, text
+
+def _column_file(path, args, unknown_label=None):
+    """The column file ``path`` (or stdin, ``-``) that ``spargel train`` reads, in
+    ``--encoding``: a :class:`~spargel.data.column_file.ColumnFile` (the one data source
+    of training: streamed, in memory, or by byte ranges on Dask workers)."""
+    from ..data.column_file import ColumnFile
+
+    utf8 = args.encoding.lower().replace("_", "-") in ("utf-8", "utf8")
+    try:
+        return ColumnFile(path, args.encoding, unknown_label, hint=_ENCODING_HINT if utf8 else "")
+    except LookupError:
+        raise UsageError(f"unknown --encoding {args.encoding!r}") from None
 
 
 def default_template(n_columns, order=1):
@@ -264,19 +271,18 @@ def cmd_train(args):
     if args.scheduler is not None:
         return _train_on_cluster(args, say)
     t0 = time.perf_counter()
+    source = _column_file(args.train, args, args.unknown_label)
+    name = source.name
     if args.weight_column is None and args.train != "-":
         # streamed: read, extract and encode one sequence at a time (no list of sentences)
-        reader = _TrainStream(args.train, args.encoding, args.unknown_label, None if args.quiet else PROG)
-        sents = name = reader.name
+        reader = _TrainStream(source, None if args.quiet else PROG)
+        sents = name
         first = reader.first
         weights = None
     else:
         reader = None
-        sents, name, _ = _read_sentences(args.train, encoding=args.encoding)
+        sents = source.read()
         weights = _take_weight_column(sents, args.weight_column, name) if args.weight_column is not None else None
-        if args.unknown_label is not None:
-            for s in sents:
-                s.labels = [None if lab == args.unknown_label else lab for lab in s.labels]
         first = sents[0]
         _check_known({lab for s in sents for lab in s.labels if lab is not None}, name, args)
     n_cols = len(first.columns[0])
@@ -284,7 +290,8 @@ def cmd_train(args):
     _check_model_format(args, text)
     dev_x = dev_y = None
     if args.dev:
-        dev, dev_name, _ = _read_sentences(args.dev, encoding=args.encoding)
+        dev_file = _column_file(args.dev, args)
+        dev, dev_name = dev_file.read(), dev_file.name
         if len(dev[0].columns[0]) != n_cols:
             raise CommandError(f"{dev_name}:{dev[0].line}: the development data has "
                                f"{len(dev[0].columns[0]) + 1} columns, the training data {n_cols + 1}")
@@ -300,13 +307,7 @@ def cmd_train(args):
         say(f"{PROG} train: {n_seq} sequences, {n_tok} tokens, {n_cols} observation column(s) "
             f"from {name}; solver {args.solver}, l1={args.l1:g}, l2={args.l2:g}")
 
-    from ..chain.estimator import CRF
-
-    crf = CRF(solver=args.solver, l1=args.l1, l2=args.l2, max_iter=args.max_iter, tol=args.tol,
-              gtol=args.gtol, window=args.window, feature_space=args.feature_space, template=text,
-              pad=args.pad, n_jobs=args.threads, random_state=args.seed, order=args.order,
-              constraints=args.constraints, constrain_training=args.constrain_training,
-              model_type=getattr(args, "model_type", "crf"), solver_options=_solver_options(args))
+    crf = _make_crf(args, text, "memory")
     if reader is not None:
         reader.after = after_reading
         X, y = reader.sequences(), reader.labels()
@@ -319,7 +320,38 @@ def cmd_train(args):
             X, y, X_dev=dev_x, y_dev=dev_y, callback=callback, sample_weight=weights))
     finally:
         if reader is not None:
-            reader.fh.close()               # also when the fit stopped before reading
+            reader.close()                  # also when the fit stopped before reading
+
+
+#: ``spargel train``'s ways of training: the whole file in memory (or streamed into the
+#: encoder), on a Dask cluster, or by chunks through ``partial_fit`` (--stream)
+WAYS = ("memory", "cluster", "stream")
+
+
+def _crf_params(args, way):
+    """The parameters of ``spargel train``'s estimator for one of its :data:`WAYS` (the
+    options each way reads: --stream trains with SGD-L1 by chunks, a cluster has no
+    --threads or --constraints)."""
+    params = dict(l1=args.l1, l2=args.l2, feature_space=args.feature_space, pad=args.pad,
+                  random_state=args.seed, order=args.order, model_type=getattr(args, "model_type", "crf"))
+    if way == "stream":
+        return params
+    params.update(solver=args.solver, max_iter=args.max_iter, tol=args.tol, gtol=args.gtol, window=args.window,
+                  solver_options=_solver_options(args))
+    if way == "memory":
+        params.update(n_jobs=args.threads, constraints=args.constraints, constrain_training=args.constrain_training)
+    return params
+
+
+def _make_crf(args, text, way, **extra):
+    """``spargel train``'s estimator, built here for all its :data:`WAYS`: the template
+    ``text`` and :func:`_crf_params` (``extra``: a cluster's client and shards)."""
+    from ..chain.estimator import CRF
+
+    params = _crf_params(args, way)
+    if way == "stream":
+        params["solver"] = "sgd-l1"
+    return CRF(template=text, **params, **extra)
 
 
 def _solver_options(args):
@@ -347,47 +379,28 @@ def _check_known(known, name, args):
 
 
 class _TrainStream:
-    """The training file read one sequence at a time, for a fit that extracts and
-    encodes each sequence as it comes (its memory is the encoded data, not the text or
-    the sentences). The first sequence is read at once (the template needs its number
-    of columns); :meth:`sequences` and :meth:`labels` are consumed in step by the fit
-    (the sentence of the labels is the one last yielded). A progress line (``prog``:
-    the program name, None for none) reports sequences, tokens and bytes read. When the
-    file ends, ``after(known labels, sequences, tokens)`` is called: its errors stop the
-    fit before any training."""
+    """The training file read one sequence at a time (``source``: a
+    :class:`~spargel.data.column_file.ColumnFile`), for a fit that extracts and encodes
+    each sequence as it comes (its memory is the encoded data, not the text or the
+    sentences). The first sequence is read at once (the template needs its number of
+    columns); :meth:`sequences` and :meth:`labels` are consumed in step by the fit (the
+    sentence of the labels is the one last yielded). A progress line (``prog``: the
+    program name, None for none) reports sequences, tokens and bytes read. When the file
+    ends, ``after(known labels, sequences, tokens)`` is called: its errors stop the fit
+    before any training."""
 
-    def __init__(self, path, encoding, unknown_label, prog):
-        from ..data.conll import read_conll
+    def __init__(self, source, prog):
         from ..data.progress import ReadProgress
-        from .common import input_name
 
-        if os.path.isdir(path):
-            raise CommandError(f"{path}: is a directory, not a text file")
-        try:
-            import codecs
-            self.decoder = codecs.getincrementaldecoder(encoding)
-        except LookupError:
-            raise UsageError(f"unknown --encoding {encoding!r}") from None
-        self.path, self.encoding, self.unknown = path, encoding, unknown_label
-        self.name = input_name(path)
-        self.fh = open(path, "rb")
-        self.total = os.fstat(self.fh.fileno()).st_size
-        if b"\x00" in self.fh.peek(4096)[:4096] and "16" not in encoding and "32" not in encoding:
-            self.fh.close()
-            raise CommandError(f"{self.name}: a binary file, not a text file")
-        self.n_bytes = 0
-        self.progress = (lambda: ReadProgress(f"{prog} train: reading {self.name}", self.total)) if prog else None
+        self.source = source
+        self.name = source.name
+        total = source.size()
+        self.progress = (lambda: ReadProgress(f"{prog} train: reading {self.name}", total)) if prog else None
         self.after = None
-        self.known = set()
         self.current = None
-        self.it = read_conll(_Lines(self), has_labels=True)
+        self.it = source.sentences()
         self.first = next(self.it)
-        self._label(self.first)
-
-    def _label(self, s):
-        if self.unknown is not None:
-            s.labels = [None if lab == self.unknown else lab for lab in s.labels]
-        self.known.update(s.labels)
+        self.known = set(self.first.labels)
 
     def sequences(self):
         n_seq = n_tok = 0
@@ -401,49 +414,25 @@ class _TrainStream:
                 n_tok += len(s)
                 self.current = s
                 if self.progress is not None:
-                    self.progress.update(n_seq, n_tok, self.n_bytes)
+                    self.progress.update(n_seq, n_tok, self.source.bytes_read)
                 yield s
                 s = next(self.it, None)
                 if s is not None:
-                    self._label(s)
+                    self.known.update(s.labels)
         finally:
-            self.fh.close()
+            self.close()
             self.current = None
         self.known.discard(None)
         if self.progress is not None and self.progress.lines:
-            self.progress.write(n_seq, n_tok, self.n_bytes)
+            self.progress.write(n_seq, n_tok, self.source.bytes_read)
         self.after(self.known, n_seq, n_tok)
 
     def labels(self):
         while self.current is not None:
             yield self.current.labels
 
-
-class _Lines:
-    """The decoded lines of a training file, counting the bytes read; text that is not
-    in the encoding is an error naming the line (as :func:`read_text`)."""
-
-    def __init__(self, stream):
-        self.stream = stream
-        self.name = stream.name
-
-    def __iter__(self):
-        st = self.stream
-        enc = st.encoding
-        lineno = 0
-        for raw in st.fh:
-            lineno += 1
-            try:
-                text = raw.decode(enc)
-            except UnicodeDecodeError as exc:
-                hint = (" (give its encoding with --encoding, e.g. latin-1)"
-                        if enc.lower().replace("_", "-") in ("utf-8", "utf8") else "")
-                raise CommandError(f"{self.name}:{lineno}: not {enc} text (byte {st.n_bytes + exc.start + 1})"
-                                   f"{hint}") from None
-            st.n_bytes += len(raw)
-            if lineno == 1 and text.startswith("\ufeff"):
-                text = text[1:]
-            yield text
+    def close(self):
+        self.it.close()
 
 
 def _fit_and_save(crf, args, say, t0, fit):
@@ -523,22 +512,20 @@ def _train_on_cluster(args, say):
     build the vocabularies and the shards; the solver runs here (docs/distributed.md)."""
     import os
 
-    from ..data.conll import read_conll
     from ..scaleout.cluster import connect, disconnect, workers
-    from ..chain.estimator import CRF
 
     if args.train == "-":
         raise UsageError("train: --scheduler needs TRAIN as a file the workers can read, not stdin")
     if args.weight_column is not None:
         raise UsageError("train: --weight-column is not supported with --scheduler")
     t0 = time.perf_counter()
-    first = next(read_conll(args.train, encoding=args.encoding))
+    first = _column_file(args.train, args).first()
     n_cols = len(first.columns[0])
     text = _template_text(args, n_cols, args.train, first.line)
     _check_model_format(args, text)
     dev_x = dev_y = None
     if args.dev:
-        dev, _, _ = _read_sentences(args.dev, encoding=args.encoding)
+        dev = _column_file(args.dev, args).read()
         dev_x, dev_y = dev, [s.labels for s in dev]
     client = connect(args.scheduler)
     try:
@@ -546,10 +533,7 @@ def _train_on_cluster(args, say):
         say(f"{PROG} train: {args.train} on the Dask cluster at {client.scheduler.address} "
             f"({len(found)} workers, {sum(found.values())} threads); solver {args.solver}, "
             f"l1={args.l1:g}, l2={args.l2:g}")
-        crf = CRF(solver=args.solver, l1=args.l1, l2=args.l2, max_iter=args.max_iter, tol=args.tol,
-                  gtol=args.gtol, window=args.window, feature_space=args.feature_space, template=text,
-                  pad=args.pad, random_state=args.seed, order=args.order, client=client,
-                  n_shards=args.shards, model_type=args.model_type, solver_options=_solver_options(args))
+        crf = _make_crf(args, text, "cluster", client=client, n_shards=args.shards)
         from ..chain.scaleout import fit_crf
 
         def fit(callback):
@@ -580,8 +564,6 @@ def _train_streaming(args, say):
     reached is written."""
     import copy
 
-    from ..data.conll import read_conll
-    from ..chain.estimator import CRF
     from ..chain.streaming import chunks as in_chunks
 
     if args.train == "-":
@@ -591,20 +573,19 @@ def _train_streaming(args, say):
     if args.solver not in ("owlqn", "sgd-l1"):
         say(f"{PROG} train: note: --stream always trains with sgd-l1")
     t0 = time.perf_counter()
-    first = next(read_conll(args.train, encoding=args.encoding))
+    source = _column_file(args.train, args)
+    first = source.first()
     n_cols = len(first.columns[0])
     text = _template_text(args, n_cols, args.train, first.line)
     _check_model_format(args, text)
-    params = dict(l1=args.l1, l2=args.l2, feature_space=args.feature_space, pad=args.pad,
-                  random_state=args.seed, order=args.order, model_type=args.model_type)
     if args.init:
-        model = _load_crf(args.init, args.encoding).set_params(**params)
+        model = _load_crf(args.init, args.encoding).set_params(**_crf_params(args, "stream"))
     else:
-        model = CRF(template=text, solver="sgd-l1", **params)
+        model = _make_crf(args, text, "stream")
     passes = 1 if args.max_iter is None else args.max_iter
     say(f"{PROG} train: streaming {args.train} in chunks of {args.stream} sequences, {passes} pass(es), "
         f"sgd-l1, l1={args.l1:g}, l2={args.l2:g}")
-    n = sum(1 for _ in read_conll(args.train, encoding=args.encoding))
+    n = source.count()
     options = dict(model.solver_options or {}) if model.solver == "sgd-l1" else {}
     options.setdefault("n_samples", n)  # the objective sums over the whole file
     model.solver, model.solver_options = "sgd-l1", options
@@ -614,7 +595,7 @@ def _train_streaming(args, say):
     with _StopOnSignal() as stopper:
         try:
             for p in range(1, int(passes) + 1):
-                for chunk in in_chunks(read_conll(args.train, encoding=args.encoding), args.stream):
+                for chunk in in_chunks(source.sentences(), args.stream):
                     model.partial_fit(chunk, [s.labels for s in chunk])
                     done, chunks = copy.copy(model), chunks + 1
                     stopper.started = True

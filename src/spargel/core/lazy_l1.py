@@ -11,18 +11,25 @@ which the l1 penalty of a step is ``eta * l1_i / (N * a)`` and the paper's rules
 unchanged. ``aux`` holds per weight the paper's ``q_i`` (total penalty actually
 received; ``cumulative``) or ``l1_i * u`` at its last settlement (``clipping``).
 
-State ``st = [k, a, u_s, u_p, online_loss, fallbacks]``: samples processed, shrink
-factor, accumulated penalty per unit of l1 in v units for scaled (``u_s``) and unscaled
-(``u_p``) weights, the sum of the per-sample losses met during the pass (each at the
-weights it was visited with) and the number of samples that needed log space.
+State ``st``: a float64 array of six counters that the pass updates in place, its slots
+named by the constants below (:func:`new_state`): ``st[SAMPLES]`` samples processed,
+``st[SHRINK]`` the shrink factor ``a``, ``st[U_SCALED]`` / ``st[U_PLAIN]`` the
+accumulated penalty per unit of l1 in v units for scaled (``u_s``) and unscaled (``u_p``)
+weights, ``st[ONLINE_LOSS]`` the sum of the per-sample losses met during the pass (each
+at the weights it was visited with) and ``st[FALLBACKS]`` the number of samples that
+needed log space.
 
-Parameters ``prm = [eta0, alpha, schedule, variant, N, l2, batch, l1]``: schedule 0 =
-exponential ``eta0 * alpha ** (k / N)``, 1 = inverse ``eta0 / (1 + k / N)``, 2 =
-constant, 3 = Pegasos / CRFsuite's l2sgd ``eta0 / (1 + k / t0)`` with ``t0`` in the place
-of alpha (with ``eta0 = 1 / (lambda t0)`` this is ``1 / (lambda (t0 + k))``); variant 0 = naive, 1 = clipping, 2 = cumulative; ``l1`` is the uniform l1 weight used when
-the per-weight array ``l1w`` is empty. ``m`` is empty (every weight l2-scaled alike) or a
-0/1 float mask of the l2-penalised weights.
+Parameters ``prm``: an :class:`SGDParams` (a named tuple of floats, read by name in the
+kernels: numba compiles it as a plain tuple). ``schedule`` 0 = exponential ``eta0 *
+alpha ** (k / N)``, 1 = inverse ``eta0 / (1 + k / N)``, 2 = constant, 3 = Pegasos /
+CRFsuite's l2sgd ``eta0 / (1 + k / t0)`` with ``t0`` in the place of alpha (with ``eta0
+= 1 / (lambda t0)`` this is ``1 / (lambda (t0 + k))``); ``variant`` 0 = naive, 1 =
+clipping, 2 = cumulative; ``l1`` is the uniform l1 weight used when the per-weight array
+``l1w`` is empty. ``m`` is empty (every weight l2-scaled alike) or a 0/1 float mask of
+the l2-penalised weights.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -31,6 +38,38 @@ from .jit import inner, kernel
 NAIVE, CLIPPING, CUMULATIVE = 0, 1, 2
 EXPONENTIAL, INVERSE, CONSTANT, PEGASOS = 0, 1, 2, 3
 RENORMALISE_BELOW = 1e-8      # fold the shrink factor into v when it gets this small
+# the slots of the state array st (see the module documentation)
+SAMPLES, SHRINK, U_SCALED, U_PLAIN, ONLINE_LOSS, FALLBACKS = range(6)
+
+
+class SGDParams(NamedTuple):
+    """The parameters of an SGD pass (see the module documentation), every field a
+    float (one numba type for every pass: make them with :func:`sgd_params`)."""
+    eta0: float
+    alpha: float
+    schedule: float
+    variant: float
+    N: float
+    l2: float
+    batch: float
+    l1: float
+
+
+def sgd_params(eta0, alpha, schedule, variant, N, l2, batch, l1):
+    """An :class:`SGDParams` with every field a Python float.
+
+    >>> sgd_params(0.1, 0.85, EXPONENTIAL, CUMULATIVE, 100, 0.0, 1, 0.5).variant
+    2.0
+    """
+    return SGDParams(float(eta0), float(alpha), float(schedule), float(variant), float(N), float(l2),
+                     float(batch), float(l1))
+
+
+def new_state():
+    """A fresh state array ``st``: no samples seen, shrink factor 1, nothing accrued."""
+    st = np.zeros(6)
+    st[SHRINK] = 1.0
+    return st
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -130,8 +169,8 @@ def naive_step(v, g, l1w, l1, m, eta, nb, l2, N, inc):
 
 @inner()
 def renormalise(v, aux, m, st, variant):
-    """Fold the shrink factor into v (and the records), so that ``st[1] == 1``."""
-    a = st[1]
+    """Fold the shrink factor into v (and the records), so that ``st[SHRINK] == 1``."""
+    a = st[SHRINK]
     if a == 1.0:
         return
     mixed = len(m) > 0
@@ -141,26 +180,26 @@ def renormalise(v, aux, m, st, variant):
         v[i] *= a
         if variant != NAIVE:
             aux[i] *= a
-    st[2] *= a
-    st[1] = 1.0
+    st[U_SCALED] *= a
+    st[SHRINK] = 1.0
 
 
 @kernel()
 def settle_all(v, aux, l1w, l1, m, st, variant):
     """Bring every weight up to date and fold the shrink factor into v, so that
-    afterwards ``v`` is the weight vector and ``st[1] == 1``. O(model size): once per
+    afterwards ``v`` is the weight vector and ``st[SHRINK] == 1``. O(model size): once per
     pass, never per sample."""
     if variant != NAIVE:
         # np.int64(0), not 0: a literal argument would compile a second penalise_block
-        penalise_block(v, aux, l1w, l1, m, st[2], st[3], np.int64(0), len(v), variant)
+        penalise_block(v, aux, l1w, l1, m, st[U_SCALED], st[U_PLAIN], np.int64(0), len(v), variant)
     renormalise(v, aux, m, st, variant)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def step_rate(st, prm, nb):
     """(eta, a_new) of the next step of ``nb`` samples."""
-    eta = learning_rate(prm[0], prm[1], int(prm[2]), st[0], prm[4])
-    return eta, st[1] * (1.0 - eta * nb * prm[5] / prm[4])
+    eta = learning_rate(prm.eta0, prm.alpha, int(prm.schedule), st[SAMPLES], prm.N)
+    return eta, st[SHRINK] * (1.0 - eta * nb * prm.l2 / prm.N)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -168,12 +207,12 @@ def step_done(st, prm, eta, nb, a_new, lazy):
     """Advance the counters after a step: the accumulated penalty per unit of l1 (v
     units), the shrink factor and the sample counter. Returns the increment of the
     unscaled accumulator (the naive variant's penalty of the step)."""
-    inc = eta * nb / prm[4]
-    st[2] += inc / a_new
-    st[3] += inc
+    inc = eta * nb / prm.N
+    st[U_SCALED] += inc / a_new
+    st[U_PLAIN] += inc
     if lazy:
-        st[1] = a_new
+        st[SHRINK] = a_new
     else:
-        st[2] = st[3]
-    st[0] += nb
+        st[U_SCALED] = st[U_PLAIN]
+    st[SAMPLES] += nb
     return inc

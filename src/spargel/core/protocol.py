@@ -43,9 +43,10 @@ lists them):
 ``"sgd"`` -- ``sgd_pass(order, v, aux, l1w, m, st, prm) -> status`` and ``sample_loss(order, w)``
     one pass of lazily penalised SGD over the samples ``order``: ``v`` the scaled
     weights and ``aux`` their penalty records, ``l1w`` the per-weight l1 scales and
-    ``m`` the l2 mask (both empty when uniform / absent), ``st`` the pass state and
-    ``prm`` its parameters (see :mod:`spargel.solvers.sgd` and
-    :mod:`spargel.core.lazy_l1` for these arrays; models build their pass from the
+    ``m`` the l2 mask (both empty when uniform / absent), ``st`` the pass state (an
+    array of counters, its slots named in :mod:`spargel.core.lazy_l1`) and ``prm`` its
+    parameters (a ``lazy_l1.SGDParams``; see :mod:`spargel.solvers.sgd` and
+    :mod:`spargel.core.lazy_l1`; models build their pass from the
     shared compiled bookkeeping of :mod:`spargel.core.lazy_l1`; the chain CRFs' pass,
     both orders, is :func:`spargel.chain.sgd_kernels.run_pass`). Returns 0, or 1 when
     a loss became non-finite. ``sample_loss`` sums the samples' losses at ``w``.
@@ -62,7 +63,8 @@ lists them):
     generic solver loop (a fused fast path; a test proves both equal): ``l1`` / ``l2``
     the coordinates' penalty weights, ``damping`` / ``skip_until`` / ``zero_streak``
     per block the step damping, the sweep it is skipped until and its run of zero
-    steps (updated in place), ``opts`` the solver's options and ``stats`` its
+    steps (updated in place), ``opts`` the solver's options (a
+    ``coordinate_descent.SweepOptions``, a named tuple of floats) and ``stats`` its
     counters (both as :mod:`spargel.solvers.coordinate_descent` builds them).
 ``"bound"`` -- ``bound(w, **options) -> QuadraticBound``
     a quadratic upper bound on the loss, tight at ``w`` (loss, gradient and a

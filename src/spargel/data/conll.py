@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from .errors import DataFormatError
 
-__all__ = ["Sentence", "read_conll", "write_conll"]
+__all__ = ["Sentence", "decode_lines", "parse_lines", "read_conll", "write_conll"]
 
 DOCSTART = "-DOCSTART-"
 _BLANKS = " \t\r\n"  # a line of these only is blank
@@ -112,13 +112,14 @@ def _source_name(source: Any) -> str:
 def _lines(source: Any, name: str, encoding: str) -> Iterator[tuple[int, str]]:
     """Yield (line number, decoded line) one line at a time.
 
-    A path is opened in binary mode and every line decoded on its own, so a
-    decoding error names its exact line. An open text stream decodes ahead in
-    chunks, so there the error can only say "at or after" a line.
+    A path or a binary stream is read as bytes and every line decoded on its own
+    (:func:`decode_lines`), so a decoding error names its exact line and byte. An open
+    text stream decodes ahead in chunks, so there the error can only say "at or after" a
+    line.
     """
     if isinstance(source, (str, os.PathLike)):
         with open(source, "rb") as fh:
-            yield from _decode_lines(fh, name, encoding)
+            yield from decode_lines(fh, name, encoding)
         return
     lineno = 0
     it = iter(source)
@@ -133,33 +134,58 @@ def _lines(source: Any, name: str, encoding: str) -> Iterator[tuple[int, str]]:
             ) from None
         lineno += 1
         if isinstance(raw, bytes):
-            raw = _decode(raw, name, lineno, encoding)
+            yield from decode_lines(_chain_first(raw, it), name, encoding, first_line=lineno, offset=None)
+            return
         if lineno == 1 and raw.startswith("\ufeff"):
             raw = raw[1:]
         yield lineno, raw
 
 
-def _decode(raw: bytes, name: str, lineno: int, encoding: str) -> str:
-    try:
-        return raw.decode(encoding)
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(
-            name,
-            lineno,
-            f"invalid {encoding} text at byte {exc.start + 1} of the line "
-            f"({raw[exc.start:exc.start + 4]!r})",
-        ) from None
+def _chain_first(first, rest):
+    yield first
+    yield from rest
 
 
-def _decode_lines(fh, name: str, encoding: str) -> Iterator[tuple[int, str]]:
-    lineno = 0
-    for raw in fh:
+def not_text(name: str, line: int, encoding: str, byte: int, raw: bytes = b"", hint: str = "",
+             of_line: bool = False) -> DataFormatError:
+    """The error of bytes that are not ``encoding`` text: ``byte`` (1-based) of the
+    file, or of the line with ``of_line``; ``raw`` the bytes from there (the first four
+    are quoted) and ``hint`` what to do (appended).
+
+    >>> str(not_text("a.txt", 3, "utf-8", 17, b"\\xff b"))
+    "a.txt:3: not utf-8 text (byte 17: b'\\\\xff b')"
+    """
+    where = f"byte {byte} of the line" if of_line else f"byte {byte}"
+    shown = f": {raw[:4]!r}" if raw else ""
+    return DataFormatError(name, line, f"not {encoding} text ({where}{shown}){hint}")
+
+
+def decode_lines(raw_lines: Iterable[bytes], name: str, encoding: str, *, first_line: int = 1,
+                 offset: int | None = 0, hint: str = "") -> Iterator[tuple[int, str]]:
+    """(line number, text) of lines of bytes, each decoded on its own: the one line
+    decoder of every reader of column files (:func:`read_conll`, the training file of
+    :class:`~spargel.data.column_file.ColumnFile` and its byte ranges). A byte-order mark
+    at the start of the file (``offset`` 0, or line 1 when ``offset`` is None) is
+    dropped; bytes that are not ``encoding`` text raise :func:`not_text`, naming the line
+    and the byte (of the file when ``offset``, the byte offset of the first line, is
+    known; else of the line).
+
+    >>> list(decode_lines([b"\\xef\\xbb\\xbfa B\\n", b"b C\\n"], "t.txt", "utf-8"))
+    [(1, 'a B\\n'), (2, 'b C\\n')]
+    """
+    lineno = first_line - 1
+    pos = offset
+    for raw in raw_lines:
         lineno += 1
         try:
             text = raw.decode(encoding)
-        except UnicodeDecodeError:
-            text = _decode(raw, name, lineno, encoding)  # raises with the details
-        if lineno == 1 and text.startswith("\ufeff"):
+        except UnicodeDecodeError as exc:
+            byte = exc.start + 1 if pos is None else pos + exc.start + 1
+            raise not_text(name, lineno, encoding, byte, raw[exc.start:], hint, of_line=pos is None) from None
+        at_start = lineno == 1 if pos is None else pos == 0
+        if pos is not None:
+            pos += len(raw)
+        if at_start and text.startswith("\ufeff"):
             text = text[1:]
         yield lineno, text
 
@@ -215,6 +241,20 @@ def read_conll(
     name = _source_name(source)
     if separator == "":
         raise ValueError("separator must be None or a non-empty string")
+    return parse_lines(_lines(source, name, encoding), name, has_labels=has_labels, separator=separator)
+
+
+def parse_lines(lines: Iterable[tuple[int, str]], name: str, *, has_labels: bool = True,
+                separator: str | None = None) -> Iterator[Sentence]:
+    """The sequences of decoded lines ``(line number, text)`` (:func:`decode_lines`) of
+    the column file ``name``: the parser of :func:`read_conll` (see there), which every
+    reader of column files shares.
+
+    >>> [s.labels for s in parse_lines([(1, "a X B"), (2, ""), (3, "b Y I")], "t.txt")]
+    [['B'], ['I']]
+    """
+    if separator == "":
+        raise ValueError("separator must be None or a non-empty string")
     expected = 0  # number of fields per token line, set by the first one
     expected_line = 0
     rows: list[list[str]] = []
@@ -222,7 +262,7 @@ def read_conll(
     first = 0
     n_sequences = 0
 
-    for lineno, text in _lines(source, name, encoding):
+    for lineno, text in lines:
         if not text.strip(_BLANKS):
             fields = None
         else:

@@ -37,13 +37,13 @@ decreasing ``|S_ij|``).
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from ..core.limits import available_memory
 from ..errors import DataFormatError, ParameterError, SpargelError
 from .result import GaussianResult
 
@@ -80,26 +80,6 @@ def default_max_component():
     """Largest component (variables) whose dense solve fits into about 80% of the
     memory available now (:func:`available_memory`)."""
     return max(2, int(np.sqrt(0.8 * available_memory() / (8.0 * _ARRAYS_PER_SOLVE))))
-
-
-def available_memory():
-    """Bytes of memory available now (``MemAvailable`` of ``/proc/meminfo``; the
-    physical memory where that is not readable)."""
-    avail = None
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
-    if avail is None:
-        try:
-            avail = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError, AttributeError):
-            avail = 8 * 2**30
-    return float(avail)
 
 
 class _Columns:

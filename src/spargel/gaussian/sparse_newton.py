@@ -57,6 +57,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from ..core.limits import available_memory
 from ..core.solver_table import solver as solver_record
 from ..errors import ConvergenceWarning, SpargelError
 from .progress import record
@@ -288,8 +289,6 @@ _BYTES_PER_FACTOR_ENTRY = 48
 
 def _factor_budget():
     """Most factor entries that fit into about half the memory available now."""
-    from .from_data import available_memory
-
     return int(0.5 * available_memory() / _BYTES_PER_FACTOR_ENTRY)
 
 

@@ -10,6 +10,7 @@ mini-batches. See :mod:`spargel.chain.sgd_kernels` for the same scheme on a chai
 """
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from ..core.jit import kernel
@@ -50,20 +51,25 @@ def softmax_residual(Z, y, sw):
 def direct(prm, m):
     """Whether the gradient goes straight into the weights (one sample per step, lazy
     variant, every weight l2-scaled alike)."""
-    return int(prm[3]) != Z.NAIVE and max(1, int(prm[6])) == 1 and len(m) == 0
+    return int(prm.variant) != Z.NAIVE and max(1, int(prm.batch)) == 1 and len(m) == 0
+
+
+#: the scratch of :func:`sgd_pass`: ``g`` is ``v`` itself for a direct pass, else a zero
+#: buffer; ``z`` (K scores), ``touched`` and ``mark`` (d + 1 blocks)
+PassWork = namedtuple("PassWork", "g z touched mark")
 
 
 @kernel()
-def sgd_pass(rows, K, d, fit_intercept, order, v, aux, l1w, m, st, prm, g, z, touched, mark):
-    """One pass over the samples ``order`` in mini-batches of ``prm[6]`` (see
+def sgd_pass(rows, K, d, fit_intercept, order, v, aux, l1w, m, st, prm, wk):
+    """One pass over the samples ``order`` in mini-batches of ``prm.batch`` (see
     :mod:`spargel.core.lazy_l1` for ``st`` and ``prm``). ``rows = (ptr, idx, val, y, sw,
     mask)`` is X in CSR form with the labels, sample weights and the 0/1 mask of the
-    weights that exist (empty: all). ``g`` is ``v`` itself for a direct pass, else a zero
-    buffer; ``z`` (K), ``touched`` and ``mark`` (d + 1) are scratch. Returns 0, or 1 when
-    a loss became non-finite."""
+    weights that exist (empty: all). ``wk``: the scratch, a :data:`PassWork`. Returns 0,
+    or 1 when a loss became non-finite."""
     ptr, idx, val, y, sw, fixed = rows
-    l1 = prm[7]
-    variant, B = int(prm[3]), max(1, int(prm[6]))
+    g, z, touched, mark = wk.g, wk.z, wk.touched, wk.mark
+    l1 = prm.l1
+    variant, B = int(prm.variant), max(1, int(prm.batch))
     lazy = variant != Z.NAIVE
     dir_ = lazy and B == 1 and len(m) == 0
     ib = d * K
@@ -72,7 +78,7 @@ def sgd_pass(rows, K, d, fit_intercept, order, v, aux, l1w, m, st, prm, g, z, to
         end = min(start + B, len(order))
         nb = end - start
         eta, a_new = Z.step_rate(st, prm, nb)
-        a, us, up = st[1], st[2], st[3]
+        a, us, up = st[Z.SHRINK], st[Z.U_SCALED], st[Z.U_PLAIN]
         nt = 0
         coef = -eta / a_new if dir_ else 1.0
         step_loss = 0.0
@@ -126,7 +132,7 @@ def sgd_pass(rows, K, d, fit_intercept, order, v, aux, l1w, m, st, prm, g, z, to
                     g[ib + k] += z[k]
         if not (step_loss > -np.inf and step_loss < np.inf):
             return 1
-        st[4] += step_loss
+        st[Z.ONLINE_LOSS] += step_loss
         inc = Z.step_done(st, prm, eta, nb, a_new, lazy)
         if lazy and not dir_:
             inv_a = 1.0 / a_new
@@ -134,11 +140,11 @@ def sgd_pass(rows, K, d, fit_intercept, order, v, aux, l1w, m, st, prm, g, z, to
                 j = touched[q]
                 Z.step_block(v, g, m, inv_a, eta, j * K, (j + 1) * K)
         elif not lazy:
-            Z.naive_step(v, g, l1w, l1, m, eta, nb, prm[5], prm[4], inc)
+            Z.naive_step(v, g, l1w, l1, m, eta, nb, prm.l2, prm.N, inc)
             for q in range(nt):
                 j = touched[q]
                 for k in range(j * K, (j + 1) * K):
                     g[k] = 0.0
-        if st[1] < Z.RENORMALISE_BELOW:
+        if st[Z.SHRINK] < Z.RENORMALISE_BELOW:
             Z.renormalise(v, aux, m, st, variant)
     return 0

@@ -146,8 +146,8 @@ class FlatLogLinear(FlatMapCapability, Sized):
         rows = self._row_arrays()
         g = v if S.direct(prm, m) else np.zeros(len(v))
         return S.sgd_pass(rows, self.K, self.d, self.fit_intercept, np.ascontiguousarray(order, dtype=np.int64),
-                          v, aux, l1w, m, st, prm, g, np.zeros(self.K), np.zeros(self.d + 1, np.int64),
-                          np.full(self.d + 1, -1, np.int64))
+                          v, aux, l1w, m, st, prm, S.PassWork(g, np.zeros(self.K), np.zeros(self.d + 1, np.int64),
+                                                              np.full(self.d + 1, -1, np.int64)))
 
     def sample_loss(self, order, w):
         order = np.asarray(order, dtype=np.int64)

@@ -6,7 +6,7 @@ Nothing in spargel imports Dask unless a client, a Dask collection or a file lis
 client is given: these modules import ``dask.distributed`` only inside their functions.
 
 * :mod:`~spargel.scaleout.cluster` -- the client, its workers, clear errors;
-* :mod:`~spargel.chain.conll_ranges` -- reading a byte range of a column file
+* :mod:`~spargel.data.conll_ranges` -- reading a byte range of a column file
   (the sequences that start in it), so that no process reads a whole corpus;
 * :mod:`~spargel.chain.shards` -- the worker-side steps: encode a part with local
   vocabularies, merge vocabularies and seen (attribute, label) pairs, remap ids, build

@@ -66,6 +66,7 @@ optimality violation seen during a full sweep <= ``gtol * max(1, ||w||)``),
 
 import inspect
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -94,6 +95,22 @@ DEFAULTS = {
 LAYOUT_OPTIONS = ("group_blocks", "split_blocks")
 BAND = 0.9               # a zero block is skippable when its step from g / BAND stays at zero
 N_STATS = 7              # sum of objective changes, rejected, moved, visited, skipped, violation, failure
+
+
+class SweepOptions(NamedTuple):
+    """The options of a model's compiled sweep (``block_sweep``), every field a float (one
+    numba type): the options of the same names (``max_skip`` 0 when zero blocks are not
+    skipped), the sweep's number and whether it may skip blocks (1.0 or 0.0)."""
+    max_trials: float
+    damping_factor: float
+    min_damping: float
+    max_step: float
+    h_floor: float
+    accept_tol: float
+    max_skip: float
+    damping_relax: float
+    sweep: float = 0.0
+    allow_skip: float = 0.0
 
 
 def _options(options, name):
@@ -245,8 +262,9 @@ def _minimize(model, penalty, w0, single, name, max_iter, tol, gtol, window, mon
     max_skip = int(opt["max_skip"]) if opt["skip_zero_blocks"] else 0
     if fused:
         l1, l2 = penalty.per_weight(len(w))
-        opts = np.array([opt["max_trials"], opt["damping_factor"], opt["min_damping"], opt["max_step"],
-                         opt["h_floor"], opt["accept_tol"], max_skip, opt["damping_relax"], 0, 0], dtype=np.float64)
+        opts = SweepOptions(*(float(opt[k]) for k in ("max_trials", "damping_factor", "min_damping", "max_step",
+                                                       "h_floor", "accept_tol")), float(max_skip),
+                            float(opt["damping_relax"]))
     model.block_begin(w)
     history = HistoryRecorder(monitor)
     rng = np.random.default_rng(opt["random_state"])
@@ -273,7 +291,7 @@ def _minimize(model, penalty, w0, single, name, max_iter, tol, gtol, window, mon
             t0, c0_cpu = time.perf_counter(), time.process_time()
             model.block_begin(w)
             if fused:
-                opts[8], opts[9] = it, float(allow_skip)
+                opts = opts._replace(sweep=float(it), allow_skip=float(allow_skip))
                 for c0 in range(0, n_blocks, chunk):
                     model.block_sweep(order[c0:c0 + chunk], l1, l2, damping, skip_until, zero_streak, opts, stats)
                 w = model.block_weights()

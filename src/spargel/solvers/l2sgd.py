@@ -38,7 +38,7 @@ from .sgd import _penalty_arrays, _rng
 
 
 def _prm(t0, lam, N, l2, l1):
-    return np.array([1.0 / (lam * t0), t0, K.PEGASOS, K.CUMULATIVE, float(N), l2, 1, l1], dtype=np.float64)
+    return K.sgd_params(1.0 / (lam * t0), t0, K.PEGASOS, K.CUMULATIVE, N, l2, 1, l1)
 
 
 class _Epochs:
@@ -57,16 +57,16 @@ class _Epochs:
                              "for l1 / elastic-net penalties")
 
     def fresh(self, w0):
-        return w0.copy(), np.zeros(self.n), np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+        return w0.copy(), np.zeros(self.n), K.new_state()
 
     def epoch(self, order, v, aux, st, t0):
         """One epoch over ``order``; returns the online loss + the penalty at its end (inf
         when it diverged); v holds the settled weights."""
-        st[4] = 0.0
+        st[K.ONLINE_LOSS] = 0.0
         status = self.model.sgd_pass(order, v, aux, self.l1w, self.m, st, _prm(t0, self.lam, self.N, self.l2,
                                                                                self.l1))
         K.settle_all(v, aux, self.l1w, self.l1, self.m, st, K.CUMULATIVE)
-        online = float(st[4])
+        online = float(st[K.ONLINE_LOSS])
         if status != 0 or not math.isfinite(online):
             return math.inf, online
         return online + self.penalty.value(v) * len(order) / self.N, online
@@ -180,7 +180,7 @@ def minimize_l2sgd(model, penalty, w0=None, *, max_iter=1000, tol=1e-6, gtol=Non
                 best, best_w = F, v.copy()
             improvement = (past[epoch - 1 - period] - F) / F if epoch > period else tol
             past.append(F)
-            eta = 1.0 / (run.lam * (t0 + st[0] - 1))
+            eta = 1.0 / (run.lam * (t0 + st[K.SAMPLES] - 1))
             if history.record(epoch, F, online, F - online, v, epoch, eta=eta, t0=t0):
                 stop = "callback"
                 break

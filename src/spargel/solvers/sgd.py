@@ -112,12 +112,13 @@ class SGDState:
 
     ``v`` are the weights (settled, so ``v`` is ``w`` between passes), ``aux`` the
     per-weight penalty bookkeeping (q_i of the cumulative rule, the accumulator value at
-    the last settlement for clipping), ``st = [k, a, u_s, u_p, online_loss, fallbacks]``.
+    the last settlement for clipping), ``st`` the pass's counters (:mod:`spargel.core.lazy_l1`:
+    samples, shrink factor, accumulated penalties, online loss, log-space fallbacks).
     """
     v: np.ndarray
     aux: np.ndarray
     penalty_update: str
-    st: np.ndarray = field(default_factory=lambda: np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0]))
+    st: np.ndarray = field(default_factory=K.new_state)
     eta0: float | None = None
     rng: np.random.Generator | None = None
     passes: int = 0
@@ -130,7 +131,7 @@ class SGDState:
 
     @property
     def samples(self):
-        return int(self.st[0])
+        return int(self.st[K.SAMPLES])
 
     def grow(self, n_new, new_index):
         """Move to a larger parameter layout: old weight i goes to ``new_index[i]``; new
@@ -171,8 +172,8 @@ def _penalty_arrays(penalty, n):
 
 
 def _prm(opts, eta0, N, l2, l1):
-    return np.array([eta0, float(opts.alpha), SCHEDULES[opts.schedule], PENALTY_UPDATES[opts.penalty_update],
-                     float(N), l2, int(opts.batch_size), l1], dtype=np.float64)
+    return K.sgd_params(eta0, opts.alpha, SCHEDULES[opts.schedule], PENALTY_UPDATES[opts.penalty_update], N, l2,
+                        int(opts.batch_size), l1)
 
 
 def _check_l2(eta0, opts, N, l2):
@@ -209,7 +210,7 @@ def calibrate_eta0(model, N, penalty, l1w, l1, m, l2, w0, opts, rng):
         for eta in candidates:
             if l2 > 0 and eta * int(opts.batch_size) * l2 / N >= 1.0:
                 continue
-            st = np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+            st = K.new_state()
             v, aux = w0.copy(), np.zeros(len(w0))
             status = model.sgd_pass(sample, v, aux, l1w, m, st, _prm(opts, eta, N, l2, l1))
             K.settle_all(v, aux, l1w, l1, m, st, PENALTY_UPDATES[opts.penalty_update])
@@ -254,14 +255,14 @@ class _Run:
         at the end. Returns the sum of the per-sample losses seen during the pass."""
         order = state.rng.permutation(self.n_seq) if self.opts.shuffle else np.arange(self.n_seq)
         order = order.astype(np.int64)
-        state.st[4] = 0.0
+        state.st[K.ONLINE_LOSS] = 0.0
         status = self.model.sgd_pass(order, state.v, state.aux, self.l1w, self.m, state.st,
                                      _prm(self.opts, state.eta0, self.N, self.l2, self.l1))
         K.settle_all(state.v, state.aux, self.l1w, self.l1, self.m, state.st, self.variant)
         if status != 0:
             raise FloatingPointError(f"sgd-l1 diverged (non-finite loss) with eta0={state.eta0:g}; lower eta0")
         state.passes += 1
-        return float(state.st[4])
+        return float(state.st[K.ONLINE_LOSS])
 
     def loss(self, w):
         """sum_i loss_i(w) over all samples (one thread, no gradient)."""
@@ -269,7 +270,7 @@ class _Run:
 
     def rate(self, state):
         return float(K.learning_rate(state.eta0, float(self.opts.alpha), SCHEDULES[self.opts.schedule],
-                                     state.st[0], self.N))
+                                     state.st[K.SAMPLES], self.N))
 
 
 def minimize_sgd_l1(model, penalty, w0=None, *, max_iter=30, tol=1e-5, gtol=None, window=10, monitor=None,
