@@ -16,10 +16,6 @@ ALLOWED_CIRCLES = {
     # the eli5 hook: chain/estimator.py imports spargel.eli5_support inside a function,
     # only when eli5 is already imported (docs/architecture.md, "No cycles")
     frozenset({"spargel.chain.estimator", "spargel.eli5_support"}),
-    # the MRF family's node-wise estimators, export and stability: being untied on
-    # another branch of issue 49 (a module of its own for what they share)
-    frozenset({"spargel.mrf.estimator", "spargel.mrf.export", "spargel.mrf.mixed",
-               "spargel.mrf.nodewise", "spargel.mrf.stability"}),
 }
 
 #: what each package or module below the families may import (docs/architecture.md,
