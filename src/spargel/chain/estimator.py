@@ -850,11 +850,16 @@ def _pair_namer(space, names):
 def _register_with_eli5():
     """Register ``CRF`` with eli5's ``explain_weights`` / ``explain_prediction``
     (``spargel.eli5_support``) when eli5 has been imported; eli5 is never imported here."""
-    if "eli5" in sys.modules and "spargel.eli5_support" not in sys.modules:
+    if "eli5" in sys.modules and CRF not in _ELI5_REGISTERED:
         try:
-            from .. import eli5_support  # noqa: F401
+            from .. import eli5_support
         except ImportError:             # an eli5 without the functions it needs: left alone
-            pass
+            return
+        eli5_support.register(CRF)
+        _ELI5_REGISTERED.add(CRF)
+
+
+_ELI5_REGISTERED = set()
 
 
 _register_with_eli5()
