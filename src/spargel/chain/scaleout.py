@@ -196,6 +196,8 @@ def build(plan, X, y=None, client=None, sample_weight=None):
     from .crf import crf_layout
     from ..core.factory import make_model
 
+    if hasattr(plan, "fit_plan"):              # an estimator: its plan
+        plan = plan.fit_plan()
     client = cluster.resolve(client if client is not None else plan.client)
     if client is None:
         raise ValueError("a sharded model needs a Dask client")

@@ -34,6 +34,8 @@ def sharded_model(plan, M, ids, n_classes, sample_weight, mask):
     from ..core.factory import make_model
     from .model import FlatLogLinear
 
+    if hasattr(plan, "fit_plan"):              # an estimator: its plan
+        plan = plan.fit_plan()
     client = cluster.resolve(plan.client)
     threads = cluster.workers(client)
     n = M.shape[0]
