@@ -12,7 +12,9 @@ for sklearn-crfsuite's CRF::
 spargel never imports eli5 by itself: this module is imported by the user, or by
 spargel when it finds eli5 already imported (when ``spargel.CRF`` is first used, and
 after each ``fit`` and ``load``), so a session that imports eli5 before it fits or
-loads a model needs no import at all.
+loads a model needs no import at all. It imports nothing of ``spargel.chain``: the
+estimator module registers its class by calling :func:`register` (an import of this
+module by the user imports ``spargel.chain.estimator``, which does).
 
 ``explain_weights`` gives what eli5 gives for sklearn-crfsuite: one target per label
 (sorted as eli5 sorts named-entity labels, ``B-X`` beside ``I-X``) with its top state
@@ -32,17 +34,39 @@ from eli5.utils import get_target_display_names
 from eli5._feature_names import FeatureNames
 from eli5._feature_weights import get_top_features
 
-from .chain.estimator import CRF
+from .errors import NotFittedError
 
-__all__ = ["explain_weights_spargel_crf", "explain_prediction_spargel_crf", "state_coef", "transition_coef"]
+__all__ = ["explain_weights_spargel_crf", "explain_prediction_spargel_crf", "state_coef", "transition_coef",
+           "register"]
+
+#: the classes registered with eli5's two functions
+REGISTERED = set()
+
+
+def register(cls):
+    """Register the estimator class ``cls`` (``spargel.CRF``) with eli5's
+    ``explain_weights`` and ``explain_prediction`` (once)."""
+    if cls not in REGISTERED:
+        explain_weights.register(cls)(explain_weights_spargel_crf)
+        explain_prediction.register(cls)(explain_prediction_spargel_crf)
+        REGISTERED.add(cls)
+    return cls
+
+
+def _fitted(crf):
+    """The fitted model of ``crf`` (a :class:`~spargel.chain.fitted.FittedChain`)."""
+    fitted = crf.fitted_model_
+    if fitted is None:
+        raise NotFittedError(f"this {type(crf).__name__} is not fitted yet; call fit() first")
+    return fitted
 
 
 def state_coef(crf):
     """The ``(labels, attributes)`` array of the state (attribute, label) weights, rows
     in ``crf.classes_``'s order, columns in ``crf.attributes_``'s."""
-    crf._check_fitted()
+    fitted = _fitted(crf)
     s = crf.space_
-    n_attr = len(crf._uni_vocab)
+    n_attr = len(fitted.uni)
     coef = np.zeros((len(crf.classes_), n_attr))
     ptr = np.asarray(s.u_ptr[:n_attr + 1], np.int64)
     attr = np.repeat(np.arange(n_attr), np.diff(ptr))
@@ -53,7 +77,7 @@ def state_coef(crf):
 def transition_coef(crf):
     """The ``(labels, labels)`` array of the transition weights (previous label, label),
     in ``crf.classes_``'s order (first-order models)."""
-    crf._check_fitted()
+    _fitted(crf)
     if getattr(crf.space_, "order", 1) != 1:
         raise ValueError("eli5's transition table is that of a first-order CRF; this model has order 2")
     index = {name: i for i, name in enumerate(crf.classes_)}
@@ -80,7 +104,6 @@ def _transitions(crf, indices, names):
     return TransitionFeatureWeights(class_names=list(names), coef=transition_coef(crf)[ix][:, ix])
 
 
-@explain_weights.register(CRF)
 def explain_weights_spargel_crf(crf, top=20, target_names=None, targets=None, feature_re=None,
                                 feature_filter=None):
     """Explain a fitted ``spargel.CRF``'s weights (see :func:`eli5.explain_weights` for
@@ -101,14 +124,12 @@ def explain_weights_spargel_crf(crf, top=20, target_names=None, targets=None, fe
     )
 
 
-@explain_prediction.register(CRF)
 def explain_prediction_spargel_crf(crf, xseq, top=20, target_names=None, targets=None, feature_re=None,
                                    feature_filter=None):
     """Explain the labelling of one sequence ``xseq`` by a fitted ``spargel.CRF``: one
     target per token, in order (see the module documentation); ``targets`` orders the
     transition table's labels."""
-    crf._check_fitted()
-    data = crf._data([xseq])
+    data = _fitted(crf).encode([xseq])
     labels = crf.predict_single(xseq)
     marginals = crf.predict_marginals_single(xseq)
     coef = state_coef(crf)
@@ -143,3 +164,18 @@ def explain_prediction_spargel_crf(crf, xseq, top=20, target_names=None, targets
         description="one target per token of the sequence, in order: the predicted label, its marginal "
                     "probability, and the token's state features for it (weight times value)",
     )
+
+
+def _register_loaded():
+    """Register ``spargel.CRF`` at once when its module is already loaded (a model fitted
+    before eli5 was imported); otherwise the estimator's module registers it when it is
+    first imported. (Looked up in ``sys.modules``: this module imports nothing of
+    ``spargel.chain``.)"""
+    import sys
+    module = sys.modules.get("spargel.chain.estimator")
+    crf = getattr(module, "CRF", None)
+    if crf is not None:
+        register(crf)
+
+
+_register_loaded()

@@ -1,6 +1,9 @@
 """What the CRF and the flat log-linear classifier share: vocabularies, fitting a
 model x penalty x solver, compaction, warm starts and model files."""
 
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
 import numpy as np
 
 from .core import model_file as io
@@ -13,40 +16,33 @@ from .core.user_warnings import warn as user_warn
 from .core.params import ParamsMixin, check_number
 
 
-def run_solver(est, model, penalty, w0=None, monitor=None):
-    """Minimise ``model + penalty`` with the estimator's solver and stopping settings;
-    records ``history_``, ``n_iter_``, ``stop_reason_`` and ``objective_`` on ``est`` and
-    warns (:class:`~spargel.errors.ConvergenceWarning`) when the solver stopped on its
-    iteration limit. Returns the solver's result."""
+def run_solver(plan, model, penalty, w0=None, monitor=None):
+    """Minimise ``model + penalty`` with the solver and stopping rule of ``plan`` (a
+    :class:`FitPlan`) and return the solver's result; warns
+    (:class:`~spargel.errors.ConvergenceWarning`) when the solver stopped on its
+    iteration limit, or found no decrease at once. The estimator records the result
+    (``history_``, ``n_iter_``, ``stop_reason_``, ``objective_``)."""
     from .core.first_use import announce
-    from .core.solver_table import solver as solver_record
     from .solvers import get_solver
 
-    solver = est._effective("solver")
+    record = plan.solver
+    solver = record.name
     minimize = get_solver(solver)
-    record = solver_record(solver)
     entry = getattr(model, "entry_kernels", None)
     if entry is not None:
-        announce(entry(record.needs), quiet=not est.verbose)
-    options = dict(est._effective("solver_options") or {})
+        announce(entry(record.needs), quiet=not plan.verbose)
+    options = dict(plan.solver_options)
     if record.stochastic and "random_state" not in options:
-        options["random_state"] = est.random_state
-    max_it = est._effective("max_iter")
-    max_iter = record.max_iter if max_it is None else int(max_it)
-    tol, gtol = est._effective("tol"), est._effective("gtol")
-    result = minimize(model, penalty, w0, max_iter=max_iter, tol=tol, gtol=gtol, window=est._effective("window"),
+        options["random_state"] = plan.random_state
+    max_iter, tol, gtol = plan.max_iter, plan.tol, plan.gtol
+    result = minimize(model, penalty, w0, max_iter=max_iter, tol=tol, gtol=gtol, window=plan.window,
                       monitor=monitor, **options)
-    est.history_ = result.history
-    est.n_iter_ = result.n_iter
-    est.stop_reason_ = result.stop_reason
-    note_interrupt(est, result.stop_reason)
-    est.objective_ = result.objective
     if result.stop_reason == "max_iter" and max_iter > 0 and record.warn_at_max_iter:
-        user_warn(f"{type(est).__name__}: solver {solver!r} stopped after max_iter={max_iter} iterations "
+        user_warn(f"{plan.estimator}: solver {solver!r} stopped after max_iter={max_iter} iterations "
                   f"before meeting tol={tol:g} / gtol={gtol:g}; increase max_iter or loosen tol",
                   ConvergenceWarning)
     elif result.stop_reason == "linesearch" and result.n_iter < EARLY_LINESEARCH:
-        user_warn(f"{type(est).__name__}: solver {solver!r} found no decrease of the objective after "
+        user_warn(f"{plan.estimator}: solver {solver!r} found no decrease of the objective after "
                   f"{result.n_iter} iteration(s): the model is probably useless. The problem is badly scaled: "
                   f"check the size of the attribute values (scale them to about [-1, 1])",
                   ConvergenceWarning)
@@ -74,13 +70,15 @@ def check_weight_range(weights, path, what="a weight"):
                                 f"+-{MAX_ABS_WEIGHT:.0e}: inference would overflow)")
 
 
-def warn_large_values(est, values):
-    """Warn when attribute values are so large that the solvers will struggle."""
+def warn_large_values(who, values):
+    """Warn when attribute values are so large that the solvers will struggle (``who``:
+    the estimator's name, or the estimator)."""
     from .data.dataset import largest_value
 
     big = largest_value(values)
     if big > LARGE_VALUE:
-        user_warn(f"{type(est).__name__}: attribute values as large as {big:.3g}: the objective is badly "
+        name = who if isinstance(who, str) else type(who).__name__
+        user_warn(f"{name}: attribute values as large as {big:.3g}: the objective is badly "
                   f"conditioned (weights of such attributes must be tiny, the others not); scale the values to "
                   f"about [-1, 1]", UserWarning)
 
@@ -109,6 +107,165 @@ def check_common_params(est):
         raise ParameterError(f"solver_options must be a dict or None, got {est.solver_options!r}")
     from .core.threads import resolve_n_jobs
     resolve_n_jobs(est.n_jobs)
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """Everything a fit needs to know about an estimator's settings, resolved and
+    checked once: one immutable value that every fit route (in memory, streaming, the
+    l1 path, the Dask fits, the command line through ``fit``) receives instead of
+    reading the estimator.
+
+    ``estimator``: its class name (for messages); ``solver``: the solver's record
+    (:class:`~spargel.core.solver_table.Solver`); ``l1``, ``l2``: the penalty's
+    strengths (:meth:`penalty`); ``max_iter`` (the solver's default applied), ``tol``,
+    ``gtol``, ``window``: the stopping rule; ``solver_options``: the solver's own options
+    (read-only); ``random_state``, ``verbose``, ``n_jobs``; ``feature_space``;
+    ``warm_start`` (the parameter) and ``previous``: the :class:`WarmStart` to start from
+    (the previous fit's weights by name) or None;
+    ``client``, ``n_shards``: the Dask settings. The chain CRF adds ``featurizer`` (a
+    :class:`~spargel.chain.featurizer.SequenceFeaturizer` over empty vocabularies: a
+    prototype, see :meth:`new_featurizer`), ``builder`` (its
+    :class:`ModelBuilder`), ``order``, ``constraints`` (a
+    :class:`~spargel.chain.constraints.TransitionConstraints` or None) and
+    ``constrain_training``; the flat classifier ``fit_intercept``.
+
+    >>> from spargel import CRF
+    >>> plan = CRF(c1=0.5, max_iterations=40).fit_plan()
+    >>> plan.solver.name, plan.l1, plan.max_iter, plan.solver_options["memory"]
+    ('owlqn', 0.5, 40, 6)
+    >>> plan.penalty_strengths()
+    (0.5, 0.0)
+    """
+
+    estimator: str
+    solver: object
+    l1: object
+    l2: object
+    max_iter: int
+    tol: float
+    gtol: float
+    window: int
+    solver_options: object = field(default_factory=lambda: MappingProxyType({}))
+    random_state: object = None
+    verbose: int = 0
+    n_jobs: object = None
+    feature_space: str = "observed"
+    warm_start: bool = False
+    previous: object = None
+    client: object = None
+    n_shards: object = None
+    featurizer: object = None
+    builder: object = None
+    order: int = 1
+    constraints: object = None
+    constrain_training: bool = False
+    fit_intercept: bool = True
+
+    def penalty_strengths(self):
+        """``(l1, l2)``."""
+        return self.l1, self.l2
+
+    def penalty(self, layout):
+        """The elastic-net penalty of this plan over a model's ``layout`` (its per-weight
+        penalty scale: an intercept is not penalised)."""
+        from .core.penalties import ElasticNet      # (numba: not imported to label)
+        return ElasticNet(self.l1, self.l2, layout.penalty_scale)
+
+    def new_featurizer(self, uni=None, big=None, labels=None):
+        """A featurizer of this plan's settings over the given vocabularies (fresh ones
+        by default): each route encodes with its own."""
+        return self.featurizer.with_vocabularies(uni, big, labels)
+
+    def label_constraints(self, labels):
+        """The transition constraints over the label names ``labels`` (a
+        :class:`~spargel.chain.constraints.LabelConstraints`), or None."""
+        if self.constraints is None:
+            return None
+        return self.constraints.resolve(labels)
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """The non-zero weights of a previous fit by name, to start the next fit from
+    (``warm_start=True``): ``labels`` (the label names), ``uni`` / ``big`` (attribute
+    name -> [(label code, weight)]), ``trans`` ([(pair code, weight)]), ``space_class``
+    (the layout class: a fit of another order starts cold) and ``map_code`` (a weight's
+    label code after the labels were renumbered: ``map_code(table, code, lab_map, L,
+    old_L)``)."""
+
+    labels: tuple
+    uni: object
+    big: object
+    trans: tuple
+    space_class: type
+    map_code: object
+
+    @classmethod
+    def of(cls, space, weights, uni_vocab, big_vocab, label_vocab, map_code):
+        s, w = space, weights
+        uni = {}
+        for a, name in enumerate(uni_vocab):
+            uni[name] = [(int(s.u_lab[k]), w[k]) for k in range(s.u_ptr[a], s.u_ptr[a + 1])]
+        big = {}
+        for a, name in enumerate(big_vocab):
+            big[name] = [(int(s.b_pair[k]), w[s.b_base + k]) for k in range(s.b_ptr[a], s.b_ptr[a + 1])]
+        trans = tuple((int(p), w[s.t_base + k]) for k, p in enumerate(s.t_pair))
+        return cls(tuple(label_vocab.names), MappingProxyType(uni), MappingProxyType(big), trans, type(s), map_code)
+
+    def weights(self, space, uni_vocab, big_vocab, label_vocab):
+        """The remembered weights mapped by name onto ``space`` over the new
+        vocabularies (0 elsewhere), or None when the layout class changed."""
+        if self.space_class is not type(space):
+            return None
+        w = np.zeros(space.n_params)
+        L = space.n_labels
+        old_lab = self.labels
+        lab_map = np.array([label_vocab.id(name) for name in old_lab], dtype=np.int64)
+        for kind, vocab, ptr, ids, base in (("uni", uni_vocab, space.u_ptr, space.u_lab, 0),
+                                            ("big", big_vocab, space.b_ptr, space.b_pair, space.b_base)):
+            table = self.uni if kind == "uni" else self.big
+            for a, name in enumerate(vocab):
+                entries = table.get(name)
+                if not entries:
+                    continue
+                lo, hi = ptr[a], ptr[a + 1]
+                where = {int(v): k for k, v in enumerate(ids[lo:hi])}
+                for code, value in entries:
+                    new_code = self.map_code(kind, code, lab_map, L, len(old_lab))
+                    k = where.get(new_code)
+                    if k is not None:
+                        w[base + lo + k] = value
+        for code, value in self.trans:
+            new_code = self.map_code("trans", code, lab_map, L, len(old_lab))
+            pos = np.flatnonzero(space.t_pair == new_code)
+            if len(pos):
+                w[space.t_base + pos[0]] = value
+        return w
+
+
+@dataclass(frozen=True)
+class FitOutcome:
+    """What a fit route hands back to the estimator: the training vocabularies
+    (``uni``, ``big``, ``labels``), the training layout ``space`` (uncompacted) and its
+    weights ``w``, the solver's ``result`` (None for a streaming pass) and the Dask fit's
+    ``timings`` (and, for a streaming pass, ``record``: ``history``, ``n_iter``,
+    ``stop_reason``, ``objective``). The estimator compacts and keeps it; the route
+    never touches the estimator."""
+
+    uni: object
+    big: object
+    labels: object
+    space: object
+    w: object
+    result: object = None
+    timings: object = None
+    record: object = None
+
+
+def solve(plan, model, w0=None, monitor=None):
+    """``run_solver`` of ``model`` under the plan's penalty."""
+    return run_solver(plan, model, plan.penalty(model.layout), w0, monitor)
 
 
 class ModelBuilder:
@@ -221,6 +378,28 @@ class LogLinearCore(ParamsMixin):
         check_common_params(self)
 
     # -- fitting -----------------------------------------------------------------------
+    def fit_plan(self):
+        """The :class:`FitPlan` of this estimator's current settings: the parameters are
+        checked, CRFsuite's spellings and the solver's defaults applied. Every fit route
+        receives it (``fit`` builds one per call)."""
+        from .core.solver_table import solver as solver_record
+        self._check_params()
+        record = solver_record(self._effective("solver"))
+        max_it = self._effective("max_iter")
+        return FitPlan(
+            estimator=type(self).__name__, solver=record, l1=self._effective("l1"), l2=self._effective("l2"),
+            max_iter=record.max_iter if max_it is None else int(max_it), tol=self._effective("tol"),
+            gtol=self._effective("gtol"), window=self._effective("window"),
+            solver_options=MappingProxyType(dict(self._effective("solver_options") or {})),
+            random_state=self.random_state, verbose=self.verbose, n_jobs=self.n_jobs,
+            feature_space=self.feature_space, warm_start=bool(self.warm_start),
+            previous=self._warm_start_value() if self.warm_start else None,
+            client=getattr(self, "client", None), n_shards=getattr(self, "n_shards", None), **self._plan_extras())
+
+    def _plan_extras(self):
+        """The family's own fields of the :class:`FitPlan`."""
+        return {}
+
     def _builder(self):
         """The :class:`ModelBuilder` of this estimator's settings."""
         return ModelBuilder(self._model_kind(), self._space_class(), self.feature_space,
@@ -230,21 +409,28 @@ class LogLinearCore(ParamsMixin):
         """The parameter layout for the training ``data`` built by ``_dataset(grow=True)``."""
         return self._builder().space(data, len(self._label_vocab), len(self._uni_vocab), len(self._big_vocab))
 
-    def _fit_data(self, data, monitor=None):
-        warn_large_values(self, data.uni_vals)
-        warn_large_values(self, data.big_vals)
-        builder = self._builder()
-        space = builder.space(data, len(self._label_vocab), len(self._uni_vocab), len(self._big_vocab))
-        w0 = self._warm_start_weights(space) if getattr(self, "warm_start", False) else None
-        model = builder.model(space, data, sample_weight=getattr(self, "_sample_weight", None))
-        self._training_space = space
-        try:
-            from .core.penalties import ElasticNet      # (numba: not imported to label)
-            penalty = ElasticNet(self._effective("l1"), self._effective("l2"), model.layout.penalty_scale)
-            result = run_solver(self, model, penalty, w0, monitor)
-        finally:
-            del self._training_space
-        self._set_fitted(space, result.w)
+    def _record(self, result):
+        """Keep what the solver reports: ``history_``, ``n_iter_``, ``stop_reason_``,
+        ``objective_`` (and a Ctrl-C, re-raised by ``fit``'s wrapper)."""
+        self.history_ = result.history
+        self.n_iter_ = result.n_iter
+        self.stop_reason_ = result.stop_reason
+        note_interrupt(self, result.stop_reason)
+        self.objective_ = result.objective
+
+    def _take(self, outcome):
+        """Keep a route's :class:`FitOutcome`: the vocabularies, the solver's report and
+        the compacted weights."""
+        self._uni_vocab, self._big_vocab, self._label_vocab = outcome.uni, outcome.big, outcome.labels
+        if outcome.result is not None:
+            self._record(outcome.result)
+        elif outcome.record is not None:        # a streaming pass
+            r = outcome.record
+            self.history_, self.n_iter_, self.stop_reason_, self.objective_ = (
+                r["history"], r["n_iter"], r["stop_reason"], r["objective"])
+        if outcome.timings is not None:
+            self.timings_ = outcome.timings
+        self._set_fitted(outcome.space, outcome.w)
         return self
 
     def _set_fitted(self, space, w):
@@ -257,50 +443,23 @@ class LogLinearCore(ParamsMixin):
         self.classes_ = self._label_vocab.names
         self.n_active_features_ = int(np.count_nonzero(w_c))
 
+    def _warm_start_value(self):
+        """The :class:`WarmStart` of the fitted model (or of the last one remembered)."""
+        if not hasattr(self, "weights_"):
+            return self.__dict__.get("_prev")
+        return WarmStart.of(self.space_, self.weights_, self._uni_vocab, self._big_vocab, self._label_vocab,
+                            self._map_code)
+
     def _warm_start_weights(self, space):
         """Weights of the previous fit mapped by name onto the new layout (0 elsewhere)."""
-        if not hasattr(self, "_prev") or self._prev.get("space_class") is not type(space):
+        prev = self.__dict__.get("_prev")
+        if prev is None:
             return None
-        old = self._prev
-        w = np.zeros(space.n_params)
-        lab = self._label_vocab
-        L = space.n_labels
-        old_lab = old["labels"]
-        lab_map = np.array([lab.id(name) for name in old_lab], dtype=np.int64)
-        for kind, vocab, ptr, ids, base in (("uni", self._uni_vocab, space.u_ptr, space.u_lab, 0),
-                                            ("big", self._big_vocab, space.b_ptr, space.b_pair, space.b_base)):
-            table = old[kind]
-            for a, name in enumerate(vocab):
-                entries = table.get(name)
-                if not entries:
-                    continue
-                lo, hi = ptr[a], ptr[a + 1]
-                where = {int(v): k for k, v in enumerate(ids[lo:hi])}
-                for code, value in entries:
-                    new_code = self._map_code(kind, code, lab_map, L, len(old_lab))
-                    k = where.get(new_code)
-                    if k is not None:
-                        w[base + lo + k] = value
-        for code, value in old["trans"]:
-            new_code = self._map_code("trans", code, lab_map, L, len(old_lab))
-            pos = np.flatnonzero(space.t_pair == new_code)
-            if len(pos):
-                w[space.t_base + pos[0]] = value
-        return w
+        return prev.weights(space, self._uni_vocab, self._big_vocab, self._label_vocab)
 
     def _remember_for_warm_start(self):
-        if not hasattr(self, "weights_"):
-            return
-        s, w = self.space_, self.weights_
-        uni = {}
-        for a, name in enumerate(self._uni_vocab):
-            uni[name] = [(int(s.u_lab[k]), w[k]) for k in range(s.u_ptr[a], s.u_ptr[a + 1])]
-        big = {}
-        for a, name in enumerate(self._big_vocab):
-            big[name] = [(int(s.b_pair[k]), w[s.b_base + k]) for k in range(s.b_ptr[a], s.b_ptr[a + 1])]
-        trans = [(int(p), w[s.t_base + k]) for k, p in enumerate(s.t_pair)]
-        self._prev = {"labels": self._label_vocab.names, "uni": uni, "big": big, "trans": trans,
-                      "space_class": type(s)}
+        if hasattr(self, "weights_"):
+            self._prev = self._warm_start_value()
 
     # -- model files -------------------------------------------------------------------
     def _meta(self):

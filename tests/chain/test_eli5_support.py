@@ -136,3 +136,24 @@ def test_registered_without_an_import_when_eli5_came_first():
              "e = eli5.explain_weights(crf)\n"
              "assert e.error is None and e.targets, e.error\n")
     assert r.returncode == 0, r.stderr
+
+
+def test_eli5_support_imports_nothing_of_the_chain_package():
+    """The estimator hands eli5_support its class (``register``): no import circle."""
+    import ast
+    src = Path(__file__).resolve().parents[2] / "src" / "spargel" / "eli5_support.py"
+    tree = ast.parse(src.read_text(encoding="utf-8"))
+    imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert imported and not [m for m in imported if m.startswith(("chain", "spargel.chain"))]
+
+
+def test_registered_when_the_model_was_fitted_before_eli5():
+    _eli5()
+    r = _run("from spargel import CRF\n"
+             "crf = CRF(c2=0.1, max_iterations=5).fit([[{'a': 1}, {'b': 1}]], [['x', 'y']])\n"
+             "import eli5\n"
+             "import spargel.eli5_support\n"
+             "e = eli5.explain_weights(crf)\n"
+             "assert e.error is None and e.targets, e.error\n")
+    assert r.returncode == 0, r.stderr

@@ -13,9 +13,6 @@ SRC = os.path.dirname(os.path.dirname(os.path.abspath(spargel.__file__)))
 
 #: circles allowed, each with its reason (sets of modules)
 ALLOWED_CIRCLES = {
-    # the eli5 hook: chain/estimator.py imports spargel.eli5_support inside a function,
-    # only when eli5 is already imported (docs/architecture.md, "No cycles")
-    frozenset({"spargel.chain.estimator", "spargel.eli5_support"}),
 }
 
 #: what each package or module below the families may import (docs/architecture.md,

@@ -136,7 +136,7 @@ def test_sigint_in_process_reraises_and_keeps_nothing(monkeypatch):
     X = rng.integers(0, 2, (400, 6))
     X[:, 1] = np.where(rng.random(400) < 0.8, X[:, 0], 1 - X[:, 0])
     iterations, reasons = [], []
-    real_monitor, real_solve = mrf_estimator._Monitor.__call__, PairwiseMRF._solve
+    real_monitor, real_solve = mrf_estimator._Monitor.__call__, mrf_estimator.MRFFitPlan.solve
 
     def signal_at_the_tenth(self, row, w):
         iterations.append(1)
@@ -150,7 +150,7 @@ def test_sigint_in_process_reraises_and_keeps_nothing(monkeypatch):
         return stage
 
     monkeypatch.setattr(mrf_estimator._Monitor, "__call__", signal_at_the_tenth)
-    monkeypatch.setattr(PairwiseMRF, "_solve", solve)
+    monkeypatch.setattr(mrf_estimator.MRFFitPlan, "solve", solve)
     sel = selection.PairwiseMRFSelect("ebic", n_l1s=20, estimator=PairwiseMRF(adaptive=False, tol=1e-12))
     with python_sigint_handler(), pytest.raises(KeyboardInterrupt):
         sel.fit(X)

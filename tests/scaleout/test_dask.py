@@ -119,7 +119,7 @@ def test_sharded_loglinear_loss_grad_equal_single_process(client):
     y = rng.integers(0, 3, size=300)
     clf = LogLinearClassifier(client=client, n_shards=3)
     from spargel.loglinear.scaleout import sharded_model
-    model = sharded_model(clf, X, y, 3, None, None)
+    model = sharded_model(clf.fit_plan(), X, y, 3, None, None)
     ref = FlatLogLinear(X, y, 3)
     w = rng.normal(size=ref.n_params)
     loss, g = ref.loss_grad(w)
@@ -248,7 +248,7 @@ def test_sharded_bound_equals_the_single_process_bound(client):
     est = CRF()
     data = est._dataset(X, y, grow=True)
     ref = ChainCRF(est._feature_space(data), data)
-    built = sequences.build(CRF(n_shards=3), X, y, client=client)
+    built = sequences.build(CRF(n_shards=3).fit_plan(), X, y, client=client)
     rng = np.random.default_rng(6)
     w = rng.normal(scale=0.3, size=ref.n_params)
     v = rng.normal(size=ref.n_params)
@@ -259,7 +259,7 @@ def test_sharded_bound_equals_the_single_process_bound(client):
     Xf = rng.normal(size=(200, 5))
     yf = rng.integers(0, 3, size=200)
     ref_f = FlatLogLinear(Xf, yf, 3)
-    model = sharded_model(LogLinearClassifier(client=client, n_shards=2), Xf, yf, 3, None, None)
+    model = sharded_model(LogLinearClassifier(client=client, n_shards=2).fit_plan(), Xf, yf, 3, None, None)
     wf = rng.normal(size=ref_f.n_params)
     A, B = ref_f.bound(wf, curvature="dense"), model.bound(wf, curvature="dense")
     assert type(B.curvature).__name__ == "DenseCurvature"

@@ -251,7 +251,7 @@ class ChainCurvature:
         T[self.t_pair] = w[space.t_base:]
         data = model.data
         lengths = np.diff(data.seq_ptr)
-        self.orders = model._orders
+        self.orders = model.chunk_orders
         per_seq = np.where(lengths == 1, L, (lengths - 1) * L * L).astype(np.int64)
         self.iptrs = []
         for o in self.orders:

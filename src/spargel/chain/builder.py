@@ -34,6 +34,13 @@ class ChainModelBuilder(ModelBuilder):
         self.all_transitions = bool(all_transitions)
         self.min_freq = min_freq
 
+    def with_constraints(self, constraints):
+        """The same builder whose models sum over the label sequences that
+        ``constraints`` (a :class:`~spargel.chain.constraints.LabelConstraints`) allows."""
+        return ChainModelBuilder(self.order, self.feature_space, self.transitions, all_states=self.all_states,
+                                 all_transitions=self.all_transitions, min_freq=self.min_freq, n_jobs=self.n_jobs,
+                                 constraints=constraints)
+
     def model(self, space, data, **options):
         """The model over ``space`` and ``data``; with ``constraints`` (a
         :class:`~spargel.chain.constraints.LabelConstraints`, first order) its likelihood

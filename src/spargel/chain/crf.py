@@ -259,6 +259,16 @@ class BatchChain(Sized):
         self._work = None
 
     @property
+    def chunk_orders(self):
+        """Per chunk of the batch gradient, the ids of its sequences (each thread's share)."""
+        return self._orders
+
+    @property
+    def empirical(self):
+        """The empirical feature counts of the fully labelled sequences (weighted)."""
+        return self._emp
+
+    @property
     def n_params(self):
         return self.space.n_params
 

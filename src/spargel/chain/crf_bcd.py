@@ -808,7 +808,7 @@ class CRFBlocks:
         self.ix = BlockIndex(space, data, group, split, single)
         self.ixt = self.ix.as_tuple()
         self.sp, self.dt = view.space_t, view.data_t
-        self.emp = model._emp
+        self.emp = model.empirical
         L, Lp = view.L, view.Lp
         self.L = L
         n_tok, n_seq = data.n_tokens, data.n_sequences

@@ -489,21 +489,24 @@ def _estimator(cls, name, kind, text, tpl, labels, features, w, cost_factor):
         b_strings = b_strings[:i] + b_strings[i + 1:]
         b_firsts = np.delete(b_firsts, i)
     big_names, b_ptr, b_pair, b_w = _blocks(b_strings, b_firsts, w, Y * Y)
-    est = cls(template=text, pad=True)
+    from .fitted import FittedChain
     try:
-        est._uni_vocab = Vocabulary.of_distinct(uni_names)
-        est._big_vocab = Vocabulary.of_distinct(big_names)
-        est._label_vocab = Vocabulary(labels)
+        uni_vocab = Vocabulary.of_distinct(uni_names)
+        big_vocab = Vocabulary.of_distinct(big_names)
+        label_vocab = Vocabulary(labels)
         space = FeatureSpace(Y, u_ptr, u_lab, b_ptr, b_pair, t_pair)
         space.validate(len(uni_names), len(big_names))
     except ValueError as exc:
         raise ModelFileError(f"{name}: invalid CRF++ {kind} model ({exc})") from None
-    est.space_ = space
-    est.weights_ = np.concatenate([u_w, b_w, t_w]).astype(np.float64)
-    est.classes_ = est._label_vocab.names
-    est.n_active_features_ = int(np.count_nonzero(est.weights_))
-    est._fitted_sep = ":"
-    return est
+    return cls.from_fitted_model(FittedChain(space, np.concatenate([u_w, b_w, t_w]).astype(np.float64), uni_vocab,
+                                             big_vocab, label_vocab, template=tpl if tpl.text == text else text_template(text), pad=True,
+                                             value_sep=":"))
+
+
+def text_template(text):
+    """The :class:`~spargel.data.templates.Template` of a model's stored template text."""
+    from ..data.templates import Template
+    return Template.parse(text, source="<template>")
 
 
 def _blocks(names, firsts, w, width, chunk_entries=1 << 22):

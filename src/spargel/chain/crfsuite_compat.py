@@ -233,31 +233,43 @@ def apply_min_freq(space, data, min_freq):
 
 
 # --------------------------------------------------------------------------- model files
-def representable(est):
-    """None when a CRFsuite file can hold ``est``'s model, else the reason why not."""
-    s = est.space_
+def fitted_of(model):
+    """The :class:`~spargel.chain.fitted.FittedChain` of ``model`` (a fitted ``CRF``, or
+    the value itself)."""
+    from .fitted import FittedChain
+    return model if isinstance(model, FittedChain) else model.fitted_model_
+
+
+def representable(model):
+    """None when a CRFsuite file can hold the fitted ``model`` (a ``CRF`` or a
+    :class:`~spargel.chain.fitted.FittedChain`), else the reason why not."""
+    m = fitted_of(model)
+    s = m.space
     if getattr(s, "order", 1) != 1:
         return "it is a second-order CRF; CRFsuite files hold first-order CRFs only"
-    if est._template() is not None:
+    if m.template is not None:
         return ("its features come from a template, which a CRFsuite file cannot hold (a CRFsuite tagger is "
                 "given the attributes themselves)")
     if len(s.b_pair):
         return ("it has observation-conditioned bigram (label pair) weights, which CRFsuite's first-order "
                 "model does not have")
-    if getattr(est, "constraints", None) is not None:
+    if m.constraints is not None:
         return ("it decodes under transition constraints, which a CRFsuite file cannot hold (set "
                 "constraints=None to write the weights alone)")
     return None
 
 
-def to_crfsuite_model(est):
+def to_crfsuite_model(model):
+    """The :class:`~spargel.chain.crfsuite_format.CRFsuiteModel` of the fitted ``model``
+    (a ``CRF`` or a :class:`~spargel.chain.fitted.FittedChain`)."""
     from .crfsuite_format import CRFsuiteModel
-    reason = representable(est)
+    m = fitted_of(model)
+    reason = representable(m)
     if reason is not None:
         raise ValueError(f"cannot write this model in CRFsuite's format: {reason}")
-    s, w = est.space_, est.weights_
-    return CRFsuiteModel([str(c) for c in est.classes_], list(est._uni_vocab), s.u_ptr, s.u_lab,
-                         w[:s.b_base], s.t_pair, w[s.t_base:])
+    s, w = m.space, m.weights
+    return CRFsuiteModel([str(c) for c in m.classes], list(m.uni), s.u_ptr, s.u_lab, w[:s.b_base], s.t_pair,
+                         w[s.t_base:])
 
 
 def from_crfsuite_file(cls, path):
@@ -269,25 +281,24 @@ def from_crfsuite_file(cls, path):
 def from_crfsuite_model(cls, m, name):
     """A fitted ``cls`` holding the :class:`~spargel.chain.crfsuite_format.CRFsuiteModel`
     ``m`` (read from ``name``, for errors)."""
+    return cls.from_fitted_model(fitted_crfsuite_model(m, name))
+
+
+def fitted_crfsuite_model(m, name):
+    """The :class:`~spargel.chain.fitted.FittedChain` of the
+    :class:`~spargel.chain.crfsuite_format.CRFsuiteModel` ``m`` (read from ``name``, for
+    errors)."""
     from ..data.vocab import Vocabulary
     from ..data.feature_space import FeatureSpace
-    est = cls(value_sep=":")
+    from .fitted import FittedChain
     try:
-        est._uni_vocab = Vocabulary(m.attributes)
-        est._big_vocab = Vocabulary()
-        est._label_vocab = Vocabulary(m.labels)
+        uni, big, labels = Vocabulary(m.attributes), Vocabulary(), Vocabulary(m.labels)
         space = FeatureSpace(len(m.labels), m.u_ptr, m.u_lab, np.zeros(1, np.int64),
                              np.zeros(0, np.int32), m.t_pair)
         space.validate(len(m.attributes), 0)
     except ValueError as exc:
         raise ModelFileError(f"{name}: invalid CRFsuite model ({exc})") from None
-    est.space_ = space
-    est.weights_ = np.concatenate([m.u_w, m.t_w])
-    est.classes_ = est._label_vocab.names
-    est.n_active_features_ = int(np.count_nonzero(est.weights_))
-    est._crfsuite_size = m.size
-    est._fitted_sep = ":"
-    return est
+    return FittedChain(space, np.concatenate([m.u_w, m.t_w]), uni, big, labels, value_sep=":", file_size=m.size)
 
 
 # --------------------------------------------------------------------------- the tagger
@@ -319,11 +330,11 @@ class _Decoder:
     (:func:`~spargel.data.featuredicts.encode_known`) and makes one compiled call
     (:mod:`spargel.chain.tagger_kernels`)."""
 
-    def __init__(self, crf):
+    def __init__(self, fitted):
         from . import inference as C
-        s, w = crf.space_, np.ascontiguousarray(crf.weights_, dtype=np.float64)
+        s, w = fitted.space, np.ascontiguousarray(fitted.weights, dtype=np.float64)
         L = s.n_labels
-        self.vocab, self.sep, self.classes = crf._uni_vocab, crf._value_sep(), list(crf.classes_)
+        self.vocab, self.sep, self.classes = fitted.uni, fitted.value_sep, list(fitted.classes)
         self.vocab.split_index(self.sep)
         self.u_ptr = np.ascontiguousarray(s.u_ptr, dtype=np.int64)
         self.u_lab = np.ascontiguousarray(s.u_lab, dtype=np.int32)
@@ -337,9 +348,9 @@ class _Decoder:
         self._local = threading.local()         # the buffers, one set per thread
 
     @staticmethod
-    def usable(crf):
-        s = crf.space_
-        return getattr(s, "order", 1) == 1 and len(s.b_pair) == 0 and crf._template() is None
+    def usable(fitted):
+        s = fitted.space
+        return getattr(s, "order", 1) == 1 and len(s.b_pair) == 0 and fitted.template is None
 
     def _buffers(self, n):
         """This thread's buffers ``(work, log work, labels, marginals, tcount)`` for
@@ -395,10 +406,9 @@ class _Decoder:
 _EMPTY = np.zeros(0)
 
 
-def _constraints_of(crf):
-    """The ``constraints`` argument of the prediction functions for ``crf`` (none for an
-    estimator without transition constraints)."""
-    return crf._constrained() if hasattr(crf, "_constrained") else {}
+def _constraints_of(fitted):
+    """The ``constraints`` argument of the prediction functions for ``fitted``."""
+    return {"constraints": fitted.label_constraints()}
 
 
 class Tagger:
@@ -418,6 +428,7 @@ class Tagger:
         self._enc = None
         self._marg = None
         self._decoder = None
+        self._fitted = None
 
     def __enter__(self):
         return self
@@ -457,6 +468,13 @@ class Tagger:
         if self._crf is None:
             raise ValueError("the tagger is not opened: call open() first")
         return self._crf
+
+    def _fitted_model(self):
+        """The model's :class:`~spargel.chain.fitted.FittedChain` (taken once per model)."""
+        fitted = self._fitted
+        if fitted is None:
+            fitted = self._fitted = self._model().fitted_model_
+        return fitted
 
     # -- tagging --------------------------------------------------------------------
     def labels(self):
@@ -514,8 +532,8 @@ class Tagger:
         for a model with transition constraints, which those paths honour)."""
         decoder = self._decoder
         if decoder is None:
-            crf = self._model()
-            decoder = self._decoder = _Decoder(crf) if _Decoder.usable(crf) else False
+            fitted = self._fitted_model()
+            decoder = self._decoder = _Decoder(fitted) if _Decoder.usable(fitted) else False
         if decoder and getattr(self._model(), "constraints", None) is not None:
             return None
         return decoder or None
@@ -534,8 +552,8 @@ class Tagger:
             try:
                 post = None if decoder is None else decoder.posterior(self._encoded())
                 if post is None:
-                    marg, logz = crf._inference().marginals(crf.space_, crf._dataset([x]), crf.weights_,
-                                                            **_constraints_of(crf))
+                    m = crf.fitted_model_            # (its constraints as they are now)
+                    marg, logz = m.inference().marginals(m.space, m.encode([x]), m.weights, **_constraints_of(m))
                     post = (marg, float(logz[0]), None)
             except TypeError as exc:
                 raise ItemFormatError(str(exc)) from None
@@ -551,14 +569,16 @@ class Tagger:
             raise ValueError(f"The numbers of items and labels differ: |x| = {len(x)}, |y| = {len(yseq)}")
         if not x:
             return 0.0
-        ids = [crf._label_vocab.id(y) for y in yseq]
+        m = self._fitted_model()
+        ids = [m.labels.id(y) for y in yseq]
         if min(ids) < 0:
             raise ValueError(f"Failed to convert into label identifier: {yseq[ids.index(min(ids))]}")
         _, logz, E = self._posterior()
         if E is not None:
             return math.exp(self._decoder.path_score(E, ids) - logz)
-        data = crf._dataset([x], [yseq])
-        loss = crf._inference().sequence_loss(crf.space_, data, crf.weights_, **_constraints_of(crf))
+        m = crf.fitted_model_
+        data = m.encode([x], [yseq])
+        loss = m.inference().sequence_loss(m.space, data, m.weights, **_constraints_of(m))
         return float(np.exp(-loss[0]))
 
     def marginal(self, y, pos):
@@ -568,7 +588,7 @@ class Tagger:
         if (pos.__class__ is not int and (isinstance(pos, bool) or not isinstance(pos, np.integer))) or \
                 not 0 <= pos < len(marg):
             raise ValueError(f"The position, {pos!r}, is out of range of {len(marg)}")
-        i = crf._label_vocab.mapping.get(y)
+        i = self._fitted_model().labels.mapping.get(y)
         if i is None:
             raise ValueError(f"Failed to convert into label identifier: {y}")
         return float(marg[pos, i])
@@ -583,7 +603,7 @@ class Tagger:
         """The model's content as python-crfsuite's ``ParsedDump``."""
         crf = self._open_model()
         labels = self.labels()
-        attrs = list(crf._uni_vocab)
+        attrs = list(self._fitted_model().uni)
         return ParsedDump(_header(crf, labels, attrs), {n: str(i) for i, n in enumerate(labels)},
                           {n: str(i) for i, n in enumerate(attrs)}, crf.transition_features_,
                           crf.state_features_)

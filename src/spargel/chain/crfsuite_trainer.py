@@ -367,7 +367,8 @@ class Trainer(BaseTrainer):
 class _Training:
     """One ``Trainer.train``: the fit, and CRFsuite's log of it sent as it happens."""
 
-    with_weights = True                 # FitMonitor calls it with the weights (chain/monitor.py)
+    with_weights = True                 # FitMonitor calls it with the weights and the
+    with_training = True                # training layout and featurizer (chain/monitor.py)
 
     def __init__(self, trainer, model, holdout):
         self.trainer, self.model, self.holdout = trainer, model, holdout
@@ -410,9 +411,9 @@ class _Training:
         except FloatingPointError as exc:
             raise CRFSuiteError(CRFSuiteError.OVERFLOW, str(exc)) from exc
         if not self.started:                    # no iteration: the head now
-            self._start(len(crf.weights_), len(crf._uni_vocab), time.perf_counter() - t_fit)
+            self._start(len(crf.weights_), len(crf.attributes_), time.perf_counter() - t_fit)
         self.say(self._end_lines(crf.stop_reason_, crf.objective_))
-        self._store(crf.n_active_features_, self.n_features, len(crf._uni_vocab), self.n_attrs, crf.classes_,
+        self._store(crf.n_active_features_, self.n_features, len(crf.attributes_), self.n_attrs, crf.classes_,
                     lambda path: crf.save(path, format="crfsuite"))
 
     # -- the parts of the log ---------------------------------------------------------
@@ -450,11 +451,11 @@ class _Training:
                     f"gamma: {v['gamma']:f}\n"]
         return head + [f"max_iterations: {v['max_iterations']}\n", f"epsilon: {v['epsilon']:f}\n", "\n"]
 
-    def __call__(self, row, w):
-        """The fit's monitor: one iteration's block of the log."""
+    def __call__(self, row, w, training):
+        """The fit's monitor: one iteration's block of the log (``training``: the fit's
+        :class:`~spargel.chain.monitor.Training`)."""
         if not self.started:
-            est = self.crf
-            self._start(len(w), len(est._uni_vocab), time.perf_counter() - self.t0 - row["elapsed"])
+            self._start(len(w), len(training.featurizer.uni), time.perf_counter() - self.t0 - row["elapsed"])
         k = row["iteration"]
         n_evals, elapsed = row.get("n_evals", k), row["elapsed"]
         seconds = elapsed - self.prev[1]
@@ -473,19 +474,18 @@ class _Training:
             lines = [f"***** Iteration #{k} *****\n", f"Loss: {row['loss']:f}\n", f"Feature norm: {norm:f}\n",
                      f"Seconds required for this iteration: {seconds:.3f}\n"]
         if self.holdout_set:
-            lines += self._holdout_lines(w)
+            lines += self._holdout_lines(w, training)
         self.prev = (n_evals, elapsed)
         self.say(lines + ["\n"])
         return False
 
-    def _holdout_lines(self, w):
+    def _holdout_lines(self, w, training):
         from .crf import decode
-        est = self.crf
         if self.ho_data is None:            # encoded with the training vocabularies
-            self.ho_data = est._dataset([x for x, _ in self.holdout_set])
+            self.ho_data = training.featurizer.encode([x for x, _ in self.holdout_set])
         data = self.ho_data
-        ids, _ = decode(est._training_space, data, w)
-        names = est._label_vocab.names
+        ids, _ = decode(training.space, data, w)
+        names = training.labels
         pred = [[names[i] for i in ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]] for s in range(data.n_sequences)]
         return log.holdout_lines(list(names), [ys for _, ys in self.holdout_set], pred)
 

@@ -297,8 +297,18 @@ class CRF(LogLinearCore):
         from .builder import ChainModelBuilder
         return ChainModelBuilder(self.order, self.feature_space, self._has_transitions(),
                                  all_states=self.all_possible_states, all_transitions=self.all_possible_transitions,
-                                 min_freq=self.min_freq, n_jobs=self.n_jobs,
-                                 constraints=self.__dict__.get("_train_constraints"))
+                                 min_freq=self.min_freq, n_jobs=self.n_jobs)
+
+    def _plan_extras(self):
+        """The chain's fields of the :class:`~spargel.estimation.FitPlan`: the featurizer
+        (the ``value_sep`` parameter, over empty vocabularies), the model builder, the
+        order and the constraints."""
+        from .constraints import TransitionConstraints
+        featurizer = SequenceFeaturizer(self._template(), self.pad, self.order, self.value_sep,
+                                        maxent=self.model_type == "maxent")
+        return {"featurizer": featurizer, "builder": self._builder(), "order": self.order,
+                "constraints": TransitionConstraints.coerce(self.constraints),
+                "constrain_training": bool(self.constrain_training)}
 
     def _featurizer(self):
         """The featurizer of this estimator's settings over its vocabularies (fresh ones
@@ -370,66 +380,32 @@ class CRF(LogLinearCore):
         With ``client`` set, or when ``X`` is a list of column files (labels in their
         last column; ``y=None``) or a Dask bag, training goes through
         :mod:`spargel.chain.scaleout` (``docs/distributed.md``)."""
-        from ..scaleout.cluster import is_dask_collection
+        from ..scaleout import cluster
         from .scaleout import is_file_list
         if (X_dev is None) != (y_dev is None):
             raise ValueError("give both X_dev and y_dev (the held-out data and its labels), or neither")
         self._forget_fit()
-        if self.client is not None or is_file_list(X) or is_dask_collection(X):
+        if self.client is not None or is_file_list(X) or cluster.is_dask_collection(X):
             self._refuse_constrained_training("the Dask fit (a client, column files, a bag)")
-            from .scaleout import fit_crf
-            fit_crf(self, X, y, X_dev, y_dev, callback, sample_weight)
-            return self._after_fit()
-        self._check_params()
+            from . import scaleout
+            client = cluster.resolve(self.client)
+            if client is not None:
+                outcome = scaleout.fit_sharded(self.fit_plan(), client, X, y, X_dev, y_dev, callback, sample_weight)
+                self._fitted_sep = self.value_sep
+                self._take(outcome)
+                return self._after_fit()
+            # no cluster: read the files / compute the collection here and fit as usual
+            X, y = scaleout.gather(X, y)
+        plan = self.fit_plan()
         self._fitted_sep = self.value_sep
-        if self.warm_start:
-            self._remember_for_warm_start()
-        y = label_lists(y, "y", lazy=True)
-        if self.order == 2:
-            y = refuse_marker_label(y)
-        data = self._dataset(X, y, grow=True)
-        self.__dict__.pop("_train_constraints", None)
-        if self.constrain_training:
-            self._train_constraints = self._constrained_training(data)
-        elif self.constraints is not None:
-            self._label_constraints(self._label_vocab.names)     # labels that fit: refused now, not at predict
-        from ..core.params import check_sample_weight
-        self._sample_weight = check_sample_weight(sample_weight, data.n_sequences, "sequence")
-        on_blocks = "blocks" in solver_record(self._effective("solver")).needs   # the CRF's blocks: cd, bcd
-        if on_blocks and (self._sample_weight is not None or np.any(data.labels < 0)):
-            raise ValueError(f"solver {self.solver!r} does not take sample weights or partially labelled "
-                             f"sequences; use solver='owlqn' (or 'sgd-l1')")
-        dev = None
-        if X_dev is not None:
-            y_dev = label_lists(y_dev, "y_dev")
-            # dev metrics compare label strings: labels never seen in training are
-            # simply errors, so the dev set needs no label ids
-            dev = (self._dataset(X_dev), y_dev)
-        monitor = FitMonitor(self, dev, self.verbose, callback) if (dev is not None or self.verbose or callback) else None
-        try:
-            self._fit_data(data, monitor)
-        finally:
-            self.__dict__.pop("_train_constraints", None)       # (read by _builder during this fit only)
+        if plan.previous is not None:
+            self._prev = plan.previous
+        from .fitting import fit_sequences
+        self._take(fit_sequences(plan, X, y, X_dev, y_dev, callback, sample_weight))
         if self.verbose:
             print(f"stopped after {self.n_iter_} iterations: {self.stop_reason_}; "
                   f"{self.n_active_features_} active features", file=sys.stderr)
         return self._after_fit()
-
-    def _constrained_training(self, data):
-        """The constraints over the training labels, once every training sequence is
-        checked against them (a forbidden gold sequence has probability 0)."""
-        from .constraints import violations
-        lc = self._label_constraints(self._label_vocab.names)
-        bad = violations(lc, data.labels, data.seq_ptr)
-        if bad is not None:
-            s, t, why = bad
-            names = self._label_vocab.names
-            lab = names[data.labels[data.seq_ptr[s] + t]]
-            if t and why.startswith("may not follow"):
-                why = f"may not follow {names[data.labels[data.seq_ptr[s] + t - 1]]!r}"
-            raise ValueError(f"training sequence {s}, token {t}: label {lab!r} {why} under the constraints; "
-                             f"constrain_training=True needs every training sequence to be allowed")
-        return lc
 
     def _forget_fit(self):
         """Drop what a previous fit or model file left (the tagger, cached sizes)."""
@@ -463,8 +439,44 @@ class CRF(LogLinearCore):
         fitted or loaded model (``CRF.load``) continues from its weights with a fresh
         schedule. See :mod:`spargel.streaming`."""
         self._refuse_constrained_training("partial_fit")
-        from .streaming import partial_fit
-        return partial_fit(self, X, y)
+        from .streaming import partial_pass, start_state
+        plan = self.partial_fit_plan()
+        state = self.__dict__.get("_stream_state")
+        if state is None or state.fitted is not self.__dict__.get("weights_"):
+            state = start_state(plan, self.fitted_model_ if "weights_" in self.__dict__ else None)
+        outcome = partial_pass(plan, state, X, y)
+        self._take(outcome)
+        state.fitted = self.weights_
+        self._stream_state = state
+        if self.verbose:
+            row = outcome.record["history"][-1]
+            print(f"chunk {row['iteration']:4d}  {row['chunk_sequences']} sequences  online loss "
+                  f"{row['online_loss']:.6g}  active {row['active']}  eta {row['eta']:.3g}", file=sys.stderr)
+        return self
+
+    def partial_fit_plan(self):
+        """The :class:`~spargel.estimation.FitPlan` of ``partial_fit``: this estimator's
+        settings with the solver ``"sgd-l1"`` (its ``solver_options`` only when the
+        ``solver`` parameter is ``"sgd-l1"``). Only the feature settings and the
+        penalty are checked here, as ``partial_fit`` always did."""
+        from ..core.solver_table import solver as solver_record
+        from ..data.feature_space import FEATURE_SPACES
+        from .constraints import TransitionConstraints
+        if self.feature_space not in FEATURE_SPACES:
+            raise ValueError(f"feature_space must be one of {FEATURE_SPACES}, got {self.feature_space!r}")
+        self._check_order()
+        from types import MappingProxyType
+        from ..estimation import FitPlan
+        options = dict(self.solver_options or {}) if self.solver == "sgd-l1" else {}
+        featurizer = SequenceFeaturizer(self._template(), self.pad, self.order, self._value_sep(),
+                                        maxent=self.model_type == "maxent")
+        record = solver_record("sgd-l1")
+        return FitPlan(estimator=type(self).__name__, solver=record, l1=self._effective("l1"),
+                       l2=self._effective("l2"), max_iter=1, tol=0.0, gtol=0.0, window=1,
+                       solver_options=MappingProxyType(options), random_state=self.random_state,
+                       verbose=self.verbose, n_jobs=self.n_jobs, feature_space=self.feature_space,
+                       featurizer=featurizer, builder=self._builder(), order=self.order,
+                       constraints=TransitionConstraints.coerce(self.constraints))
 
     def _restore(self, meta, path):
         template = meta.get("template")
@@ -653,6 +665,35 @@ class CRF(LogLinearCore):
         return tagger
 
     @property
+    def fitted_model_(self):
+        """The fitted model as one plain value, a
+        :class:`~spargel.chain.fitted.FittedChain` (layout, weights, vocabularies, labels,
+        template, constraints: what the model-file writers receive; None before fit)."""
+        if not self._fitted():
+            return None
+        from .fitted import FittedChain
+        return FittedChain(self.space_, self.weights_, self._uni_vocab, self._big_vocab, self._label_vocab,
+                           self._template(), self.pad, self._value_sep(), self.model_type, self.constraints)
+
+    @classmethod
+    def from_fitted_model(cls, fitted):
+        """A fitted estimator holding ``fitted`` (a :class:`~spargel.chain.fitted.FittedChain`,
+        e.g. what a model-file reader returns), with its template, padding, model type and
+        value separator as parameters."""
+        est = cls(**fitted.params())
+        est._uni_vocab, est._big_vocab, est._label_vocab = fitted.uni, fitted.big, fitted.labels
+        est.space_ = fitted.space
+        est.weights_ = fitted.weights
+        est.classes_ = fitted.labels.names
+        est.n_active_features_ = int(np.count_nonzero(fitted.weights))
+        if fitted.file_size is not None:
+            est._crfsuite_size = fitted.file_size
+        est._fitted_sep = fitted.value_sep
+        if fitted.constraints is not None:
+            est.constraints = fitted.constraints
+        return est
+
+    @property
     def size_(self):
         """Size of the model in bytes: of its CRFsuite file (sklearn-crfsuite's
         meaning), or of its arrays when that format cannot hold it (None before fit)."""
@@ -809,11 +850,16 @@ def _pair_namer(space, names):
 def _register_with_eli5():
     """Register ``CRF`` with eli5's ``explain_weights`` / ``explain_prediction``
     (``spargel.eli5_support``) when eli5 has been imported; eli5 is never imported here."""
-    if "eli5" in sys.modules and "spargel.eli5_support" not in sys.modules:
+    if "eli5" in sys.modules and CRF not in _ELI5_REGISTERED:
         try:
-            from .. import eli5_support  # noqa: F401
+            from .. import eli5_support
         except ImportError:             # an eli5 without the functions it needs: left alone
-            pass
+            return
+        eli5_support.register(CRF)
+        _ELI5_REGISTERED.add(CRF)
+
+
+_ELI5_REGISTERED = set()
 
 
 _register_with_eli5()

@@ -32,13 +32,13 @@ def _fresh(estimator, **params):
 
 
 def _training_problem(estimator, X, y):
-    """The model exactly as ``fit`` builds it, for the estimator's settings: its
-    featurizer encodes the data, its model builder makes the model."""
-    est = _fresh(estimator)
-    est._check_params()
-    featurizer = est._featurizer()
+    """The model exactly as ``fit`` builds it, for the estimator's settings: the
+    featurizer of its fit plan encodes the data, the plan's model builder makes the
+    model."""
+    plan = _fresh(estimator).fit_plan()
+    featurizer = plan.new_featurizer()
     data = featurizer.encode(X, label_lists(y, "y"), grow=True)
-    return est._builder().build(data, featurizer)
+    return plan.builder.build(data, featurizer)
 
 
 def l1_max(estimator, X, y):

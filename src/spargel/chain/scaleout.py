@@ -16,27 +16,49 @@ The solver runs on the client against a :class:`~spargel.core.sharded.ShardedMod
 
 import os
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..scaleout import cluster
 from . import shards as S
 
+@dataclass(frozen=True)
+class ColumnFiles:
+    """Training data as column files with their reading options: ``paths`` (one path or
+    a list), ``encoding`` and ``unknown_label`` (the label that marks a token's label as
+    unknown, read as None). ``CRF.fit(ColumnFiles(...))`` reads them as a list of paths
+    is read (on the workers with a client); ``spargel train --scheduler`` passes one."""
+
+    paths: object
+    encoding: str = "utf-8"
+    unknown_label: object = None
+
+
 def is_file_list(X):
-    """True for a path or a non-empty list of paths."""
+    """True for a path, a non-empty list of paths or :class:`ColumnFiles`."""
+    if isinstance(X, ColumnFiles):
+        return True
     if isinstance(X, (str, os.PathLike)):
         return True
     return isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(x, (str, os.PathLike)) for x in X)
 
 
 def file_list(X):
+    if isinstance(X, ColumnFiles):
+        X = X.paths
     return [os.fspath(X)] if isinstance(X, (str, os.PathLike)) else [os.fspath(x) for x in X]
 
 
-def worker_featurizer(est):
-    """The featurizer the workers encode their parts with: the estimator's settings over
+def _reading(X):
+    """(encoding, unknown label) of column files ``X``."""
+    return (X.encoding, X.unknown_label) if isinstance(X, ColumnFiles) else ("utf-8", None)
+
+
+def worker_featurizer(plan):
+    """The featurizer the workers encode their parts with: the plan's settings over
     fresh vocabularies."""
-    return est._featurizer().with_vocabularies(None, None, None)
+    return plan.new_featurizer()
 
 
 def read_files(paths, encoding="utf-8", unknown_label=None):
@@ -91,77 +113,93 @@ class _RemoteVocab:
         return Vocabulary(names)
 
 
+def gather(X, y):
+    """Without a cluster: the column files read here, or the Dask collection computed
+    here, as in-memory ``(X, y)``."""
+    if is_file_list(X):
+        if y is not None:
+            raise ValueError("with a list of files, the labels come from the files' last column: give y=None")
+        return read_files(file_list(X), *_reading(X))
+    X = X.compute()
+    if y is None:
+        y = [getattr(s, "labels", None) if hasattr(s, "labels") else s[1] for s in X]
+        X = [s if hasattr(s, "columns") else s[0] for s in X]
+    return X, y
+
+
 def fit_crf(est, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None, encoding="utf-8",
             unknown_label=None):
-    """``CRF.fit`` with a client, a file list or a Dask bag (see the module doc)."""
+    """``est.fit`` of column files ``X`` read in ``encoding`` (labels ``unknown_label``
+    read as None), or of a Dask bag, with ``est``'s client (see the module doc)."""
+    if is_file_list(X) and not isinstance(X, ColumnFiles):
+        X = ColumnFiles(X, encoding, unknown_label)
+    return est.fit(X, y, X_dev=X_dev, y_dev=y_dev, callback=callback, sample_weight=sample_weight)
+
+
+def fit_sharded(plan, client, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None):
+    """The Dask fit of ``plan`` (a CRF's :class:`~spargel.estimation.FitPlan`) on
+    ``client``: in-memory sequences ``X`` with labels ``y``, column files (a list of
+    paths or :class:`ColumnFiles`) or a Dask bag. Returns the
+    :class:`~spargel.estimation.FitOutcome` (the attribute vocabularies stay on the
+    cluster for files and bags: the fitted model fetches the names it keeps)."""
+    from ..estimation import FitOutcome
     from .labels import label_lists
 
-    client = cluster.resolve(est.client)
     files = is_file_list(X)
-    if client is None:
-        # no cluster: read the files / compute the collection here and fit as usual
-        if files:
-            if y is not None:
-                raise ValueError("with a list of files, the labels come from the files' last column: give y=None")
-            X, y = read_files(file_list(X), encoding, unknown_label)
-        else:
-            X = X.compute()
-            if y is None:
-                y = [getattr(s, "labels", None) if hasattr(s, "labels") else s[1] for s in X]
-                X = [s if hasattr(s, "columns") else s[0] for s in X]
-        return type(est).fit(est, X, y, X_dev=X_dev, y_dev=y_dev, callback=callback, sample_weight=sample_weight)
-
-    est._check_params()
-    if getattr(est, "order", 1) != 1:
+    if plan.order != 1:
         from ..errors import CapabilityError
         raise CapabilityError("sharded training on Dask supports first-order CRFs only (order=1), "
-                              f"got order={est.order}")
-    _refuse_unsupported_solver(est)
-    if est.warm_start and (files or cluster.is_dask_collection(X)):
+                              f"got order={plan.order}")
+    _refuse_unsupported_solver(plan)
+    if plan.warm_start and (files or cluster.is_dask_collection(X)):
         raise ValueError("warm_start needs in-memory sequences (the vocabularies stay on the cluster)")
-    if est.warm_start:
-        est._remember_for_warm_start()
-    built = build(est, X, y, client, sample_weight, encoding, unknown_label)
+    built = build(plan, X, y, client, sample_weight)
     dev = None
     if X_dev is not None:
         y_dev = label_lists(y_dev, "y_dev")
         if built.vocab is None:
-            dev = (est._dataset(X_dev), y_dev)
+            dev = (built.featurizer.encode(X_dev), y_dev)
         else:
-            dev = (client.submit(S.encode_dev, worker_featurizer(est), built.vocab, X_dev, pure=False).result(), y_dev)
-    w = _solve(est, built, dev, callback)
+            dev = (client.submit(S.encode_dev, worker_featurizer(plan), built.vocab, X_dev, pure=False).result(),
+                   y_dev)
+    result = _solve(plan, built, dev, callback)
+    uni, big = built.featurizer.uni, built.featurizer.big
     if built.vocab is not None:
-        est._uni_vocab = _RemoteVocab(client, built.vocab, "uni")
-        est._big_vocab = _RemoteVocab(client, built.vocab, "big")
-    est._set_fitted(built.space, w)
-    return est
+        uni, big = _RemoteVocab(client, built.vocab, "uni"), _RemoteVocab(client, built.vocab, "big")
+    return FitOutcome(uni, big, built.labels, built.space, result.w, result, timings=built.model.timings)
 
 
 class Built:
     """A sharded CRF ready for a solver: ``model`` (a ShardedModel), ``space`` (its
     feature space), ``vocab`` (the future of the global vocabularies when they stay on
     the cluster, else None), ``w0`` (warm start), ``keep`` (futures a lost shard is
-    rebuilt from: hold them as long as the model)."""
+    rebuilt from: hold them as long as the model), ``labels`` (the label vocabulary)
+    and ``featurizer`` (the training featurizer, with its vocabularies for in-memory
+    data; fresh ones otherwise)."""
 
-    def __init__(self, model, space, vocab, w0, keep):
+    def __init__(self, model, space, vocab, w0, keep, labels=None, featurizer=None):
         self.model, self.space, self.vocab, self.w0, self.keep = model, space, vocab, w0, keep
+        self.labels, self.featurizer = labels, featurizer
 
 
-def build(est, X, y=None, client=None, sample_weight=None, encoding="utf-8", unknown_label=None):
-    """The sharded model of ``est`` (a CRF) for training data ``X`` (in-memory sequences
-    with labels ``y``, column files, or a Dask bag) on ``client`` (default: ``est.client``).
-    Sets the estimator's label vocabulary (and its other vocabularies for in-memory
-    data), as ``fit`` does before solving."""
+def build(plan, X, y=None, client=None, sample_weight=None):
+    """The sharded model of ``plan`` (a CRF's :class:`~spargel.estimation.FitPlan`) for
+    training data ``X`` (in-memory sequences with labels ``y``, column files: a list of
+    paths or :class:`ColumnFiles`, or a Dask bag) on ``client`` (default:
+    ``plan.client``), with the label vocabulary (and, for in-memory data, the training
+    featurizer) as ``fit`` has them before solving."""
     from ..core.params import check_sample_weight
     from .labels import label_lists
     from .crf import crf_layout
     from ..core.factory import make_model
 
-    client = cluster.resolve(client if client is not None else est.client)
+    if hasattr(plan, "fit_plan"):              # an estimator: its plan
+        plan = plan.fit_plan()
+    client = cluster.resolve(client if client is not None else plan.client)
     if client is None:
         raise ValueError("a sharded model needs a Dask client")
     threads = cluster.workers(client)
-    n_shards = est.n_shards or len(threads)
+    n_shards = plan.n_shards or len(threads)
     if is_file_list(X) or cluster.is_dask_collection(X):
         if y is not None:
             raise ValueError("with files or a Dask bag the labels come with the data: give y=None")
@@ -169,20 +207,20 @@ def build(est, X, y=None, client=None, sample_weight=None, encoding="utf-8", unk
             raise ValueError("sample_weight needs in-memory sequences; with files or a Dask bag, give none")
         if is_file_list(X):
             def from_source(threads):
-                return _build_from_files(est, client, threads, file_list(X), n_shards, encoding, unknown_label)
+                return _build_from_files(plan, client, threads, file_list(X), n_shards, *_reading(X))
         else:
             def from_source(threads):
-                return _build_from_bag(est, client, threads, X, n_shards)
+                return _build_from_bag(plan, client, threads, X, n_shards)
         built = from_source(threads)
         resend = None
     else:
-        built = _build_in_memory(est, client, threads, X, label_lists(y, "y"), n_shards, sample_weight,
+        built = _build_in_memory(plan, client, threads, X, label_lists(y, "y"), n_shards, sample_weight,
                                  lambda sw, n: check_sample_weight(sw, n, "sequence"))
-        held, resend = built[-1]
-        built = built[:-1] + (held,)
-    space, models, n_samples, vocab_f, w0, keep = built
+        held, resend = built[-2]
+        built = built[:-2] + (held, built[-1])
+    space, models, n_samples, vocab_f, w0, keep, (labels, featurizer) = built
     model = make_model("sharded", client, models, crf_layout(space), n_samples)
-    out = Built(model, space, vocab_f, w0, keep)
+    out = Built(model, space, vocab_f, w0, keep, labels, featurizer)
 
     def rebuild():
         # every worker was lost: the shards again, placed on the workers there are now
@@ -191,7 +229,7 @@ def build(est, X, y=None, client=None, sample_weight=None, encoding="utf-8", unk
         threads = cluster.workers(client)
         if resend is not None:
             return resend(threads)
-        space2, models2, _, vocab2, _, keep2 = from_source(threads)
+        space2, models2, _, vocab2, _, keep2, _ = from_source(threads)
         if space2.n_params != space.n_params:
             from ..errors import SpargelError
             raise SpargelError("the training data read again after the Dask cluster lost every worker "
@@ -203,7 +241,7 @@ def build(est, X, y=None, client=None, sample_weight=None, encoding="utf-8", unk
     return out
 
 
-def _refuse_unsupported_solver(est):
+def _refuse_unsupported_solver(plan):
     """Run the solver's own capability check against a stand-in with the capabilities of
     a sharded model, before any data is read (a clear CapabilityError, early)."""
     from ..core.protocol import ParameterLayout
@@ -226,8 +264,8 @@ def _refuse_unsupported_solver(est):
         loss = loss_grad
 
     try:
-        get_solver(est.solver)(Probe(), ElasticNet(0.0, 0.0), None, max_iter=1, tol=est._effective("tol"),
-                               gtol=est.gtol, window=est.window, monitor=None, **dict(est.solver_options or {}))
+        get_solver(plan.solver.name)(Probe(), ElasticNet(0.0, 0.0), None, max_iter=1, tol=plan.tol, gtol=plan.gtol,
+                                     window=plan.window, monitor=None, **dict(plan.solver_options))
     except Reached:
         pass
     except Exception as exc:
@@ -237,16 +275,19 @@ def _refuse_unsupported_solver(est):
                                   f"loss and gradient, such as 'owlqn' and 'lbfgs', run on it)") from None
 
 
-def _build_in_memory(est, client, threads, X, y, n_shards, sample_weight, check_weights):
+def _build_in_memory(plan, client, threads, X, y, n_shards, sample_weight, check_weights):
     from ..estimation import warn_large_values
     from ..core.threads import balanced_chunks
+    from .fitting import encode_training
 
-    data = est._dataset(X, y, grow=True)
+    featurizer = plan.new_featurizer()
+    data = encode_training(plan, featurizer, X, y)
     sw = check_weights(sample_weight, data.n_sequences)
-    warn_large_values(est, data.uni_vals)
-    warn_large_values(est, data.big_vals)
-    space = est._builder().space(data, len(est._label_vocab), len(est._uni_vocab), len(est._big_vocab))
-    w0 = est._warm_start_weights(space) if est.warm_start else None
+    warn_large_values(plan.estimator, data.uni_vals)
+    warn_large_values(plan.estimator, data.big_vals)
+    uni, big, labels = featurizer.uni, featurizer.big, featurizer.labels
+    space = plan.builder.space(data, len(labels), len(uni), len(big))
+    w0 = None if plan.previous is None else plan.previous.weights(space, uni, big, labels)
     bounds = balanced_chunks(data.seq_ptr, n_shards)
     where, n_jobs = cluster.placement(threads, len(bounds) - 1)
     held = []
@@ -264,30 +305,30 @@ def _build_in_memory(est, client, threads, X, y, n_shards, sample_weight, check_
                     for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
     models = send(threads)
-    return space, models, data.n_sequences, None, w0, (held, send)
+    return space, models, data.n_sequences, None, w0, (held, send), (labels, featurizer)
 
 
-def _refuse_min_freq(est):
-    if est.min_freq:
+def _refuse_min_freq(plan):
+    if plan.builder.min_freq:
         from ..errors import ParameterError
         raise ParameterError("min_freq needs the whole training set's counts in one place: with a Dask client "
                              "it applies to in-memory data (X, y), not to files or bags")
 
 
-def _build_from_files(est, client, threads, paths, n_shards, encoding, unknown_label):
-    _refuse_min_freq(est)
+def _build_from_files(plan, client, threads, paths, n_shards, encoding, unknown_label):
+    _refuse_min_freq(plan)
     paths = [os.path.abspath(p) for p in paths]
     sizes = client.gather([client.submit(_file_size, p, pure=False) for p in paths])
     ranges = _split_files(sizes, n_shards)
     where, _ = cluster.placement(threads, len(ranges))
-    featurizer = worker_featurizer(est)
+    featurizer = worker_featurizer(plan)
     parts = [client.submit(S.read_encode, featurizer, paths[i], a, b, encoding, unknown_label, workers=[where[k]],
                            allow_other_workers=True, pure=False) for k, (i, a, b) in enumerate(ranges)]
-    return _build_from_parts(est, client, threads, parts, " + ".join(paths))
+    return _build_from_parts(plan, client, threads, parts, " + ".join(paths))
 
 
-def _build_from_bag(est, client, threads, bag, n_shards):
-    _refuse_min_freq(est)
+def _build_from_bag(plan, client, threads, bag, n_shards):
+    _refuse_min_freq(plan)
     import dask
 
     if not hasattr(bag, "map_partitions") or hasattr(bag, "columns") or hasattr(bag, "chunks"):
@@ -295,12 +336,12 @@ def _build_from_bag(est, client, threads, bag, n_shards):
                         f"got {type(bag).__name__}")
     if n_shards and bag.npartitions != n_shards:
         bag = bag.repartition(npartitions=n_shards)
-    featurizer = worker_featurizer(est)
+    featurizer = worker_featurizer(plan)
     parts = client.compute([dask.delayed(S.encode_partition)(featurizer, d) for d in bag.to_delayed()])
-    return _build_from_parts(est, client, threads, parts, "the Dask bag")
+    return _build_from_parts(plan, client, threads, parts, "the Dask bag")
 
 
-def _build_from_parts(est, client, threads, parts, source):
+def _build_from_parts(plan, client, threads, parts, source):
     """Map-reduce from encoded parts to shard models (see :mod:`.shards`)."""
     from ..data.vocab import Vocabulary
     from ..errors import DataFormatError
@@ -325,8 +366,8 @@ def _build_from_parts(est, client, threads, parts, source):
     labels = info["labels"]
     if len(labels) < 2:
         raise ValueError(f"training data has {len(labels)} distinct label(s); need at least 2")
-    warn_large_values(est, np.array([info["max_abs"]]))
-    est._label_vocab = Vocabulary(labels)
+    warn_large_values(plan.estimator, np.array([info["max_abs"]]))
+    label_vocab = Vocabulary(labels)
     vocab_f = client.submit(S.finish_vocab, merged, pure=False)
     # each shard stays where its part was read: its remapped data and its model are
     # built there (left to itself the scheduler may put several shard models on the
@@ -339,7 +380,7 @@ def _build_from_parts(est, client, threads, parts, source):
     datas = [client.submit(S.remap, p, m, workers=h, allow_other_workers=True, pure=False)
              for p, m, h in zip(parts, maps, homes)]
     L, n_u, n_b = len(labels), info["n_uni"], info["n_big"]
-    builder = est._builder()
+    builder = plan.builder
     trans = builder.transitions
     if builder.feature_space == "full":
         space_f = client.submit(FeatureSpace.full, L, n_u, n_b, trans, pure=False)
@@ -355,21 +396,14 @@ def _build_from_parts(est, client, threads, parts, source):
     # two workers; the parts themselves are re-read from their source when needed
     if len(threads) > 1:
         client.replicate([vocab_f, space_f] + maps, n=2)
-    return space, models, info["n_sequences"], vocab_f, None, (maps, space_f)
+    return space, models, info["n_sequences"], vocab_f, None, (maps, space_f), (label_vocab, worker_featurizer(plan))
 
 
-def _solve(est, built, dev, callback):
-    from ..estimation import run_solver
-    from .monitor import FitMonitor
-    from ..core.penalties import ElasticNet
+def _solve(plan, built, dev, callback):
+    from ..estimation import solve
+    from .monitor import monitor_for
 
-    model = built.model
-    monitor = FitMonitor(est, dev, est.verbose, callback) if (dev is not None or est.verbose or callback) else None
-    est._training_space = built.space
-    try:
-        penalty = ElasticNet(est._effective("l1"), est._effective("l2"), model.layout.penalty_scale)
-        result = run_solver(est, model, penalty, built.w0, monitor)
-    finally:
-        del est._training_space
-    est.timings_ = model.timings
-    return result.w
+    names = built.labels.names
+    lc = plan.label_constraints(names) if dev is not None else None
+    monitor = monitor_for(plan, built.space, names, lc, dev, callback, built.featurizer)
+    return solve(plan, built.model, built.w0, monitor)

@@ -24,8 +24,7 @@ import time
 import numpy as np
 
 from ..data.vocab import Vocabulary
-from ..data.feature_space import FEATURE_SPACES, FeatureSpace
-from ..core.penalties import ElasticNet
+from ..data.feature_space import FeatureSpace
 from ..solvers.sgd import SGDState, parse_options, sgd_partial_pass
 
 
@@ -42,13 +41,24 @@ class _StreamState:
         self.t0 = time.perf_counter()
 
 
-def _start(est, opts):
+def _options(plan):
+    """(the SGD pass's keyword options, N or None, the parsed options) of a plan."""
+    options = dict(plan.solver_options)
+    options.setdefault("random_state", plan.random_state)
+    n_samples = options.pop("n_samples", None)
+    return options, n_samples, parse_options(options)
+
+
+def start_state(plan, fitted=None):
+    """The streaming state of a first ``partial_fit`` call: fresh, or continuing from
+    ``fitted`` (a :class:`~spargel.chain.fitted.FittedChain`: its layout is the
+    compacted one)."""
+    _, _, opts = _options(plan)
     variant = opts.penalty_update
-    if hasattr(est, "weights_"):
-        # continue from a fitted or loaded model (its layout is the compacted one)
-        uni, big, labels = (Vocabulary(v.names) for v in (est._uni_vocab, est._big_vocab, est._label_vocab))
-        space = est.space_
-        w = np.array(est.weights_, dtype=np.float64)
+    if fitted is not None:
+        uni, big, labels = (Vocabulary(v.names) for v in (fitted.uni, fitted.big, fitted.labels))
+        space = fitted.space
+        w = np.array(fitted.weights, dtype=np.float64)
     else:
         uni, big, labels = Vocabulary(), Vocabulary(), Vocabulary()
         space, w = None, np.zeros(0)
@@ -101,54 +111,45 @@ def grow_space(old, L, n_u, n_b, chunk, kind, transitions, space_class=FeatureSp
 
 def partial_fit(est, X, y):
     """One SGD-L1 pass of ``est`` (a :class:`spargel.CRF`) over the chunk ``(X, y)``,
-    continuing the previous calls (see the module documentation)."""
+    continuing the previous calls: :meth:`spargel.CRF.partial_fit` (see the module
+    documentation)."""
+    return est.partial_fit(X, y)
+
+
+def partial_pass(plan, state, X, y):
+    """One SGD-L1 pass under ``plan`` (:meth:`spargel.CRF.partial_fit_plan`) over the
+    chunk ``(X, y)``, continuing ``state`` (a ``_StreamState``: :func:`start_state`,
+    then the previous calls'); grows and updates ``state`` and returns the
+    :class:`~spargel.estimation.FitOutcome` (``record``: the history, the passes)."""
+    from ..data.vocab import Vocabulary
+    from ..estimation import FitOutcome
     from .labels import label_lists, refuse_marker_label
 
-    if est.feature_space not in FEATURE_SPACES:
-        raise ValueError(f"feature_space must be one of {FEATURE_SPACES}, got {est.feature_space!r}")
-    est._check_order()
-    options = dict(est.solver_options or {}) if est.solver == "sgd-l1" else {}
-    options.setdefault("random_state", est.random_state)
-    n_samples = options.pop("n_samples", None)
-    opts = parse_options(options)
+    options, n_samples, _ = _options(plan)
     y = label_lists(y, "y")
-    if est.order == 2:
+    if plan.order == 2:
         refuse_marker_label(y)
-    state = getattr(est, "_stream_state", None)
-    if state is None or state.fitted is not getattr(est, "weights_", None):
-        state = _start(est, opts)
-    builder = est._builder()
+    builder = plan.builder
     if state.space is not None and type(state.space) is not builder.space_class:
         raise ValueError(f"partial_fit: the model has order {getattr(state.space, 'order', 1)}, the estimator "
-                         f"order={est.order!r}; the order cannot change between calls")
-    data = est._featurizer().with_vocabularies(state.uni, state.big, state.labels).extend(X, y)
+                         f"order={plan.order!r}; the order cannot change between calls")
+    data = plan.new_featurizer(state.uni, state.big, state.labels).extend(X, y)
     L = len(state.labels)
     space, pos = grow_space(state.space, L, len(state.uni), len(state.big), data, builder.feature_space,
                             builder.transitions, builder.space_class)
     state.sgd.grow(space.n_params, pos)
     state.space = space
-    est._uni_vocab = state.uni
     model = builder.model(space, data)
-    penalty = ElasticNet(est._effective("l1"), est._effective("l2"), model.layout.penalty_scale)
+    penalty = plan.penalty(model.layout)
     state.n_seen += data.n_sequences
     N = int(n_samples) if n_samples is not None else state.n_seen
     row = sgd_partial_pass(model, penalty, state.sgd, N, **options)
     row["elapsed"] = time.perf_counter() - state.t0
     state.history.append(row)
-    est._uni_vocab, est._big_vocab = state.uni, state.big
-    est._label_vocab = Vocabulary(state.labels.names)
-    est._set_fitted(space, state.sgd.v.copy())
-    est.history_ = list(state.history)
-    est.n_iter_ = state.sgd.passes
-    est.stop_reason_ = "max_iter"
-    est.objective_ = float("nan")
-    state.fitted = est.weights_
-    est._stream_state = state
-    if est.verbose:
-        import sys
-        print(f"chunk {row['iteration']:4d}  {row['chunk_sequences']} sequences  online loss "
-              f"{row['online_loss']:.6g}  active {row['active']}  eta {row['eta']:.3g}", file=sys.stderr)
-    return est
+    record = {"history": list(state.history), "n_iter": state.sgd.passes, "stop_reason": "max_iter",
+              "objective": float("nan")}
+    return FitOutcome(state.uni, state.big, Vocabulary(state.labels.names), space, state.sgd.v.copy(),
+                      record=record)
 
 
 def chunks(sentences, size):

@@ -89,6 +89,7 @@ def is_wapiti_file(path):
 class _Cursor:
     def __init__(self, data, name, encoding="utf-8"):
         self.data, self.name, self.pos, self.encoding = data, name, 0, encoding
+        self.newline_offsets = None     # every new line's offset, once needed (_newlines)
 
     def line(self):
         return self.data.count(b"\n", 0, self.pos) + 1
@@ -281,10 +282,9 @@ def _netstring_lines(c, n):
 
 def _newlines(c, arr):
     """Offsets of every new line of the cursor's file (computed once)."""
-    got = getattr(c, "_newline_offsets", None)
-    if got is None:
-        got = c._newline_offsets = np.flatnonzero(arr == 10)
-    return got
+    if c.newline_offsets is None:
+        c.newline_offsets = np.flatnonzero(arr == 10)
+    return c.newline_offsets
 
 
 def _one_decode(encoding):
@@ -396,11 +396,15 @@ def write(path, model, encoding="utf-8"):
 
 
 # --------------------------------------------------------------------------- spargel <-> Wapiti
-def representable(est):
-    """None when the fitted CRF ``est`` can be written as a Wapiti model, else the reason."""
-    if getattr(est.space_, "order", 1) != 1:
+def representable(model):
+    """None when the fitted CRF ``model`` (a ``CRF`` or a
+    :class:`~spargel.chain.fitted.FittedChain`) can be written as a Wapiti model, else
+    the reason."""
+    from .crfsuite_compat import fitted_of
+    m = fitted_of(model)
+    if m.order != 1:
         return "Wapiti's models are first-order; this one is second-order"
-    tpl = est._template()
+    tpl = m.template
     if tpl is None:
         return ("the model was trained on feature dicts or attribute lists without a pattern file; a Wapiti "
                 "model holds patterns that generate its observations from columns")
@@ -408,12 +412,11 @@ def representable(est):
         return ("the model was trained with a CRF++ pattern file; Wapiti reads patterns in its own language "
                 "(padding '_x-1', its regexes, '@' offsets): train with --pattern-format wapiti (or a "
                 "'# format: wapiti' first line)")
-    if not est.pad:
+    if not m.pad:
         return "the model was trained with pad=False (--no-pad); Wapiti always pads"
-    if not tpl.transitions and est.space_.t_pair.size:
+    if not tpl.transitions and m.space.t_pair.size:
         return "the model has transitions without a bare 'b' or '*' pattern to hold them"
-    for what, names in (("label", est.classes_), ("observation", list(est._uni_vocab)),
-                        ("observation", list(est._big_vocab))):
+    for what, names in (("label", m.classes), ("observation", list(m.uni)), ("observation", list(m.big))):
         for s in names:
             s = str(s)
             if not s or "\0" in s or "\n" in s:
@@ -426,20 +429,23 @@ def _pattern_lines(tpl):
     return [p for p in map(parse_wapiti_line, tpl.text.splitlines()) if p is not None]
 
 
-def to_wapiti_model(est):
-    """The :class:`WapitiModel` of a fitted first-order CRF trained with a Wapiti pattern
-    file; raises ``ValueError`` with the reason when the format cannot hold it."""
-    reason = representable(est)
+def to_wapiti_model(model):
+    """The :class:`WapitiModel` of a fitted first-order CRF (a ``CRF`` or a
+    :class:`~spargel.chain.fitted.FittedChain`) trained with a Wapiti pattern file;
+    raises ``ValueError`` with the reason when the format cannot hold it."""
+    from .crfsuite_compat import fitted_of
+    m = fitted_of(model)
+    reason = representable(m)
     if reason is not None:
         raise ValueError(f"cannot write a Wapiti model: {reason}")
-    tpl = est._template()
-    s, w = est.space_, np.asarray(est.weights_, dtype=np.float64)
+    tpl = m.template
+    s, w = m.space, np.asarray(m.weights, dtype=np.float64)
     Y = s.n_labels
     patterns = _pattern_lines(tpl)
     # the observation that carries the transitions: a bare 'b' (else a bare '*') line's
     trans_obs = "b" if "b" in patterns else ("*" if "*" in patterns else None)
     blocks = {}                                     # observation -> [unigram (Y,), bigram (Y*Y,)]
-    for a, name in enumerate(est._uni_vocab):
+    for a, name in enumerate(m.uni):
         lo, hi = s.u_ptr[a], s.u_ptr[a + 1]
         nz = w[lo:hi] != 0
         if nz.any():
@@ -449,7 +455,7 @@ def to_wapiti_model(est):
             vec = np.zeros(Y)
             vec[s.u_lab[lo:hi][nz]] = w[lo:hi][nz]
             blocks.setdefault(name, [None, None])[0] = vec
-    for a, name in enumerate(est._big_vocab):
+    for a, name in enumerate(m.big):
         lo, hi = s.b_ptr[a], s.b_ptr[a + 1]
         vals = w[s.b_base + lo:s.b_base + hi]
         nz = vals != 0
@@ -481,14 +487,20 @@ def to_wapiti_model(est):
     if not observations:
         raise ValueError("cannot write a Wapiti model: every weight is zero (Wapiti refuses a model "
                          "without observations)")
-    kind = MAXENT_TYPE if getattr(est, "model_type", "crf") == "maxent" else CRF_TYPE
-    return WapitiModel(kind, patterns, max(tpl.n_columns_required - 1, 0), 0, [str(c) for c in est.classes_],
+    kind = MAXENT_TYPE if m.model_type == "maxent" else CRF_TYPE
+    return WapitiModel(kind, patterns, max(tpl.n_columns_required - 1, 0), 0, [str(c) for c in m.classes],
                        observations, np.concatenate(index).astype(np.int64), np.concatenate(weights))
 
 
 def from_wapiti_file(cls, path, encoding="utf-8"):
     """A fitted ``cls`` (``spargel.CRF``) holding the Wapiti model in ``path``."""
+    return cls.from_fitted_model(read_fitted(path, encoding))
+
+
+def read_fitted(path, encoding="utf-8"):
+    """The :class:`~spargel.chain.fitted.FittedChain` of the Wapiti model in ``path``."""
     from ..data.feature_space import FeatureSpace
+    from .fitted import FittedChain
     from ..data.templates import Template
     from ..data.vocab import Vocabulary
     from ..errors import DataFormatError
@@ -521,7 +533,7 @@ def from_wapiti_file(cls, path, encoding="utf-8"):
     index, weights = m.index[order], m.weights[order]
     owner = np.searchsorted(starts, index, side="right") - 1      # the block each weight is in
     rel = index - starts[owner]
-    generates_bare = any(c.op == "m" for p in tpl._bigram for c in p.commands)
+    generates_bare = any(c.op == "m" for p in tpl.bigram_patterns for c in p.commands)
     maxent = m.type == MAXENT_TYPE
     # unigram blocks, in block order
     uni = ~bigram_block[owner]
@@ -551,11 +563,10 @@ def from_wapiti_file(cls, path, encoding="utf-8"):
                     big[o] = (b_rel[lo:hi].astype(np.int32), b_w[lo:hi])
             else:
                 big[o] = (b_rel[lo:hi].astype(np.int32), b_w[lo:hi])
-    est = cls(template=tpl.text, pad=True, model_type="maxent" if maxent else "crf")
     try:
-        est._uni_vocab = Vocabulary.of_distinct(uni_names)
-        est._big_vocab = Vocabulary.of_distinct(list(big))
-        est._label_vocab = Vocabulary(m.labels)
+        uni_vocab = Vocabulary.of_distinct(uni_names)
+        big_vocab = Vocabulary.of_distinct(list(big))
+        label_vocab = Vocabulary(m.labels)
         b_ptr = np.concatenate([[0], np.cumsum([len(p) for p, _ in big.values()])]).astype(np.int64)
         b_pair = (np.concatenate([p for p, _ in big.values()]) if big else np.zeros(0)).astype(np.int32)
         t_pair = np.flatnonzero(has_trans).astype(np.int32)
@@ -563,12 +574,8 @@ def from_wapiti_file(cls, path, encoding="utf-8"):
         space.validate(len(uni_names), len(big))
     except ValueError as exc:
         raise ModelFileError(f"{name}: invalid Wapiti model ({exc})") from None
-    est.space_ = space
     parts = [u_w]
     parts += [v for _, v in big.values()]
     parts.append(trans[t_pair])
-    est.weights_ = np.concatenate(parts).astype(np.float64)
-    est.classes_ = est._label_vocab.names
-    est.n_active_features_ = int(np.count_nonzero(est.weights_))
-    est._fitted_sep = ":"
-    return est
+    return FittedChain(space, np.concatenate(parts).astype(np.float64), uni_vocab, big_vocab, label_vocab,
+                       template=tpl, pad=True, value_sep=":", model_type="maxent" if maxent else "crf")

@@ -682,13 +682,14 @@ def _plain_labels(model, sents, n_cols, expanded=None):
 
     from ..chain import plain_viterbi
 
-    featurizer = model._featurizer()
+    fitted = model.fitted_model_
+    featurizer = fitted.featurizer()
     tpl = featurizer.template
     if tpl is None or tpl.n_columns_required > n_cols or getattr(model.space_, "order", 1) != 1:
         return None
     if any(len(row) < tpl.n_columns_required for s in sents for row in s.columns[:1]):
         return None
-    constraints = model._label_constraints()
+    constraints = fitted.label_constraints()
     if constraints is not None:
         return None
     if expanded is not None and expanded[0] == tpl.text and not tpl.unigram_only:
@@ -740,7 +741,7 @@ def cmd_label(args):
     if args.constraints is not None:
         model.constraints = None if args.constraints == "none" else args.constraints
         try:
-            model._label_constraints()
+            model.fitted_model_.label_constraints()
         except ParameterError as exc:       # a label that does not fit the scheme
             raise CommandError(f"{args.model}: {exc}") from None
     text, name = read_text(args.input, args.encoding)
@@ -756,7 +757,7 @@ def cmd_label(args):
         model, expanded = _crfpp_model(crfpp, sents, args)
     width = len(sents[0].columns[0])
     n_cols = _model_columns(model)
-    tpl = model._template()
+    tpl = model.fitted_model_.template
     if n_cols is None:  # a model from the Python API: guess from the template
         n_cols = max(tpl.n_columns_required, width - 1 if width > tpl.n_columns_required else width)
     has_gold = width == n_cols + 1

@@ -131,8 +131,8 @@ def rewrite_argv(parser, argv):
         return out
     if not argv or argv[0] != "train" or not ({"-1", "-2", "-c"} & set(argv)):
         return argv
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    takes_value = {opt for a in sub.choices["train"]._actions if a.nargs != 0
+    sub = next(a for a in _actions(parser) if isinstance(a, argparse._SubParsersAction))
+    takes_value = {opt for a in _actions(sub.choices["train"]) if a.nargs != 0
                    for opt in a.option_strings}
     out, prev = [argv[0]], None
     for i, tok in enumerate(argv[1:], start=1):
@@ -146,3 +146,8 @@ def rewrite_argv(parser, argv):
         out.append(tok)
         prev = tok
     return out
+
+
+def _actions(parser):
+    """The actions of an argparse ``parser`` (argparse lists them in no public attribute)."""
+    return parser._actions

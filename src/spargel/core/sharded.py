@@ -188,6 +188,7 @@ class ShardedModel:
         self.retries = 0
         self.resent = 0
         self.rebuild = None
+        self.keep = None                # futures the shards read (kept as long as the model)
         self.timings = []
         self._workers = None            # the workers known at the last round
 

@@ -599,6 +599,11 @@ class Template:
         return len(self._unigram)
 
     @property
+    def bigram_patterns(self):
+        """The bigram patterns (``B`` and Wapiti's ``b`` / ``*`` lines), in file order."""
+        return tuple(self._bigram)
+
+    @property
     def n_bigram(self) -> int:
         """Number of patterns whose features are paired with label pairs."""
         return len(self._bigram)

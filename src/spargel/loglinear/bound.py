@@ -344,9 +344,7 @@ def log_softmax(Z):
 def flat_bound(model, w, curvature="auto", rank=None, order="descending"):
     """The bound of :class:`~spargel.loglinear.model.FlatLogLinear` at ``w``."""
     w = np.asarray(w, dtype=np.float64)
-    design = getattr(model, "_bound_design", None)
-    if design is None:
-        design = model._bound_design = Design(model.X, model.fit_intercept)
+    design = model.bound_design()
     Z = model.scores(w)
     logP, lse = log_softmax(Z)
     idx = np.arange(model.n)

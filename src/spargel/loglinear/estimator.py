@@ -10,8 +10,7 @@ from ..data.featuredicts import token_attributes
 from ..data.vocab import Vocabulary
 from ..errors import NonNumericDataError
 from ..data.feature_space import FeatureSpace
-from ..core.penalties import ElasticNet
-from ..estimation import LogLinearCore, run_solver, warn_large_values
+from ..estimation import LogLinearCore, solve, warn_large_values
 from ..core.interrupts import reraise_interrupt
 from ..core.params import check_sample_weight
 from .labels import class_labels as _class_labels
@@ -255,15 +254,19 @@ class LogLinearClassifier(LogLinearCore):
         """Fit on samples ``X`` with labels ``y`` (any sortable label type; kept as is).
         Ctrl-C keeps the weights reached (``stop_reason_ == "interrupted"``) and then
         raises ``KeyboardInterrupt``."""
-        from ..scaleout.cluster import is_dask_collection
+        from ..scaleout import cluster
         from ..core.factory import make_model
 
-        if is_dask_collection(X):
-            from .scaleout import fit_collection
-            return fit_collection(self, X, y, sample_weight)
-        self._check_params()
-        if self.warm_start:
-            self._remember_for_warm_start()
+        if cluster.is_dask_collection(X):
+            client = cluster.resolve(self.client)
+            if client is None:
+                import dask
+                X, y = dask.compute(X, y)
+            else:
+                return self._fit_collection(client, X, y, sample_weight)
+        plan = self.fit_plan()
+        if plan.previous is not None:
+            self._prev = plan.previous
         M = self._design(X, fit=True)
         classes, ids = _class_labels(y)
         if len(ids) != M.shape[0]:
@@ -281,16 +284,40 @@ class LogLinearClassifier(LogLinearCore):
         mask = self._observed_mask(M, ids, K) if self.feature_space == "observed" else None
         if self.client is not None:
             from .scaleout import sharded_model
-            model = sharded_model(self, M, ids, K, sw, mask)
+            model = sharded_model(plan, M, ids, K, sw, mask)
+            self.timings_ = model.timings
         else:
             model = make_model("loglinear", M, ids, K, fit_intercept=self.fit_intercept, sample_weight=sw,
                                mask=mask)
         self.classes_ = classes
         self._label_vocab = Vocabulary([str(c) for c in classes])
-        w0 = self._warm_weights(d, K) if self.warm_start else None
-        result = run_solver(self, model, ElasticNet(self.l1, self.l2, model.layout.penalty_scale), w0)
+        w0 = self._warm_weights(plan.previous, d, K) if self.warm_start else None
+        result = solve(plan, model, w0)
+        self._record(result)
         self._set_flat(result.w, d, K)
         return self
+
+    def _fit_collection(self, client, X, y, sample_weight):
+        """``fit`` of a Dask array / dataframe on ``client`` (:mod:`.scaleout`)."""
+        from .scaleout import fit_collection
+        got = fit_collection(self.fit_plan(), client, X, y, sample_weight)
+        d, classes = got.n_features, got.classes
+        self._dict_input = False
+        self.n_features_in_ = d
+        if got.names is not None:
+            self.feature_names_in_ = np.asarray(got.names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self._uni_vocab = Vocabulary([f"x{j}" for j in range(d)])
+        self.classes_ = classes
+        self._label_vocab = Vocabulary([str(c) for c in classes])
+        self._record(got.result)
+        self.timings_ = got.timings
+        self._set_flat(got.result.w, d, len(classes))
+        return self
+
+    def _plan_extras(self):
+        return {"fit_intercept": self.fit_intercept}
 
     @staticmethod
     def _observed_mask(M, ids, K):
@@ -333,14 +360,15 @@ class LogLinearClassifier(LogLinearCore):
         self.n_active_features_ = int(np.count_nonzero(coef))
         self._cache = self._dense_weights()
 
-    def _warm_weights(self, d, K):
-        if not hasattr(self, "_prev"):
+    def _warm_weights(self, old, d, K):
+        """The weights of ``old`` (a :class:`~spargel.estimation.WarmStart`) by name over
+        the new columns and classes (None without one)."""
+        if old is None:
             return None
-        old = self._prev
         w = np.zeros(d * K + K)
         lab = {name: k for k, name in enumerate(self._label_vocab.names)}
-        old_lab = old["labels"]
-        for name, entries in old["uni"].items():
+        old_lab = old.labels
+        for name, entries in old.uni.items():
             j = d if name == BIAS else self._uni_vocab.id(name)
             if j < 0:
                 continue

@@ -55,6 +55,15 @@ class FlatLogLinear(FlatMapCapability, Sized):
     """Multinomial logistic loss over samples ``X`` (dense or sparse) with labels ``y``
     (ints in 0..K-1), optional ``sample_weight`` and ``mask`` (see the module doc)."""
 
+    def bound_design(self):
+        """The bound's view of the design (:class:`~spargel.loglinear.bound.Design`),
+        made once per model."""
+        design = self.__dict__.get("_bound_design")
+        if design is None:
+            from .bound import Design
+            design = self._bound_design = Design(self.X, self.fit_intercept)
+        return design
+
     def __init__(self, X, y, n_classes, fit_intercept=True, sample_weight=None, mask=None):
         self.sparse = sp.issparse(X)
         self.X = _csr(X) if self.sparse else np.ascontiguousarray(X, dtype=np.float64)

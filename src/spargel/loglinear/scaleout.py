@@ -11,6 +11,7 @@
 """
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,18 +27,21 @@ def _flat_shard(X, ids, n_classes, fit_intercept, sample_weight, mask):
     return FlatLogLinear(X, ids, n_classes, fit_intercept=fit_intercept, sample_weight=sample_weight, mask=mask)
 
 
-def sharded_model(est, M, ids, n_classes, sample_weight, mask):
-    """The sharded model of ``LogLinearClassifier.fit`` for an in-memory design matrix
-    (the estimator's own checks have run)."""
+def sharded_model(plan, M, ids, n_classes, sample_weight, mask):
+    """The sharded model of ``LogLinearClassifier.fit`` for an in-memory design matrix,
+    under the classifier's :class:`~spargel.estimation.FitPlan` (its checks have run)."""
     from ..core.threads import balanced_chunks
     from ..core.factory import make_model
     from .model import FlatLogLinear
 
-    client = cluster.resolve(est.client)
+    if hasattr(plan, "fit_plan"):              # an estimator: its plan
+        plan = plan.fit_plan()
+    client = cluster.resolve(plan.client)
     threads = cluster.workers(client)
     n = M.shape[0]
-    bounds = balanced_chunks(np.arange(n + 1, dtype=np.int64), est.n_shards or len(threads))
-    layout = FlatLogLinear(M[:1], ids[:1], n_classes, fit_intercept=est.fit_intercept).layout
+    bounds = balanced_chunks(np.arange(n + 1, dtype=np.int64), plan.n_shards or len(threads))
+    fit_intercept = plan.fit_intercept
+    layout = FlatLogLinear(M[:1], ids[:1], n_classes, fit_intercept=fit_intercept).layout
 
     def send(threads):
         """The shards' futures, built on ``threads``' workers from the rows here (again
@@ -46,7 +50,7 @@ def sharded_model(est, M, ids, n_classes, sample_weight, mask):
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*[Ll]arge")       # the data travel with their tasks
             mask_f = client.submit(_same, mask, pure=False)
-            shards = [client.submit(_flat_shard, M[lo:hi], ids[lo:hi], n_classes, est.fit_intercept,
+            shards = [client.submit(_flat_shard, M[lo:hi], ids[lo:hi], n_classes, fit_intercept,
                                     None if sample_weight is None else sample_weight[lo:hi], mask_f,
                                     workers=[where[k]], allow_other_workers=True, pure=False)
                       for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
@@ -54,14 +58,13 @@ def sharded_model(est, M, ids, n_classes, sample_weight, mask):
 
     shards, mask_f = send(threads)
     model = make_model("sharded", client, shards, layout, n)
-    model._keep = mask_f
+    model.keep = mask_f
 
     def rebuild():
-        shards, model._keep = send(cluster.workers(client))
+        shards, model.keep = send(cluster.workers(client))
         return shards
 
     model.rebuild = rebuild
-    est.timings_ = model.timings
     return model
 
 
@@ -139,27 +142,36 @@ def _blocks(X, y, n_shards):
     return xs, ys, names
 
 
-def fit_collection(est, X, y, sample_weight=None):
-    """``LogLinearClassifier.fit`` on a Dask array / dataframe ``X`` and labels ``y``."""
+@dataclass(frozen=True)
+class CollectionFit:
+    """What the Dask-collection fit hands back to ``LogLinearClassifier.fit``: the
+    number of columns ``n_features``, their ``names`` (a dataframe's, else None), the
+    ``classes``, the solver's ``result`` and the shards' ``timings``."""
+
+    n_features: int
+    names: object
+    classes: object
+    result: object
+    timings: object
+
+
+def fit_collection(plan, client, X, y, sample_weight=None):
+    """The fit of ``plan`` (a ``LogLinearClassifier``'s
+    :class:`~spargel.estimation.FitPlan`) on a Dask array / dataframe ``X`` and labels
+    ``y`` on ``client``; returns a :class:`CollectionFit`."""
     import dask
 
-    from ..data.vocab import Vocabulary
-    from ..estimation import run_solver, warn_large_values
+    from ..estimation import solve, warn_large_values
     from .labels import class_labels as _class_labels
     from ..core.factory import make_model
     from .model import FlatLogLinear
-    from ..core.penalties import ElasticNet
 
-    client = cluster.resolve(est.client)
-    if client is None:
-        return type(est).fit(est, *dask.compute(X, y), sample_weight=sample_weight)
-    est._check_params()
     if sample_weight is not None:
         raise ValueError("sample_weight needs in-memory X; with a Dask collection, give none")
-    if est.warm_start:
+    if plan.warm_start:
         raise ValueError("warm_start needs in-memory X")
     cluster.workers(client)                    # a clear error when there are none
-    xs, ys, names = _blocks(X, y, est.n_shards)
+    xs, ys, names = _blocks(X, y, plan.n_shards)
     parts = client.compute([dask.delayed(_same)(a) for a in xs])
     labs = client.compute([dask.delayed(_same)(b) for b in ys])
     facts = client.gather([client.submit(_block_facts, a, b, pure=False) for a, b in zip(parts, labs)])
@@ -170,32 +182,22 @@ def fit_collection(est, X, y, sample_weight=None):
     if not all(f[4] for f in facts):
         raise ValueError("X contains NaN or infinite values")
     classes, _ = _class_labels(np.concatenate([f[2] for f in facts]))
-    warn_large_values(est, np.array([max(f[3] for f in facts)]))
+    warn_large_values(plan.estimator, np.array([max(f[3] for f in facts)]))
     K = len(classes)
+    fit_intercept = plan.fit_intercept
     mask_f = None
-    if est.feature_space == "observed":
+    if plan.feature_space == "observed":
         from ..core.sharded import tree_future
         seen = tree_future(client, [client.submit(_block_seen, a, b, classes, pure=False)
                                     for a, b in zip(parts, labs)], _or)
-        mask_f = client.submit(_observed_mask, seen, K, est.fit_intercept, pure=False)
-    shards = [client.submit(_block_shard, a, b, classes, est.fit_intercept, mask_f, pure=False)
+        mask_f = client.submit(_observed_mask, seen, K, fit_intercept, pure=False)
+    shards = [client.submit(_block_shard, a, b, classes, fit_intercept, mask_f, pure=False)
               for a, b, f in zip(parts, labs, facts) if f[0] > 0]
-    est._dict_input = False
-    est.n_features_in_ = d
-    if names is not None:
-        est.feature_names_in_ = np.asarray(names, dtype=object)
-    elif hasattr(est, "feature_names_in_"):
-        del est.feature_names_in_
-    est._uni_vocab = Vocabulary([f"x{j}" for j in range(d)])
-    layout = FlatLogLinear(np.zeros((1, d)), np.zeros(1, np.int64), K, fit_intercept=est.fit_intercept).layout
+    layout = FlatLogLinear(np.zeros((1, d)), np.zeros(1, np.int64), K, fit_intercept=fit_intercept).layout
     model = make_model("sharded", client, shards, layout, n)
-    est.classes_ = classes
-    est._label_vocab = Vocabulary([str(c) for c in classes])
-    result = run_solver(est, model, ElasticNet(est.l1, est.l2, layout.penalty_scale), None)
-    est.timings_ = model.timings
-    est._set_flat(result.w, d, K)
+    result = solve(plan, model)
     del mask_f
-    return est
+    return CollectionFit(d, names, classes, result, model.timings)
 
 
 def _observed_mask(seen, K, fit_intercept):

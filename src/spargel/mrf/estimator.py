@@ -265,13 +265,12 @@ class PairwiseMRF(ParamsMixin):
         largest = max(float(np.prod(ns[list(c)].astype(float))) for c in cliques)
         return "exact" if largest <= AUTO_TABLE else "pseudo-likelihood"
 
-    def _penalty(self, model, edge_weights=None, l1=None):
-        return mrf_penalty(model, self.penalty, self.l1 if l1 is None else l1, self.l2, edge_weights)
-
-    def _prepare(self, X, sample_weight=None, node_features=None, warn=True):
-        """Everything a fit needs before the solver runs, checked: the data, the inference,
-        the solver, and ``make_model(candidates, rows=None)`` (``rows``: a subset of the
-        samples, as the selectors' subsamples and folds use)."""
+    def fit_plan(self, X, sample_weight=None, node_features=None, warn=True):
+        """Everything a fit needs before the solver runs, checked: a :class:`MRFFitPlan`
+        (the data, the inference, the solver, ``make_model(candidates, rows=None)`` --
+        ``rows``: a subset of the samples, as the selectors' subsamples and folds use --
+        and the settings its ``solve`` and ``penalty`` read). ``fit`` and the selectors'
+        warm-started paths (:mod:`spargel.mrf.selection`) receive it."""
         from .model import PairwiseMRFModel, check_discrete_data, check_model_size
         from .graph import validate_edges
         from ..solvers import default_max_iter, get_solver
@@ -313,38 +312,10 @@ class PairwiseMRF(ParamsMixin):
         if self.penalty == "group" and solver_name == "owlqn":
             solver_name = "fista"
         max_iter = self.max_iter if self.max_iter is not None else default_max_iter(solver_name)
-        return _Prepared(Xc, ns, inference, make_model, get_solver(solver_name), int(max_iter))
+        return MRFFitPlan(Xc, ns, inference, make_model, get_solver(solver_name), int(max_iter),
+                          penalty=self.penalty, l2=self.l2, tol=float(self.tol), verbose=self.verbose)
 
-    def _solve(self, prep, model, w0, l1, adaptive, cancel=None):
-        """One fit (two stages with ``adaptive``) of ``model`` from the weights ``w0`` at
-        ``l1``: the solver's result, the model it ran on last, the history over both
-        stages, the stop reasons, the first stage's active edges (ids) and weights.
-        ``cancel``: a ``threading.Event`` whose setting stops the solver at its next
-        iteration (stop reason ``'callback'``; a selector's threads)."""
-        def run(model, penalty, w):
-            return prep.minimize(model, penalty, w, max_iter=prep.max_iter, tol=float(self.tol), gtol=1e-8,
-                                 window=5, monitor=_Monitor(model, self.verbose, cancel))
-
-        res = run(model, self._penalty(model, l1=l1), w0)
-        first = _Stage(model, res.w, None, list(res.history), int(res.n_iter), [res.stop_reason])
-        out = _Stage(model, res.w, res, first.history, first.n_iter, first.reasons)
-        out.first = first
-        if adaptive and res.stop_reason not in ("interrupted", "callback"):      # Ctrl-C: no second stage
-            from .model import adaptive_edge_weights
-            active = model.active_edges(res.w)
-            out.screening = model.graph.edges[active].copy()
-            if len(active):
-                strength = model.edge_strength(res.w)[active]
-                w1 = model.subset_weights(res.w, active)
-                model2 = prep.make_model(out.screening, prep.rows)
-                res2 = run(model2, self._penalty(model2, adaptive_edge_weights(strength), l1=l1), w1)
-                # one history over both stages, iterations numbered on
-                out.history = [dict(r, stage=1) for r in first.history] + [
-                    dict(r, stage=2, iteration=int(r["iteration"]) + first.n_iter) for r in res2.history]
-                out.model, out.w, out.res = model2, res2.w, res2
-                out.n_iter = first.n_iter + int(res2.n_iter)
-                out.reasons = first.reasons + [res2.stop_reason]
-        return out
+    _prepare = fit_plan
 
     @announces_compiles
     @reraise_interrupt
@@ -360,12 +331,15 @@ class PairwiseMRF(ParamsMixin):
         t0 = time.perf_counter()
         with numba_threads(self.n_jobs):
             model = prep.make_model(self.candidate_edges)
-            stage = self._solve(prep, model, model.initial_weights(), float(self.l1), adaptive)
-        self._finish(prep, stage, adaptive, time.perf_counter() - t0)
+            stage = prep.solve(model, model.initial_weights(), float(self.l1), adaptive)
+        self.keep_stage(prep, stage, adaptive, time.perf_counter() - t0)
         return self
 
-    def _finish(self, prep, stage, adaptive, fit_time, warn=True):
-        """The fitted attributes of ``stage`` (a :meth:`_solve` result); warnings about it."""
+    def keep_stage(self, prep, stage, adaptive, fit_time, warn=True):
+        """Keep ``stage`` (a fit of the plan ``prep``: :meth:`MRFFitPlan.solve`) as this
+        estimator's fitted attributes, with the warnings about it (``warn``); what
+        ``fit`` does after solving, and what the selectors do with the point they
+        choose."""
         if stage.screening is not None:
             self.screening_edges_ = stage.screening
         history, reasons, res, model = stage.history, stage.reasons, stage.res, stage.model
@@ -743,17 +717,64 @@ class _Monitor:
         return self.cancel is not None and self.cancel.is_set()
 
 
-class _Prepared:
-    """What :meth:`PairwiseMRF._prepare` checked and built (``rows``: the samples a
-    model of the fit is built on, None for all)."""
+class MRFFitPlan:
+    """What :meth:`PairwiseMRF.fit_plan` checked and built (``rows``: the samples a
+    model of the fit is built on, None for all) and the settings a fit reads
+    (``penalty``: its kind, ``l2``, ``tol``, ``verbose``)."""
 
-    def __init__(self, X, ns, inference, make_model, minimize, max_iter, rows=None):
+    def __init__(self, X, ns, inference, make_model, minimize, max_iter, rows=None, *, penalty="l1", l2=0.0,
+                 tol=1e-5, verbose=0):
         self.X, self.ns, self.inference = X, ns, inference
         self.make_model, self.minimize, self.max_iter, self.rows = make_model, minimize, max_iter, rows
+        self.penalty_kind, self.l2, self.tol, self.verbose = penalty, l2, tol, verbose
+
+    def on_rows(self, rows):
+        """The same plan over the samples ``rows`` (a subsample or a fold)."""
+        return MRFFitPlan(self.X, self.ns, self.inference, self.make_model, self.minimize, self.max_iter, rows,
+                          penalty=self.penalty_kind, l2=self.l2, tol=self.tol, verbose=self.verbose)
+
+    def penalty(self, model, l1, edge_weights=None):
+        """The penalty of the plan's kind at ``l1`` over ``model`` (``edge_weights``: the
+        adaptive stage's per-edge weights)."""
+        return mrf_penalty(model, self.penalty_kind, l1, self.l2, edge_weights)
+
+    def solve(self, model, w0, l1, adaptive, cancel=None):
+        """One fit (two stages with ``adaptive``) of ``model`` from the weights ``w0`` at
+        ``l1``: the solver's result, the model it ran on last, the history over both
+        stages, the stop reasons, the first stage's active edges (ids) and weights.
+        ``cancel``: a ``threading.Event`` whose setting stops the solver at its next
+        iteration (stop reason ``'callback'``; a selector's threads)."""
+        def run(model, penalty, w):
+            return self.minimize(model, penalty, w, max_iter=self.max_iter, tol=self.tol, gtol=1e-8,
+                                 window=5, monitor=_Monitor(model, self.verbose, cancel))
+
+        res = run(model, self.penalty(model, l1), w0)
+        first = _Stage(model, res.w, None, list(res.history), int(res.n_iter), [res.stop_reason])
+        out = _Stage(model, res.w, res, first.history, first.n_iter, first.reasons)
+        out.first = first
+        if adaptive and res.stop_reason not in ("interrupted", "callback"):      # Ctrl-C: no second stage
+            from .model import adaptive_edge_weights
+            active = model.active_edges(res.w)
+            out.screening = model.graph.edges[active].copy()
+            if len(active):
+                strength = model.edge_strength(res.w)[active]
+                w1 = model.subset_weights(res.w, active)
+                model2 = self.make_model(out.screening, self.rows)
+                res2 = run(model2, self.penalty(model2, l1, adaptive_edge_weights(strength)), w1)
+                # one history over both stages, iterations numbered on
+                out.history = [dict(r, stage=1) for r in first.history] + [
+                    dict(r, stage=2, iteration=int(r["iteration"]) + first.n_iter) for r in res2.history]
+                out.model, out.w, out.res = model2, res2.w, res2
+                out.n_iter = first.n_iter + int(res2.n_iter)
+                out.reasons = first.reasons + [res2.stop_reason]
+        return out
+
+
+_Prepared = MRFFitPlan
 
 
 class _Stage:
-    """One fit's outcome (:meth:`PairwiseMRF._solve`)."""
+    """One fit's outcome (:meth:`MRFFitPlan.solve`)."""
 
     def __init__(self, model, w, res, history, n_iter, reasons):
         self.model, self.w, self.res, self.history, self.n_iter, self.reasons = model, w, res, history, n_iter, reasons

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import NotFittedError
+
 __all__ = ["plot_edge_stability", "plot_mrf_graph"]
 
 
@@ -81,8 +83,8 @@ def plot_edge_stability(estimator, stability=None, *, ax=None, labels=None, posi
     from matplotlib.lines import Line2D
 
     est = estimator.best_estimator_ if hasattr(estimator, "best_estimator_") else estimator
-    if hasattr(est, "_check_fitted"):
-        est._check_fitted()
+    if not hasattr(est, "edges_"):
+        raise NotFittedError(f"this {type(est).__name__} is not fitted yet; call fit() first")
     W = edge_weight_matrix(est)
     p = W.shape[0]
     edges = np.asarray(est.edges_, dtype=np.int64).reshape(-1, 2)

@@ -195,15 +195,14 @@ class PairwiseMRFSelect(ParamsMixin):
         """Fits down ``l1s`` (times ``scale``) on the rows ``rows`` of the prepared data,
         warm-started; ``on_point(k, stage)`` after each, which may return True to stop.
         Returns the stages; Ctrl-C raises (:func:`_check_stage`)."""
-        from .estimator import _Prepared, numba_threads
-        p = prep if rows is None else _Prepared(prep.X, prep.ns, prep.inference, prep.make_model,
-                                                prep.minimize, prep.max_iter, rows)
+        from .estimator import numba_threads
+        p = prep if rows is None else prep.on_rows(rows)
         stages = []
         with numba_threads(1 if rows is not None and self._workers(2) > 1 else est.n_jobs):
             model = p.make_model(est.candidate_edges, rows)
             w = empty_graph_weights(model)
             for k, l1 in enumerate(l1s):
-                stage = _check_stage(est._solve(p, model, w, float(l1) * scale, adaptive, cancel), cancel)
+                stage = _check_stage(p.solve(model, w, float(l1) * scale, adaptive, cancel), cancel)
                 w = stage.first.w
                 stages.append(stage)
                 if on_point is not None and on_point(k, stage):
@@ -219,7 +218,7 @@ class PairwiseMRFSelect(ParamsMixin):
         else:
             sub = prep.make_model(m.graph.edges[active])
             w = m.subset_weights(stage.w, active)
-        res = prep.minimize(sub, est._penalty(sub, l1=0.0), w, max_iter=prep.max_iter, tol=float(est.tol),
+        res = prep.minimize(sub, prep.penalty(sub, 0.0), w, max_iter=prep.max_iter, tol=float(est.tol),
                             gtol=1e-8, window=5)
         if res.stop_reason == "interrupted":
             raise KeyboardInterrupt
@@ -244,7 +243,7 @@ class PairwiseMRFSelect(ParamsMixin):
         self._check_params()
         t0 = time.perf_counter()
         est = self._template()
-        prep = est._prepare(X, sample_weight)
+        prep = est.fit_plan(X, sample_weight)
         n, p = prep.X.shape
         adaptive = True if isinstance(est.adaptive, str) else bool(est.adaptive)     # 'auto': l1 > 0 on the path
         with numba_threads(est.n_jobs):
@@ -341,7 +340,7 @@ class PairwiseMRFSelect(ParamsMixin):
         self.l1_ = float(l1s[best])
         chosen = stages[best]
         best_est = est.__class__(**dict(est.get_params(), l1=self.l1_))
-        best_est._finish(prep, chosen, adaptive, 0.0, warn=False)
+        best_est.keep_stage(prep, chosen, adaptive, 0.0, warn=False)
         self.best_estimator_ = best_est
         self.edges_ = best_est.edges_.copy()
         self.n_features_in_ = p
@@ -413,9 +412,8 @@ class _Walker:
     """One StARS subsample walking down the path, one ``l1`` at a time (warm-started)."""
 
     def __init__(self, sel, est, prep, rows, scale, adaptive, cancel=None):
-        from .estimator import _Prepared
         self.est, self.scale, self.adaptive, self.cancel = est, scale, adaptive, cancel
-        self.prep = _Prepared(prep.X, prep.ns, prep.inference, prep.make_model, prep.minimize, prep.max_iter, rows)
+        self.prep = prep.on_rows(rows)
         self.model = None
         self.threads = 1 if sel._workers(2) > 1 else est.n_jobs
 
@@ -425,8 +423,8 @@ class _Walker:
             if self.model is None:
                 self.model = self.prep.make_model(self.est.candidate_edges, self.prep.rows)
                 self.w = empty_graph_weights(self.model)
-            stage = _check_stage(self.est._solve(self.prep, self.model, self.w, l1 * self.scale, self.adaptive,
-                                                 self.cancel), self.cancel)
+            stage = _check_stage(self.prep.solve(self.model, self.w, l1 * self.scale, self.adaptive, self.cancel),
+                                 self.cancel)
             self.w = stage.first.w
             active = stage.model.active_edges(stage.w)
             # ids among the first model's candidates (the adaptive stage keeps a subset)
@@ -437,7 +435,7 @@ class _Walker:
 
 
 def _check_stage(stage, cancel):
-    """``stage`` (a :meth:`PairwiseMRF._solve` result), unless its solver stopped on
+    """``stage`` (a :meth:`MRFFitPlan.solve` result), unless its solver stopped on
     Ctrl-C (``KeyboardInterrupt``: the solvers catch it to keep their iterate, a
     selector's path must stop) or on ``cancel`` (:class:`~spargel.mrf.common.Cancelled`:
     another thread's task failed or was interrupted)."""

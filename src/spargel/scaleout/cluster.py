@@ -33,7 +33,7 @@ def connect(address):
         cluster = dd.LocalCluster(n_workers=n_workers, threads_per_worker=None if n_workers is None else 1,
                                   processes=True, dashboard_address=":0")
         client = dd.Client(cluster)
-        client._spargel_cluster = cluster
+        _OWN_CLUSTERS[id(client)] = (client, cluster)
         return client
     try:
         return dd.Client(address, timeout="20s")
@@ -43,10 +43,15 @@ def connect(address):
 
 def disconnect(client):
     """Close a client made by :func:`connect` (and the local cluster it started)."""
-    own = getattr(client, "_spargel_cluster", None)
+    own = _OWN_CLUSTERS.pop(id(client), (None, None))[1]
     client.close()
     if own is not None:
         own.close()
+
+
+#: the local clusters :func:`connect` started, by their client's id (with the client,
+#: so that the id stays its own until :func:`disconnect`)
+_OWN_CLUSTERS = {}
 
 
 def resolve(client):
