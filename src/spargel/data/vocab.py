@@ -46,6 +46,39 @@ class Vocabulary:
                 _index_splits(self._split[1], name, i, self._split[0])
         return i
 
+    def add_new(self, names):
+        """Add ``names`` (distinct, none of them in the vocabulary: not checked) at the
+        end, in their order, at once; returns the id of the first.
+
+        >>> v = Vocabulary(["a"])
+        >>> v.add_new(["b", "c"]), v.id("c")
+        (1, 2)
+        """
+        start = len(self._names)
+        self._ids.update(zip(names, range(start, start + len(names))))
+        self._names.extend(names)
+        if self._split is not None:
+            sep, index = self._split
+            for i in range(start, len(self._names)):
+                _index_splits(index, self._names[i], i, sep)
+        return start
+
+    def reorder_tail(self, start, order):
+        """Renumber the names from id ``start`` on: the name at ``start + order[i]`` gets
+        id ``start + i`` (``order`` a permutation of ``range(len(self) - start)``).
+
+        >>> Vocabulary(["a", "c", "b"]).reorder_tail(1, [1, 0]).names
+        ['a', 'b', 'c']
+        """
+        tail = self._names[start:]
+        names = [tail[i] for i in order]
+        if len(names) != len(tail) or len(set(order)) != len(tail):
+            raise ValueError("order must be a permutation of the tail's positions")
+        self._ids.update(zip(names, range(start, start + len(names))))
+        self._names[start:] = names
+        self._split = None
+        return self
+
     def split_index(self, sep="="):
         """``{key: {value: id}}`` for every way of writing each name as ``key + sep +
         value`` (kept up to date by :meth:`add`; one separator at a time): looking up a
