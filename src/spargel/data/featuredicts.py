@@ -24,14 +24,14 @@ from numbers import Real
 
 # entries gathered in Python lists before they move to typed arrays (encode_sequences)
 FLUSH_ENTRIES = 1 << 16
-# tokens encoded at a time by encode_bulk (its temporaries: a few Python lists of about
-# 20 entries a token)
-BULK_TOKENS = 1 << 16
+# tokens encoded at a time by encode_bulk (its temporaries: a few Python lists and arrays
+# of some 20 entries a token)
+BULK_TOKENS = 1 << 13
 
 _STR = frozenset((str,))
 _FLOAT = frozenset((float,))
-_LIST = frozenset((list,))
 _DICT = frozenset((dict,))
+_LIST = frozenset((list,))
 _CONTAINERS = frozenset((list, tuple))
 
 
@@ -212,24 +212,23 @@ def _plain_sequence_type(t):
 
 
 def encode_bulk(X, vocab, grow, sep="="):
-    """:func:`encode_sequences` of a list of sequences in one of two plain formats, at C
-    speed (no Python work per attribute): every token a ``dict`` of ``str`` keys and
-    ``float`` values (what :class:`spargel.pycrfsuite.ItemSequence` holds), or every
-    sequence a ``list`` of ``list`` tokens of ``str`` attribute names (CRFsuite's
-    attribute lists). The result, the vocabulary's growth included, is the one of
-    :func:`encode_sequences`: attributes of value 0 dropped, new attributes numbered in
-    order of first occurrence (dicts) or, per sequence, in sorted order (attribute
-    lists). None when ``X`` is in neither format from its first sequence on (anything
-    else -- other values, nested dicts, bytes, NaN, empty sequences -- takes the general
-    path, which also names what is wrong); a later part in another format is encoded by
-    :func:`encode_sequences` (``sep`` its separator), after the vocabulary this
-    function grew.
+    """:func:`encode_sequences` of a list of sequences whose every token is a ``dict`` of
+    ``str`` keys and ``float`` values (what :class:`spargel.pycrfsuite.ItemSequence`
+    holds), at C speed: one hash lookup an entry, no Python work per attribute. The
+    result, the vocabulary's growth included, is the one of :func:`encode_sequences`:
+    attributes of value 0 dropped, new attributes numbered in order of first
+    occurrence. None when ``X`` is not in this format from its first sequence on
+    (anything else -- string, int or bool values, nested dicts, bytes, NaN, empty
+    sequences, attribute lists, which :func:`encode_sequences` reads fast already --
+    takes the general path, which also names what is wrong); a later part in another
+    format is encoded by :func:`encode_sequences` (``sep`` its separator), after the
+    vocabulary this function grew.
 
     >>> from spargel.data.vocab import Vocabulary
     >>> v = Vocabulary()
-    >>> seq_ptr, uni_ptr, ids, vals = encode_bulk([[["b", "a"], ["c"]], [["a", "d"]]], v, True)
-    >>> v.names, ids.tolist(), uni_ptr.tolist(), seq_ptr.tolist()
-    (['a', 'b', 'c', 'd'], [1, 0, 2, 0, 3], [0, 2, 3, 5], [0, 2, 3])
+    >>> seq_ptr, uni_ptr, ids, vals = encode_bulk([[{"b": 1.0, "a": 1.0}, {"c": 0.0}], [{"a": 2.0}]], v, True)
+    >>> v.names, ids.tolist(), vals.tolist(), uni_ptr.tolist(), seq_ptr.tolist()
+    (['b', 'a'], [0, 1, 1], [1.0, 1.0, 2.0], [0, 2, 2, 3], [0, 2, 3])
     """
     import numpy as np
 
@@ -270,7 +269,7 @@ def encode_bulk(X, vocab, grow, sep="="):
 
 def _encode_bulk_part(X, vocab, grow):
     """:func:`encode_bulk` of a part of the sequences (None, having changed nothing, when
-    the part is not in one of the two formats)."""
+    the part is not in its format)."""
     import numpy as np
 
     from .dataset import unit_values
@@ -280,22 +279,17 @@ def _encode_bulk_part(X, vocab, grow):
         return None
     tokens = list(chain.from_iterable(X))
     kinds = set(map(type, tokens))
-    if kinds == _DICT:
-        vals = list(chain.from_iterable(map(dict.values, tokens)))
-        if not set(map(type, vals)) <= _FLOAT:
-            return None
-        if vals.count(1.0) == len(vals):    # (floats all 1: binary attributes)
-            vals = None
-        else:
-            vals = np.array(vals, dtype=np.float64)
-            if not np.isfinite(vals).all():
-                return None
-        order = "first"
-    elif kinds == _LIST and set(map(type, X)) == _LIST:
-        vals = None
-        order = "sorted"
-    else:
+    if kinds != _DICT:
         return None
+    vals = list(chain.from_iterable(map(dict.values, tokens)))
+    if not set(map(type, vals)) <= _FLOAT:
+        return None
+    if vals.count(1.0) == len(vals):        # (floats all 1: binary attributes)
+        vals = None
+    else:
+        vals = np.array(vals, dtype=np.float64)
+        if not np.isfinite(vals).all():
+            return None
     keys = list(chain.from_iterable(tokens))
     tok_len = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
     if vals is not None and not vals.all():
@@ -337,45 +331,12 @@ def _encode_bulk_part(X, vocab, grow):
             ids = ids[known]
             if vals is not None:
                 vals = vals[known]
-    if grow and order == "sorted" and len(vocab) > n0:
-        ids = _sort_new_per_sequence(ids, vocab, n0, tok_len, seq_len)
     uni_ptr = np.zeros(len(tokens) + 1, dtype=np.int64)
     np.cumsum(tok_len, out=uni_ptr[1:])
     seq_ptr = np.zeros(len(X) + 1, dtype=np.int64)
     np.cumsum(seq_len, out=seq_ptr[1:])
     values = unit_values(len(ids)) if vals is None or (vals == 1.0).all() else vals
     return seq_ptr, uni_ptr, ids.astype(np.int32), values
-
-
-def _sort_new_per_sequence(ids, vocab, n0, tok_len, seq_len):
-    """The attributes added from id ``n0`` on (in order of first occurrence) renumbered
-    so that those first seen in one sequence come in sorted order (the numbering of
-    :func:`encode_sequences` for attribute lists); returns ``ids`` renumbered."""
-    import numpy as np
-
-    new = np.where(ids >= n0, ids, -1)
-    first = np.empty(len(ids), dtype=bool)
-    first[0] = new[0] >= 0
-    np.greater(new[1:], np.maximum.accumulate(new)[:-1], out=first[1:])
-    first_pos = np.flatnonzero(first)               # the new ids' first entries, in id order
-    tok_end = np.cumsum(tok_len)
-    seq_end = tok_end[np.cumsum(seq_len) - 1]       # each sequence's entry count, cumulated
-    first_seq = np.searchsorted(seq_end, first_pos, side="right")
-    cut = np.flatnonzero(np.diff(first_seq)) + 1
-    names = vocab.names[n0:]
-    order = []
-    for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), len(first_pos)]):
-        if hi - lo == 1:
-            order.append(lo)
-        else:
-            order.extend(sorted(range(lo, hi), key=names.__getitem__))
-    vocab.reorder_tail(n0, order)
-    renumber = np.empty(len(order), dtype=np.int64)
-    renumber[order] = np.arange(n0, n0 + len(order), dtype=np.int64)
-    out = ids.copy()
-    moved = ids >= n0
-    out[moved] = renumber[ids[moved] - n0]
-    return out
 
 
 def _flush_values(stored, vals, n_stored):
@@ -406,11 +367,9 @@ def _plain_list_sequence(seq, mapping, get, grow, vocab, ids, vals, uni_ptr, flu
             missing = set(chain.from_iterable(seq)).difference(mapping)
             if missing:
                 new = sorted(missing)       # (a deterministic order; TypeError for mixed types)
-                for k in new:
-                    if type(k) is not str:
-                        return 0
-                for k in new:
-                    vocab.add(k)
+                if not set(map(type, new)) <= _STR:
+                    return 0
+                vocab.add_new(new)
         found = list(map(get, chain.from_iterable(seq)))
     except TypeError:                       # an unhashable item: the slow path says which
         return 0

@@ -63,22 +63,6 @@ class Vocabulary:
                 _index_splits(index, self._names[i], i, sep)
         return start
 
-    def reorder_tail(self, start, order):
-        """Renumber the names from id ``start`` on: the name at ``start + order[i]`` gets
-        id ``start + i`` (``order`` a permutation of ``range(len(self) - start)``).
-
-        >>> Vocabulary(["a", "c", "b"]).reorder_tail(1, [1, 0]).names
-        ['a', 'b', 'c']
-        """
-        tail = self._names[start:]
-        names = [tail[i] for i in order]
-        if len(names) != len(tail) or len(set(order)) != len(tail):
-            raise ValueError("order must be a permutation of the tail's positions")
-        self._ids.update(zip(names, range(start, start + len(names))))
-        self._names[start:] = names
-        self._split = None
-        return self
-
     def split_index(self, sep="="):
         """``{key: {value: id}}`` for every way of writing each name as ``key + sep +
         value`` (kept up to date by :meth:`add`; one separator at a time): looking up a
@@ -122,9 +106,7 @@ class Vocabulary:
         names = [self._names[i] for i in order]
         if len(names) != len(self._names):
             raise ValueError("order must be a permutation of the ids")
-        ids = self._ids
-        for i, name in enumerate(names):
-            ids[name] = i
+        self._ids.update(zip(names, range(len(names))))
         self._names = names
         self._split = None
         return self
@@ -132,7 +114,12 @@ class Vocabulary:
     def subset(self, keep):
         """A new vocabulary with the names at positions ``keep`` (in that order)."""
         names = self._names
-        return Vocabulary(names[i] for i in keep)
+        out = Vocabulary()
+        out._names = [names[i] for i in keep]
+        out._ids = dict(zip(out._names, range(len(out._names))))
+        if len(out._ids) != len(out._names):        # a position kept twice: the first wins
+            return Vocabulary(out._names)
+        return out
 
     # -- compact binary form used by model files ---------------------------------
     def to_arrays(self):
