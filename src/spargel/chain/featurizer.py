@@ -136,7 +136,7 @@ class SequenceFeaturizer:
             return build_dataset(rows, uni, big, labels, y, grow=grow)
         # feature dicts / attribute lists: straight to flat arrays (the tagging hot path)
         _check_sequences(X)
-        # (lists of plain dicts or attribute lists: in bulk)
+        # (tokens all {str: float} dicts, as ItemSequence holds them: in bulk)
         encoded = encode_bulk(X, uni, grow, self.value_sep) if isinstance(X, list) else None
         if encoded is None:
             encoded = encode_sequences((getattr(x, "columns", x) for x in X), uni, grow, self.value_sep)
