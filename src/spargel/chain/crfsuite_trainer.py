@@ -139,7 +139,11 @@ class ItemSequence(list):
         if isinstance(pyseq, ItemSequence):
             super().__init__(dict(d) for d in pyseq)
             return
-        from ..data.featuredicts import token_attributes
+        from ..data.featuredicts import attribute_list_items, token_attributes
+        items = attribute_list_items(pyseq)
+        if items is not None:               # lists of attribute strings: at C speed
+            super().__init__(items)
+            return
         if isinstance(pyseq, (str, bytes, dict)) or not hasattr(pyseq, "__iter__"):
             raise ItemFormatError(f"an item sequence is a list of items, not {type(pyseq).__name__}")
         try:
@@ -173,6 +177,9 @@ class CRFSuiteError(Exception):
 
 
 # --------------------------------------------------------------------------- the trainer
+_STR = frozenset((str,))
+
+
 class BaseTrainer:
     """python-crfsuite's ``BaseTrainer``: messages are printed when ``verbose``.
 
@@ -216,10 +223,12 @@ class BaseTrainer:
         items = xseq if isinstance(xseq, ItemSequence) else ItemSequence(xseq)
         if isinstance(yseq, (str, bytes)):
             raise TypeError("yseq must be a sequence of label strings, not a string")
-        labels = [y.decode("utf-8") if isinstance(y, bytes) else y for y in yseq]
-        for y in labels:
-            if not isinstance(y, str):
-                raise TypeError(f"a label must be a string, got {type(y).__name__} {y!r}")
+        labels = list(yseq)
+        if set(map(type, labels)) - _STR:   # (the usual case, all str, checked at C speed)
+            labels = [y.decode("utf-8") if isinstance(y, bytes) else y for y in labels]
+            for y in labels:
+                if not isinstance(y, str):
+                    raise TypeError(f"a label must be a string, got {type(y).__name__} {y!r}")
         if len(items) != len(labels):
             raise ValueError(f"The numbers of items and labels differ: |x| = {len(items)}, |y| = {len(labels)}")
         self._data.append((items, labels, int(group)))

@@ -16,7 +16,7 @@ none of them builds or reaches into an estimator to get at data.
 import numpy as np
 
 from ..data.dataset import SequenceData, build_dataset, label_ids, unit_values
-from ..data.featuredicts import encode_sequences, sequence_attributes
+from ..data.featuredicts import encode_bulk, encode_sequences, sequence_attributes
 from ..data.templates import Template
 from ..data.vocab import Vocabulary, by_frequency
 
@@ -136,8 +136,11 @@ class SequenceFeaturizer:
             return build_dataset(rows, uni, big, labels, y, grow=grow)
         # feature dicts / attribute lists: straight to flat arrays (the tagging hot path)
         _check_sequences(X)
-        seq_ptr, uni_ptr, ids, vals = encode_sequences((getattr(x, "columns", x) for x in X), uni, grow,
-                                                       self.value_sep)
+        # (tokens all {str: float} dicts, as ItemSequence holds them: in bulk)
+        encoded = encode_bulk(X, uni, grow, self.value_sep) if isinstance(X, list) else None
+        if encoded is None:
+            encoded = encode_sequences((getattr(x, "columns", x) for x in X), uni, grow, self.value_sep)
+        seq_ptr, uni_ptr, ids, vals = encoded
         n = len(uni_ptr) - 1
         data = SequenceData(seq_ptr, uni_ptr, ids, vals, np.zeros(n + 1, np.int64), np.zeros(0, np.int32),
                             np.zeros(0))

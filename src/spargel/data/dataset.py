@@ -240,6 +240,13 @@ def _add_labels(ys, vocab, grow, out, s):
     """Append the ids of the labels ``ys`` of sequence s; ``None`` (a label unknown at
     this position: partially labelled training data) becomes -1 when ``grow``."""
     mapping = vocab.mapping
+    try:
+        found = list(map(mapping.get, ys))
+    except TypeError:                       # an unhashable label: the loop below says which
+        found = [None]
+    if None not in found:                   # every label known (the usual case): at C speed
+        out.extend(found)
+        return
     for t, y in enumerate(ys):
         i = mapping.get(y)
         if i is None:

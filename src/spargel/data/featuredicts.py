@@ -19,11 +19,20 @@ Non-finite values raise ``ValueError`` naming the sequence, the token and the ke
 
 import math
 from array import array
-from itertools import accumulate, chain
+from itertools import accumulate, chain, compress, count, repeat
 from numbers import Real
 
 # entries gathered in Python lists before they move to typed arrays (encode_sequences)
 FLUSH_ENTRIES = 1 << 16
+# tokens encoded at a time by encode_bulk (its temporaries: a few Python lists and arrays
+# of some 20 entries a token)
+BULK_TOKENS = 1 << 13
+
+_STR = frozenset((str,))
+_FLOAT = frozenset((float,))
+_DICT = frozenset((dict,))
+_LIST = frozenset((list,))
+_CONTAINERS = frozenset((list, tuple))
 
 
 def token_attributes(token, where="", sep="="):
@@ -96,7 +105,7 @@ def sequence_attributes(seq, index=None, sep="="):
     return out
 
 
-def encode_sequences(X, vocab, grow, sep="="):
+def encode_sequences(X, vocab, grow, sep="=", first=0):
     """Sequences of feature dicts (or attribute lists) straight to flat arrays:
     ``(seq_ptr, uni_ptr, uni_ids, uni_vals)`` over ``vocab``'s attribute ids, with the
     conversion rules of :func:`token_attributes`. With ``grow`` new attributes are added
@@ -107,7 +116,8 @@ def encode_sequences(X, vocab, grow, sep="="):
     ``bool`` values are handled inline, and so are lists of attribute strings (CRFsuite's
     attribute lists), anything else (nested dicts, lists, numpy
     scalars, attribute lists) goes through :func:`token_attributes`; error messages name
-    the sequence and token but are only built when something is wrong.
+    the sequence and token but are only built when something is wrong (``first``: the
+    number of the first sequence in them).
     """
     import numpy as np
 
@@ -125,7 +135,7 @@ def encode_sequences(X, vocab, grow, sep="="):
     uni_ptr, seq_ptr = array("q", [0]), array("q", [0])
     base = 0                                    # entries already moved to the arrays
     n_tok = 0
-    for s, seq in enumerate(X):
+    for s, seq in enumerate(X, first):
         if len(ids) >= FLUSH_ENTRIES:
             base += len(ids)
             all_vals = _flush_values(all_vals, vals, len(all_ids))
@@ -176,6 +186,159 @@ def encode_sequences(X, vocab, grow, sep="="):
             np.frombuffer(all_ids, dtype=np.int32), values)
 
 
+def attribute_list_items(seq):
+    """The items of ``seq`` as ``{name: 1.0}`` dicts when every token is a list (or
+    tuple) of ``str`` attribute names -- what :func:`token_attributes` gives for them (a
+    name listed twice in a token kept once), built at C speed; None for any other
+    sequence (an empty one too), which takes the general path.
+
+    >>> attribute_list_items([["w=the", "bias"], ["w=cat", "bias", "w=cat"]])
+    [{'w=the': 1.0, 'bias': 1.0}, {'w=cat': 1.0, 'bias': 1.0}]
+    >>> attribute_list_items([{"w": "the"}]) is None
+    True
+    """
+    if (seq.__class__ is not list and seq.__class__ is not tuple) or not seq:
+        return None
+    if not set(map(type, seq)) <= _CONTAINERS or not set(map(type, chain.from_iterable(seq))) <= _STR:
+        return None
+    return list(map(dict.fromkeys, seq, repeat(1.0, len(seq))))
+
+
+def _plain_sequence_type(t):
+    """Whether sequences of type ``t`` are read by :func:`encode_bulk`: a list, or a list
+    subclass that iterates as one and has no ``columns``."""
+    return t is list or (issubclass(t, list) and t.__iter__ is list.__iter__ and t.__len__ is list.__len__
+                         and not hasattr(t, "columns"))
+
+
+def encode_bulk(X, vocab, grow, sep="="):
+    """:func:`encode_sequences` of a list of sequences whose every token is a ``dict`` of
+    ``str`` keys and ``float`` values (what :class:`spargel.pycrfsuite.ItemSequence`
+    holds), at C speed: one hash lookup an entry, no Python work per attribute. The
+    result, the vocabulary's growth included, is the one of :func:`encode_sequences`:
+    attributes of value 0 dropped, new attributes numbered in order of first
+    occurrence. None when ``X`` is not in this format from its first sequence on
+    (anything else -- string, int or bool values, nested dicts, bytes, NaN, empty
+    sequences, attribute lists, which :func:`encode_sequences` reads fast already --
+    takes the general path, which also names what is wrong); a later part in another
+    format is encoded by :func:`encode_sequences` (``sep`` its separator), after the
+    vocabulary this function grew.
+
+    >>> from spargel.data.vocab import Vocabulary
+    >>> v = Vocabulary()
+    >>> seq_ptr, uni_ptr, ids, vals = encode_bulk([[{"b": 1.0, "a": 1.0}, {"c": 0.0}], [{"a": 2.0}]], v, True)
+    >>> v.names, ids.tolist(), vals.tolist(), uni_ptr.tolist(), seq_ptr.tolist()
+    (['b', 'a'], [0, 1, 1], [1.0, 1.0, 2.0], [0, 2, 2, 3], [0, 2, 3])
+    """
+    import numpy as np
+
+    from .dataset import unit_values
+
+    if X.__class__ is not list or not X or not all(map(_plain_sequence_type, set(map(type, X)))):
+        return None
+    parts = []
+    lo = 0
+    while lo < len(X):
+        hi, n_tok = lo, 0
+        while hi < len(X) and n_tok < BULK_TOKENS:
+            n_tok += len(X[hi])
+            hi += 1
+        part = _encode_bulk_part(X[lo:hi], vocab, grow)
+        if part is None:
+            if lo == 0:
+                return None
+            # (the rest the general way, after the vocabulary grown so far: as if all of X
+            # had gone that way)
+            parts.append(encode_sequences(X[lo:], vocab, grow, sep, first=lo))
+            break
+        parts.append(part)
+        lo = hi
+    if len(parts) == 1:
+        return parts[0]
+    seq_ptr, uni_ptr, ids, vals = [np.zeros(1, np.int64)], [np.zeros(1, np.int64)], [], []
+    for sp, up, i, v in parts:
+        seq_ptr.append(sp[1:] + seq_ptr[-1][-1])
+        uni_ptr.append(up[1:] + uni_ptr[-1][-1])
+        ids.append(i)
+        vals.append(v)
+    ids = np.concatenate(ids)
+    from .dataset import is_unit
+    values = unit_values(len(ids)) if all(map(is_unit, vals)) else np.concatenate(vals)
+    return np.concatenate(seq_ptr), np.concatenate(uni_ptr), ids, values
+
+
+def _encode_bulk_part(X, vocab, grow):
+    """:func:`encode_bulk` of a part of the sequences (None, having changed nothing, when
+    the part is not in its format)."""
+    import numpy as np
+
+    from .dataset import unit_values
+
+    seq_len = list(map(len, X))
+    if 0 in seq_len:
+        return None
+    tokens = list(chain.from_iterable(X))
+    kinds = set(map(type, tokens))
+    if kinds != _DICT:
+        return None
+    vals = list(chain.from_iterable(map(dict.values, tokens)))
+    if not set(map(type, vals)) <= _FLOAT:
+        return None
+    if vals.count(1.0) == len(vals):        # (floats all 1: binary attributes)
+        vals = None
+    else:
+        vals = np.array(vals, dtype=np.float64)
+        if not np.isfinite(vals).all():
+            return None
+    keys = list(chain.from_iterable(tokens))
+    tok_len = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    if vals is not None and not vals.all():
+        # value 0: dropped (not even added to the vocabulary)
+        keep = vals != 0
+        keys = list(compress(keys, keep.tolist()))
+        vals = vals[keep]
+        tok_len = np.bincount(np.repeat(np.arange(len(tokens)), tok_len)[keep], minlength=len(tokens))
+    # one hash lookup an entry: each distinct key's first entry (``seen``, in order of
+    # first occurrence), and per entry the first entry of its key
+    seen = {}
+    try:
+        first_of = np.fromiter(map(seen.setdefault, keys, count()), dtype=np.int64, count=len(keys))
+    except TypeError:                       # an unhashable item: the general path says which
+        return None
+    distinct = list(seen)
+    if not set(map(type, distinct)) <= _STR:
+        return None
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[np.fromiter(seen.values(), dtype=np.int64, count=len(seen))] = np.arange(len(seen))
+    local = rank[first_of]                  # per entry, its key's rank among the distinct ones
+    del rank, first_of, seen
+    mapping = vocab.mapping
+    n0 = len(vocab)
+    if grow and not n0:
+        vocab.add_new(distinct)
+        ids = local
+    else:
+        table = np.fromiter(map(mapping.get, distinct, repeat(-1, len(distinct))), dtype=np.int64,
+                            count=len(distinct))
+        unknown = table < 0
+        if grow and unknown.any():          # new attributes: in order of first occurrence
+            start = vocab.add_new(list(compress(distinct, unknown.tolist())))
+            table[unknown] = np.arange(start, len(vocab))
+        ids = table[local]
+        if not grow and unknown.any():      # unknown attributes: skipped
+            known = ids >= 0
+            tok_len = np.bincount(np.repeat(np.arange(len(tokens)), tok_len)[known], minlength=len(tokens))
+            ids = ids[known]
+            if vals is not None:
+                vals = vals[known]
+    uni_ptr = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(tok_len, out=uni_ptr[1:])
+    seq_ptr = np.zeros(len(X) + 1, dtype=np.int64)
+    np.cumsum(seq_len, out=seq_ptr[1:])
+    values = unit_values(len(ids)) if vals is None or (vals == 1.0).all() else vals
+    return seq_ptr, uni_ptr, ids.astype(np.int32), values
+
+
 def _flush_values(stored, vals, n_stored):
     """Move ``vals`` to the stored values (an ``array('d')`` of ``n_stored`` entries, or
     None while every value so far is 1)."""
@@ -204,11 +367,9 @@ def _plain_list_sequence(seq, mapping, get, grow, vocab, ids, vals, uni_ptr, flu
             missing = set(chain.from_iterable(seq)).difference(mapping)
             if missing:
                 new = sorted(missing)       # (a deterministic order; TypeError for mixed types)
-                for k in new:
-                    if type(k) is not str:
-                        return 0
-                for k in new:
-                    vocab.add(k)
+                if not set(map(type, new)) <= _STR:
+                    return 0
+                vocab.add_new(new)
         found = list(map(get, chain.from_iterable(seq)))
     except TypeError:                       # an unhashable item: the slow path says which
         return 0
@@ -350,6 +511,11 @@ def encode_known(seq, vocab, sep=":"):
     anything else (other numbers, nested dicts, lists, bytes, pairs, bad values) goes
     through :func:`token_attributes`, which also names what is wrong."""
     get = vocab.mapping.get
+    if seq.__class__ is list and seq and set(map(type, seq)) == _LIST:
+        # attribute lists (CRFsuite's format): the whole sequence at C speed
+        flat = list(chain.from_iterable(seq))
+        if set(map(type, flat)) <= _STR:
+            return [0, *accumulate(map(len, seq))], list(map(get, flat, repeat(UNKNOWN, len(flat)))), None
     split_get = vocab.split_index(sep).get
     unknown_key = _UNKNOWN_KEY
     ids, vals = [], None
@@ -362,10 +528,18 @@ def encode_known(seq, vocab, sep=":"):
                      for k, v in tok.items()]
             fast = LONG_WAY not in found
         elif cls is list:
-            found = list(map(get, tok)) if all(a.__class__ is str for a in tok) else None
+            # (a known attribute is a key of the vocabulary, a string: only the unknown
+            # ones are checked)
+            try:
+                found = list(map(get, tok))
+            except TypeError:                   # an unhashable item: the long way says which
+                found = None
+            if found is not None and None in found:
+                if set(map(type, tok)) <= _STR:
+                    found = [UNKNOWN if i is None else i for i in found]
+                else:
+                    found = None
             fast = found is not None
-            if fast and None in found:
-                found = [UNKNOWN if i is None else i for i in found]
         else:
             fast = False
         if fast:

@@ -46,6 +46,23 @@ class Vocabulary:
                 _index_splits(self._split[1], name, i, self._split[0])
         return i
 
+    def add_new(self, names):
+        """Add ``names`` (distinct, none of them in the vocabulary: not checked) at the
+        end, in their order, at once; returns the id of the first.
+
+        >>> v = Vocabulary(["a"])
+        >>> v.add_new(["b", "c"]), v.id("c")
+        (1, 2)
+        """
+        start = len(self._names)
+        self._ids.update(zip(names, range(start, start + len(names))))
+        self._names.extend(names)
+        if self._split is not None:
+            sep, index = self._split
+            for i in range(start, len(self._names)):
+                _index_splits(index, self._names[i], i, sep)
+        return start
+
     def split_index(self, sep="="):
         """``{key: {value: id}}`` for every way of writing each name as ``key + sep +
         value`` (kept up to date by :meth:`add`; one separator at a time): looking up a
@@ -89,9 +106,7 @@ class Vocabulary:
         names = [self._names[i] for i in order]
         if len(names) != len(self._names):
             raise ValueError("order must be a permutation of the ids")
-        ids = self._ids
-        for i, name in enumerate(names):
-            ids[name] = i
+        self._ids.update(zip(names, range(len(names))))
         self._names = names
         self._split = None
         return self
@@ -99,7 +114,12 @@ class Vocabulary:
     def subset(self, keep):
         """A new vocabulary with the names at positions ``keep`` (in that order)."""
         names = self._names
-        return Vocabulary(names[i] for i in keep)
+        out = Vocabulary()
+        out._names = [names[i] for i in keep]
+        out._ids = dict(zip(out._names, range(len(out._names))))
+        if len(out._ids) != len(out._names):        # a position kept twice: the first wins
+            return Vocabulary(out._names)
+        return out
 
     # -- compact binary form used by model files ---------------------------------
     def to_arrays(self):
