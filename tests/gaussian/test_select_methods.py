@@ -230,3 +230,24 @@ def test_cli_select_with_method_mb(tmp_path):
     assert len(sel.edges_)
     got = np.loadtxt(out2, delimiter=",", skiprows=1, ndmin=2).reshape(-1, 3)
     np.testing.assert_array_equal(got[:, :2].astype(int), sel.edges_)
+
+
+def test_glasso_selection_on_the_sparse_path():
+    """solver='sparse-newton-cg' (the graphical lasso without a p x p matrix) takes the
+    from-data path and makes the dense path's choice on a clear chain."""
+    rng = np.random.default_rng(14)
+    X = rng.standard_normal((200, 40))
+    for j in range(1, 40):
+        X[:, j] += 0.7 * X[:, j - 1]
+    # (StARS stops at the alpha whose variability reaches the threshold: the densest
+    # subsample fits, where the sparse path can stall short of its tolerance on 141 rows,
+    # are not made)
+    kw = dict(n_subsamples=4, random_state=2, alphas=5)
+    sparse = SparseGaussianMRFSelect("stars", solver="sparse-newton-cg", **kw).fit(X)
+    dense = SparseGaussianMRFSelect("stars", **kw).fit(X)
+    assert sparse.solver_ == "sparse-newton-cg" and sp.issparse(sparse.precision_)
+    assert sparse.alpha_ == pytest.approx(dense.alpha_, rel=1e-12)
+    np.testing.assert_array_equal(sparse.edges_path_, dense.edges_path_)
+    np.testing.assert_allclose(sparse.criterion_scores_, dense.criterion_scores_, atol=1e-12)
+    assert np.isnan(dense.criterion_scores_[-1])
+    np.testing.assert_array_equal(sparse.edges_, dense.edges_)

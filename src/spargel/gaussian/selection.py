@@ -98,7 +98,8 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     n_jobs : threads: StARS fits its subsamples' paths concurrently (same result);
         otherwise used for screened components as in :class:`SparseGaussianMRF`.
     solver, tol, max_iter, screen, verbose : as in :class:`SparseGaussianMRF`.
-    covariance : None / 'dense' (default), 'from_data' or 'auto' (from-data when
+    covariance : None / 'dense' (default; from the data when the p x p arrays would not
+        fit, or with ``solver='sparse-newton-cg'``), 'from_data' or 'auto' (from-data when
         n < p and p >= 2,000; for 'mb' and 'concord' their own 'auto': a p x p matrix up
         to 2,000 variables): with 'from_data' the correlation matrix is never
         formed; every alpha is a from-data fit of the standardised columns and
@@ -210,6 +211,15 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             return fit
         return self._path(R, [alpha], warm_start=fit, final=True)[0]
 
+    def _sparse_solver(self):
+        """Whether ``solver`` solves from the data only (``'sparse-newton-cg'``, the sparse
+        path for p too large for dense arrays): the from-data path then, unless
+        ``covariance='dense'`` asks otherwise (the solver's own error)."""
+        from spargel.core.solver_table import solver as solver_record
+
+        return (self.covariance is None and self.solver != "auto" and
+                solver_record(self.solver, "covariance").from_data_only)
+
     def _criterion(self):
         """The criterion (None: huge.select's default for the method) and the method,
         checked: EBIC needs a likelihood, which only the graphical lasso has."""
@@ -226,10 +236,6 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
                                  "'stars' or 'ric'")
         if self.rule not in ("or", "and"):
             raise ParameterError(f"rule must be 'or' or 'and', got {self.rule!r}")
-        if self.client is not None and crit == "stars" and self.method == "glasso" and \
-                self.covariance not in (None, "dense"):
-            raise ParameterError("a Dask client runs StARS's subsamples of the dense path; "
-                                 "covariance='from_data' selection runs on threads (n_jobs)")
         return crit
 
     def _stars(self, X, n, rng, alphas, spec):
@@ -276,7 +282,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
                                   "constant (zero variance): it cannot be standardised")
         if self.method != "glasso":
             out = self._fit_graph(X, crit)
-        elif _from_data_choice(self, X.shape, 0):
+        elif _from_data_choice(self, X.shape, 0) or self._sparse_solver():
             out = self._fit_from_data(X, sd, crit)
         else:
             out = {}
@@ -506,20 +512,17 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         from-data fit on the standardised columns, the criteria from the data and the
         sparse precisions (:mod:`.from_data_select`); the same choice as the dense path."""
         import numbers
-        import sys
-        from concurrent.futures import ThreadPoolExecutor
 
         from spargel.gaussian.from_data_select import (SelectPath, ric_alpha_by_slabs,
-                                                       scale_sparse, stars_from_patterns)
+                                                       scale_sparse)
         from spargel.gaussian.path import grid_below
-        from spargel.gaussian.select import (default_subsample_size, ebic_scores,
-                                             standardize, stars_choice)
+        from spargel.gaussian.select import ebic_scores, standardize
+        from spargel.gaussian.stars import PathSpec
 
         n, p = X.shape
         rng = np.random.default_rng(self.random_state)
-        parallel = crit == "stars" and self.n_jobs is not None and self.n_jobs != 1
         kw = dict(solver=self.solver, tol=self.tol, max_iter=self.max_iter,
-                  max_component=self.max_component, n_jobs=1 if parallel else self.n_jobs)
+                  max_component=self.max_component, n_jobs=self.n_jobs)
         Z = standardize(X)
         data = SelectPath(Z, kw, self.penalize_diagonal)
         if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
@@ -538,26 +541,13 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             out["criterion_scores_"] = scores
             chosen, alpha = path[best], float(alphas[best])
         elif crit == "stars":
-            subs = self._subsamples(n, rng, default_subsample_size)
-
-            def patterns_of(b):
-                sub = SelectPath(standardize(X[subs[b]]), kw, self.penalize_diagonal)
-                pats = [sub.edge_pattern(r.precision) for r in sub.path(alphas)]
-                if self.verbose:
-                    print(f"StARS subsample {b + 1} of {len(subs)}", file=sys.stderr, flush=True)
-                return pats
-
-            if parallel and len(subs) > 1:
-                workers = None if self.n_jobs == -1 else int(self.n_jobs)
-                with ThreadPoolExecutor(max_workers=workers) as ex:
-                    patterns = list(ex.map(patterns_of, range(len(subs))))
-            else:
-                patterns = [patterns_of(b) for b in range(len(subs))]
-            var, counts = stars_from_patterns(patterns, len(subs), p)
-            best = stars_choice(var, self.stars_threshold)
-            freq = counts[best] / len(subs)
-            out.update(criterion_scores_=var, edge_frequency_=(freq + freq.T).tocsr(),
-                       edge_frequency_path_=[((c + c.T) / len(subs)).tocsr() for c in counts])
+            spec = PathSpec("glasso", lowest=float(alphas[-1]), solver=self.solver,
+                            tol=self.tol, max_iter=self.max_iter,
+                            penalize_diagonal=self.penalize_diagonal, columns=True,
+                            max_component=self.max_component)
+            best, var, freq_path = self._stars(X, n, rng, alphas, spec)
+            out.update(criterion_scores_=var, edge_frequency_=freq_path[best],
+                       edge_frequency_path_=freq_path)
             chosen, alpha = path[best], float(alphas[best])
         else:
             best = None

@@ -38,7 +38,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["PathSpec", "GlassoPath", "MBPath", "ConcordPath", "start_path", "stars_counts",
+__all__ = ["PathSpec", "GlassoPath", "GlassoColumnsPath", "MBPath", "ConcordPath", "start_path", "stars_counts",
            "upper_pattern"]
 
 METHODS = ("glasso", "mb", "concord")
@@ -60,6 +60,8 @@ class PathSpec:
     solver: str = "auto"                # glasso
     screen: bool = True                 # glasso
     loose: bool = False                 # glasso: the path's tolerance (selection.PATH_TOL)
+    columns: bool = False               # glasso: from the data (covariance='from_data')
+    max_component: int | None = None    # glasso from the data
 
 
 def upper_pattern(A):
@@ -104,6 +106,42 @@ class GlassoPath:
                              n_jobs=n_jobs, polish=0 if s.loose else None)
         K = sp.csr_matrix(res.precision)
         return GlassoPath(None, s, K, Z), upper_pattern(K), res
+
+
+class GlassoColumnsPath:
+    """The graphical lasso on a subsample from its columns (``covariance='from_data'``,
+    :func:`.from_data.solve_columns`: no p x p matrix): the standardised columns and
+    their screening, made once just below the smallest alpha (as
+    :func:`.from_data_select.fit_path`); each alpha a from-data fit (not warm-started,
+    as that path)."""
+
+    def __init__(self, X, spec, data=None, screened=None):
+        from .from_data import screen_from_data
+        from .from_data_select import SelectPath
+        from .select import standardize
+        from .sparse_newton import MARGIN
+
+        self.spec = spec
+        self.low = (1.0 - MARGIN) * float(spec.lowest)
+        if data is None:
+            data = SelectPath(standardize(X), self._kw(), spec.penalize_diagonal)
+            screened = screen_from_data(data.cols, self.low) if self.low > 0 else None
+        self.data, self.screened = data, screened
+
+    def _kw(self):
+        s = self.spec
+        return dict(solver=s.solver, tol=s.tol, max_iter=s.max_iter,
+                    max_component=s.max_component, n_jobs=1)
+
+    def advance(self, alpha, n_jobs=1):
+        from .from_data import solve_columns
+
+        kw = dict(self._kw(), n_jobs=n_jobs)
+        res = solve_columns(self.data.cols, float(alpha),
+                            penalize_diagonal=self.spec.penalize_diagonal,
+                            screened=self.screened,
+                            screened_at=self.low if self.screened else None, **kw)
+        return self, self.data.edge_pattern(res.precision), res
 
 
 class MBPath:
@@ -169,7 +207,9 @@ _CLASSES = {"glasso": GlassoPath, "mb": MBPath, "concord": ConcordPath}
 
 def start_path(X, rows, spec):
     """The path state of the subsample ``rows`` of X (None: all rows)."""
-    return _CLASSES[spec.method](X if rows is None else X[rows], spec)
+    cls = GlassoColumnsPath if spec.method == "glasso" and spec.columns else \
+        _CLASSES[spec.method]
+    return cls(X if rows is None else X[rows], spec)
 
 
 def _advance_task(state, alpha):
