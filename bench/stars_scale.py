@@ -276,10 +276,13 @@ def main():
                 r = run_r(args, tmp)
                 print(json.dumps(r), flush=True)
                 rows.append(r)
-            for given in ([True] if shutil.which("Rscript") else []) + [False]:
+            runs = ([(True, False), (True, True)] if shutil.which("Rscript") else []) + \
+                [(False, False)]
+            for given, full in runs:
                 r = _worker(args, tmp, "select", ["--method", "mb"] +
-                            (["--given"] if given else []))
-                r["which"] = "spargel, R's lambdas + subsamples" if given else "spargel, own"
+                            (["--given"] if given else []) + (["--full-path"] if full else []))
+                r["which"] = ("spargel, R's lambdas + subsamples" if given else "spargel, own") + \
+                    (", whole path" if full else ", bounded")
                 print(json.dumps(r), flush=True)
                 rows.append(r)
             if args.pyhuge_python:
