@@ -199,14 +199,13 @@ def _worker(args, tmp, which, extra=(), python=None):
            "--p", str(args.p), "--n", str(args.n), "--seed", str(args.seed),
            "--subsamples", str(args.subsamples), "--n-alphas", str(args.n_alphas),
            "--n-jobs", str(args.n_jobs), *extra]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    try:                     # (with --verbose the worker's progress lines pass through)
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout,
+                             stderr=None if args.verbose else subprocess.PIPE)
     except subprocess.TimeoutExpired:
         return {"which": which, "note": f"over {args.timeout:g} s"}
-    if args.verbose:
-        sys.stderr.write(out.stderr)
     if out.returncode != 0:
-        return {"which": which, "note": (out.stderr.strip().splitlines() or ["?"])[-1][:300]}
+        return {"which": which, "note": ((out.stderr or "").strip().splitlines() or ["?"])[-1][:300]}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -87,6 +87,11 @@ def test_mb_stars_bounded_is_the_full_paths_choice():
     assert not fitted.all() and bounded.criterion_scores_[fitted][-1] >= 0.1
     np.testing.assert_array_equal(bounded.criterion_scores_[fitted], full.criterion_scores_[fitted])
     assert all(f is None for f, ok in zip(bounded.edge_frequency_path_, fitted) if not ok)
+    # the path on all data only as far as the subsamples went (its dense end decides nothing)
+    assert all(g is None for g, ok in zip(bounded.path_, fitted) if not ok)
+    assert np.all(np.isnan(bounded.edges_path_[~fitted]))
+    np.testing.assert_array_equal(bounded.edges_path_[fitted], full.edges_path_[fitted])
+    np.testing.assert_array_equal(bounded.edges_, full.edges_)
 
 
 def test_mb_and_rule():

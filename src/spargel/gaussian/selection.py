@@ -131,7 +131,8 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     :class:`Concord` at ``alpha_`` (the path's fit, not a second one), and its
     ``edges_``, ``adjacency_`` (and ``coef_`` for mb; ``precision_``, ``edge_weights_``,
     ``partial_correlations_`` for concord); ``edge_frequency_`` is sparse and
-    ``loglik_path_`` None; ``score`` / ``save`` / ``plot`` need the glasso's Gaussian
+    ``loglik_path_`` None; after a bounded StARS the path on all data is fitted only as
+    far as the subsamples went (``path_`` None and ``edges_path_`` NaN past it); ``score`` / ``save`` / ``plot`` need the glasso's Gaussian
     model. criterion_, method_ : what was used.
 
     Examples
@@ -369,6 +370,8 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         on the subsamples' paths, or RIC's alpha and a fit there) and the fitted
         estimator at the choice (``estimator_``)."""
         import numbers
+        import sys
+        import time
 
         from spargel.gaussian.from_data_select import ric_alpha_by_slabs
         from spargel.gaussian.neighbourhood import standardize_unit
@@ -408,20 +411,31 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             alpha = scale * ric
             out["rotations_"] = np.asarray(rot)
             spec = dataclasses.replace(spec, lowest=min(float(alphas[-1]), alpha))
-        # the path on all data (the graphs of path_); the chosen fit is kept
-        state = start_path(X, None, spec)
-        fits, adjs = [], []
-        for a in alphas:
-            state, pattern, fit = state.advance(float(a), n_jobs=self.n_jobs)
-            fits.append((state, fit))
-            adjs.append(pattern)
-        out.update(alphas_=alphas, edges_path_=np.array([P.nnz for P in adjs]),
-                   loglik_path_=None, path_=[((P + P.T) > 0).tocsr() for P in adjs])
         if crit == "stars":
             best, var, freq_path = self._stars(X, n, rng, alphas, spec)
             out.update(criterion_scores_=var, edge_frequency_=freq_path[best],
                        edge_frequency_path_=freq_path)
             alpha = float(alphas[best])
+        # the path on all data (the graphs of path_), the chosen fit kept; after a bounded
+        # StARS only as far as its subsamples went (its densest alphas decide nothing)
+        last = int(np.flatnonzero(np.isfinite(var))[-1]) if crit == "stars" else alphas.size - 1
+        t0 = time.perf_counter()
+        state = start_path(X, None, spec)
+        fits, adjs = [], []
+        for k, a in enumerate(alphas[:last + 1]):
+            state, pattern, fit = state.advance(float(a), n_jobs=self.n_jobs)
+            fits.append((state, fit))
+            adjs.append(pattern)
+            if self.verbose:
+                print(f"path ({self.method}, all {n} samples): alpha {k + 1} of {alphas.size} "
+                      f"({a:.4g}), {pattern.nnz} edges, {time.perf_counter() - t0:.1f} s",
+                      file=sys.stderr, flush=True)
+        edges = np.full(alphas.size, np.nan)
+        edges[:last + 1] = [P.nnz for P in adjs]
+        out.update(alphas_=alphas, edges_path_=edges if last < alphas.size - 1 else
+                   edges.astype(np.int64), loglik_path_=None,
+                   path_=[((P + P.T) > 0).tocsr() for P in adjs] + [None] * (alphas.size - 1 - last))
+        if crit == "stars":
             fit = fits[best][1]
         else:
             above = np.flatnonzero(alphas >= alpha)
