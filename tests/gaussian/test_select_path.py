@@ -40,7 +40,8 @@ def test_stars_frequencies_per_alpha(hub):
         theta = f.toarray()[iu]
         assert 4 * np.mean(theta * (1 - theta)) == pytest.approx(v)
     wide = spargel.SparseGaussianMRFSelect("stars", alphas=5, n_subsamples=4, random_state=0,
-                                           covariance="from_data").fit(hub.data)
+                                           covariance="from_data",
+                                           stars_full_path=True).fit(hub.data)
     assert wide.selected_index_ == sel.selected_index_
     for a, b in zip(wide.edge_frequency_path_, F):
         np.testing.assert_allclose(a.toarray(), b.toarray())

@@ -417,3 +417,29 @@ def test_gaussian_screened_components_on_the_cluster(client):
     np.testing.assert_allclose(got.precision_, ref.precision_, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got.covariance_, ref.covariance_, rtol=1e-10, atol=1e-12)
     assert got.converged_ and got.objective_ == pytest.approx(ref.objective_, rel=1e-12)
+
+
+@pytest.mark.parametrize("method", ["mb", "glasso", "concord"])
+def test_gaussian_stars_on_the_cluster_chooses_the_threads_alpha(client, method):
+    """StARS's subsample paths on the workers (each subsample's state stays on its worker,
+    one task per alpha): the threads' choice, variabilities and frequencies from the same
+    random_state, and the same stop (the bounded path)."""
+    from spargel.gaussian.selection import SparseGaussianMRFSelect
+    rng = np.random.default_rng(21)
+    X = rng.standard_normal((150, 14))
+    for j in range(1, 14):
+        X[:, j] += 0.6 * X[:, j - 1]
+    kw = dict(method=method, n_subsamples=6, alphas=8, random_state=5)
+    ref = SparseGaussianMRFSelect("stars", n_jobs=2, **kw).fit(X)
+    with distributed.get_task_stream(client) as ts:
+        got = SparseGaussianMRFSelect("stars", client=client, **kw).fit(X)
+    fitted = int(np.isfinite(ref.criterion_scores_).sum())
+    assert sum("_advance_task" in t["key"] for t in ts.data) == 6 * fitted
+    assert got.alpha_ == ref.alpha_ and got.selected_index_ == ref.selected_index_
+    np.testing.assert_array_equal(got.criterion_scores_, ref.criterion_scores_)
+    np.testing.assert_array_equal(got.edges_, ref.edges_)
+    freq = got.edge_frequency_
+    freq = freq.toarray() if hasattr(freq, "toarray") else freq
+    ref_freq = ref.edge_frequency_
+    np.testing.assert_array_equal(freq, ref_freq.toarray() if hasattr(ref_freq, "toarray")
+                                  else ref_freq)

@@ -33,6 +33,8 @@ With ``--method concord`` by CONCORD (:class:`spargel.Concord`: the l1-penalised
 symmetric pseudo-likelihood on the standardised columns; ``--from-data`` never forms
 the variables x variables matrix): the edge list's weight is the partial correlation,
 and ``--out-precision`` writes the precision's non-zeros as ``i,j,value`` rows.
+Both take ``--select stars|ric`` instead of ``--alpha`` (huge.select's rules; EBIC needs
+the glasso's likelihood).
 
 Files are written by the command line's one writer
 (:func:`spargel.cli.common.write_output`): atomically, through links, devices
@@ -120,6 +122,7 @@ def add_parser(subparsers):
             "  spargel gmrf wide.csv --from-data --cv 5 --save-model wide.model\n"
             "  spargel gmrf wide.csv --method mb --alpha 0.2 --from-data > edges.csv\n"
             "  spargel gmrf expr.csv --select stars --seed 1 --plot-path path.png\n"
+            "  spargel gmrf wide.csv --select stars --method mb --seed 1 > edges.csv\n"
             "cross-validation folds are contiguous blocks of rows (as scikit-learn's KFold\n"
             "and SparseGaussianMRFCV by default); --seed N shuffles them.\n"
             + exit_status_help()),
@@ -276,12 +279,14 @@ def _edges_text(model, names):
 def _check_usage(args):
     if args.method != "glasso":
         m = args.method
-        if args.alpha is None:
-            raise UsageError(f"--method {m} needs --alpha X")
-        if args.alpha <= 0:
+        if args.alpha is None and args.select is None:
+            raise UsageError(f"--method {m} needs --alpha X or --select stars|ric")
+        if args.alpha is not None and args.alpha <= 0:
             raise UsageError(f"--alpha must be > 0 with --method {m}, got {args.alpha}")
+        if args.select == "ebic":
+            raise UsageError(f"--select ebic needs a likelihood; --method {m} has none (huge.select "
+                             "offers EBIC for glasso only): use --select stars or ric")
         for opt, given in (("--cv", args.cv is not None), ("--covariance", args.covariance),
-                           ("--select", args.select is not None),
                            ("--blocks", args.blocks is not None),
                            ("--solver", args.solver != "auto"),
                            ("--penalize-diagonal", args.penalize_diagonal),
@@ -572,7 +577,17 @@ def _run_edges_only(args, data, names):
         kw["tol"] = args.tol
     if args.max_iter is not None:
         kw["max_iter"] = args.max_iter
-    if args.method == "mb":
+    if args.select is not None:
+        from ..gaussian.selection import SparseGaussianMRFSelect
+
+        extra = {k: v for k, v in (("stars_threshold", args.stars_threshold),
+                                   ("n_subsamples", args.n_subsamples)) if v is not None}
+        model = SparseGaussianMRFSelect(args.select, method=args.method, rule=args.rule or "or",
+                                        alphas=args.n_alphas, alpha_min_ratio=args.alpha_min_ratio,
+                                        random_state=args.seed, verbose=args.verbose,
+                                        covariance="from_data" if args.from_data else None,
+                                        tol=args.tol, max_iter=args.max_iter, **extra)
+    elif args.method == "mb":
         from ..gaussian.neighbourhood import NeighbourhoodSelection
         model = NeighbourhoodSelection(alpha=args.alpha, rule=args.rule or "or",
                                        mode="data" if args.from_data else "auto",
@@ -600,12 +615,31 @@ def _run_edges_only(args, data, names):
     if args.out_precision is not None:
         write_output(args.out_precision, _precision_entries_text(model.precision_, names))
         written.append(args.out_precision if args.out_precision != "-" else "stdout (precision)")
+    if args.plot_path:
+        import io
+
+        from ..gaussian.plot import plot_path
+
+        axes = plot_path(model)
+        fig = (axes[0] if isinstance(axes, (list, tuple)) else axes).figure
+        buf = io.BytesIO()
+        fig.savefig(buf, dpi=150, bbox_inches="tight",
+                    format=Path(args.plot_path).suffix.lstrip(".") or "png")
+        write_output(args.plot_path, buf.getvalue())
+        written.append(args.plot_path)
     if not args.quiet:
-        how = (f"neighbourhood selection, {model.rule} rule, {model.mode_} mode), "
-               f"{int(model.n_iter_.sum())} sweeps" if args.method == "mb" else
-               f"CONCORD), {model.n_iter_} sweeps, {model.n_kkt_passes_} KKT passes")
-        print(f"gmrf: {data.shape[1]} variables, alpha={args.alpha:.6g}, {len(model.edges_)} edges "
-              f"({how}, {elapsed:.3f}s; wrote {', '.join(written)}", file=sys.stderr)
+        fitted = model.estimator_ if args.select is not None else model
+        how = (f"neighbourhood selection, {fitted.rule} rule, {fitted.mode_} mode), "
+               f"{int(fitted.n_iter_.sum())} sweeps" if args.method == "mb" else
+               f"CONCORD), {fitted.n_iter_} sweeps, {fitted.n_kkt_passes_} KKT passes")
+        alpha = model.alpha_ if args.select is not None else args.alpha
+        chosen = ""
+        if args.select is not None:
+            k = model.selected_index_
+            chosen = f" ({args.select.upper()}" + ("" if k is None else
+                                                   f", index {k} of {len(model.alphas_)}") + ")"
+        print(f"gmrf: {data.shape[1]} variables, alpha={alpha:.6g}{chosen}, {len(model.edges_)} "
+              f"edges ({how}, {elapsed:.3f}s; wrote {', '.join(written)}", file=sys.stderr)
     return 0
 
 

@@ -16,7 +16,8 @@ and the sparse precision K:
 * ``alpha_max = max_{i != j} |S_ij|`` and RIC's largest rotated cross-product
   by slabs of columns;
 * StARS's edge counts as sparse matrices (only pairs that are an edge in some
-  subsample are stored).
+  subsample are stored; the subsamples' from-data paths are those of
+  :class:`.stars.GlassoColumnsPath`).
 
 The numbers are those of the dense path up to rounding, so both choose the same
 alpha and give the same precision to the solver's tolerance
@@ -218,25 +219,6 @@ class SelectPath:
         upper.eliminate_zeros()
         upper.data = np.ones_like(upper.data)
         return upper
-
-
-def stars_from_patterns(patterns, n_subsamples, p):
-    """StARS's variability per alpha from per-subsample edge patterns (``patterns[b][k]``:
-    the sparse upper-triangle pattern of subsample b at alpha k): the counts are
-    sparse, the mean is over all ``p (p - 1) / 2`` pairs. Returns (variability, counts
-    per alpha as CSR)."""
-    n_alphas = len(patterns[0])
-    pairs = p * (p - 1) / 2
-    var = np.zeros(n_alphas)
-    counts = []
-    for k in range(n_alphas):
-        c = sp.csr_matrix((p, p))
-        for b in range(n_subsamples):
-            c = c + patterns[b][k]
-        theta = c.data / n_subsamples
-        var[k] = 4.0 * float(np.sum(theta * (1.0 - theta))) / pairs if pairs else 0.0
-        counts.append(c)
-    return var, counts
 
 
 def scale_sparse(A, s, divide):

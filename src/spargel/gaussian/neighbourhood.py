@@ -48,7 +48,7 @@ from ..core.first_use import announces_compiles
 from ..core.params import ParamsMixin
 from ..errors import ConvergenceWarning, DataFormatError, NotFittedError, ParameterError
 
-__all__ = ["NeighbourhoodSelection", "neighbourhood_path", "standardize_unit"]
+__all__ = ["NeighbourhoodSelection", "neighbourhood_path", "standardize_unit", "MBPath"]
 
 _RULES = ("or", "and")
 _MODES = ("auto", "gram", "data")
@@ -288,68 +288,52 @@ def _replace_rows(C, where, R):
     return out
 
 
-def neighbourhood_path(X, alphas, *, mode="auto", tol=1e-7, max_iter=1000, n_jobs=1,
-                       block_bytes=2**26, verbose=False, standardized=False):
-    """Each node's lasso coefficients for every alpha of ``alphas`` (solved largest
-    first, each warm-started from the previous one).
+class MBPath:
+    """The setup of :func:`neighbourhood_path` on the standardised columns ``Zt`` (p x n):
+    S in Gram mode, or the screened pairs (``tau`` from the smallest alpha the path will
+    reach, ``lowest``) and the single-precision columns in data mode; :meth:`solve` then
+    fits one alpha warm-started from a previous one's coefficients. What a path, StARS's
+    subsamples (alpha by alpha, :mod:`.stars`) and the estimator share."""
 
-    Returns ``(alphas, coefs, n_iter, unconverged, info)``: the alphas in decreasing
-    order, per alpha the p x p ``scipy.sparse.csr_matrix`` whose row j is node j's beta,
-    per node its coordinate-descent sweeps over the path and how many of its alphas
-    stopped at ``max_iter``, and a dict (``mode``, ``tau``, ``screened_pairs``,
-    ``checked``: the nodes checked by the matrix product, over the path; ``resolved``:
-    those solved again with its violators).
-    ``standardized``: X is already the p x n output of :func:`standardize_unit`."""
-    import scipy.sparse as sp
+    def __init__(self, Zt, lowest, mode="auto", block_bytes=2**26, verbose=False):
+        from ._mb_kernels import Problem
 
-    from ..core.threads import resolve_n_jobs
-    from ._mb_kernels import Problem
-
-    t0 = time.perf_counter()
-    alphas = _check_alpha_list(alphas)
-    Zt = X if standardized else standardize_unit(X)
-    p, n = Zt.shape
-    if mode == "auto":
-        mode = "gram" if p <= AUTO_DATA_P else "data"
-    Z32 = None
-    if mode == "gram":
-        S = Zt @ Zt.T
-        S *= 1.0 / n
-        tau = 0.0
-        prob = Problem(Zt, S, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0))
-        pairs = None
-    else:
-        tau = max(TAU_RATIO * float(alphas[-1]), TAU_NOISE / np.sqrt(n))
-        ptr, idx, val, Z32 = screen_pairs(Zt, tau, block_bytes, keep_single=True)
-        prob = Problem(Zt, np.zeros((0, 0)), ptr, idx, val)
-        pairs = idx.size // 2
-        if verbose:
-            print(f"neighbourhood selection: {pairs} pairs with |S_kl| > {tau:.4g} screened "
-                  f"from {p} variables, {time.perf_counter() - t0:.2f} s", file=sys.stderr,
-                  flush=True)
-    jobs = resolve_n_jobs(n_jobs)
-    nodes = np.arange(p, dtype=np.int64)
-    n_iter = np.zeros(p, np.int64)
-    unconverged = np.zeros(p, np.int64)
-    coefs = []
-    checked = resolved = 0
-    prev = sp.csr_matrix((p, p))
-    slack = 10.0 * float(tol)
-    for ia, a in enumerate(alphas):
-        a = float(a)
-        count = [0]
-
-        def progress(k, ia=ia, a=a, count=count):
-            count[0] += k
+        t0 = time.perf_counter()
+        p, n = Zt.shape
+        if mode == "auto":
+            mode = "gram" if p <= AUTO_DATA_P else "data"
+        self.Zt, self.mode, self.Z32, self.pairs = Zt, mode, None, None
+        if mode == "gram":
+            S = Zt @ Zt.T
+            S *= 1.0 / n
+            self.tau = 0.0
+            self.prob = Problem(Zt, S, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0))
+        else:
+            self.tau = max(TAU_RATIO * float(lowest), TAU_NOISE / np.sqrt(n))
+            ptr, idx, val, self.Z32 = screen_pairs(Zt, self.tau, block_bytes, keep_single=True)
+            self.prob = Problem(Zt, np.zeros((0, 0)), ptr, idx, val)
+            self.pairs = idx.size // 2
             if verbose:
-                print(f"neighbourhood selection: alpha {a:.4g} ({ia + 1} of {alphas.size}), "
-                      f"{count[0]} of {p} nodes, {time.perf_counter() - t0:.2f} s",
+                print(f"neighbourhood selection: {self.pairs} pairs with |S_kl| > {self.tau:.4g} "
+                      f"screened from {p} variables, {time.perf_counter() - t0:.2f} s",
                       file=sys.stderr, flush=True)
 
-        C, it, unc, flag = _solve(prob, a, tau, nodes, prev, float(tol), int(max_iter), jobs,
-                                  progress)
-        n_iter += it
-        unconverged += unc
+    def solve(self, a, prev, tol, max_iter, jobs, progress=None, verbose=False):
+        """Every node's lasso at ``a`` warm-started from ``prev`` (CSR, a row per node; None:
+        cold), then the data mode's exact check of the nodes its bound did not certify (solved
+        again with their violators until none is left). Returns ``(C, n_iter, unconverged,
+        checked, resolved)``, C the p x p CSR of coefficients."""
+        import scipy.sparse as sp
+
+        Zt, Z32, prob, tau = self.Zt, self.Z32, self.prob, self.tau
+        p = Zt.shape[0]
+        a = float(a)
+        prev = sp.csr_matrix((p, p)) if prev is None else prev
+        nodes = np.arange(p, dtype=np.int64)
+        slack = 10.0 * float(tol)
+        checked = resolved = 0
+        C, n_iter, unconverged, flag = _solve(prob, a, tau, nodes, prev, float(tol),
+                                              int(max_iter), jobs, progress)
         todo = np.flatnonzero(flag)
         rounds = 0
         while todo.size:
@@ -380,10 +364,54 @@ def neighbourhood_path(X, alphas, *, mode="auto", tol=1e-7, max_iter=1000, n_job
             unconverged[redo] += unc
             C = _replace_rows(C, redo, R)
             todo = redo[flag.astype(bool)]
+        return C, n_iter, unconverged, checked, resolved
+
+
+def neighbourhood_path(X, alphas, *, mode="auto", tol=1e-7, max_iter=1000, n_jobs=1,
+                       block_bytes=2**26, verbose=False, standardized=False):
+    """Each node's lasso coefficients for every alpha of ``alphas`` (solved largest
+    first, each warm-started from the previous one).
+
+    Returns ``(alphas, coefs, n_iter, unconverged, info)``: the alphas in decreasing
+    order, per alpha the p x p ``scipy.sparse.csr_matrix`` whose row j is node j's beta,
+    per node its coordinate-descent sweeps over the path and how many of its alphas
+    stopped at ``max_iter``, and a dict (``mode``, ``tau``, ``screened_pairs``,
+    ``checked``: the nodes checked by the matrix product, over the path; ``resolved``:
+    those solved again with its violators).
+    ``standardized``: X is already the p x n output of :func:`standardize_unit`."""
+    from ..core.threads import resolve_n_jobs
+
+    t0 = time.perf_counter()
+    alphas = _check_alpha_list(alphas)
+    Zt = X if standardized else standardize_unit(X)
+    p, n = Zt.shape
+    setup = MBPath(Zt, alphas[-1], mode, block_bytes, verbose)
+    jobs = resolve_n_jobs(n_jobs)
+    n_iter = np.zeros(p, np.int64)
+    unconverged = np.zeros(p, np.int64)
+    coefs = []
+    checked = resolved = 0
+    prev = None
+    for ia, a in enumerate(alphas):
+        a = float(a)
+        count = [0]
+
+        def progress(k, ia=ia, a=a, count=count):
+            count[0] += k
+            if verbose:
+                print(f"neighbourhood selection: alpha {a:.4g} ({ia + 1} of {alphas.size}), "
+                      f"{count[0]} of {p} nodes, {time.perf_counter() - t0:.2f} s",
+                      file=sys.stderr, flush=True)
+
+        C, it, unc, ch, res = setup.solve(a, prev, tol, max_iter, jobs, progress, verbose)
+        n_iter += it
+        unconverged += unc
+        checked += ch
+        resolved += res
         coefs.append(C)
         prev = C
-    info = {"mode": mode, "tau": tau, "screened_pairs": pairs, "checked": checked,
-            "resolved": resolved, "elapsed": time.perf_counter() - t0}
+    info = {"mode": setup.mode, "tau": setup.tau, "screened_pairs": setup.pairs,
+            "checked": checked, "resolved": resolved, "elapsed": time.perf_counter() - t0}
     return alphas, coefs, n_iter, unconverged, info
 
 

@@ -409,6 +409,12 @@ def _alpha_axis(ax, alphas):
     ax.set_xlabel("alpha (correlation scale)")
 
 
+def _criterion_of(selector):
+    """The criterion a selector used (``criterion_``; else its parameter), lower case."""
+    crit = getattr(selector, "criterion_", None) or getattr(selector, "criterion", None)
+    return str(crit or "").lower()
+
+
 def _mark_choice(ax, alpha, label):
     ax.axvline(alpha, color="#b2182b", ls="--", lw=1.2, label=label)
 
@@ -422,7 +428,7 @@ def plot_path(selector, axes=None, title=None):
     plt = _pyplot()
     alphas, edges = _fitted_path(selector)
     scores = getattr(selector, "criterion_scores_", None)
-    crit = str(getattr(selector, "criterion", "")).lower()
+    crit = _criterion_of(selector)
     chosen = getattr(selector, "alpha_", None)
     k = 2 if scores is not None else 1
     if axes is None:
@@ -473,7 +479,7 @@ def plot_instability(selector, ax=None, title=None):
     the threshold and the chosen alpha. Returns the axes."""
     plt = _pyplot()
     alphas, _ = _fitted_path(selector)
-    if str(getattr(selector, "criterion", "")).lower() != "stars" or \
+    if _criterion_of(selector) != "stars" or \
             getattr(selector, "criterion_scores_", None) is None:
         raise ValueError("plot_instability needs a selector fitted with criterion='stars' "
                          f"(this one: {getattr(selector, 'criterion', None)!r})")

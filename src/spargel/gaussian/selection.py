@@ -11,13 +11,16 @@ import numpy as np
 from ..core.params import ParamsMixin
 from ..errors import DataFormatError, NotFittedError, ParameterError
 from .objective import gram, validate_covariance
-from .estimator import (_check_alphas, _FittedMixin, _from_data_choice, check_n_features,
-                        need_samples)
+from .estimator import (_check_alphas, _feature_names, _FittedMixin, _from_data_choice,
+                        check_n_features, need_samples)
+from .stars import METHODS
 
 __all__ = ["SparseGaussianMRFSelect", "Nonparanormal"]
 
 
 _CRITERIA = ("ebic", "stars", "ric")
+#: huge.select's criterion when none is given (huge has no CONCORD: StARS, ours)
+_DEFAULT_CRITERION = {"glasso": "ebic", "mb": "ric", "concord": "stars"}
 #: relative duality-gap tolerance of the path's fits (and StARS's subsample paths) when
 #: ``tol`` is None and the solver is a Newton method: the criteria read edges and
 #: log-likelihoods, which agree with the default tolerance's to far more digits than
@@ -48,8 +51,11 @@ def _frequency(iu, theta, p):
 
 
 class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
-    """:class:`SparseGaussianMRF` with ``alpha`` chosen by EBIC, StARS or RIC, as R's
-    ``huge`` + ``huge.select`` choose it.
+    """The penalty of a Gaussian graph estimator chosen by EBIC, StARS or RIC, as R's
+    ``huge`` + ``huge.select`` choose it: of the graphical lasso (``method='glasso'``,
+    :class:`SparseGaussianMRF`, dense or from the data), of neighbourhood selection
+    (``'mb'``, :class:`NeighbourhoodSelection`) or of CONCORD (``'concord'``,
+    :class:`Concord`).
 
     The data are standardised (columns centred and divided by their sample
     standard deviation), so the penalised problem is posed on the correlation
@@ -57,27 +63,23 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     ``min -log det K + tr(R K) + alpha sum_ij |K_ij|``. The path is ``alphas``
     values from ``alpha_max = max_{i != j} |R_ij|`` down geometrically to
     ``alpha_min_ratio * alpha_max`` (``huge``'s default path for 10 and 0.1),
-    or a given list. Criteria (definitions in :mod:`spargel.gaussian.select`):
-
-    * ``'ebic'``: ``-n (log det K - tr(R K)) + |E| (log n + 4 gamma log p)``,
-      smallest on the path;
-    * ``'stars'``: edge stability over ``n_subsamples`` random subsamples
-      (``10 sqrt(n)`` samples when n > 144, else 0.8 n; ``subsample_size``
-      to set it; ``subsamples`` to give the index sets themselves): the smallest
-      alpha whose larger alphas all have variability below
-      ``stars_threshold``;
-    * ``'ric'``: the rotation information criterion, an alpha computed from the
-      data (not from the path), min over ``n_rotations`` random row shifts (or
-      the given ``rotations``) of the largest cross-product of a shifted column
-      with another column, over n; the model is then fitted at that alpha. As
-      ``huge.select`` computes it, from the data as given (``ric_data='raw'``:
-      neither centred nor scaled, so the alpha depends on the data's units, while
-      the fit is on the correlation scale), or from the standardised columns
-      (``ric_data='standardized'``: a correlation-scale alpha, invariant to units).
-
+    or a given list. MB's lasso per node, ``1/(2n) ||z_j - Z beta||^2 + alpha
+    ||beta||_1``, has the same ``alpha_max`` and grid (huge's ``lambda``); CONCORD
+    penalises each pair once and its gradient at the empty graph is ``2 R_ij``, so its
+    grid (and RIC's alpha for it) is twice the likelihood's. Criteria (definitions in
+    :mod:`spargel.gaussian.select`):
     Parameters
     ----------
-    criterion : 'ebic' (default), 'stars' or 'ric'.
+    criterion : None (default: huge.select's default for the method: 'ebic' for
+        glasso, 'ric' for mb; 'stars' for concord), 'ebic', 'stars' or 'ric'. EBIC needs
+        a likelihood: glasso only (as huge.select).
+    method : 'glasso' (default), 'mb' (neighbourhood selection, huge's ``method =
+        "mb"``) or 'concord'. StARS refits the method on every subsample, alpha by alpha
+        (:mod:`spargel.gaussian.stars`); RIC fits it at RIC's alpha.
+    rule : with 'mb', 'or' (default, as huge) or 'and'.
+    client : a ``dask.distributed.Client`` or scheduler address (or None): StARS's
+        subsample paths run on its workers, each subsample's state staying where it was
+        made; the same choice as on threads from the same ``random_state``.
     alphas : int (path length, default 10) or a list of alphas > 0.
     alpha_min_ratio : end of the default path (default 0.1).
     gamma : EBIC's gamma (default 0.5).
@@ -96,8 +98,10 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     n_jobs : threads: StARS fits its subsamples' paths concurrently (same result);
         otherwise used for screened components as in :class:`SparseGaussianMRF`.
     solver, tol, max_iter, screen, verbose : as in :class:`SparseGaussianMRF`.
-    covariance : None / 'dense' (default), 'from_data' or 'auto' (from-data when
-        n < p and p >= 2,000): with 'from_data' the correlation matrix is never
+    covariance : None / 'dense' (default; from the data when the p x p arrays would not
+        fit, or with ``solver='sparse-newton-cg'``), 'from_data' or 'auto' (from-data when
+        n < p and p >= 2,000; for 'mb' and 'concord' their own 'auto': a p x p matrix up
+        to 2,000 variables): with 'from_data' the correlation matrix is never
         formed; every alpha is a from-data fit of the standardised columns and
         EBIC, StARS (sparse edge counts; ``edge_frequency_`` is then a
         ``scipy.sparse`` matrix) and RIC (by slabs of columns) are computed from
@@ -123,6 +127,13 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         units of X (``K_ij / (sd_i sd_j)``; same graph); location_ : the mean;
     and the other attributes of :class:`SparseGaussianMRF` (objective_ and the
     gap are those of the standardised problem).
+    With 'mb' / 'concord': ``estimator_``, the fitted :class:`NeighbourhoodSelection` /
+    :class:`Concord` at ``alpha_`` (the path's fit, not a second one), and its
+    ``edges_``, ``adjacency_`` (and ``coef_`` for mb; ``precision_``, ``edge_weights_``,
+    ``partial_correlations_`` for concord); ``edge_frequency_`` is sparse and
+    ``loglik_path_`` None; after a bounded StARS the path on all data is fitted only as
+    far as the subsamples went (``path_`` None and ``edges_path_`` NaN past it); ``score`` / ``save`` / ``plot`` need the glasso's Gaussian
+    model. criterion_, method_ : what was used.
 
     Examples
     --------
@@ -132,15 +143,21 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     >>> sel = SparseGaussianMRFSelect(criterion="ebic").fit(X)
     >>> [0, 1] in sel.edges_.tolist(), sel.alpha_ in sel.alphas_
     (True, True)
+    >>> mb = SparseGaussianMRFSelect("stars", method="mb", n_subsamples=5, random_state=0).fit(X)
+    >>> mb.edges_.tolist()[0], type(mb.estimator_).__name__
+    ([0, 1], 'NeighbourhoodSelection')
     """
 
-    def __init__(self, criterion="ebic", *, alphas=10, alpha_min_ratio=0.1, gamma=0.5,
+    def __init__(self, criterion=None, *, method="glasso", rule="or", client=None, alphas=10, alpha_min_ratio=0.1, gamma=0.5,
                  stars_threshold=0.1, n_subsamples=20, subsample_size=None, subsamples=None,
                  n_rotations=20, rotations=None, ric_data="raw", stars_full_path=False,
                  penalize_diagonal=True,
                  solver="auto", tol=None, max_iter=None, screen=True, n_jobs=1,
                  random_state=None, verbose=False, covariance=None, max_component=None):
         self.criterion = criterion
+        self.method = method
+        self.rule = rule
+        self.client = client
         self.ric_data = ric_data
         self.stars_full_path = stars_full_path
         self.covariance = covariance
@@ -189,258 +206,373 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
             out.append(prev)
         return out
 
-    def _stars_early_stop(self, X, subs, alphas, iu):
-        """StARS alpha by alpha: every subsample's fit of one alpha (warm-started from
-        its previous one, kept as a sparse precision), the variability of that alpha,
-        and a stop once it reaches the threshold (``stars_choice`` reads nothing
-        after it). Returns the variability (NaN where not fitted) and the counts."""
-        import types
-
-        import scipy.sparse as sp
-
-        from spargel.gaussian.select import stars_variability, standardize
-
-        counts = np.zeros((alphas.size, iu[0].size))
-        var = np.full(alphas.size, np.nan)
-        prev = [None] * len(subs)
-        parallel = self.n_jobs is not None and self.n_jobs != 1 and len(subs) > 1
-
-        def fit_one(b, a):
-            idx = subs[b]
-            Zb = standardize(X[idx])
-            Rb = gram(Zb) / (len(idx) - 1)
-            Rb = 0.5 * (Rb + Rb.T)
-            np.fill_diagonal(Rb, 1.0)
-            warm = None if prev[b] is None else types.SimpleNamespace(
-                precision=prev[b].toarray(), covariance=None, solver="")
-            res = self._path(Rb, [a], n_jobs=1 if parallel else None, warm_start=warm)[0]
-            prev[b] = sp.csr_matrix(res.precision)
-            return res.precision[iu] != 0
-
-        ex = None
-        if parallel:
-            from concurrent.futures import ThreadPoolExecutor
-
-            ex = ThreadPoolExecutor(max_workers=None if self.n_jobs == -1 else int(self.n_jobs))
-        try:
-            for k, a in enumerate(alphas):
-                fits = list(ex.map(lambda b: fit_one(b, a), range(len(subs)))) if ex else \
-                    [fit_one(b, a) for b in range(len(subs))]
-                for e in fits:                 # in subsample order: the same sums
-                    counts[k] += e
-                var[k] = stars_variability(counts[k:k + 1], len(subs))[0]
-                if self.verbose:
-                    import sys
-                    print(f"StARS alpha {k + 1} of {alphas.size}: variability {var[k]:.4g}",
-                          file=sys.stderr, flush=True)
-                if var[k] >= self.stars_threshold:
-                    break
-        finally:
-            if ex is not None:
-                ex.shutdown()
-        return var, counts
-
     def _finish(self, R, alpha, fit):
         """The chosen fit at the solver's default tolerance, from the path's ``fit``."""
         if not self._loose_path():
             return fit
         return self._path(R, [alpha], warm_start=fit, final=True)[0]
 
+    def _sparse_solver(self):
+        """Whether ``solver`` solves from the data only (``'sparse-newton-cg'``, the sparse
+        path for p too large for dense arrays): the from-data path then, unless
+        ``covariance='dense'`` asks otherwise (the solver's own error)."""
+        from spargel.core.solver_table import solver as solver_record
+
+        return (self.covariance is None and self.solver != "auto" and
+                solver_record(self.solver, "covariance").from_data_only)
+
+    def _criterion(self):
+        """The criterion (None: huge.select's default for the method) and the method,
+        checked: EBIC needs a likelihood, which only the graphical lasso has."""
+        if self.method not in METHODS:
+            raise ParameterError(f"method must be one of {', '.join(map(repr, METHODS))}, "
+                                 f"got {self.method!r}")
+        crit = self.criterion if self.criterion is not None else _DEFAULT_CRITERION[self.method]
+        if crit not in _CRITERIA:
+            raise ParameterError(f"criterion must be one of {', '.join(map(repr, _CRITERIA))} "
+                                 f"or None, got {self.criterion!r}")
+        if crit == "ebic" and self.method != "glasso":
+            raise ParameterError(f"criterion='ebic' needs a likelihood; method={self.method!r} "
+                                 "has none (huge.select offers EBIC for glasso only): use "
+                                 "'stars' or 'ric'")
+        if self.rule not in ("or", "and"):
+            raise ParameterError(f"rule must be 'or' or 'and', got {self.rule!r}")
+        return crit
+
+    def _stars(self, X, n, rng, alphas, spec):
+        """StARS's subsamples alpha by alpha (:func:`.stars.stars_counts`): the choice, the
+        variabilities (NaN past the alpha that stopped it) and the sparse counts."""
+        from spargel.gaussian.select import default_subsample_size, stars_choice
+        from spargel.gaussian.stars import stars_counts
+
+        subs = self._subsamples(n, rng, default_subsample_size)
+        var, counts, stop = stars_counts(X, subs, spec, alphas, float(self.stars_threshold),
+                                         full_path=bool(self.stars_full_path),
+                                         n_jobs=self.n_jobs, client=self.client,
+                                         verbose=self.verbose)
+        best = stars_choice(var[:stop + 1], self.stars_threshold)
+        k = len(subs)
+        freq_path = [None if c is None else ((c + c.T) / k).tocsr() for c in counts]
+        return best, var, freq_path
+
     def fit(self, X, y=None):
-        """Standardise X, fit the path, choose alpha by the criterion, keep that fit."""
+        """Standardise X, fit the path, choose alpha by the criterion, keep that fit.
+
+        Nothing is changed on the estimator until the fit is complete: a Ctrl-C (or an
+        error) leaves the previous fit, if any, as it was."""
         import numbers
-        import sys
 
         from spargel.gaussian.path import alpha_grid
-        from spargel.gaussian.select import (default_subsample_size, ebic_scores,
-                                             log_likelihood_terms, ric_alpha, standardize,
-                                             stars_choice, stars_variability)
+        from spargel.gaussian.select import (ebic_scores, log_likelihood_terms, ric_alpha,
+                                             standardize)
+        from spargel.gaussian.stars import PathSpec
 
-        if self.criterion not in _CRITERIA:
-            raise ParameterError(f"criterion must be one of {', '.join(map(repr, _CRITERIA))}, "
-                                 f"got {self.criterion!r}")
+        crit = self._criterion()
         for name in ("gamma", "stars_threshold"):
             v = getattr(self, name)
             if isinstance(v, (bool, str)) or not isinstance(v, numbers.Real) or \
                     not np.isfinite(v) or v < 0:
                 raise ParameterError(f"{name} must be a finite number >= 0, got {v!r}")
         self._check_params()
-        X = self._data(X, reset=True, least=3, purpose="standardise and fit")
+        names = _feature_names(X)
+        X = self._validate(X)
         n, p = X.shape
         sd = X.std(axis=0, ddof=1)
         if np.any(sd == 0):
             raise DataFormatError("X", None, f"column {int(np.flatnonzero(sd == 0)[0])} is "
                                   "constant (zero variance): it cannot be standardised")
-        if _from_data_choice(self, X.shape, 0):
-            return self._fit_from_data(X, sd)
-        Z = standardize(X)
-        R = gram(Z) / (n - 1)
-        R = 0.5 * (R + R.T)
-        np.fill_diagonal(R, 1.0)
-        if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
-            alphas = alpha_grid(R, int(self.alphas), self.alpha_min_ratio)
+        if self.method != "glasso":
+            out = self._fit_graph(X, crit)
+        elif _from_data_choice(self, X.shape, 0) or self._sparse_solver():
+            out = self._fit_from_data(X, sd, crit)
         else:
-            alphas = np.sort(_check_alphas(self.alphas))[::-1]
-        rng = np.random.default_rng(self.random_state)
-        iu = np.triu_indices(p, 1)
-        path = self._path(R, alphas)
-        edges = np.array([np.count_nonzero(r.precision[iu]) for r in path])
-        loglik = np.array([log_likelihood_terms(r.precision, R) for r in path])
-        self.alphas_ = alphas
-        self.edges_path_ = edges
-        self.loglik_path_ = loglik
-        self.path_ = [_adjacency(r.precision) for r in path]
-        self.__dict__.pop("edge_frequency_path_", None)          # StARS's, of an earlier fit
-        self.criterion_scores_ = None
-        self.selected_index_ = None
-        if self.criterion == "ebic":
-            scores = ebic_scores(loglik, edges, n=n, p=p, gamma=self.gamma)
-            best = int(np.argmin(scores))
-            self.criterion_scores_ = scores
-            chosen, alpha = self._finish(R, alphas[best], path[best]), float(alphas[best])
-        elif self.criterion == "stars" and not self.stars_full_path:
-            subs = self._subsamples(n, rng, default_subsample_size)
-            var, counts = self._stars_early_stop(X, subs, alphas, iu)
-            best = stars_choice(var[np.isfinite(var)], self.stars_threshold)
-            self.criterion_scores_ = var
-            freq = np.zeros((p, p))
-            freq[iu] = counts[best] / len(subs)
-            self.edge_frequency_ = freq + freq.T
-            self.edge_frequency_path_ = [_frequency(iu, c / len(subs), p) if np.isfinite(v)
-                                         else None for c, v in zip(counts, var)]
-            chosen, alpha = self._finish(R, alphas[best], path[best]), float(alphas[best])
-        elif self.criterion == "stars":
-            subs = self._subsamples(n, rng, default_subsample_size)
-            parallel = self.n_jobs is not None and self.n_jobs != 1 and len(subs) > 1
-
-            def edges_of(b):
-                idx = subs[b]
-                Zb = standardize(X[idx])
-                Rb = gram(Zb) / (len(idx) - 1)
-                Rb = 0.5 * (Rb + Rb.T)
-                np.fill_diagonal(Rb, 1.0)
-                path_b = self._path(Rb, alphas, n_jobs=1 if parallel else None)
-                out = np.array([r.precision[iu] != 0 for r in path_b])
-                if self.verbose:
-                    print(f"StARS subsample {b + 1} of {len(subs)}", file=sys.stderr, flush=True)
-                return out
-
-            # the subsamples' paths on n_jobs threads (the solvers release the GIL);
-            # counts are added in subsample order, so the result does not depend on it
-            if parallel:
-                from concurrent.futures import ThreadPoolExecutor
-
-                workers = None if self.n_jobs == -1 else int(self.n_jobs)
-                with ThreadPoolExecutor(max_workers=workers) as ex:
-                    per_sub = list(ex.map(edges_of, range(len(subs))))
+            out = {}
+            Z = standardize(X)
+            R = gram(Z) / (n - 1)
+            R = 0.5 * (R + R.T)
+            np.fill_diagonal(R, 1.0)
+            if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
+                alphas = alpha_grid(R, int(self.alphas), self.alpha_min_ratio)
             else:
-                per_sub = [edges_of(b) for b in range(len(subs))]
-            counts = np.zeros((alphas.size, iu[0].size))
-            for e in per_sub:
-                counts += e
-            var = stars_variability(counts, len(subs))
-            best = stars_choice(var, self.stars_threshold)
-            self.criterion_scores_ = var
-            freq = np.zeros((p, p))
-            freq[iu] = counts[best] / len(subs)
-            self.edge_frequency_ = freq + freq.T
-            self.edge_frequency_path_ = [_frequency(iu, c / len(subs), p) for c in counts]
-            chosen, alpha = self._finish(R, alphas[best], path[best]), float(alphas[best])
-        else:
-            best = None
-            rot = self._rotations(n, rng)
-            alpha = ric_alpha(X if self.ric_data == "raw" else Z, rot)
-            self.rotations_ = np.asarray(rot)
-            # warm-started from the path's fit of the nearest larger alpha, if any
-            above = np.flatnonzero(alphas >= alpha)
-            start = path[int(above[-1])] if above.size else None
-            chosen = self._path(R, [alpha], warm_start=start, final=True)[0]
-        self.alpha_ = alpha
-        self.selected_index_ = best
-        self._result = chosen
-        ss = np.outer(sd, sd)
-        mapped = dataclasses.replace(chosen, precision=chosen.precision / ss,
-                                     covariance=chosen.covariance * ss)
-        self._store(mapped, p)
-        self.location_ = X.mean(axis=0)
-        self.n_samples_ = n
+                alphas = np.sort(_check_alphas(self.alphas))[::-1]
+            rng = np.random.default_rng(self.random_state)
+            iu = np.triu_indices(p, 1)
+            path = self._path(R, alphas)
+            edges = np.array([np.count_nonzero(r.precision[iu]) for r in path])
+            loglik = np.array([log_likelihood_terms(r.precision, R) for r in path])
+            out.update(alphas_=alphas, edges_path_=edges, loglik_path_=loglik,
+                       path_=[_adjacency(r.precision) for r in path], criterion_scores_=None,
+                       edge_frequency_path_=None)
+            if crit == "ebic":
+                scores = ebic_scores(loglik, edges, n=n, p=p, gamma=self.gamma)
+                best = int(np.argmin(scores))
+                out["criterion_scores_"] = scores
+                chosen, alpha = self._finish(R, alphas[best], path[best]), float(alphas[best])
+            elif crit == "stars":
+                spec = PathSpec("glasso", solver=self.solver, tol=self.tol,
+                                max_iter=self.max_iter, penalize_diagonal=self.penalize_diagonal,
+                                screen=self.screen, loose=self._loose_path())
+                best, var, freq_path = self._stars(X, n, rng, alphas, spec)
+                out.update(criterion_scores_=var, edge_frequency_=freq_path[best].toarray(),
+                           edge_frequency_path_=freq_path)
+                chosen, alpha = self._finish(R, alphas[best], path[best]), float(alphas[best])
+            else:
+                best = None
+                rot = self._rotations(n, rng)
+                alpha = ric_alpha(X if self.ric_data == "raw" else Z, rot)
+                out["rotations_"] = np.asarray(rot)
+                # warm-started from the path's fit of the nearest larger alpha, if any
+                above = np.flatnonzero(alphas >= alpha)
+                start = path[int(above[-1])] if above.size else None
+                chosen = self._path(R, [alpha], warm_start=start, final=True)[0]
+            ss = np.outer(sd, sd)
+            out.update(alpha_=alpha, selected_index_=best, _result=chosen,
+                       _mapped=dataclasses.replace(chosen, precision=chosen.precision / ss,
+                                                   covariance=chosen.covariance * ss))
+        self._commit(out, X, names, crit)
         return self
 
-    def _fit_from_data(self, X, sd):
+    def _validate(self, X):
+        """X checked (at least 3 samples), without changing the estimator."""
+        from .objective import as_matrix
+
+        X = as_matrix(X, "X")
+        need_samples(X, 3, "standardise and fit")
+        return X
+
+    #: fitted attributes of one method that another's fit removes
+    _FITTED = ("precision_", "covariance_", "objective_", "dual_objective_", "duality_gap_",
+               "n_iter_", "converged_", "stop_reason_", "history_", "costs_", "solver_",
+               "n_components_", "edges_", "edge_weights_", "adjacency_", "estimator_",
+               "partial_correlations_", "coef_", "edge_frequency_", "edge_frequency_path_",
+               "rotations_", "criterion_scores_", "loglik_path_", "_result")
+
+    def _commit(self, out, X, names, crit):
+        """Every fitted attribute at once, from the finished fit ``out``."""
+        for name in self._FITTED:
+            self.__dict__.pop(name, None)
+        if names is not None:
+            self.feature_names_in_ = names
+        else:
+            self.__dict__.pop("feature_names_in_", None)
+        mapped = out.pop("_mapped", None)
+        self.__dict__.update(out)
+        if mapped is not None:
+            self._store(mapped, X.shape[1])
+        self.n_features_in_ = X.shape[1]
+        self.criterion_ = crit
+        self.method_ = self.method
+        self.location_ = X.mean(axis=0)
+        self.n_samples_ = X.shape[0]
+
+    def _fit_graph(self, X, crit):
+        """``method='mb'`` or ``'concord'``: the path on all data, the criterion (StARS
+        on the subsamples' paths, or RIC's alpha and a fit there) and the fitted
+        estimator at the choice (``estimator_``)."""
+        import numbers
+        import sys
+        import time
+
+        from spargel.gaussian.from_data_select import ric_alpha_by_slabs
+        from spargel.gaussian.neighbourhood import standardize_unit
+        from spargel.gaussian.path import grid_below
+        from spargel.gaussian.select import standardize
+        from spargel.gaussian.stars import PathSpec, start_path
+
+        n, p = X.shape
+        rng = np.random.default_rng(self.random_state)
+        # CONCORD penalises each pair once and its gradient at the empty graph is
+        # 2 R_ij: its alphas are twice the likelihood's (the same graphs' scale)
+        scale = 2.0 if self.method == "concord" else 1.0
+        if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
+            from spargel.gaussian.from_data import _Columns
+            from spargel.gaussian.from_data_select import alpha_max_from_data
+
+            cols = _Columns(standardize_unit(X).T, True)
+            alphas = grid_below(scale * alpha_max_from_data(cols), int(self.alphas),
+                                self.alpha_min_ratio)
+            del cols
+        else:
+            alphas = np.sort(_check_alphas(self.alphas))[::-1]
+        tol = self.tol
+        cov = "auto" if self.covariance in (None, "auto") else self.covariance
+        if cov == "from_data" and self.method == "mb":
+            cov = "data"
+        spec = PathSpec(self.method, lowest=float(alphas[-1]), rule=self.rule,
+                        mode=cov if self.method == "mb" else "auto",
+                        covariance=cov if self.method == "concord" else "auto",
+                        tol=tol, max_iter=self.max_iter)
+        out = {"criterion_scores_": None, "edge_frequency_path_": None}
+        best = None
+        if crit == "ric":
+            rot = self._rotations(n, rng)
+            Z = X if self.ric_data == "raw" else standardize(X)
+            ric = ric_alpha_by_slabs(Z, rot)
+            alpha = scale * ric
+            out["rotations_"] = np.asarray(rot)
+            spec = dataclasses.replace(spec, lowest=min(float(alphas[-1]), alpha))
+        if crit == "stars":
+            best, var, freq_path = self._stars(X, n, rng, alphas, spec)
+            out.update(criterion_scores_=var, edge_frequency_=freq_path[best],
+                       edge_frequency_path_=freq_path)
+            alpha = float(alphas[best])
+        # the path on all data (the graphs of path_), the chosen fit kept; after a bounded
+        # StARS only as far as its subsamples went (its densest alphas decide nothing)
+        last = int(np.flatnonzero(np.isfinite(var))[-1]) if crit == "stars" else alphas.size - 1
+        t0 = time.perf_counter()
+        state = start_path(X, None, spec)
+        fits, adjs = [], []
+        for k, a in enumerate(alphas[:last + 1]):
+            state, pattern, fit = state.advance(float(a), n_jobs=self.n_jobs)
+            fits.append((state, fit))
+            adjs.append(pattern)
+            if self.verbose:
+                print(f"path ({self.method}, all {n} samples): alpha {k + 1} of {alphas.size} "
+                      f"({a:.4g}), {pattern.nnz} edges, {time.perf_counter() - t0:.1f} s",
+                      file=sys.stderr, flush=True)
+        edges = np.full(alphas.size, np.nan)
+        edges[:last + 1] = [P.nnz for P in adjs]
+        out.update(alphas_=alphas, edges_path_=edges if last < alphas.size - 1 else
+                   edges.astype(np.int64), loglik_path_=None,
+                   path_=[((P + P.T) > 0).tocsr() for P in adjs] + [None] * (alphas.size - 1 - last))
+        if crit == "stars":
+            fit = fits[best][1]
+        else:
+            above = np.flatnonzero(alphas >= alpha)
+            start = fits[int(above[-1])][0] if above.size else start_path(X, None, spec)
+            _, _, fit = start.advance(float(alpha), n_jobs=self.n_jobs)
+        out.update(alpha_=float(alpha), selected_index_=best,
+                   estimator_=self._graph_estimator(X, alpha, fit))
+        est = out["estimator_"]
+        for name in ("edges_", "adjacency_", "coef_", "precision_", "edge_weights_",
+                     "partial_correlations_"):
+            if hasattr(est, name):
+                out[name] = getattr(est, name)
+        return out
+
+    def _graph_estimator(self, X, alpha, fit):
+        """The fitted :class:`NeighbourhoodSelection` / :class:`Concord` at ``alpha`` from
+        the path's ``fit`` (no second fit)."""
+        from spargel.gaussian.neighbourhood import NeighbourhoodSelection, adjacency_from_coef
+
+        n, p = X.shape
+        kw = {} if self.tol is None else {"tol": self.tol}
+        if self.max_iter is not None:
+            kw["max_iter"] = self.max_iter
+        if self.method == "mb":
+            C, n_iter, _ = fit
+            mode = {None: "auto", "auto": "auto", "dense": "gram"}.get(self.covariance, "data")
+            est = NeighbourhoodSelection(alpha=float(alpha), rule=self.rule, mode=mode,
+                                         n_jobs=self.n_jobs, **kw)
+            est.location_ = X.mean(axis=0)
+            est.scale_ = X.std(axis=0)
+            adj, edges = adjacency_from_coef(C, self.rule)
+            est.n_features_in_ = p
+            est.alphas_ = np.array([float(alpha)])
+            est.alpha_ = float(alpha)
+            est.coef_path_, est.adjacency_path_, est.edges_path_ = [C], [adj], [edges]
+            est.coef_, est.adjacency_, est.edges_ = C, adj, edges
+            est.n_iter_ = n_iter
+            est.mode_ = "gram" if p <= 2000 and mode == "auto" or mode == "gram" else "data"
+            est.screened_pairs_ = None
+            return est
+        from spargel.gaussian.concord import Concord
+
+        cov = "auto" if self.covariance in (None, "auto") else self.covariance
+        est = Concord(alpha=float(alpha), covariance=cov, **kw)
+        scale = X.std(axis=0)
+        est._store(p, fit, scale, X.mean(axis=0), float(alpha))
+        est.solver_ = "concord"
+        return est
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "alpha_") and hasattr(self, "edges_")
+
+    def _check_fitted(self):
+        if not self.__sklearn_is_fitted__():
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call "
+                                 "'fit' with appropriate arguments before using this estimator.")
+
+    def _need_likelihood(self, what):
+        """A clear error for what only the graphical lasso's Gaussian model has."""
+        self._check_fitted()
+        method = getattr(self, "method_", "glasso")
+        if method != "glasso":
+            raise ParameterError(f"{what} needs the graphical lasso's Gaussian model; this "
+                                 f"selection used method={method!r} (its fitted estimator "
+                                 "is estimator_)")
+
+    def score(self, X, y=None):
+        self._need_likelihood("score()")
+        return super().score(X, y)
+
+    def save(self, path):
+        self._need_likelihood("save()")
+        return super().save(path)
+
+    def plot(self, kind="graph", **kwargs):
+        self._need_likelihood("plot()")
+        return super().plot(kind, **kwargs)
+
+    def get_precision(self):
+        self._check_fitted()
+        if not hasattr(self, "precision_"):
+            raise ParameterError("neighbourhood selection (method='mb') estimates a graph, "
+                                 "not a precision matrix: see edges_ / adjacency_")
+        return self.precision_
+
+    def _fit_from_data(self, X, sd, crit):
         """:meth:`fit` without a p x p matrix (``covariance='from_data'``): every alpha a
         from-data fit on the standardised columns, the criteria from the data and the
         sparse precisions (:mod:`.from_data_select`); the same choice as the dense path."""
         import numbers
-        import sys
-        from concurrent.futures import ThreadPoolExecutor
 
         from spargel.gaussian.from_data_select import (SelectPath, ric_alpha_by_slabs,
-                                                       scale_sparse, stars_from_patterns)
+                                                       scale_sparse)
         from spargel.gaussian.path import grid_below
-        from spargel.gaussian.select import (default_subsample_size, ebic_scores,
-                                             standardize, stars_choice)
+        from spargel.gaussian.select import ebic_scores, standardize
+        from spargel.gaussian.stars import PathSpec
 
         n, p = X.shape
         rng = np.random.default_rng(self.random_state)
-        parallel = self.criterion == "stars" and self.n_jobs is not None and self.n_jobs != 1
         kw = dict(solver=self.solver, tol=self.tol, max_iter=self.max_iter,
-                  max_component=self.max_component, n_jobs=1 if parallel else self.n_jobs)
+                  max_component=self.max_component, n_jobs=self.n_jobs)
         Z = standardize(X)
         data = SelectPath(Z, kw, self.penalize_diagonal)
         if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
             alphas = grid_below(data.alpha_max(), int(self.alphas), self.alpha_min_ratio)
         else:
             alphas = np.sort(_check_alphas(self.alphas))[::-1]
-        self.criterion_scores_ = None
         path = list(data.path(alphas))
-        self.alphas_ = alphas
-        self.edges_path_ = np.array([data.edges(r.precision) for r in path])
-        self.loglik_path_ = np.array([data.loglik(r.precision) for r in path])
-        self.path_ = [_adjacency(r.precision) for r in path]
-        self.__dict__.pop("edge_frequency_path_", None)
-        if self.criterion == "ebic":
-            scores = ebic_scores(self.loglik_path_, self.edges_path_, n=n, p=p, gamma=self.gamma)
+        out = {"criterion_scores_": None, "edge_frequency_path_": None, "alphas_": alphas,
+               "edges_path_": np.array([data.edges(r.precision) for r in path]),
+               "loglik_path_": np.array([data.loglik(r.precision) for r in path]),
+               "path_": [_adjacency(r.precision) for r in path]}
+        if crit == "ebic":
+            scores = ebic_scores(out["loglik_path_"], out["edges_path_"], n=n, p=p,
+                                 gamma=self.gamma)
             best = int(np.argmin(scores))
-            self.criterion_scores_ = scores
+            out["criterion_scores_"] = scores
             chosen, alpha = path[best], float(alphas[best])
-        elif self.criterion == "stars":
-            subs = self._subsamples(n, rng, default_subsample_size)
-
-            def patterns_of(b):
-                sub = SelectPath(standardize(X[subs[b]]), kw, self.penalize_diagonal)
-                out = [sub.edge_pattern(r.precision) for r in sub.path(alphas)]
-                if self.verbose:
-                    print(f"StARS subsample {b + 1} of {len(subs)}", file=sys.stderr, flush=True)
-                return out
-
-            if parallel and len(subs) > 1:
-                workers = None if self.n_jobs == -1 else int(self.n_jobs)
-                with ThreadPoolExecutor(max_workers=workers) as ex:
-                    patterns = list(ex.map(patterns_of, range(len(subs))))
-            else:
-                patterns = [patterns_of(b) for b in range(len(subs))]
-            var, counts = stars_from_patterns(patterns, len(subs), p)
-            best = stars_choice(var, self.stars_threshold)
-            self.criterion_scores_ = var
-            freq = counts[best] / len(subs)
-            self.edge_frequency_ = (freq + freq.T).tocsr()
-            self.edge_frequency_path_ = [((c + c.T) / len(subs)).tocsr() for c in counts]
+        elif crit == "stars":
+            spec = PathSpec("glasso", lowest=float(alphas[-1]), solver=self.solver,
+                            tol=self.tol, max_iter=self.max_iter,
+                            penalize_diagonal=self.penalize_diagonal, columns=True,
+                            max_component=self.max_component)
+            best, var, freq_path = self._stars(X, n, rng, alphas, spec)
+            out.update(criterion_scores_=var, edge_frequency_=freq_path[best],
+                       edge_frequency_path_=freq_path)
             chosen, alpha = path[best], float(alphas[best])
         else:
             best = None
             rot = self._rotations(n, rng)
             alpha = ric_alpha_by_slabs(X if self.ric_data == "raw" else Z, rot)
-            self.rotations_ = np.asarray(rot)
+            out["rotations_"] = np.asarray(rot)
             chosen = data.fit(alpha)
-        self.alpha_ = alpha
-        self.selected_index_ = best
-        self._result = chosen
         mapped = dataclasses.replace(chosen, precision=scale_sparse(chosen.precision, sd, True),
                                      covariance=scale_sparse(chosen.covariance, sd, False))
-        self._store(mapped, p)
-        self.location_ = X.mean(axis=0)
-        self.n_samples_ = n
-        return self
+        out.update(alpha_=alpha, selected_index_=best, _result=chosen, _mapped=mapped)
+        return out
 
     def _check_params(self):
         """The grid size, threads, subsampling and rotation parameters, checked at fit
