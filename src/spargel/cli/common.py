@@ -451,3 +451,16 @@ def json_line(row):
 def json_lines(rows):
     """History rows as JSON lines (:func:`json_line`)."""
     return "".join(json_line(row) + "\n" for row in rows)
+
+
+def figure_bytes(drawn, path):
+    """The picture of ``drawn`` (matplotlib axes, a list of them, or a figure) encoded in
+    the format that the suffix of ``path`` names (PNG without one), ready for
+    :func:`write_output`."""
+    import io
+
+    first = drawn[0] if isinstance(drawn, (list, tuple)) else drawn
+    fig = getattr(first, "figure", first)
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=150, bbox_inches="tight", format=os.path.splitext(str(path))[1].lstrip(".") or "png")
+    return buf.getvalue()

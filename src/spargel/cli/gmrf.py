@@ -51,11 +51,10 @@ import math
 import sys
 import time
 import warnings
-from pathlib import Path
 
 from ..core.solver_table import solver as solver_record, solver_names
 from .common import (CommandError, UsageError, check_number, check_outputs, csv_text, exit_status_help,
-                     json_lines, read_table, read_text, warn, write_output)
+                     figure_bytes, json_lines, read_table, read_text, warn, write_output)
 
 __all__ = ["add_parser", "run", "read_csv_matrix"]
 
@@ -493,8 +492,6 @@ def _run(args):
         model.save(args.save_model)
         written.append(args.save_model)
     if args.plot:
-        import io
-
         from ..gaussian.plot import plot_overview
 
         K, labels, title = _plot_matrix(model, names, args.plot)
@@ -504,21 +501,12 @@ def _run(args):
         if title is not None:
             title = f"{caption}\n{title}"
         ax = plot_overview(K, labels=labels, title=title, caption=caption)
-        buf = io.BytesIO()
-        ax.figure.savefig(buf, dpi=150, bbox_inches="tight", format=Path(args.plot).suffix.lstrip(".") or "png")
-        write_output(args.plot, buf.getvalue())
+        write_output(args.plot, figure_bytes(ax, args.plot))
         written.append(args.plot)
     if args.plot_path:
-        import io
-
         from ..gaussian.plot import plot_path
 
-        axes = plot_path(model)
-        fig = (axes[0] if isinstance(axes, (list, tuple)) else axes).figure
-        buf = io.BytesIO()
-        fig.savefig(buf, dpi=150, bbox_inches="tight",
-                    format=Path(args.plot_path).suffix.lstrip(".") or "png")
-        write_output(args.plot_path, buf.getvalue())
+        write_output(args.plot_path, figure_bytes(plot_path(model), args.plot_path))
         written.append(args.plot_path)
     if not args.quiet:
         how = ""
@@ -616,16 +604,9 @@ def _run_edges_only(args, data, names):
         write_output(args.out_precision, _precision_entries_text(model.precision_, names))
         written.append(args.out_precision if args.out_precision != "-" else "stdout (precision)")
     if args.plot_path:
-        import io
-
         from ..gaussian.plot import plot_path
 
-        axes = plot_path(model)
-        fig = (axes[0] if isinstance(axes, (list, tuple)) else axes).figure
-        buf = io.BytesIO()
-        fig.savefig(buf, dpi=150, bbox_inches="tight",
-                    format=Path(args.plot_path).suffix.lstrip(".") or "png")
-        write_output(args.plot_path, buf.getvalue())
+        write_output(args.plot_path, figure_bytes(plot_path(model), args.plot_path))
         written.append(args.plot_path)
     if not args.quiet:
         fitted = model.estimator_ if args.select is not None else model

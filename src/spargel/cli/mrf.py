@@ -31,15 +31,14 @@ categorical levels (``MODEL.levels.json``). Ctrl-C writes nothing (exit 130).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from .common import (UsageError, check_number, check_outputs, csv_text, exit_status_help, input_name,
-                     is_number, json_lines, read_table, warn, write_output)
+from .common import (UsageError, check_number, check_outputs, csv_text, exit_status_help, figure_bytes,
+                     input_name, is_number, json_lines, read_table, warn, write_output)
 
 __all__ = ["add_mgm_parser", "add_parser", "read_mixed_csv", "read_states_csv", "run", "run_mgm"]
 
@@ -218,10 +217,7 @@ def _run(args):
             sel.l1s_, sel.edges_path_, sel.criterion_scores_)])
     picture = None
     if args.plot:
-        ax = model.plot(labels=names)
-        buf = io.BytesIO()
-        ax.figure.savefig(buf, dpi=150, bbox_inches="tight", format=Path(args.plot).suffix.lstrip(".") or "png")
-        picture = buf.getvalue()
+        picture = figure_bytes(model.plot(labels=names), args.plot)
     model.save(out_m)
     write_output(out_m + ".states.json", states)
     write_output(out_e, edges)
@@ -418,10 +414,7 @@ def _run_mgm(args):
     meta = json.dumps({"names": names, "types": types, "levels": levels}, indent=1) + "\n"
     picture = None
     if args.plot:
-        ax = fit.plot(labels=names)
-        buf = io.BytesIO()
-        ax.figure.savefig(buf, dpi=150, bbox_inches="tight", format=Path(args.plot).suffix.lstrip(".") or "png")
-        picture = buf.getvalue()
+        picture = figure_bytes(fit.plot(labels=names), args.plot)
     fit.save(out_m)
     write_output(out_m + ".levels.json", meta)
     write_output(out_e, edges)
