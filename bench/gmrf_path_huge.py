@@ -65,6 +65,8 @@ put("t_npn", t_npn)
 put("t_path", t_path)
 put("lambda", est$lambda)
 put("df", est$df)
+put("loglik", est$loglik)                                  # huge's own (its EBIC's)
+put("logdet", sapply(est$icov, function(K) as.numeric(determinant(K)$modulus)))
 S <- cor(x)
 obj <- sapply(seq_along(est$lambda), function(k) {
   K <- est$icov[[k]]
@@ -160,6 +162,12 @@ def run(data, name, crits, npn, repeats, tol):
         r_lam = float(rd[f"{crit}_lambda"][0])
         same = abs(sel.alpha_ - r_lam) <= 1e-6 * r_lam
         rows.append((crit, w, c, r_t, sel.alpha_, r_lam, same))
+        if crit == "ebic":
+            # huge's log-likelihood is C++'s log(det(K)) - tr(S K): det overflows to inf
+            # once log det K > 709 (p = 2,308), which its EBIC then takes as the best
+            print(f"<!-- {name} EBIC: log-likelihood per lambda spargel "
+                  f"{np.round(sel.loglik_path_, 2).tolist()} huge {rd['loglik'].tolist()}; "
+                  f"log det K huge {np.round(rd['logdet'], 2).tolist()} -->", flush=True)
         if sel.criterion_scores_ is not None and crit == "stars":
             print(f"<!-- {name} StARS alphas fitted on the subsamples: "
                   f"{int(np.sum(np.isfinite(sel.criterion_scores_)))} of {lam.size} -->")
