@@ -249,6 +249,28 @@ def test_free_set_direction_kernels_match_dense():
     np.testing.assert_array_equal(lam, L[r, c])
 
 
+def test_cd_sweep_in_single_precision_matches_double():
+    """The CD sweep of Newton-CG's entering filter runs on float32 W and U = D W: the
+    same direction as in double precision to single-precision rounding, U = D W."""
+    from spargel.gaussian._cd_kernels import cd_sweeps
+
+    S, W, X, L, G, r, c, sgn, grad, sub = _setup(n=12, seed=6)
+    n, m = X.shape[0], r.size
+    col_ptr, cog = _groups(r, c)
+    out = {}
+    for dtype in (np.float64, np.float32):
+        d = np.zeros(m)
+        U = np.zeros((n, n), dtype=dtype)
+        cd_sweeps(W.astype(dtype), S, X, L, NO_LW, d, U, col_ptr, r, cog, 2,
+                  np.empty(n, dtype=dtype))
+        assert np.any(d != 0)
+        np.testing.assert_allclose(U, _sym(d, r, c, n) @ W, rtol=1e-4,
+                                   atol=1e-5 * np.abs(U).max())
+        out[dtype] = d
+    np.testing.assert_allclose(out[np.float32], out[np.float64], rtol=1e-4,
+                               atol=1e-5 * np.abs(out[np.float64]).max())
+
+
 @pytest.mark.parametrize("solver", ["newton-cg", "newton-cd"])
 def test_scalar_weights_solve_the_dense_weights_problem(solver):
     """Both Newton solvers give the solution of the same problem whether the weights

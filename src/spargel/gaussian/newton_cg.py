@@ -199,6 +199,7 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
     cap = 0
     rows = cols = sgn = grad = dvec = None
     buf = np.empty(n)
+    buf32 = np.empty(n, dtype=np.float32)
     cg = None                          # buffers of the CG phase, sized when first needed
     gap, g_val = np.inf, -np.inf
     gnorm0 = None
@@ -232,11 +233,14 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
         eta = np.nan
         this_mode = mode
         if mode == "cg":
-            # one CD sweep picks which zero entries enter, and their signs
+            # one CD sweep picks which zero entries enter, and their signs: in single
+            # precision, in U's two halves (the float32 W, kept for CG, and its D W)
+            W32, U32 = _float32_halves(U)
+            W32[...] = W
+            U32.fill(0.0)
             dv = dvec[:m]
             dv.fill(0.0)
-            U.fill(0.0)
-            cd_sweeps(W, S, X, Lm, lw, dv, U, col_ptr, r_, col_of_group, 1, buf)
+            cd_sweeps(W32, S, X, Lm, lw, dv, U32, col_ptr, r_, col_of_group, 1, buf32)
             r_, c_, s_, g_ = _entering_filter(X, dv, S, W, Lm, lw, r_, c_, s_, g_)
             m = r_.size
             starts = np.flatnonzero(np.diff(c_)) + 1
@@ -248,10 +252,7 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
             cg = _CGBuffers.ensure(cg, n, m, int(np.count_nonzero(X)))
             dense_to_csr(X, cg.indptr, cg.indices, cg.data)
             symmetric_rows(r_, c_, n, cg.ptr, cg.scol, cg.spos)
-            # U (the CD sweep's scratch, free again once the direction is filtered)
-            # holds the float32 W and the scratch of both products (used in turn)
-            W32, U32 = _float32_halves(U)
-            W32[...] = W
+            # U's halves: the float32 W and the scratch of both products (used in turn)
             X32 = cg.dense_x(X) if _dense_preconditioner(cg.indptr, cg.ptr, m, n) else cg.no_x
             d, r, z, q, hq = (v[:m] for v in cg.vectors)
             n_cg = newton_cg_direction(W32, cg.indptr, cg.indices, cg.data, r_, col_ptr,
