@@ -19,6 +19,7 @@ Usage::
 
     python bench/gmrf_path_huge.py --data ../shared/data --sets stock gene srbct --npn
     python bench/gmrf_path_huge.py --sets srbct --criteria ebic ric --repeats 3
+    python bench/gmrf_path_huge.py --sets srbct --criteria ebic --npn --overlap --skip-path
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ put("t_npn", t_npn)
 put("t_path", t_path)
 put("lambda", est$lambda)
 put("df", est$df)
+put("loglik", est$loglik)                                  # huge's own (its EBIC's)
+put("logdet", sapply(est$icov, function(K) as.numeric(determinant(K)$modulus)))
 S <- cor(x)
 obj <- sapply(seq_along(est$lambda), function(k) {
   K <- est$icov[[k]]
@@ -127,42 +130,61 @@ def timed(fn):
     return out, time.perf_counter() - t0, time.process_time() - c0
 
 
-def run(data, name, crits, npn, repeats, tol):
+def huge_lambdas(X, npn):
+    """huge's default path (10 lambdas down to 0.1 lambda_max of the correlation matrix
+    of the (nonparanormal) data), computed here: ``--overlap`` runs spargel while R runs."""
+    Z = standardize(Nonparanormal().fit_transform(X) if npn else X)
+    R = Z.T @ Z / (Z.shape[0] - 1)
+    np.fill_diagonal(R, 0.0)
+    amax = float(np.abs(R).max())
+    return np.exp(np.linspace(np.log(amax), np.log(0.1 * amax), 10))
+
+
+def run(data, name, crits, npn, repeats, tol, overlap=False, skip_path=False):
     with tempfile.TemporaryDirectory() as tmp:
         X = load_set(data, name, tmp)
         write_csv(Path(tmp) / "x.csv", X)
         script = Path(tmp) / "path.R"
         script.write_text(_R)
-        subprocess.run(["Rscript", str(script), str(Path(tmp) / "x.csv"), tmp, "1" if npn else "0",
-                        ",".join(crits)], check=True, capture_output=True, text=True)
+        proc = subprocess.Popen(["Rscript", str(script), str(Path(tmp) / "x.csv"), tmp,
+                                 "1" if npn else "0", ",".join(crits)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if overlap:                   # spargel's EBIC fits while R runs (its CPU time is its own)
+            lam = huge_lambdas(X, npn)
+            early = {crit: spargel_fits(X, crit, lam, npn, repeats, tol, {}) for crit in crits}
+        _, err = proc.communicate()
+        if proc.returncode:
+            raise RuntimeError(f"R failed: {err}")
         rd = {f.stem: numbers(f) for f in Path(tmp).glob("*.txt") if f.stem != "subsamples"}
         subs = None
         if "stars" in crits:
             subs = [np.array([int(v) - 1 for v in line.split()])
                     for line in (Path(tmp) / "subsamples.txt").read_text().splitlines()]
+    if overlap and not np.allclose(lam, rd["lambda"], rtol=1e-10, atol=0):
+        raise RuntimeError(f"lambdas differ from huge's: {lam} / {rd['lambda']}")
     lam = rd["lambda"]
     rows = []
     for crit in crits:
         extra = {"ebic": {}, "stars": dict(subsamples=subs),
                  "ric": dict(rotations=rd.get("rotations", np.zeros(0)).astype(int))}[crit]
-        walls, cpus, sel = [], [], None
-        for _ in range(repeats):
-            def fit():
-                Xt = Nonparanormal().fit_transform(X) if npn else X
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    return SparseGaussianMRFSelect(crit, alphas=list(lam), tol=tol, **extra).fit(Xt)
-            sel, w, c = timed(fit)
-            walls.append(w)
-            cpus.append(c)
+        sel, walls, cpus = early[crit] if overlap else spargel_fits(X, crit, lam, npn, repeats,
+                                                                      tol, extra)
         r_t = float(rd["t_npn"][0] + rd["t_path"][0] + rd[f"t_{crit}"][0])
         w, c = statistics.median(walls), statistics.median(cpus)
         r_lam = float(rd[f"{crit}_lambda"][0])
         same = abs(sel.alpha_ - r_lam) <= 1e-6 * r_lam
         rows.append((crit, w, c, r_t, sel.alpha_, r_lam, same))
+        if crit == "ebic":
+            # huge's log-likelihood is C++'s log(det(K)) - tr(S K): det overflows to inf
+            # once log det K > 709 (p = 2,308), which its EBIC then takes as the best
+            print(f"<!-- {name} EBIC: log-likelihood per lambda spargel "
+                  f"{np.round(sel.loglik_path_, 2).tolist()} huge {rd['loglik'].tolist()}; "
+                  f"log det K huge {np.round(rd['logdet'], 2).tolist()} -->", flush=True)
         if sel.criterion_scores_ is not None and crit == "stars":
             print(f"<!-- {name} StARS alphas fitted on the subsamples: "
                   f"{int(np.sum(np.isfinite(sel.criterion_scores_)))} of {lam.size} -->")
+    if skip_path:
+        return X.shape, rows, rd, None, sel.edges_path_.tolist(), (np.nan, np.nan)
     # objectives at the densest lambda (spargel's path of the EBIC fit's data)
     Xt = Nonparanormal().fit_transform(X) if npn else X
     Z = standardize(Xt)
@@ -177,6 +199,21 @@ def run(data, name, crits, npn, repeats, tol):
     return X.shape, rows, rd, f_s, e_s, (pw, pc)
 
 
+def spargel_fits(X, crit, lam, npn, repeats, tol, extra):
+    """``repeats`` timed nonparanormal + selection fits: (the last fit, walls, CPUs)."""
+    walls, cpus, sel = [], [], None
+    for _ in range(repeats):
+        def fit():
+            Xt = Nonparanormal().fit_transform(X) if npn else X
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return SparseGaussianMRFSelect(crit, alphas=list(lam), tol=tol, **extra).fit(Xt)
+        sel, w, c = timed(fit)
+        walls.append(w)
+        cpus.append(c)
+    return sel, walls, cpus
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -188,7 +225,14 @@ def main(argv=None):
     ap.add_argument("--npn", action="store_true", help="nonparanormal (shrinkage) first")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--tol", type=float, default=None, help="spargel's tol (default: its own)")
+    ap.add_argument("--overlap", action="store_true",
+                    help="EBIC only: spargel's fits run while R runs (lambdas computed as huge "
+                         "does, checked against R's; each side's CPU seconds are its own)")
+    ap.add_argument("--skip-path", action="store_true",
+                    help="no separate timing of spargel's path and no objectives (SRBCT)")
     args = ap.parse_args(argv)
+    if args.overlap and args.criteria != ["ebic"]:
+        ap.error("--overlap needs --criteria ebic (RIC and StARS take R's draws)")
     if not have_r():
         print("# skipped: Rscript with the huge package is not available")
         return 0
@@ -203,12 +247,17 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|---|")
     for name in args.sets:
         shape, rows, rd, f_s, e_s, (pw, pc) = run(args.data, name, args.criteria, args.npn,
-                                                  args.repeats, args.tol)
+                                                  args.repeats, args.tol, args.overlap,
+                                                  args.skip_path)
         for crit, w, c, r_t, a_s, a_r, same in rows:
             print(f"| {name}{' npn' if args.npn else ''} | {shape[0]} x {shape[1]} | {crit} | "
                   f"{w:.2f} / {c:.2f} | {r_t:.2f} | {c / r_t:.2f} | {a_s:.5g} / {a_r:.5g} | "
                   f"{'yes' if same else 'NO'} |", flush=True)
         f_r = rd["objective"]
+        if f_s is None:
+            print(f"<!-- {name}: huge path {rd['t_path'][0]:.2f} s CPU; edges spargel {e_s} huge "
+                  f"{rd['df'].astype(int).tolist()} -->", flush=True)
+            continue
         print(f"<!-- {name}: path alone spargel {pw:.2f} s wall / {pc:.2f} CPU, huge "
               f"{rd['t_path'][0]:.2f} s CPU; edges spargel {e_s} huge {rd['df'].astype(int).tolist()}; "
               f"objective at the densest lambda spargel {f_s[-1]:.8f} huge {f_r[-1]:.8f} "

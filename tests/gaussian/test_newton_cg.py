@@ -99,7 +99,10 @@ def test_sandwich_kernels_match_numpy():
     np.testing.assert_allclose(out, (X @ V @ X)[r, c], rtol=1e-12)
 
 
-def test_cg_direction_solves_the_restricted_newton_system():
+@pytest.mark.parametrize("dense_preconditioner", [False, True])
+def test_cg_direction_solves_the_restricted_newton_system(dense_preconditioner):
+    # the preconditioner P_F(X V X) by the sparse kernel, or by the dense one on an
+    # n x n copy of X (here in double precision): the same solution either way
     S, W, X, L, G, r, c, sgn, grad, sub = _setup(n=8, seed=3)
     n, m = X.shape[0], r.size
     col_ptr, cog = _groups(r, c)
@@ -114,7 +117,8 @@ def test_cg_direction_solves_the_restricted_newton_system():
     W32 = W.astype(np.float64)        # double precision here, to test the solve itself
     it = newton_cg_direction(W32, indptr, ind, dat, r, col_ptr, cog, ptr, scol, spos, wts,
                              grad, d, 200, 1e-16, np.empty((n, n)), np.empty(n),
-                             np.empty((n, n)), np.empty(2 * m), *scratch)
+                             np.empty((n, n)), np.empty(2 * m), *scratch,
+                             X.copy() if dense_preconditioner else np.zeros((0, 0)))
     assert 1 <= it <= 200
     # dense reference: H_FF d = -g in coordinates of the free set
     H = np.empty((m, m))
@@ -245,6 +249,28 @@ def test_free_set_direction_kernels_match_dense():
     np.testing.assert_array_equal(lam, L[r, c])
 
 
+def test_cd_sweep_in_single_precision_matches_double():
+    """The CD sweep of Newton-CG's entering filter runs on float32 W and U = D W: the
+    same direction as in double precision to single-precision rounding, U = D W."""
+    from spargel.gaussian._cd_kernels import cd_sweeps
+
+    S, W, X, L, G, r, c, sgn, grad, sub = _setup(n=12, seed=6)
+    n, m = X.shape[0], r.size
+    col_ptr, cog = _groups(r, c)
+    out = {}
+    for dtype in (np.float64, np.float32):
+        d = np.zeros(m)
+        U = np.zeros((n, n), dtype=dtype)
+        cd_sweeps(W.astype(dtype), S, X, L, NO_LW, d, U, col_ptr, r, cog, 2,
+                  np.empty(n, dtype=dtype))
+        assert np.any(d != 0)
+        np.testing.assert_allclose(U, _sym(d, r, c, n) @ W, rtol=1e-4,
+                                   atol=1e-5 * np.abs(U).max())
+        out[dtype] = d
+    np.testing.assert_allclose(out[np.float32], out[np.float64], rtol=1e-4,
+                               atol=1e-5 * np.abs(out[np.float64]).max())
+
+
 @pytest.mark.parametrize("solver", ["newton-cg", "newton-cd"])
 def test_scalar_weights_solve_the_dense_weights_problem(solver):
     """Both Newton solvers give the solution of the same problem whether the weights
@@ -283,3 +309,32 @@ def test_certify_fallbacks_take_scalar_weights(monkeypatch):
     b = certify(W, S, L, X, np.empty((20, 20)), 0.0)
     assert a == b
     assert a[1] == pytest.approx(dual_objective(S + np.clip(W - S, -L, L)))
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_dense_and_sparse_preconditioner_paths_reach_the_optimum(monkeypatch, dense):
+    """Newton-CG with its preconditioner forced dense or sparse
+    (``DENSE_PRECONDITION``): along a warm-started path each fit has a certified gap,
+    equals the cold fit of the other choice and Newton-CD's optimum."""
+    import spargel.gaussian.newton_cg as ncg
+    from spargel.gaussian.path import alpha_grid, gaussian_path
+
+    S = _factor_covariance(p=30, seed=2)
+    alphas = alpha_grid(S, 5, 0.1)[1:]
+    monkeypatch.setattr(ncg, "DENSE_PRECONDITION", np.inf if dense else 0.0)
+    seen = []
+    real = ncg._dense_preconditioner
+    monkeypatch.setattr(ncg, "_dense_preconditioner",
+                        lambda *a: seen.append(real(*a)) or seen[-1])
+    path = gaussian_path(S, alphas, solver="newton-cg", tol=1e-10)
+    assert seen and set(seen) == {dense}
+    monkeypatch.setattr(ncg, "DENSE_PRECONDITION", 0.0 if dense else np.inf)
+    for a, r in zip(alphas, path):
+        L = penalty_matrix(a, S.shape[0])
+        f_std = r.objective - np.sum(np.log(np.diag(S) + np.diag(L)))
+        assert r.converged and r.duality_gap <= 1e-10 * max(1.0, abs(f_std))
+        cold = solve_gaussian(S, a, solver="newton-cg", tol=1e-10)
+        cd = solve_gaussian(S, a, solver="newton-cd", tol=1e-10, max_iter=2000)
+        for other in (cold, cd):
+            assert abs(r.objective - other.objective) <= 1e-9 * abs(other.objective)
+            np.testing.assert_allclose(r.precision, other.precision, atol=1e-5)

@@ -53,11 +53,14 @@ def cd_sweeps(W, S, X, L, lw, d, U, col_ptr, rows, cols_of_group, n_sweeps, buf)
     Free positions are given grouped by column: for group g, column
     ``cols_of_group[g]`` and rows ``rows[col_ptr[g]:col_ptr[g+1]]`` (each
     row <= column); ``d[p]`` is the direction at position p (a free-set
-vector, zero to start with, as U = D W). d and U are updated in place. The gradient ``G = S - W`` is
-    read entry by entry (never stored). Returns the largest |mu| of the last
-    sweep.
+    vector, zero to start with, as U = D W). d and U are updated in place. The
+    gradient ``G = S - W`` is read entry by entry (never stored). W, U and buf share
+    one dtype: float64 for Newton-CD's directions, float32 for Newton-CG's entering
+    filter (half the memory traffic; its products and updates then run in single
+    precision). Returns the largest |mu| of the last sweep.
     """
     n = W.shape[0]
+    zero = W.dtype.type(0.0)
     n_groups = cols_of_group.shape[0]
     max_step = 0.0
     for sweep in range(n_sweeps):
@@ -70,7 +73,7 @@ vector, zero to start with, as U = D W). d and U are updated in place. The gradi
             for p in range(col_ptr[g], col_ptr[g + 1]):
                 i = rows[p]
                 # (W D W)_ij = W[i, :] . U[:, j]
-                s = 0.0
+                s = zero
                 for k in range(n):
                     s += W[i, k] * buf[k]
                 wij = W[i, j]
@@ -96,17 +99,18 @@ vector, zero to start with, as U = D W). d and U are updated in place. The gradi
                 if am > max_step:
                     max_step = am
                 # d = z - X exactly, so that X + D is exactly 0 when z is
+                mw = W.dtype.type(mu)
                 if i == j:
                     d[p] = z - X[j, j]
                     for k in range(n):
-                        U[j, k] += mu * W[j, k]
+                        U[j, k] += mw * W[j, k]
                     buf[j] += mu * wjj
                 else:
                     d[p] = z - X[i, j]
                     for k in range(n):
-                        U[i, k] += mu * W[j, k]
+                        U[i, k] += mw * W[j, k]
                     for k in range(n):
-                        U[j, k] += mu * W[i, k]
+                        U[j, k] += mw * W[i, k]
                     buf[i] += mu * wjj
                     buf[j] += mu * wij
     return max_step

@@ -213,10 +213,23 @@ def _dot(a, b, w, m):
     return s
 
 
+@inner()
+def _precondition(X32, indptr, indices, data, v, ptr, scol, spos, sval, rows, col_ptr,
+                  col_of_group, UT, buf32, out):
+    """``out = P_F(X V X)``: by the dense single-precision sandwich when ``X32`` is an
+    n x n copy of X (a dense enough X: contiguous, vectorised rows beat the sparse
+    scatter), else by the sparse one (``X32`` 0 x 0)."""
+    if X32.shape[0] > 0:
+        sandwich_dense(X32, v, ptr, scol, spos, rows, col_ptr, col_of_group, UT, buf32, out)
+    else:
+        sandwich_sparse(indptr, indices, data, v, ptr, scol, spos, sval, rows, col_ptr,
+                        col_of_group, UT, out)
+
+
 @kernel()
 def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group, ptr, scol,
                         spos, weights, grad, d, max_iter, rtol, U32, buf32, UT, sval,
-                        r, z, q, hq):
+                        r, z, q, hq, X32):
     """Preconditioned conjugate gradients for ``P_F(W D W) = -grad`` on the
     free set F, started from D = 0 (so every iterate is a descent direction
     of the orthant model). The preconditioner is ``V -> P_F(X V X)`` (X in
@@ -231,8 +244,8 @@ def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group,
     for p in range(m):
         d[p] = 0.0
         r[p] = -grad[p]
-    sandwich_sparse(indptr, indices, data, r, ptr, scol, spos, sval, rows, col_ptr,
-                    col_of_group, UT, z)
+    _precondition(X32, indptr, indices, data, r, ptr, scol, spos, sval, rows, col_ptr,
+                  col_of_group, UT, buf32, z)
     for p in range(m):
         q[p] = z[p]
     rz = _dot(r, z, weights, m)
@@ -256,8 +269,8 @@ def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group,
         model += gain
         if it * gain <= rtol * model:
             break
-        sandwich_sparse(indptr, indices, data, r, ptr, scol, spos, sval, rows, col_ptr,
-                        col_of_group, UT, z)
+        _precondition(X32, indptr, indices, data, r, ptr, scol, spos, sval, rows, col_ptr,
+                      col_of_group, UT, buf32, z)
         rz_new = _dot(r, z, weights, m)
         if rz_new <= stop:
             break

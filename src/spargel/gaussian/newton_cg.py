@@ -11,13 +11,15 @@ part) one outer iteration
 2. solves the Newton system ``P_F(W D W) = -g`` on F by conjugate gradients,
    *preconditioned by the inverse Hessian* ``V -> P_F(X V X)`` (the exact
    inverse of ``W (.) W`` when F is everything; X is sparse, so one
-   application costs O(|F| * nnz per row)). This is what makes the method
+   application costs O(|F| * nnz per row); a denser X goes through the same
+   single-precision dense product as the Hessian, whose vectorised rows then
+   cost less than the sparse scatter). This is what makes the method
    insensitive to the condition number of W: on data with a few strong
    common factors (asset returns, gene panels) W has a handful of huge
    eigenvalues, and coordinate descent on the Newton model (QUIC, our
    ``newton-cd``) then needs hundreds of sweeps, whereas preconditioned CG
    needs a few iterations. CG stops at a relative residual
-   ``min(0.5, sqrt(|g| / |g_0|))`` (inexact Newton, superlinear);
+   ``min(0.1, sqrt(|g| / |g_0|))`` (inexact Newton, superlinear);
 3. Armijo backtracking on ``f(P(X + t D))``, P the projection onto the
    orthant (entries that would change sign become 0); one Cholesky both
    tests positive definiteness and gives log det, and the accepted factor
@@ -54,6 +56,21 @@ from .weights import weight_args
 
 __all__ = ["newton_cg"]
 
+#: the largest relative residual at which conjugate gradients stops (the forcing term
+#: is ``min(ETA_MAX, sqrt(|g| / |g_0|))``): on data with strong common factors a looser
+#: direction oscillates (its full step leaves a large gradient for the next), and a few
+#: more CG products cost less than the Newton iterations they save
+ETA_MAX = 0.1
+#: the preconditioner ``P_F(X V X)`` by the dense single-precision sandwich when its
+#: ``3 |F| n`` vectorised products cost less than the sparse one's ``sum_k nnz_k |F_k|``
+#: scattered updates by this factor (measured at p = 452: about 1.6 ns per scattered
+#: update, 16 fused products per ns), and p is at most :data:`DENSE_PRECONDITION_N`
+DENSE_PRECONDITION = 18.0
+#: the largest p of the dense preconditioner: above it the dense products stream from
+#: memory (at p = 2,308 the sparse one was faster at every density measured), and its
+#: p x p single-precision copy of X (half a dense array more) stays at most 4 MiB
+DENSE_PRECONDITION_N = 1024
+
 
 def _float32_halves(U):
     """Two float32 n x n arrays in the memory of the C-contiguous float64 n x n U."""
@@ -81,6 +98,15 @@ class _CGBuffers:
         self.spos = np.empty(2 * m, dtype=np.int64)
         self.sval = np.empty(2 * m)
         self.buf32 = np.empty(n, dtype=np.float32)
+        self.no_x = np.zeros((0, 0), dtype=np.float32)
+        self.x32 = None
+
+    def dense_x(self, X):
+        """X as an n x n single-precision array (allocated on first use)."""
+        if self.x32 is None:
+            self.x32 = np.empty((self.n, self.n), dtype=np.float32)
+        self.x32[...] = X
+        return self.x32
 
     @classmethod
     def ensure(cls, bufs, n, m, nnz):
@@ -90,6 +116,15 @@ class _CGBuffers:
             nnz2 = max(nnz, int(grow * bufs.nnz)) if bufs is not None else nnz
             return cls(n, min(m2, n * (n + 1) // 2), min(nnz2, n * n))
         return bufs
+
+
+def _dense_preconditioner(indptr, ptr, m, n):
+    """Whether the preconditioner's product goes dense (:data:`DENSE_PRECONDITION`):
+    X's rows (``indptr``) and the free set's symmetric rows (``ptr``, m positions)."""
+    if n > DENSE_PRECONDITION_N:
+        return False
+    scattered = float(np.dot(np.diff(indptr[:n + 1]), np.diff(ptr[:n + 1])))
+    return 3.0 * m * n < DENSE_PRECONDITION * scattered
 
 
 def _entering_filter(X, dv, S, W, Lm, lw, rows, cols, sgn, grad):
@@ -164,6 +199,7 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
     cap = 0
     rows = cols = sgn = grad = dvec = None
     buf = np.empty(n)
+    buf32 = np.empty(n, dtype=np.float32)
     cg = None                          # buffers of the CG phase, sized when first needed
     gap, g_val = np.inf, -np.inf
     gnorm0 = None
@@ -171,7 +207,6 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
     reason = "max_iter"
     mode = "cd"
     edges_prev = -1
-    last_decrease = 0.0
     polished = 0
     it = 0
     for it in range(1, max_iter + 1):
@@ -198,37 +233,32 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
         eta = np.nan
         this_mode = mode
         if mode == "cg":
-            # one CD sweep picks which zero entries enter, and their signs
+            # one CD sweep picks which zero entries enter, and their signs: in single
+            # precision, in U's two halves (the float32 W, kept for CG, and its D W)
+            W32, U32 = _float32_halves(U)
+            W32[...] = W
+            U32.fill(0.0)
             dv = dvec[:m]
             dv.fill(0.0)
-            U.fill(0.0)
-            cd_sweeps(W, S, X, Lm, lw, dv, U, col_ptr, r_, col_of_group, 1, buf)
+            cd_sweeps(W32, S, X, Lm, lw, dv, U32, col_ptr, r_, col_of_group, 1, buf32)
             r_, c_, s_, g_ = _entering_filter(X, dv, S, W, Lm, lw, r_, c_, s_, g_)
             m = r_.size
             starts = np.flatnonzero(np.diff(c_)) + 1
             col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
             col_of_group = c_[col_ptr[:-1]]
             wts = np.where(r_ == c_, 1.0, 2.0)
-            # inexact Newton: superlinear forcing, but no more accuracy than the
-            # tolerance needs (the error left is about eta^2 times the last decrease)
-            eta = float(np.sqrt(gnorm / gnorm0))
-            if last_decrease > 0.0:
-                aim = POLISH_GAP if converged else max(atol, tol)
-                eta = max(eta, float(np.sqrt(0.1 * gap_check * aim * max(1.0, abs(f))
-                                             / last_decrease)))
-            eta = min(0.5, eta)
+            # inexact Newton: superlinear forcing, at most ETA_MAX
+            eta = min(ETA_MAX, float(np.sqrt(gnorm / gnorm0)))
             cg = _CGBuffers.ensure(cg, n, m, int(np.count_nonzero(X)))
             dense_to_csr(X, cg.indptr, cg.indices, cg.data)
             symmetric_rows(r_, c_, n, cg.ptr, cg.scol, cg.spos)
-            # U (the CD sweep's scratch, free again once the direction is filtered)
-            # holds the float32 W and the scratch of both products (used in turn)
-            W32, U32 = _float32_halves(U)
-            W32[...] = W
+            # U's halves: the float32 W and the scratch of both products (used in turn)
+            X32 = cg.dense_x(X) if _dense_preconditioner(cg.indptr, cg.ptr, m, n) else cg.no_x
             d, r, z, q, hq = (v[:m] for v in cg.vectors)
             n_cg = newton_cg_direction(W32, cg.indptr, cg.indices, cg.data, r_, col_ptr,
                                        col_of_group, cg.ptr, cg.scol, cg.spos, wts, g_, d,
                                        max_cg, eta, U32, cg.buf32, U32, cg.sval,
-                                       r, z, q, hq)
+                                       r, z, q, hq, X32)
             W32 = U32 = None
             decrease = -float(np.dot(wts * g_, d))     # predicted decrease <g, -D>
             if decrease > 0.0:
@@ -274,7 +304,6 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
                 apply_step(X, r_, c_, dv, step)
                 trSX += step * trSD
                 pen = pen_t
-        last_decrease = decrease if (this_mode == "cg" and step == 1.0) else 0.0
         if step > 0.0:
             f = ft
             W_old = W

@@ -681,6 +681,11 @@ class Nonparanormal(ParamsMixin):
                                  f"got {self.method!r}")
 
     def fit(self, X, y=None):
+        self._fit(X)
+        return self
+
+    def _fit(self, X):
+        """The fit; returns the transformed training data (None for 'skeptic')."""
         from spargel.gaussian.npn import (npn_shrinkage, npn_truncation, skeptic_correlation,
                                           truncation_level)
         from spargel.gaussian.objective import as_matrix
@@ -693,16 +698,16 @@ class Nonparanormal(ParamsMixin):
         self.n_samples_ = n
         if self.method == "skeptic":
             self.covariance_ = skeptic_correlation(X)
-            return self
+            return None
         self.sorted_ = np.sort(X, axis=0)
         if self.method == "shrinkage":
-            _, self.scale_ = npn_shrinkage(X, return_scale=True)
+            Z, self.scale_ = npn_shrinkage(X, return_scale=True)
         else:
             self.delta_ = truncation_level(n) if self.truncation is None else float(self.truncation)
             if not 0 < self.delta_ < 0.5:
                 raise ValueError(f"truncation must be in (0, 0.5), got {self.truncation!r}")
-            _, self.scale_ = npn_truncation(X, self.delta_, return_scale=True)
-        return self
+            Z, self.scale_ = npn_truncation(X, self.delta_, return_scale=True)
+        return Z
 
     def transform(self, X):
         from scipy.special import ndtri
@@ -735,7 +740,10 @@ class Nonparanormal(ParamsMixin):
         return Z / self.scale_
 
     def fit_transform(self, X, y=None):
-        return self.fit(X).transform(X)
+        """``fit(X).transform(X)``: the transform the fit computed (a training row's
+        rank among its own column is its average rank), without ranking X again."""
+        Z = self._fit(X)
+        return self.transform(X) if Z is None else Z
 
     def _more_sklearn_tags(self, tags):
         from sklearn.utils import TransformerTags
