@@ -17,9 +17,12 @@ import os
 __all__ = ["available_memory", "check_label_pairs", "check_nbest", "label_pair_bytes", "nbest_bytes",
            "distinct_paths", "gradient_chunks", "training_bytes", "weight_copies"]
 
-#: float64 tables of one entry per label pair that reading a model and decoding with it
-#: hold at once (the transition weights, their scores and exponentials)
-LABEL_PAIR_TABLES = 3
+#: 8-byte tables of one entry per label pair that reading a model and decoding with it
+#: hold at once: the transition weights and the weight index of each pair, the
+#: transition structure's scores, sources and build scratch, its exponentials, their
+#: transpose and refresh scratch where the step is dense (constraints, many weighted
+#: pairs), a position's scores (Viterbi) and the corrections' scratch
+LABEL_PAIR_TABLES = 10
 
 
 def available_memory() -> int:
