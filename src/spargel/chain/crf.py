@@ -206,12 +206,7 @@ class CRFView:
         """Load weights w into the padded rows; returns the transition structure."""
         w = np.ascontiguousarray(w, dtype=np.float64)
         s = self.space
-        if self.rows_in_w:
-            self.Wd = self.dense_rows(w)
-            K.row_flags(self.Wd, self.dnz)
-            self.aux = self.aux._replace(Wd=self.Wd)
-        else:
-            K.refresh_weights(w, self.space_t, self.d_attr, self.Wd, self.dnz)
+        self.load_rows(w)
         L = self.L
         t_pair = s.t_pair.astype(np.int64)
         # With bigram attributes most positions carry corrections, whose cost a ONES base
@@ -234,6 +229,16 @@ class CRFView:
             if len(self.mats):
                 trans = C.with_matrices(trans, self.mats, self.matsT, self.mscores)
         return trans
+
+    def load_rows(self, w):
+        """Load the weights w (contiguous float64) into the padded rows: a view of w's own
+        rows (``rows_in_w``, which the view then holds) or a copy."""
+        if self.rows_in_w:
+            self.Wd = self.dense_rows(w)
+            K.row_flags(self.Wd, self.dnz)
+            self.aux = self.aux._replace(Wd=self.Wd)
+        else:
+            K.refresh_weights(w, self.space_t, self.d_attr, self.Wd, self.dnz)
 
     def dense_rows(self, v):
         """The padded rows of a weight-sized vector ``v`` when they are its own rows
