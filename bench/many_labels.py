@@ -179,6 +179,8 @@ def spargel_worker(args):
 
     def cb(row):
         iters.append((row["iteration"], time.perf_counter(), row.get("objective")))
+        print(f"iteration {row['iteration']}: {iters[-1][1] - t1:.1f} s, objective {row.get('objective')}",
+              file=sys.stderr, flush=True)
 
     crf = CRF(template="# format: wapiti\n" + pattern(args.columns), solver=solver, l1=l1, l2=0.0,
               max_iter=args.iters, tol=0, gtol=0, all_possible_states=True,
