@@ -111,12 +111,12 @@ def write_wapiti(path, seqs, labs):
 
 
 # --------------------------------------------------------------------------- memory
-def memory_formula(L, A, F, T, m, solver, n_chunks=1, maxlen=30, L_pairs=None):
-    """Bytes spargel's training holds at its peak, from the code (``docs/benchmarks.md``,
-    "Thousands of labels"): ``c(solver) * 8 F`` for the weight-sized vectors, the data
-    and its per-token lists, and the label-pair tables."""
+def memory_formula(sizes, solver, memory, l1, n_jobs=1):
+    """Bytes spargel's training holds at its peak by the formula of
+    :func:`spargel.core.limits.training_bytes` (10 attribute entries a token here)."""
     from spargel.core.limits import training_bytes
-    return training_bytes(L, A, F, T, solver, memory=m, n_chunks=n_chunks, maxlen=maxlen)
+    return training_bytes(sizes["labels"], sizes["attributes"], sizes["features"], sizes["tokens"], solver,
+                          memory=memory, l1=l1, n_jobs=n_jobs, entries_per_token=10)
 
 
 # --------------------------------------------------------------------------- workers
@@ -204,6 +204,8 @@ def spargel_worker(args):
            "peak_rss_gb_fit": round(rss_fit / 2 ** 30, 2), "full": bool(args.full),
            "n_jobs": args.n_jobs}
     res.update(task_sizes(Xtr, ytr, args.labels, args.full))
+    res["formula_gb"] = round(memory_formula(dict(res, labels=args.labels), solver, args.memory, l1 > 0,
+                                             args.n_jobs) / 2 ** 30, 2)
     if args.predict:
         import resource as _r
         t2 = time.perf_counter()
@@ -259,6 +261,7 @@ def wapiti_run(args, train_path, pat_path, test_path, tmp):
            "iters": len(it_stamps), "features": int(nfeat.group(1)) if nfeat else None,
            "s_per_iter": round(float(np.median(np.diff(times))), 1) if len(times) > 1 else
            (times[0] if times else None)}
+    res["log"] = "".join(ln for ln in lines if "\t" not in ln)[-1500:]      # Wapiti's own lines
     if rc != 0 and not info["killed"]:
         res["tail"] = text[-600:]
     return res
