@@ -211,7 +211,7 @@ def _crfpp_with_labels(n):
 
 @pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs prlimit (util-linux)")
 def test_many_labels_are_refused_before_their_label_pair_tables(tmp_path):
-    # 40,000 labels (the readers' own limit) asked for 12.8 GB of label x label tables:
+    # 40,000 labels (the readers' own limit) asked for 128 GB of label x label tables:
     # MemoryError from numpy deep inside the reader
     (tmp_path / "many.wapiti").write_text(_wapiti_with_labels(40000))
     (tmp_path / "many.crfpp.txt").write_text(_crfpp_with_labels(40000))
@@ -237,7 +237,7 @@ def test_label_pair_check_allows_ordinary_label_sets():
     from spargel.errors import ModelFileError
 
     check_label_pairs(1000, "m.model", memory_limit=1 << 30)
-    with pytest.raises(ModelFileError, match=r"m\.model: 40000 labels need 35\.8 GiB"):
+    with pytest.raises(ModelFileError, match=r"m\.model: 40000 labels need 119\.2 GiB"):
         check_label_pairs(40000, "m.model", memory_limit=16 << 30)
 
 

@@ -38,6 +38,11 @@ MATRIX_BUDGET = 64 * 2 ** 20
 TOKEN_CHUNK = 1 << 16
 #: padded views at least this large give the freed heap memory back once built
 TRIM_ENTRIES = 1 << 24
+#: without bigram attributes, a chain whose transition weights cover at most this
+#: fraction of the label pairs takes the sparse step (a ONES structure listing the
+#: weighted pairs: O(|Y| + pairs) per token for the forward and backward recursions and
+#: the expected counts, instead of the dense |Y|^2 product and outer product)
+SPARSE_TRANSITIONS = 0.25
 
 
 def crf_layout(space, penalty_scale=None):
@@ -98,6 +103,25 @@ def token_lists(space, data, drow, binary):
     return dptr, drows, dval, eptr, ek, evals, el
 
 
+def full_rows(space, L, Lp):
+    """Whether every unigram attribute owns all L labels in label order (the "full"
+    layout, ``all_possible_states``) and rows need no padding (``L == Lp``): then the
+    weights of the attributes, read as an A x L array, are the padded rows themselves,
+    and the kernels read and write them in place (no copy of the weights nor of the
+    gradient per chunk)."""
+    n = len(space.u_ptr) - 1
+    if L != Lp or L < 2 or len(space.u_lab) != n * L:
+        return False
+    if not np.array_equal(space.u_ptr, np.arange(n + 1, dtype=np.int64) * L):
+        return False
+    labels = np.arange(L, dtype=space.u_lab.dtype)
+    step = max(1, (1 << 22) // L)             # rows compared at a time (no weight-sized temporary)
+    for a in range(0, n, step):
+        if not (space.u_lab[a * L:min(n, a + step) * L].reshape(-1, L) == labels).all():
+            return False
+    return True
+
+
 def label_dtype(n_labels):
     """The smallest integer type of the padded view's per-entry labels (``el``): one byte
     for up to 256 labels (a quarter of the memory of int32 labels, as large as the
@@ -128,14 +152,21 @@ class CRFView:
         L = space.n_labels
         self.L, self.Lp = L, C.padded(L)
         sizes = np.diff(space.u_ptr)
-        counts = id_counts(data.uni_ids, len(sizes))
-        dense = np.flatnonzero(sizes >= max(2, int(np.ceil(DENSE_FRACTION * L))))
-        self.d_attr = dense[np.argsort(-counts[dense], kind="stable")].astype(np.int64)
+        # every attribute with every label, in label order, |Y| a multiple of LANES: the
+        # padded rows are the weight vector's own rows (views, refresh), not copies
+        self.rows_in_w = full_rows(space, L, self.Lp)
+        if self.rows_in_w:
+            self.d_attr = np.arange(len(sizes), dtype=np.int64)
+        else:
+            counts = id_counts(data.uni_ids, len(sizes))
+            dense = np.flatnonzero(sizes >= max(2, int(np.ceil(DENSE_FRACTION * L))))
+            self.d_attr = dense[np.argsort(-counts[dense], kind="stable")].astype(np.int64)
         drow = np.full(len(sizes), -1, dtype=np.int32)
         drow[self.d_attr] = np.arange(len(self.d_attr), dtype=np.int32)
         binary = is_unit(compact_values(data.uni_vals))
         dptr, drows, dval, eptr, ek, evals, el = token_lists(space, data, drow, binary)
-        self.Wd = np.zeros((len(self.d_attr), self.Lp))
+        # (with rows_in_w: the weights' own rows, set by refresh)
+        self.Wd = np.zeros((0 if self.rows_in_w else len(self.d_attr), self.Lp))
         self.dnz = np.zeros(len(self.d_attr), dtype=np.uint8)
         self.aux = Aux(self.Lp, binary, dptr, drows, dval, eptr, ek, evals, self.Wd, self.dnz, el)
         if len(ek) > TRIM_ENTRIES:
@@ -175,7 +206,7 @@ class CRFView:
         """Load weights w into the padded rows; returns the transition structure."""
         w = np.ascontiguousarray(w, dtype=np.float64)
         s = self.space
-        K.refresh_weights(w, self.space_t, self.d_attr, self.Wd, self.dnz)
+        self.load_rows(w)
         L = self.L
         t_pair = s.t_pair.astype(np.int64)
         # With bigram attributes most positions carry corrections, whose cost a ONES base
@@ -184,6 +215,10 @@ class CRFView:
         # anyway, and the dense step (a vectorised loop) is faster whatever the sparsity.
         ones = 0.25 if self.has_bigrams and not self.dense else 0.0
         lc = self.constraints
+        if self.sparse_step(w):
+            # every weighted pair listed (zero weights too): their whole expected counts
+            # are gathered per pair (inference.backward), no |Y|^2 outer product
+            return C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=C.ONES, keep_zeros=True)
         trans = C.make_transitions(L, t_pair // L, t_pair % L, w[s.t_base:], kind=None if ones else C.DENSE,
                                    ones_fraction=ones, allowed=None if lc is None else lc.allowed,
                                    start=None if lc is None else lc.start, end=None if lc is None else lc.end,
@@ -194,6 +229,35 @@ class CRFView:
             if len(self.mats):
                 trans = C.with_matrices(trans, self.mats, self.matsT, self.mscores)
         return trans
+
+    def load_rows(self, w):
+        """Load the weights w (contiguous float64) into the padded rows: a view of w's own
+        rows (``rows_in_w``, which the view then holds) or a copy."""
+        if self.rows_in_w:
+            self.Wd = self.dense_rows(w)
+            K.row_flags(self.Wd, self.dnz)
+            self.aux = self.aux._replace(Wd=self.Wd)
+        else:
+            K.refresh_weights(w, self.space_t, self.d_attr, self.Wd, self.dnz)
+
+    def dense_rows(self, v):
+        """The padded rows of a weight-sized vector ``v`` when they are its own rows
+        (``rows_in_w``): the view ``v[:A * |Y|]`` as A x |Y|."""
+        n = len(self.d_attr)
+        return v[:n * self.Lp].reshape(n, self.Lp)
+
+    def sparse_step(self, w):
+        """Whether the transition structure at weights w is the sparse one
+        (:data:`SPARSE_TRANSITIONS`): no bigram attributes, no constraints, not
+        ``inference="dense"``, few weighted pairs, and no transition weight so negative
+        that ``1 + expm1`` would cancel (``inference.CANCEL_LIMIT``)."""
+        if self.has_bigrams or self.constraints is not None or self.dense:
+            return False
+        s = self.space
+        if len(s.t_pair) > SPARSE_TRANSITIONS * self.L * self.L:
+            return False
+        tw = w[s.t_base:]
+        return not (len(tw) and float(tw.min()) < -C.CANCEL_LIMIT)
 
     def buffers(self, order):
         """Scratch for the sequences ``order``, large enough for any weights."""
@@ -217,8 +281,14 @@ class CRFView:
         return self.space_t, self.data_t, self.aux, trans, self.bl if listed else None, *self.flags
 
     def accumulators(self, trans):
-        outer = np.zeros((self.Lp, self.Lp)) if self.has_transitions else np.zeros((1, 1))
-        return outer, np.zeros(len(trans.gi)), np.zeros(len(trans.fv) if self.has_transitions else 0)
+        """The transition accumulators ``(outer, glob, pos)`` of :func:`inference.backward`:
+        the |Y| x |Y| outer product only for a structure that needs it (not the sparse
+        step), the position corrections' counts only where there are corrections (bigram
+        attributes)."""
+        want = self.has_transitions and not (trans.kind == C.ONES and not self.has_bigrams)
+        outer = np.zeros((self.Lp, self.Lp)) if want else np.zeros((1, 1))
+        pos = np.zeros(len(trans.fv) if self.has_transitions and self.has_bigrams else 0)
+        return outer, np.zeros(len(trans.gi)), pos
 
 
 class BatchChain(Sized):
@@ -250,12 +320,11 @@ class BatchChain(Sized):
         self.partial = np.zeros(data.n_sequences, dtype=np.uint8)      # 1: a label is unknown
         self.partial[tok_seq[data.labels < 0]] = 1
         self._partial = [o[self.partial[o] == 1] for o in self._orders]
-        self._emp = np.zeros(self.n_params)
-        B.empirical_counts(self.view.space_t, self.view.data_t, np.flatnonzero(self.partial == 0).astype(np.int64),
-                           self._sw(), self._emp, *self.view.flags)
-        n_dense = len(self.view.d_attr)
-        self._gbufs = [np.zeros(self.n_params) for _ in self._orders]
-        self._Gdbufs = [np.zeros((n_dense, self.view.Lp)) for _ in self._orders]
+        self._emp_counts = None
+        # per-chunk gradient buffers, made on the first gradient (an SGD fit never needs
+        # them); chunk 0's is handed out as the gradient itself and made anew per call
+        self._gbufs = None
+        self._Gdbufs = None
         self._work = None
 
     @property
@@ -267,6 +336,17 @@ class BatchChain(Sized):
     def empirical(self):
         """The empirical feature counts of the fully labelled sequences (weighted)."""
         return self._emp
+
+    @property
+    def _emp(self):
+        """The empirical feature counts (computed on first use: an SGD fit never needs
+        this weight-sized vector)."""
+        if self._emp_counts is None:
+            emp = np.zeros(self.n_params)
+            B.empirical_counts(self.view.space_t, self.view.data_t,
+                               np.flatnonzero(self.partial == 0).astype(np.int64), self._sw(), emp, *self.view.flags)
+            self._emp_counts = emp
+        return self._emp_counts
 
     @property
     def n_params(self):
@@ -292,9 +372,7 @@ class BatchChain(Sized):
         passes += [(self._partial[c], True) for c in range(n_chunks)]
         failed = [np.zeros(len(o), np.uint8) for o, _ in passes]
         if want_grad:
-            for c in range(n_chunks):
-                self._gbufs[c].fill(0.0)
-                self._Gdbufs[c].fill(0.0)
+            self._gradient_buffers()
 
         def run(c):
             total = 0.0
@@ -324,28 +402,55 @@ class BatchChain(Sized):
         total = sum(logz)
         if not want_grad:
             return total, None
-        g = self._gbufs[0]
+        out = self._gbufs[0]
         Gd = self._Gdbufs[0]
         for c in range(1, n_chunks):
-            g += self._gbufs[c]
-            Gd += self._Gdbufs[c]
-        out = g.copy()
-        B.finish_gradient(v.space_t, v.d_attr, Gd, tcount, self._emp, out, *v.flags)
+            out += self._gbufs[c]
+            if not v.rows_in_w:
+                Gd += self._Gdbufs[c]
+        self._gbufs[0] = None                           # the caller owns the gradient now
+        d_attr = v.d_attr[:0] if v.rows_in_w else v.d_attr     # (rows in w: already in place)
+        B.finish_gradient(v.space_t, d_attr, Gd, tcount, self._emp, out, *v.flags)
         return total, out
+
+    def _gradient_buffers(self):
+        """Zeroed gradient buffers, one per chunk (chunk 0's made anew: the last one went
+        to the caller), and their padded dense rows: views of the buffers' own rows when
+        the rows are the weights' (``view.rows_in_w``), else arrays of their own."""
+        v = self.view
+        n = len(self._orders)
+        if self._gbufs is None:
+            self._gbufs = [None] * n
+            self._Gdbufs = [None if v.rows_in_w else np.zeros((len(v.d_attr), v.Lp)) for _ in range(n)]
+        for c in range(n):
+            if self._gbufs[c] is None:
+                self._gbufs[c] = np.zeros(self.n_params)
+            else:
+                self._gbufs[c].fill(0.0)
+            if v.rows_in_w:
+                self._Gdbufs[c] = v.dense_rows(self._gbufs[c])
+            else:
+                self._Gdbufs[c].fill(0.0)
 
     def _sw(self):
         """The sample weights for the kernels: None when there are none (the kernels
         then compile without the code for other sequence weights than 1)."""
         return self.sw if len(self.sw) else None
 
+    def _grad_args(self, want_grad, c):
+        """Chunk c's gradient buffers (g, Gd), or empty ones for a pass without gradient."""
+        if want_grad:
+            return self._gbufs[c], self._Gdbufs[c]
+        return np.zeros(0), np.zeros((0, self.view.Lp))
+
     def _chunk(self, w, trans, order, want_grad, c, acc, failed, buf, clamp, scratch):
         v = self.view
-        return B.chunk_logz_grad(w, *v.kernel_args(trans), order, want_grad, self._gbufs[c], self._Gdbufs[c], acc,
+        return B.chunk_logz_grad(w, *v.kernel_args(trans), order, want_grad, *self._grad_args(want_grad, c), acc,
                                  failed, buf, self._sw(), True if clamp else None, scratch)
 
     def _chunk_log(self, w, trans, bad, want_grad, c, tcount, buf, lbuf, clamp, tcount1):
         v = self.view
-        return B.chunk_logz_grad_log(w, *v.kernel_args(trans), bad, want_grad, self._gbufs[c], self._Gdbufs[c],
+        return B.chunk_logz_grad_log(w, *v.kernel_args(trans), bad, want_grad, *self._grad_args(want_grad, c),
                                      tcount, buf, lbuf, self._sw(), True if clamp else None, tcount1)
 
     def loss_grad(self, w):

@@ -42,7 +42,7 @@ class CRF2View(CRFView):
         """Load weights w into the padded rows; returns the transition structure."""
         w = np.ascontiguousarray(w, dtype=np.float64)
         s = self.space
-        K.refresh_weights(w, self.space_t, self.d_attr, self.Wd, self.dnz)
+        self.load_rows(w)
         x = w[s.t_base:]
         if self.dense or self.constraints is not None or (len(x) and x.min() < -K.CANCEL_LIMIT):
             return self._list_structure(x)

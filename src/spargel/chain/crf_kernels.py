@@ -84,6 +84,19 @@ def refresh_weights(w, space, d_attr, Wd, dnz):
         dnz[r] = nz
 
 
+@kernel()
+def row_flags(Wd, dnz):
+    """dnz[r] = 1 when row r of Wd has a non-zero entry (rows that are the weights' own,
+    :func:`spargel.chain.crf.full_rows`)."""
+    for r in range(Wd.shape[0]):
+        nz = 0
+        for y in range(Wd.shape[1]):
+            if Wd[r, y] != 0.0:
+                nz = 1
+                break
+        dnz[r] = nz
+
+
 # --------------------------------------------------------------------------- per sequence
 @inner(fastmath=FAST)
 def emissions(w, space, aux, lo, hi, E):

@@ -328,14 +328,22 @@ def pass_buffers(view, order, v, aux, use_rows, trans):
     L = space.L
     Lp = C.padded(L)
     row_attrs = view.d_attr if use_rows else view.d_attr[:0]
-    W, R = np.zeros((len(row_attrs), Lp)), np.zeros((len(row_attrs), Lp))
-    lanes = row_lanes(space, row_attrs)
-    load_rows(lanes, v, aux, W, R)
     tok = None
+    if use_rows and view.rows_in_w:
+        # the rows are v's and aux's own (every attribute owns every label, crf.full_rows):
+        # the pass reads and writes them in place, and no weight lies outside a row
+        W, R = view.dense_rows(v), view.dense_rows(aux)
+        lanes = None
+        wmark = np.full(0, -1, dtype=np.int64)
+    else:
+        W, R = np.zeros((len(row_attrs), Lp)), np.zeros((len(row_attrs), Lp))
+        lanes = row_lanes(space, row_attrs)
+        load_rows(lanes, v, aux, W, R)
+        wmark = np.full(len(space.u_lab), -1, dtype=np.int64)
     if use_rows:
         # the batch model's token lists, reading the pass's rows (every row in use)
         eaux = view.aux._replace(Wd=W, dnz=np.ones(len(row_attrs), np.uint8))
-        tok = TokenLists(eaux, np.full(len(space.u_lab), -1, dtype=np.int64))
+        tok = TokenLists(eaux, wmark)
     has_big = len(data.big_ids) > 0
     maxlen = K.max_length(data.seq_ptr, order)
     n_corr = K.correction_capacity(space, data, np.diff(space.b_ptr), order) if has_big else 0

@@ -179,8 +179,10 @@ def make_transitions(S, src, dst, score, kind=None, n_labels=0, all_pairs=True, 
     trans = _make_transitions(S, src, dst, score, kind, n_labels, all_pairs, keep_zeros, ones_fraction)
     if steps is not None:
         trans[3][3] = max(trans[3][3], float(steps))
-    return Transitions(*trans, np.zeros(S * S, np.int64), np.zeros(S * S), np.zeros((0, 1, 1)), np.zeros((0, 1, 1)),
-                       np.zeros((0, 1)), st, en)
+    # the refresh scratch only where refresh_dense uses it (two S^2 tables less otherwise)
+    n_scratch = S * S if trans[0] == DENSE else 0
+    return Transitions(*trans, np.zeros(n_scratch, np.int64), np.zeros(n_scratch), np.zeros((0, 1, 1)),
+                       np.zeros((0, 1, 1)), np.zeros((0, 1)), st, en)
 
 
 def with_matrices(trans, mats, matsT, scores):
@@ -538,11 +540,12 @@ def forward_step(prev, cur, trans, ci, cj, cc, q0, q1):
 
 
 @njit(cache=True, nogil=True, fastmath=FAST, inline="always")
-def backward_step(r, out, trans, ci, cj, cc, q0, q1, prev=None, glob=None):
+def backward_step(r, out, trans, ci, cj, cc, q0, q1, prev=None, glob=None, whole=False):
     """``out = M_t @ r`` with the position corrections ``q0:q1``. With ``glob`` (and
     ``prev``, the normalised alpha of t - 1), the expected counts of the global
     corrections are added in the same sweep (see :func:`backward`; not at a FULL
-    position)."""
+    position): their correction part, or with ``whole`` (and always under PAIR_ONES)
+    the whole expected count of the pair."""
     kind, S, L = trans.kind, trans.S, trans.L
     Sp = len(out)
     if q1 > q0 and ci[q0] == FULL:
@@ -585,7 +588,7 @@ def backward_step(r, out, trans, ci, cj, cc, q0, q1, prev=None, glob=None):
         for y in range(Sp):
             out[y] = 0.0
     gi, gj, gc = trans.gi, trans.gj, trans.gc
-    base = 1.0 if kind == PAIR_ONES else 0.0      # PAIR_ONES: glob holds whole counts
+    base = 1.0 if kind == PAIR_ONES or whole else 0.0      # glob holds whole counts
     for q in range(len(gi)):
         e = gc[q]
         x = r[gj[q]]
@@ -821,8 +824,10 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     of alpha is not read again once gamma[t] is written). ``acc = (outer, glob, pos)``
     accumulates the transition expectations (see :func:`transition_counts`):
     ``outer[i, y] += alpha[t-1, i] r_t[y]`` (DENSE and ONES, unless ``outer`` is 1 x 1),
-    ``glob[q]`` the part of global correction q (for PAIR_ONES and LIST its whole
-    expected count), ``pos[k]`` the part of the position corrections of the pair with
+    ``glob[q]`` the part of global correction q (for PAIR_ONES and LIST, and for ONES
+    without ``outer``, its whole expected count: a ONES structure made with
+    ``keep_zeros`` lists every pair that has a weight, so a step costs ``O(S +
+    weighted pairs)`` instead of ``S^2``), ``pos[k]`` the part of the position corrections of the pair with
     list index k (``pos`` empty: not gathered, for a model without transition
     weights). The pairwise marginals of every position t >= 1 with ``need[t] != 0``
     are written to ``P[t]`` (S x S, any kind of structure; the gradient of
@@ -834,6 +839,9 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
     outer, glob, pos = acc[0], acc[1], acc[2]
     Sp = alpha.shape[1]
     want_outer = outer.shape[0] > 1
+    # ONES without the outer product: the global corrections are every pair with a
+    # weight (make_transitions' keep_zeros), and glob gathers their whole counts
+    whole = kind == ONES and not want_outer
     for y in range(Sp):
         beta[n - 1, y] = 1.0 if y < S else 0.0
     for t in range(n - 1, 0, -1):
@@ -879,7 +887,7 @@ def backward(psi, n, trans, corr, alpha, scale, beta, gamma, acc, need, P, tmp):
                 gamma[t, y] = alpha[t, y] * beta[t, y]
             continue
         # the step, with the global corrections' expected counts in the same sweep
-        backward_step(r, beta[t - 1], trans, ci, cj, cc, q0, q1, prev, glob)
+        backward_step(r, beta[t - 1], trans, ci, cj, cc, q0, q1, prev, glob, whole)
         if q1 > q0 and ci[q0] == FULL:
             q0 += 1
         elif want_outer and (kind == DENSE or kind == ONES):
@@ -905,7 +913,7 @@ def transition_counts(trans, acc, out):
     """Add the expected transition counts gathered by :func:`backward` to ``out``,
     indexed by list index (``k = j * S + i`` for DENSE and ONES). Exact for every allowed
     pair under DENSE / ONES (with ``outer``), for the listed pairs under LIST and for the
-    global pairs (those with a weight) under PAIR_ONES."""
+    global pairs (those with a weight) under PAIR_ONES and under ONES without ``outer``."""
     kind, S = trans.kind, trans.S
     outer, glob, pos = acc[0], acc[1], acc[2]
     if (kind == DENSE or kind == ONES) and outer.shape[0] > 1:

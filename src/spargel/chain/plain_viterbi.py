@@ -26,11 +26,21 @@ from ..data.dataset import is_unit
 BLOCK_ENTRIES = 1 << 16
 
 
+#: most label-pair entries (tokens x L^2) this module steps through: its dense L x L
+#: step per token outgrows the cost of loading the compiled kernels, whose Viterbi
+#: step over a sparse transition structure costs O(L + weighted pairs) (1,500 labels:
+#: 2.3 M entries a token, about 100 tokens)
+MAX_PAIR_ENTRIES = 2 * 10 ** 8
+
+
 def supported(space, data, constraints=None):
     """Whether :func:`decode` handles this model and data (first order, no label
-    constraints, binary attributes)."""
+    constraints, binary attributes) and does so quickly (at most
+    :data:`MAX_PAIR_ENTRIES` label pairs over all tokens: large label sets go to the
+    compiled kernels)."""
+    L = int(space.n_labels)
     return (getattr(space, "order", 1) == 1 and constraints is None
-            and is_unit(data.uni_vals) and is_unit(data.big_vals))
+            and is_unit(data.uni_vals) and is_unit(data.big_vals) and data.n_tokens * L * L <= MAX_PAIR_ENTRIES)
 
 
 def _rows(ptr, entries, attrs):

@@ -106,7 +106,7 @@ def run_pass(view, trans, order, v, aux, l1w, m, st, prm, sw=None, partial=None)
     resumable = direct and not has_partial(partial, order)
     wk, lanes = work(view, trans, order, v, aux, use_rows, direct, sw, partial, None if resumable else True)
     status = _resumed_pass(view, order, v, aux, l1w, m, st, prm, wk, None if direct else True)
-    if use_rows:
+    if use_rows and lanes is not None:          # (None: the rows were v's and aux's own)
         S1.store_rows(lanes, wk.W, wk.R, v, aux)
     return status
 

@@ -15,11 +15,14 @@ import math
 import os
 
 __all__ = ["available_memory", "check_label_pairs", "check_nbest", "label_pair_bytes", "nbest_bytes",
-           "distinct_paths"]
+           "distinct_paths", "gradient_chunks", "training_bytes", "weight_copies"]
 
-#: float64 tables of one entry per label pair that reading a model and decoding with it
-#: hold at once (the transition weights, their scores and exponentials)
-LABEL_PAIR_TABLES = 3
+#: 8-byte tables of one entry per label pair that reading a model and decoding with it
+#: hold at once: the transition weights and the weight index of each pair, the
+#: transition structure's scores, sources and build scratch, its exponentials, their
+#: transpose and refresh scratch where the step is dense (constraints, many weighted
+#: pairs), a position's scores (Viterbi) and the corrections' scratch
+LABEL_PAIR_TABLES = 10
 
 
 def available_memory() -> int:
@@ -57,6 +60,85 @@ def label_pair_bytes(n_labels: int) -> int:
     True
     """
     return int(n_labels) ** 2 * 8 * LABEL_PAIR_TABLES
+
+
+#: label x label float64 tables that a first-order training evaluation holds at once:
+#: the transition structure (scores, sources, exponentials and their refresh scratch
+#: where the step is dense), the weight index of each pair, the expected counts and
+#: their scratch, the log-space scratch, an SGD step's own dense structure; plus
+#: :data:`CHUNK_PAIR_TABLES` per chunk of the batch gradient (its correction scratch)
+TRAINING_PAIR_TABLES, CHUNK_PAIR_TABLES = 12, 2
+#: bytes per token-attribute entry of the encoded data and its per-token lists
+#: (attribute ids, the padded view's row lists), and per token (offsets, labels)
+ENTRY_BYTES, TOKEN_BYTES = 12, 40
+#: what the interpreter, numpy, numba and the compiled kernels take before any data
+BASE_BYTES = 400 * 2 ** 20
+#: the batch gradient's fixed chunks and their buffers' budget (chain/crf.py)
+FIXED_CHUNKS, CHUNK_BUFFER_BUDGET = 4, 256 * 2 ** 20
+
+
+def gradient_chunks(n_features: int, n_jobs: int = 1) -> int:
+    """How many chunks (each with a weight-sized gradient buffer) the batch gradient of a
+    chain CRF with ``n_features`` weights uses on ``n_jobs`` threads: at least 4 (so
+    that 1 to 4 threads give the same rounding) while four buffers fit in 256 MiB, else
+    one per thread.
+
+    >>> gradient_chunks(1_000_000), gradient_chunks(100_000_000), gradient_chunks(100_000_000, 2)
+    (4, 1, 2)
+    """
+    fixed = FIXED_CHUNKS if FIXED_CHUNKS * int(n_features) * 8 <= CHUNK_BUFFER_BUDGET else 1
+    return max(int(n_jobs), fixed)
+
+
+def weight_copies(solver: str, memory: int = 6, l1: bool = True, n_chunks: int = 1) -> int:
+    """How many weight-sized float64 vectors a first-order CRF's training holds at its
+    peak (:func:`training_bytes`), with the model's padded rows the weights' own (every
+    attribute with every label, ``|Y|`` a multiple of 4; else add the padded rows and
+    one per chunk of their gradient):
+
+    * ``"owlqn"`` / ``"lbfgs"``: the ``2 * memory`` curvature vectors, the weights, the
+      trial point, the direction, the gradient and the trial point's gradient (5), the
+      pseudo-gradient with an l1 term (OWL-QN), the empirical counts, and one more
+      gradient buffer per extra chunk of the batch gradient (:func:`gradient_chunks`);
+    * ``"sgd-l1"``: the weights and their penalty records (2) and, while the learning
+      rate is calibrated, one trial pair (2).
+
+    >>> weight_copies("owlqn", memory=6), weight_copies("lbfgs", memory=3, l1=False), weight_copies("sgd-l1")
+    (19, 12, 4)
+    """
+    if solver in ("owlqn", "lbfgs"):
+        return 2 * int(memory) + 5 + (1 if l1 and solver == "owlqn" else 0) + 1 + (int(n_chunks) - 1)
+    if solver == "sgd-l1":
+        return 4
+    raise ValueError(f"no memory formula for solver {solver!r}")
+
+
+def training_bytes(n_labels: int, n_attributes: int, n_features: int, n_tokens: int, solver: str = "owlqn",
+                   memory: int = 6, l1: bool = True, n_jobs: int = 1, entries_per_token: float = 20.0) -> int:
+    """Estimated peak resident bytes of training a first-order CRF (no bigram
+    attributes) with ``n_labels`` labels L, ``n_attributes`` unigram attributes A,
+    ``n_features`` weights F and ``n_tokens`` tokens T on ``n_jobs`` threads::
+
+        8 F c + 4 F_u + 8 (12 + 2 k) L^2 + T (12 e + 40) + 8 A + base
+
+    ``c`` = :func:`weight_copies` (the solver's and the model's weight-sized vectors),
+    ``k`` the gradient's chunks (:func:`gradient_chunks`), ``F_u`` the unigram weights
+    (their int32 labels: ``A L`` at most), the label-pair tables
+    (:data:`TRAINING_PAIR_TABLES`), ``e`` the attribute entries per token, ``base``
+    the interpreter and compiled kernels. Checked against measured peaks in
+    ``docs/benchmarks.md`` ("Thousands of labels").
+
+    >>> round(training_bytes(1524, 78517, 119665212, 11934, "sgd-l1") / 2**30, 1)
+    4.6
+    """
+    k = gradient_chunks(n_features, n_jobs) if solver in ("owlqn", "lbfgs") else 1
+    c = weight_copies(solver, memory, l1, k)
+    F = int(n_features)
+    L = int(n_labels)
+    pairs = TRAINING_PAIR_TABLES + CHUNK_PAIR_TABLES * k
+    return int(8 * F * c + 4 * min(F, int(n_attributes) * L) + 8 * pairs * L * L
+               + int(n_tokens) * (ENTRY_BYTES * entries_per_token + TOKEN_BYTES) + 8 * int(n_attributes)
+               + BASE_BYTES)
 
 
 def check_label_pairs(n_labels: int, name: str, memory_limit=None) -> None:

@@ -53,6 +53,15 @@ class Penalty:
     def nonsmooth_value(self, w):
         raise NotImplementedError
 
+    def add_smooth_grad(self, w, g):
+        """Add the smooth part's gradient to ``g`` in place; returns the smooth part's
+        value (what :meth:`smooth_value_grad` gives, without a weight-sized array where
+        the penalty can avoid one)."""
+        sv, sg = self.smooth_value_grad(w)
+        if sg is not None:
+            g += sg
+        return sv
+
     @property
     def has_nonsmooth(self):
         raise NotImplementedError
@@ -147,8 +156,20 @@ class ElasticNet(Penalty):
     def nonsmooth_value(self, w):
         u = self.uniform()
         if u is not None:
-            return u[0] * float(np.abs(w).sum()) if u[0] else 0.0
+            from .vec import asum
+            return u[0] * float(asum(np.ascontiguousarray(w, dtype=np.float64))) if u[0] else 0.0
         return float(np.dot(self.per_weight(len(w))[0], np.abs(w)))
+
+    def add_smooth_grad(self, w, g):
+        """``g += l2 * w`` in place (one compiled pass when l2 is one number: no per-weight
+        coefficient arrays and no temporary); returns ``l2 / 2 ||w||^2``."""
+        u = self.uniform()
+        if u is None or g.dtype != np.float64 or not g.flags.c_contiguous:
+            return super().add_smooth_grad(w, g)
+        if u[1] == 0:
+            return 0.0
+        from .vec import axpy
+        return 0.5 * u[1] * float(axpy(u[1], np.ascontiguousarray(w, dtype=np.float64), g))
 
     # steps --------------------------------------------------------------------------
     def pseudo_gradient(self, w, g, out=None):
@@ -156,7 +177,8 @@ class ElasticNet(Penalty):
         ``g`` of the smooth part f (Andrew & Gao 2007): the minimum-norm sub-gradient."""
         out = np.empty_like(g) if out is None else out
         if not self.has_nonsmooth:
-            out[:] = g
+            if out is not g:
+                out[:] = g
             return out
         u = self.uniform()
         l1 = np.array([u[0]]) if u is not None else self.per_weight(len(w))[0]

@@ -26,3 +26,31 @@ def norm(a):
     for i in range(len(a)):
         s += a[i] * a[i]
     return math.sqrt(s)
+
+
+@kernel(fastmath=FAST)
+def asum(a):
+    """sum |a_i| (no temporary the size of a)."""
+    s = 0.0
+    for i in range(len(a)):
+        s += abs(a[i])
+    return s
+
+
+@kernel(fastmath=FAST)
+def axpy(alpha, x, y):
+    """y += alpha * x in place; returns x . x (the l2 penalty's value needs it)."""
+    s = 0.0
+    for i in range(len(x)):
+        y[i] += alpha * x[i]
+        s += x[i] * x[i]
+    return s
+
+
+@kernel()
+def all_finite(a):
+    """Whether every entry of a is finite (no boolean temporary the size of a)."""
+    for i in range(len(a)):
+        if not (abs(a[i]) < math.inf):
+            return False
+    return True

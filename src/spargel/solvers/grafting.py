@@ -222,8 +222,8 @@ class WorkingSet:
             self.full_grad = full
             gl = full[ws]
         self.last_gl = gl
-        sv, sg = self.pen.smooth_value_grad(x)
-        g = gl + sg if sg is not None else gl.copy()
+        g = np.array(gl, dtype=np.float64)          # (OWL-QN's arithmetic: add_smooth_grad in place)
+        sv = self.pen.add_smooth_grad(x, g)
         return loss, loss + sv + self.pen.nonsmooth_value(x) + self.offset, g
 
     def settle(self, loss, F, g):

@@ -181,8 +181,9 @@ def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesea
 def _sound(result, F, dec, scale, convex):
     """Whether a trial's (loss, objective, gradient) can be taken at all: finite, and
     (convex objectives) not below the tangent plane at the current point."""
+    from ..core.vec import all_finite
     F_new, g_new = result[1], result[2]
-    if not (np.isfinite(F_new) and np.isfinite(result[0]) and np.all(np.isfinite(g_new))):
+    if not (np.isfinite(F_new) and np.isfinite(result[0]) and all_finite(g_new)):
         return False
     return not (convex and F_new < F + dec - ABSURD * scale)
 
@@ -237,20 +238,21 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
 
     def evaluate(x):
         loss, g = model.loss_grad(x)
-        sv, sg = penalty.smooth_value_grad(x)
-        if sg is not None:
-            g += sg
+        sv = penalty.add_smooth_grad(x, g)
         return loss, loss + sv + penalty.nonsmooth_value(x), g
 
+    # weight-sized vectors: the 2 * memory curvature vectors, w, w_new, d, g (and the
+    # gradient of a trial point while the line search runs) and, with an l1 term, the
+    # pseudo-gradient pg (without one, pg is g itself)
     pairs = CurvatureMemory(memory, n)
     d = np.empty(n)
     w_new = np.empty(n)
-    pg = np.empty(n)
 
     n_evals = 1
     loss, F, g = evaluate(w)
     if not np.isfinite(F):
         raise FloatingPointError("the objective is not finite at the initial weights")
+    pg = np.empty(n) if use_l1 else g
     penalty.pseudo_gradient(w, g, pg)
     pg_norm = norm(pg)
     objectives = [F]
@@ -272,6 +274,8 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
                 pairs.store(w_new, w, g_new, g)
                 w, w_new = w_new, w
                 g, loss, F = g_new, loss_new, F_new
+                if not use_l1:
+                    pg = g
                 penalty.pseudo_gradient(w, g, pg)
                 pg_norm = norm(pg)
                 objectives.append(F)
@@ -288,5 +292,6 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
     except KeyboardInterrupt:
         stop = "interrupted"
     mark_stop(history.rows, stop)
-    return SolverResult(w=w.copy(), objective=F, n_iter=it, n_evals=n_evals, stop_reason=stop,
+    del pairs, d, w_new, pg, g          # (w is this solver's own: no copy of it)
+    return SolverResult(w=w, objective=F, n_iter=it, n_evals=n_evals, stop_reason=stop,
                         history=history.rows)

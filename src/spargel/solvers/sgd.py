@@ -125,8 +125,10 @@ class SGDState:
     n_seen: int = 0
 
     @classmethod
-    def fresh(cls, w0, penalty_update, random_state=None):
-        return cls(np.array(w0, dtype=np.float64, copy=True), np.zeros(len(w0)), penalty_update,
+    def fresh(cls, w0, penalty_update, random_state=None, copy=True):
+        """A new state from the weights w0 (taken over as they are with ``copy=False``)."""
+        v = np.array(w0, dtype=np.float64, copy=True) if copy else np.asarray(w0, dtype=np.float64)
+        return cls(v, np.zeros(len(w0)), penalty_update,
                    rng=_rng(random_state))
 
     @property
@@ -206,12 +208,14 @@ def calibrate_eta0(model, N, penalty, l1w, l1, m, l2, w0, opts, rng):
     table = []
     best, best_f = None, f0
     candidates = list(opts.calibration_candidates)
+    v, aux = np.empty(len(w0)), np.empty(len(w0))      # one pair of buffers for every trial
     for extra in range(6):
         for eta in candidates:
             if l2 > 0 and eta * int(opts.batch_size) * l2 / N >= 1.0:
                 continue
             st = K.new_state()
-            v, aux = w0.copy(), np.zeros(len(w0))
+            np.copyto(v, w0)
+            aux.fill(0.0)
             status = model.sgd_pass(sample, v, aux, l1w, m, st, _prm(opts, eta, N, l2, l1))
             K.settle_all(v, aux, l1w, l1, m, st, PENALTY_UPDATES[opts.penalty_update])
             f = sample_objective(v) if status == 0 else np.inf
@@ -245,8 +249,9 @@ class _Run:
             if self.opts.eta0 is not None:
                 state.eta0 = float(self.opts.eta0)
             else:
+                # (the state's weights are not moved by the calibration: no copy of them)
                 state.eta0, self.calibration = calibrate_eta0(
-                    self.model, self.N, self.penalty, self.l1w, self.l1, self.m, self.l2, state.v.copy(),
+                    self.model, self.N, self.penalty, self.l1w, self.l1, self.m, self.l2, state.v,
                     self.opts, state.rng)
         _check_l2(state.eta0, self.opts, self.N, self.l2)
 
@@ -303,9 +308,11 @@ def minimize_sgd_l1(model, penalty, w0=None, *, max_iter=30, tol=1e-5, gtol=None
     if opts.alpha is None:
         opts.alpha = PAPER_ALPHA ** (PAPER_PASSES / max(int(max_iter), 1))
     require(model, "sgd-l1", "sgd")
-    w = check_start(model, w0)
     run = _Run(model, penalty, opts, model.n_samples)
-    state = SGDState.fresh(w, opts.penalty_update, opts.random_state)
+    # weight-sized vectors: the weights v and their penalty records aux (the state), the
+    # calibration's trial pair, and the model's pass buffers (none when its padded rows
+    # are the weights' own rows, crf.full_rows)
+    state = SGDState.fresh(check_start(model, w0), opts.penalty_update, opts.random_state, copy=False)
     run.ensure_eta0(state)
     history = HistoryRecorder(monitor)
     objectives = []
@@ -336,7 +343,8 @@ def minimize_sgd_l1(model, penalty, w0=None, *, max_iter=30, tol=1e-5, gtol=None
     except KeyboardInterrupt:
         stop = "interrupted"
         K.settle_all(state.v, state.aux, run.l1w, run.l1, run.m, state.st, run.variant)
-    w = state.v.copy()
+    w = state.v                 # (the state is this solver's own: no copy of it)
+    state.aux = None
     F = run.loss(w) + penalty.value(w)
     return SolverResult(w=w, objective=F, n_iter=state.passes, n_evals=state.passes, stop_reason=stop,
                         history=history.rows)

@@ -1,0 +1,214 @@
+"""Hundreds of labels (issue: label sets in the thousands): every attribute with every
+label (``all_possible_states``), transition weights on the label pairs seen in training.
+
+The model's padded rows are then the weight vector's own rows (``CRFView.rows_in_w``)
+and the chain takes the sparse transition step (a ONES structure over the weighted
+pairs); both must give what the copied rows and the dense step give, the gradient must
+match finite differences, decoding and marginals must match brute force, and a fit's
+weight-sized memory must stay within the documented formula
+(:func:`spargel.core.limits.training_bytes`).
+"""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from spargel import CRF
+import spargel.chain.crf as crf_module
+from spargel.chain import inference as C
+from spargel.chain.crf import ChainCRF, decode, marginals
+from spargel.core.limits import BASE_BYTES, gradient_chunks, training_bytes, weight_copies
+from spargel.data.dataset import SequenceData
+from spargel.data.feature_space import FeatureSpace
+
+
+def label_task(L=400, n_seq=160, n_attr=900, per_token=6, seed=0, min_len=3, max_len=9):
+    """A data set over L labels (each label occurs: the first tokens run through all of
+    them), sparse successors, per_token attributes a token from n_attr."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(min_len, max_len + 1, size=n_seq)
+    T = int(lengths.sum())
+    succ = rng.integers(0, L, size=(L, 3))
+    y = np.empty(T, dtype=np.int32)
+    seq_ptr = np.zeros(n_seq + 1, dtype=np.int64)
+    np.cumsum(lengths, out=seq_ptr[1:])
+    cover = rng.permutation(L)
+    t = 0
+    for s in range(n_seq):
+        for k in range(lengths[s]):
+            if t < L:
+                y[t] = cover[t]
+            elif k == 0 or rng.random() < 0.2:
+                y[t] = rng.integers(0, L)
+            else:
+                y[t] = succ[y[t - 1], rng.integers(0, 3)]
+            t += 1
+    # a label's own attribute, then noise
+    ids = np.empty((T, per_token), dtype=np.int32)
+    ids[:, 0] = y % n_attr
+    ids[:, 1:] = rng.integers(0, n_attr, size=(T, per_token - 1))
+    ids.sort(axis=1)
+    uni_ptr = np.arange(T + 1, dtype=np.int64) * per_token
+    flat = ids.ravel()
+    # distinct attributes per token (repeats removed, offsets recomputed)
+    keep = np.ones(flat.shape, bool)
+    keep.reshape(T, per_token)[:, 1:] = ids[:, 1:] != ids[:, :-1]
+    counts = keep.reshape(T, per_token).sum(axis=1)
+    uni_ptr = np.zeros(T + 1, dtype=np.int64)
+    np.cumsum(counts, out=uni_ptr[1:])
+    uni_ids = flat[keep].astype(np.int32)
+    data = SequenceData(seq_ptr=seq_ptr, uni_ptr=uni_ptr, uni_ids=uni_ids, uni_vals=np.ones(len(uni_ids)),
+                        big_ptr=np.zeros(T + 1, dtype=np.int64), big_ids=np.zeros(0, np.int32),
+                        big_vals=np.zeros(0), labels=y)
+    space = FeatureSpace.observed(data, L, n_attr, 0, all_states=True)
+    return space, data
+
+
+@pytest.fixture(scope="module")
+def task():
+    return label_task()
+
+
+def test_layout_takes_the_in_place_rows_and_the_sparse_step(task):
+    space, data = task
+    L = space.n_labels
+    assert L % C.LANES == 0 and space.n_params == 900 * L + len(space.t_pair)
+    assert len(space.t_pair) < crf_module.SPARSE_TRANSITIONS * L * L
+    m = ChainCRF(space, data)
+    w = np.random.default_rng(1).normal(scale=0.2, size=space.n_params)
+    assert m.view.rows_in_w
+    assert m.view.refresh(w).kind == C.ONES
+    # the rows are the weights themselves, not a copy
+    assert np.shares_memory(m.view.aux.Wd, w)
+    assert np.array_equal(m.view.aux.Wd.ravel(), w[:900 * L])
+    # a transition weight below the cancellation limit takes the dense step
+    w2 = w.copy()
+    w2[space.t_base] = -2 * C.CANCEL_LIMIT
+    assert m.view.refresh(w2).kind == C.DENSE
+
+
+def test_in_place_rows_and_sparse_step_equal_the_copied_rows_and_the_dense_step(task, monkeypatch):
+    space, data = task
+    rng = np.random.default_rng(2)
+    w = rng.normal(scale=0.3, size=space.n_params)
+    w[space.t_base:] = rng.normal(scale=2.0, size=len(space.t_pair))
+    fast = ChainCRF(space, data, n_jobs=2)
+    dense = ChainCRF(space, data, inference="dense")
+    monkeypatch.setattr(crf_module, "full_rows", lambda *a: False)
+    copied = ChainCRF(space, data, inference="dense")
+    assert fast.view.rows_in_w and dense.view.rows_in_w and not copied.view.rows_in_w
+    for x in (w, 0.5 * w):
+        lf, gf = fast.loss_grad(x)
+        ld, gd = dense.loss_grad(x)
+        lc, gc = copied.loss_grad(x)
+        assert lf == pytest.approx(lc, rel=1e-12) and ld == pytest.approx(lc, rel=1e-12)
+        scale = np.abs(gc).max()
+        np.testing.assert_allclose(gf, gc, rtol=0, atol=1e-10 * scale)
+        np.testing.assert_allclose(gd, gc, rtol=0, atol=1e-10 * scale)
+        assert fast.loss(x) == pytest.approx(lf, rel=1e-12)
+    # each call hands out a gradient of its own
+    g1 = fast.loss_grad(w)[1]
+    g2 = fast.loss_grad(0.5 * w)[1]
+    assert not np.shares_memory(g1, g2)
+    np.testing.assert_allclose(g1, fast.loss_grad(w)[1], rtol=0, atol=1e-12 * np.abs(g1).max())
+
+
+def test_gradient_matches_finite_differences_on_a_slice(task):
+    space, data = task
+    rng = np.random.default_rng(3)
+    m = ChainCRF(space, data)
+    w = rng.normal(scale=0.2, size=space.n_params)
+    w[space.t_base:] = rng.normal(scale=1.0, size=len(space.t_pair))
+    _, g = m.loss_grad(w)
+    L = space.n_labels
+    seen = np.unique(data.uni_ids[:50])
+    picks = np.concatenate([seen[:4] * L + rng.integers(0, L, size=4),      # attributes of the first tokens
+                            seen[:2] * L + data.labels[:2],                  # gold labels
+                            space.t_base + rng.integers(0, len(space.t_pair), size=4)])
+    h = 1e-5
+    for k in picks:
+        e = np.zeros(space.n_params)
+        e[k] = h
+        fd = (m.loss(w + e) - m.loss(w - e)) / (2 * h)
+        assert g[k] == pytest.approx(fd, rel=1e-5, abs=1e-6), k
+
+
+def _brute(E, T):
+    """Best path and marginals of one short sequence by enumerating every path."""
+    n, L = E.shape
+    if n == 1:
+        s = E[0]
+    elif n == 2:
+        s = E[0][:, None] + T + E[1][None, :]
+    else:
+        s = E[0][:, None, None] + T[:, :, None] + E[1][None, :, None] + T[None, :, :] + E[2][None, None, :]
+    best = np.unravel_index(np.argmax(s), s.shape)
+    p = np.exp(s - s.max())
+    p /= p.sum()
+    marg = [p.sum(axis=tuple(a for a in range(n) if a != t)) for t in range(n)]
+    return np.array(best), np.array(marg)
+
+
+def test_decoding_and_marginals_equal_brute_force_on_short_sequences():
+    # 200 labels: three-token sequences enumerate 8 M paths
+    space, data = label_task(L=200, n_seq=120, n_attr=500, seed=4, min_len=1, max_len=3)
+    L = space.n_labels
+    rng = np.random.default_rng(5)
+    w = rng.normal(scale=1.0, size=space.n_params)
+    w[space.t_base:] = rng.normal(scale=3.0, size=len(space.t_pair))
+    assert ChainCRF(space, data).view.refresh(w).kind == C.ONES
+    path, _ = decode(space, data, w)
+    marg, _ = marginals(space, data, w)
+    T = np.zeros((L, L))
+    T.ravel()[space.t_pair] = w[space.t_base:]
+    W = w[:space.t_base].reshape(-1, L)
+    for s in range(data.n_sequences):
+        lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
+        E = np.array([W[data.uni_ids[data.uni_ptr[t]:data.uni_ptr[t + 1]]].sum(axis=0) for t in range(lo, hi)])
+        best, bm = _brute(E, T)
+        assert np.array_equal(path[lo:hi], best), s
+        np.testing.assert_allclose(marg[lo:hi], bm, rtol=0, atol=1e-10)
+
+
+def _fit_peak(X, y, solver, memory, max_iter):
+    """Peak bytes that Python and numpy allocations reach during a fit (tracemalloc
+    follows numpy's arrays) and the fitted estimator."""
+    crf = CRF(solver=solver, l1=0.01 if solver != "lbfgs" else 0.0, max_iter=max_iter, tol=0, gtol=0,
+              all_possible_states=True, solver_options={"memory": memory} if solver != "sgd-l1" else
+              {"eta0": 0.05, "calibration_samples": 20})
+    crf.fit(X[:4], y[:4])        # compiles what it needs first (kernels allocate nothing)
+    tracemalloc.start()
+    try:
+        crf.fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return peak, crf
+
+
+@pytest.mark.filterwarnings("ignore::spargel.errors.ConvergenceWarning")
+@pytest.mark.parametrize("solver,memory", [("owlqn", 3), ("lbfgs", 2), ("sgd-l1", 0)])
+def test_label_heavy_fit_stays_within_the_memory_formula(solver, memory):
+    # 400 labels, about 5,000 attributes: 2 M unigram weights, 16 MB a weight vector;
+    # the weight-sized vectors dominate what the fit allocates
+    rng = np.random.default_rng(6)
+    L, A = 400, 8000
+    X, y = [], []
+    t = 0
+    for s in range(200):
+        n = int(rng.integers(3, 8))
+        X.append([[f"a{v}" for v in rng.integers(0, A, size=8)] for _ in range(n)])
+        y.append([f"y{(t + k) % L}" for k in range(n)])       # every label occurs
+        t += n
+    peak, crf = _fit_peak(X, y, solver, memory, max_iter=memory + 2 if memory else 2)
+    attrs = {a for seq in X for tok in seq for a in tok}
+    pairs = {(a, b) for seq in y for a, b in zip(seq[:-1], seq[1:])}
+    F = len(attrs) * L + len(pairs)
+    assert len(crf.classes_) == L
+    formula = training_bytes(L, len(attrs), F, sum(map(len, X)), solver, memory=memory,
+                             l1=solver == "owlqn", entries_per_token=8) - BASE_BYTES
+    chunks = gradient_chunks(F) if solver != "sgd-l1" else 1
+    vectors = 8 * F * weight_copies(solver, memory, l1=solver == "owlqn", n_chunks=chunks)
+    # within the formula, and not far below what its weight-sized vectors take
+    assert 0.6 * vectors <= peak <= 1.25 * formula, (peak / 2 ** 20, formula / 2 ** 20, vectors / 2 ** 20)
