@@ -670,6 +670,15 @@ class Concord(PrecisionFitted, ParamsMixin):
         I, J, w, d = res["I"], res["J"], res["w"], res["d"]
         return _sym_csr(p, I, J, w * inv[I] * inv[J], d * inv * inv)
 
+    @classmethod
+    def from_path_point(cls, p, res, scale, loc, alpha, **params):
+        """A fitted ``Concord`` at ``alpha`` from one point of a path (``res``: the
+        solver's arrays there; ``scale`` / ``loc``: the data's column scales and means),
+        with ``params`` as its other parameters: what a selector keeps of its choice."""
+        est = cls(alpha=float(alpha), **params)
+        est._store(p, res, scale, loc, alpha)
+        return est
+
     def _store(self, p, res, scale, loc, alpha):
         I, J, w, d = res["I"], res["J"], res["w"], res["d"]
         self.alpha_ = float(alpha)

@@ -14,6 +14,14 @@ import numpy as np
 
 from .objective import validate_covariance
 
+#: relative duality-gap tolerance of the path's fits (and StARS's subsample paths) when
+#: ``tol`` is None and the solver is a Newton method: the criteria read edges and
+#: log-likelihoods, which agree with the default tolerance's to far more digits than
+#: they decide, and R huge's glasso path stops further from the optimum than this
+#: (docs/benchmarks.md); the polish steps are skipped there too, and the chosen fit is
+#: then finished at the solver's default tolerance (a warm start: a few Newton steps)
+PATH_TOL = 1e-9
+
 __all__ = ["alpha_max_for", "alpha_grid", "grid_below", "gaussian_path", "MAX_ALPHAS",
            "check_n_alphas"]
 

@@ -13,6 +13,7 @@ from ..errors import DataFormatError, NotFittedError, ParameterError
 from .objective import gram, validate_covariance
 from .estimator import (_check_alphas, _feature_names, _FittedMixin, _from_data_choice,
                         check_n_features, need_samples)
+from .path import PATH_TOL
 from .stars import METHODS
 
 __all__ = ["SparseGaussianMRFSelect", "Nonparanormal"]
@@ -21,13 +22,6 @@ __all__ = ["SparseGaussianMRFSelect", "Nonparanormal"]
 _CRITERIA = ("ebic", "stars", "ric")
 #: huge.select's criterion when none is given (huge has no CONCORD: StARS, ours)
 _DEFAULT_CRITERION = {"glasso": "ebic", "mb": "ric", "concord": "stars"}
-#: relative duality-gap tolerance of the path's fits (and StARS's subsample paths) when
-#: ``tol`` is None and the solver is a Newton method: the criteria read edges and
-#: log-likelihoods, which agree with the default tolerance's to far more digits than
-#: they decide, and R huge's glasso path stops further from the optimum than this
-#: (docs/benchmarks.md); the polish steps are skipped there too, and the chosen fit is
-#: then finished at the solver's default tolerance (a warm start: a few Newton steps)
-PATH_TOL = 1e-9
 
 
 def _adjacency(K):
@@ -479,9 +473,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         from spargel.gaussian.concord import Concord
 
         cov = "auto" if self.covariance in (None, "auto") else self.covariance
-        est = Concord(alpha=float(alpha), covariance=cov, **kw)
-        scale = X.std(axis=0)
-        est._store(p, fit, scale, X.mean(axis=0), float(alpha))
+        est = Concord.from_path_point(p, fit, X.std(axis=0), X.mean(axis=0), float(alpha), covariance=cov, **kw)
         est.solver_ = "concord"
         return est
 

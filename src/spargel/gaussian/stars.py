@@ -59,7 +59,7 @@ class PathSpec:
     penalize_diagonal: bool = True      # glasso
     solver: str = "auto"                # glasso
     screen: bool = True                 # glasso
-    loose: bool = False                 # glasso: the path's tolerance (selection.PATH_TOL)
+    loose: bool = False                 # glasso: the path's tolerance (path.PATH_TOL)
     columns: bool = False               # glasso: from the data (covariance='from_data')
     max_component: int | None = None    # glasso from the data
 
@@ -90,7 +90,7 @@ class GlassoPath:
         import types
 
         from .objective import gram
-        from .selection import PATH_TOL
+        from .path import PATH_TOL
         from .solve import solve_gaussian
 
         s = self.spec
