@@ -7,11 +7,9 @@ compiled kernels are only loaded when a model is first used.
 >>> crf = spargel.CRF(l1=1.0)            # doctest: +SKIP
 """
 
-from .core import kernel_cache as _kernel_cache
 from .core.exports import lazy_exports as _lazy_exports
 
 __version__ = "0.1.0"
-_kernel_cache.check()
 
 _LAZY = {
     "CRF": "spargel.chain.estimator",

@@ -75,6 +75,12 @@ import warnings
 from numba import njit
 
 from . import first_use as _first_use
+from . import kernel_cache as _kernel_cache
+
+# before the first kernel of the process is defined (and so before any is loaded from the
+# disk cache): drop the cached kernels when a kernel source changed; a process that
+# compiles nothing (``spargel label``'s numpy path, the CLI's help) does not pay for it
+_kernel_cache.check()
 
 #: names of the inner kernels that were called from Python in this process
 PYTHON_CALLS = []

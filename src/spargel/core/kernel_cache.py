@@ -8,8 +8,10 @@ spargel that keeps file times), numba would serve stale code.
 
 :func:`check` hashes the source of every spargel module that defines compiled kernels
 and, when the hash differs from the one recorded next to the
-cache, deletes spargel's cached kernels before any is loaded. It costs a few
-milliseconds at import and never raises (a read-only install simply keeps its cache).
+cache, deletes spargel's cached kernels before any is loaded. :mod:`spargel.core.jit`
+runs it once, when the first kernel module is imported (a process that compiles nothing
+does not pay for it); it costs a few milliseconds and never raises (a read-only install
+simply keeps its cache).
 """
 
 import glob
