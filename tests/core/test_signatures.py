@@ -20,7 +20,7 @@ LONG = 15
 
 #: how many may be listed (the aim is 10: the Gaussian and MRF kernels still take their
 #: state as positional arrays)
-MAX_LONG = 19
+MAX_LONG = 17
 
 #: (module path, function) -> why it keeps its parameters
 ALLOWED = {
@@ -35,8 +35,6 @@ ALLOWED = {
     # Step and the pass's PassWork, the first-order pass measured up to a tenth slower)
     ("chain/crf_sgd.py", "sample_step"): "None flags + the step's weights and scratch (grouping measured slower)",
     ("chain/crf2_sgd.py", "sample_step"): "None flags sw / partial + the step's weights and scratch",
-    ("chain/bound.py", "chain_bound_build"): "the chain bound's recursion state (z, mu, Sigma per position)",
-    ("chain/bound.py", "chain_bound_matvec"): "the chain bound's recursion state (z, mu, Sigma per position)",
     # a solver's public options are keyword arguments (the solver table's interface)
     ("solvers/l2sgd.py", "minimize_l2sgd"): "a solver's public keyword options",
     ("solvers/online_margin.py", "minimize_pa"): "a solver's public keyword options",
