@@ -18,9 +18,9 @@ PACKAGE = os.path.dirname(os.path.abspath(spargel.__file__))
 #: counted) must be listed below
 LONG = 15
 
-#: how many may be listed (the aim is 10: the Gaussian and MRF kernels still take their
-#: state as positional arrays)
-MAX_LONG = 24
+#: how many may be listed (the aim is 10: the Gaussian kernels still take their state as
+#: positional arrays)
+MAX_LONG = 16
 
 #: (module path, function) -> why it keeps its parameters
 ALLOWED = {
@@ -35,14 +35,11 @@ ALLOWED = {
     # Step and the pass's PassWork, the first-order pass measured up to a tenth slower)
     ("chain/crf_sgd.py", "sample_step"): "None flags + the step's weights and scratch (grouping measured slower)",
     ("chain/crf2_sgd.py", "sample_step"): "None flags sw / partial + the step's weights and scratch",
-    ("chain/bound.py", "chain_bound_build"): "the chain bound's recursion state (z, mu, Sigma per position)",
-    ("chain/bound.py", "chain_bound_matvec"): "the chain bound's recursion state (z, mu, Sigma per position)",
     # a solver's public options are keyword arguments (the solver table's interface)
     ("solvers/l2sgd.py", "minimize_l2sgd"): "a solver's public keyword options",
     ("solvers/online_margin.py", "minimize_pa"): "a solver's public keyword options",
     ("solvers/online_margin.py", "_run"): "the online solvers' shared driver: their public options",
     ("solvers/grafting.py", "_incremental"): "the three grafting solvers' shared driver: their public options",
-    ("loglinear/bound.py", "_class_cd"): "a CSR matrix's three arrays and the class curvature's scratch",
     # the Gaussian family's solvers (public options) and kernels (positional state)
     ("gaussian/solve.py", "solve_gaussian"): "the Gaussian solvers' public options",
     ("gaussian/newton_cd.py", "newton_cd"): "a solver's public keyword options",
@@ -51,12 +48,6 @@ ALLOWED = {
     ("gaussian/_newton_cg_kernels.py", "newton_cg_direction"): "positional kernel state (not yet named)",
     ("gaussian/_newton_cg_kernels.py", "_precondition"): "the dense copy and the sparse pattern of X: positional kernel state (not yet named)",
     ("gaussian/_sparse_factor_kernels.py", "inverse_derivative"): "positional kernel state (not yet named)",
-    # the MRF family's kernels: positional state (not yet named)
-    ("mrf/bp_kernels.py", "_send"): "positional kernel state (not yet named)",
-    ("mrf/tree_kernels.py", "forest_sum_product"): "positional kernel state (not yet named)",
-    ("mrf/tree_kernels.py", "forest_pair_marginals"): "positional kernel state (not yet named)",
-    ("mrf/grad_kernels.py", "subset_gradient"): "positional kernel state (not yet named)",
-    ("mrf/nodewise_kernels.py", "group_path"): "positional kernel state (not yet named)",
 }
 
 

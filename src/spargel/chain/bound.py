@@ -44,6 +44,7 @@ transitions) are not supported by this bound.
 """
 
 import math
+from collections import namedtuple
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -55,17 +56,37 @@ from ..core.bound import QuadraticBound, curvature_weight, log_add, share
 
 
 # --------------------------------------------------------------------------- kernels
+#: the recursion state of one chunk of sequences, written by :func:`chain_bound_build`
+#: and read by :func:`chain_bound_matvec`: the chunk's sequences ``order``, the r-th
+#: one's entries at ``iptr[r]`` in ``items``, and the reference states ``refs`` and
+#: prefix weights ``pw`` of the inner tokens (arrays over all tokens, shared by the chunks)
+Recursion = namedtuple("Recursion", "order iptr items refs pw")
+
+#: the build's scratch: emission scores ``E`` and log prefix sums ``la`` (maxlen x Lp),
+#: Algorithm 1's ``lam``, ``lzb``, ``us`` (S) and the weights ``Dm`` (S x S)
+BuildWork = namedtuple("BuildWork", "E la lam lzb us Dm")
+
+#: the product's scratch: the direction's emission scores ``E`` (maxlen x Lp), the
+#: forward scalars ``rho`` and their adjoints ``gam`` (maxlen x S), the emissions'
+#: adjoint ``outE`` (maxlen x Lp), the coefficients ``cbuf`` (S^2), and the scatter
+#: kernel's ``P`` / ``need``
+MatvecWork = namedtuple("MatvecWork", "E rho gam outE cbuf P need")
+
+
 @kernel()
-def chain_bound_build(w, space, data, aux, T, order, iptr, items, refs, pw, wtr, logz, E, la, lam, lzb, us, Dm):
-    """Per sequence of ``order`` (r-th at ``iptr[r]`` in ``items``): the log-space forward
-    recursion of the bound. ``items`` gets, for the inner positions, the conditional
-    ``p(j | s)`` of every pair (t, s, j) at ``((t-1) S + s) S + j``; for the last position
-    the log ratio ``u = log(alpha / z)`` of Algorithm 1 over its pairs (s outer, j inner);
-    for one-token sequences the ``u`` of its states. ``refs[tok]`` / ``pw[tok]`` the
+def chain_bound_build(w, space, data, aux, T, st, wtr, logz, wk):
+    """Per sequence of ``st.order`` (``st``: the chunk's :data:`Recursion`; r-th at
+    ``iptr[r]`` in ``items``): the log-space forward recursion of the bound. ``items``
+    gets, for the inner positions, the conditional ``p(j | s)`` of every pair (t, s, j)
+    at ``((t-1) S + s) S + j``; for the last position the log ratio
+    ``u = log(alpha / z)`` of Algorithm 1 over its pairs (s outer, j inner); for
+    one-token sequences the ``u`` of its states. ``refs[tok]`` / ``pw[tok]`` the
     reference state and prefix weights ``P_{t, j}`` of inner tokens; ``wtr[r, j, s]`` (S^3)
     accumulates the transition weights ``2 D_{s, j}`` of positions whose reference is r;
-    ``logz[r]`` log Z. ``T`` the S x S transition scores (flat); E, la (maxlen x Lp) and
-    lam, lzb, us (S), Dm (S x S) scratch."""
+    ``logz[r]`` log Z. ``T`` the S x S transition scores (flat); ``wk`` the
+    :data:`BuildWork` scratch."""
+    order, iptr, items, refs, pw = st.order, st.iptr, st.items, st.refs, st.pw
+    E, la, lam, lzb, us, Dm = wk.E, wk.la, wk.lam, wk.lzb, wk.us, wk.Dm
     L = space.L
     seq_ptr = data.seq_ptr
     for r in range(len(order)):
@@ -147,12 +168,14 @@ def chain_bound_build(w, space, data, aux, T, order, iptr, items, refs, pw, wtr,
 
 
 @kernel()
-def chain_bound_matvec(v, space, data, aux_v, aux, Tv, order, iptr, items, refs, pw, E, rho, gam, outE, cbuf,
-                       P, need, g, Gd, tout):
+def chain_bound_matvec(v, space, data, aux_v, aux, Tv, st, wk, g, Gd, tout):
     """``g / Gd / tout += Sigma v`` (without the global transition part) over the
-    sequences of ``order``: emission scores of the direction (``aux_v`` holds its dense
-    rows), the forward scalars ``rho[t, s] = mu_{t,s} . v``, the curvature coefficients
-    and the adjoint pass, scattered with the model's own token lists (``aux``)."""
+    sequences of ``st.order`` (``st``: the chunk's :data:`Recursion`, ``wk``: the
+    :data:`MatvecWork` scratch): emission scores of the direction (``aux_v`` holds its
+    dense rows), the forward scalars ``rho[t, s] = mu_{t,s} . v``, the curvature
+    coefficients and the adjoint pass, scattered with the model's own token lists (``aux``)."""
+    order, iptr, items, refs, pw = st.order, st.iptr, st.items, st.refs, st.pw
+    E, rho, gam, outE, cbuf, P, need = wk.E, wk.rho, wk.gam, wk.outE, wk.cbuf, wk.P, wk.need
     L = space.L
     Lp = aux.Lp
     seq_ptr = data.seq_ptr
@@ -261,6 +284,8 @@ class ChainCurvature:
         self.items = [np.empty(p[-1]) for p in self.iptrs]
         self.refs = np.full(data.n_tokens, -1, dtype=np.int64)
         self.pw = np.zeros((data.n_tokens, L))
+        self.states = [Recursion(o, ptr, items, self.refs, self.pw)
+                       for o, ptr, items in zip(self.orders, self.iptrs, self.items)]
         wtrs = [np.zeros((L, L, L)) for _ in self.orders]
         logzs = [np.empty(len(o)) for o in self.orders]
         maxlen = K.max_length(data.seq_ptr, np.arange(data.n_sequences, dtype=np.int64))
@@ -270,9 +295,8 @@ class ChainCurvature:
 
         def build(c):
             E, la = np.zeros((maxlen, view.Lp)), np.zeros((maxlen, view.Lp))
-            chain_bound_build(w, view.space_t, view.data_t, view.aux, T, self.orders[c], self.iptrs[c], self.items[c],
-                              self.refs, self.pw, wtrs[c], logzs[c], E, la, np.empty(L), np.empty(L), np.empty(L),
-                              np.zeros((L, L)))
+            wk = BuildWork(E, la, np.empty(L), np.empty(L), np.empty(L), np.zeros((L, L)))
+            chain_bound_build(w, view.space_t, view.data_t, view.aux, T, self.states[c], wtrs[c], logzs[c], wk)
 
         self._run(build)
         self.wtr = sum(wtrs)
@@ -315,10 +339,9 @@ class ChainCurvature:
 
         def run(c):
             g, Gd, tout = outs[c]
-            chain_bound_matvec(v, view.space_t, view.data_t, aux_v, view.aux, Tv, self.orders[c], self.iptrs[c],
-                               self.items[c], self.refs, self.pw, np.zeros((maxlen, view.Lp)),
-                               np.zeros((maxlen, L)), np.zeros((maxlen, L)), np.zeros((maxlen, view.Lp)),
-                               np.empty(L * L), P, need, g, Gd, tout)
+            wk = MatvecWork(np.zeros((maxlen, view.Lp)), np.zeros((maxlen, L)), np.zeros((maxlen, L)),
+                            np.zeros((maxlen, view.Lp)), np.empty(L * L), P, need)
+            chain_bound_matvec(v, view.space_t, view.data_t, aux_v, view.aux, Tv, self.states[c], wk, g, Gd, tout)
 
         self._run(run)
         g, Gd, tout = outs[0]

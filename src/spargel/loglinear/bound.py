@@ -28,6 +28,8 @@ so it shares this curvature (:mod:`spargel.loglinear.latent_model`).
 
 import math
 
+from collections import namedtuple
+
 import numpy as np
 import scipy.sparse as sp
 from ..core.jit import kernel
@@ -35,6 +37,14 @@ from ..core.jit import kernel
 from ..core.bound import DenseCurvature, QuadraticBound, curvature_weight, coordinate_step, log_add, positive_shift, share
 
 CURVATURES = ("auto", "dense", "woodbury", "cg", "lowrank")
+
+#: the design's columns in CSC form (intercept column included): column ``j`` has the
+#: rows ``indices[indptr[j]:indptr[j+1]]`` with the values ``data[...]``
+Columns = namedtuple("Columns", "indptr indices data")
+
+#: a coordinate-descent problem ``g.d + 1/2 d' Sigma d + enet(w + d)``: the linear term
+#: ``g``, the current weights ``w`` and the per-weight penalties ``l1``, ``l2``
+CDProblem = namedtuple("CDProblem", "g w l1 l2")
 
 
 @kernel()
@@ -133,7 +143,7 @@ class Design:
             if self.fit_intercept:
                 M = sp.hstack([M, np.ones((self.n, 1))], format="csc")
             M.sort_indices()
-            self._csc = (M.indptr.astype(np.int64), M.indices.astype(np.int64), M.data.astype(np.float64))
+            self._csc = Columns(M.indptr.astype(np.int64), M.indices.astype(np.int64), M.data.astype(np.float64))
         return self._csc
 
 
@@ -229,12 +239,12 @@ class ClassCurvature:
     def coordinate_descent(self, g, w, l1, l2, delta, max_sweeps=100, tol=1e-10, active=None):
         if self.method == "dense":
             return self.dense().coordinate_descent(g, w, l1, l2, delta, max_sweeps, tol)
-        indptr, indices, data = self.design.csc()
         V = delta.reshape(self.design.db, self.K)
         S = self.design.scores(V)
         T = np.ascontiguousarray(np.matmul(self.C, S[:, :, None])[:, :, 0])
         mask = np.zeros(0) if self.mask is None else self.mask
-        sweeps = _class_cd(indptr, indices, data, self.K, self.C, self.diagonal(), g, w, l1, l2, mask, delta, T,
+        prob = CDProblem(g, w, l1, l2)
+        sweeps = _class_cd(self.design.csc(), self.K, self.C, self.diagonal(), mask, prob, delta, T,
                            int(max_sweeps), float(tol))
         return delta, sweeps
 
@@ -268,10 +278,14 @@ class ClassCurvature:
 
 
 @kernel()
-def _class_cd(indptr, indices, data, K, C, diag, g, w, l1, l2, mask, delta, T, max_sweeps, tol):
-    """Cyclic coordinate descent on ``g.d + 1/2 d' Sigma d + enet(w + d)`` for the class
-    curvature: weight (j, k) = index j * K + k touches the rows of feature column j;
+def _class_cd(X, K, C, diag, mask, prob, delta, T, max_sweeps, tol):
+    """Cyclic coordinate descent on the :data:`CDProblem` ``prob`` (``g.d + 1/2 d' Sigma
+    d + enet(w + d)``) for the class curvature (``C`` per sample, ``diag`` its diagonal,
+    ``mask`` empty or 0 for the weights held at zero): weight (j, k) = index j * K + k
+    touches the rows of feature column j of the :data:`Columns` ``X``;
     ``T[i] = C_i (scores of d on sample i)`` is kept up to date."""
+    indptr, indices, data = X.indptr, X.indices, X.data
+    g, w, l1, l2 = prob.g, prob.w, prob.l1, prob.l2
     ncol = len(indptr) - 1
     masked = len(mask) > 0
     for sweep in range(max_sweeps):

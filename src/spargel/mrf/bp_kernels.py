@@ -7,8 +7,9 @@ messages except one (its *cavity* towards that neighbour) is formed from prefix 
 suffix products, never by division, so a zero message cannot poison a belief, and it is
 rescaled when it drifts towards under- or overflow.
 
-``G`` is the tuple of :meth:`Graph.arrays`:
-``(n_states, node_ptr, edges, edge_ptr, msg_ptr, adj_ptr, adj_nbr, adj_edge, adj_side)``.
+``G`` is the :data:`~spargel.mrf.graph.GraphArrays` of :meth:`Graph.arrays`
+(``n_states, node_ptr, edges, edge_ptr, msg_ptr, adj_ptr, adj_nbr, adj_edge, adj_side,
+adj_in, adj_out, adj_table``), read by name.
 Cavities live in an array shaped like the messages: the cavity of ``v`` towards its
 neighbour along edge ``e`` sits where the message *into* ``v`` along ``e`` sits.
 """
@@ -63,9 +64,11 @@ def _cavities(i, k, nb, a0, a1, adj_in, node_pot, msgs, C, suf):
 
 
 @kernel(fastmath=FAST)
-def _send(i, ns, node_ptr, adj_ptr, adj_nbr, adj_side, adj_in, adj_out, adj_table, node_pot, edge_pot,
-          src, dst, C, suf, out, damping, maxprod, resid):
-    """Recompute every message out of node ``i``; returns the largest change."""
+def _send(i, G, node_pot, edge_pot, src, dst, C, suf, out, damping, maxprod, resid):
+    """Recompute every message out of node ``i`` (``G``: the graph's
+    :data:`~spargel.mrf.graph.GraphArrays`); returns the largest change."""
+    ns, node_ptr, adj_ptr, adj_nbr, adj_side = G.n_states, G.node_ptr, G.adj_ptr, G.adj_nbr, G.adj_side
+    adj_in, adj_out, adj_table = G.adj_in, G.adj_out, G.adj_table
     k = ns[i]
     a0, a1 = adj_ptr[i], adj_ptr[i + 1]
     _cavities(i, k, node_ptr[i], a0, a1, adj_in, node_pot, src, C, suf)
@@ -145,8 +148,7 @@ def run_bp(G, node_pot, edge_pot, msgs, schedule, max_iter, tol, damping, maxpro
     every message from the previous sweep's messages). Returns (sweeps, last change,
     message updates).
     """
-    ns, node_ptr, adj_ptr, adj_nbr, adj_side = G[0], G[1], G[5], G[6], G[8]
-    adj_in, adj_out, adj_table = G[9], G[10], G[11]
+    ns, adj_ptr = G.n_states, G.adj_ptr
     n = len(ns)
     C, suf = _cavity_buffers(ns, msgs)
     out = np.empty_like(suf)
@@ -169,8 +171,7 @@ def run_bp(G, node_pot, edge_pot, msgs, schedule, max_iter, tol, damping, maxpro
             resid[i] = 0.0
             if adj_ptr[i + 1] == adj_ptr[i]:
                 continue
-            d = _send(i, ns, node_ptr, adj_ptr, adj_nbr, adj_side, adj_in, adj_out, adj_table, node_pot,
-                      edge_pot, src, msgs, C, suf, out, damping, maxprod, resid)
+            d = _send(i, G, node_pot, edge_pot, src, msgs, C, suf, out, damping, maxprod, resid)
             updates += adj_ptr[i + 1] - adj_ptr[i]
             worst = max(worst, d)
         if schedule == RESIDUAL:

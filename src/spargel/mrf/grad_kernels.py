@@ -13,9 +13,11 @@ from ..core.jit import kernel
 
 
 @kernel()
-def subset_gradient(index, n_node, edge_param_ptr, node_ptr, edges, edge_ptr, n_states, node_b, edge_b,
-                    have_pair, Nw, node_counts, edge_counts, table, out):
-    """``out[k]``: loss gradient of weight ``index[k]``.
+def subset_gradient(index, G, n_node, edge_param_ptr, node_b, edge_b, have_pair, Nw, node_counts, edge_counts,
+                    table, out):
+    """``out[k]``: loss gradient of weight ``index[k]`` (``G``: the graph's
+    :data:`~spargel.mrf.graph.GraphArrays`; ``n_node`` node weights, then edge ``e``'s
+    weights at ``edge_param_ptr[e]:edge_param_ptr[e+1]``).
 
     Node weights: ``Nw b_i(a) - count``. Edge weights: with an empty ``table`` one
     weight per table entry (``Nw b_ij(a, b) - count``), otherwise one weight per edge
@@ -23,6 +25,7 @@ def subset_gradient(index, n_node, edge_param_ptr, node_ptr, edges, edge_ptr, n_
     ``have_pair[e]``, else the product of the node beliefs. Weights past the edges
     (node features of the conditional model) get NaN: that model computes its own.
     """
+    node_ptr, edges, edge_ptr, n_states = G.node_ptr, G.edges, G.edge_ptr, G.n_states
     n_edge_params = edge_param_ptr[len(edge_param_ptr) - 1]
     per_edge = len(table) > 0
     for k in range(len(index)):

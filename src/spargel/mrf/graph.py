@@ -34,9 +34,16 @@ arrays. That is how structure learning runs inference on the active graph only.
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from ..errors import DataFormatError
+
+#: the graph as the compiled kernels take it (:meth:`Graph.arrays`; numba compiles a
+#: named tuple like a plain one, so ``G.adj_ptr`` reads the same slot as ``G[5]``)
+GraphArrays = namedtuple("GraphArrays", "n_states node_ptr edges edge_ptr msg_ptr adj_ptr adj_nbr adj_edge adj_side "
+                                        "adj_in adj_out adj_table")
 
 __all__ = ["Graph", "validate_edges", "all_pairs", "grid_edges", "chow_liu_edges", "one_hot_states"]
 
@@ -208,8 +215,8 @@ class Graph:
         return int(self.edge_ptr[-1])
 
     def arrays(self):
-        """The tuple the compiled kernels take."""
-        return (self.n_states, self.node_ptr, self.edges, self.edge_ptr, self.msg_ptr,
+        """The :data:`GraphArrays` the compiled kernels take."""
+        return GraphArrays(self.n_states, self.node_ptr, self.edges, self.edge_ptr, self.msg_ptr,
                 self.adj_ptr, self.adj_nbr, self.adj_edge, self.adj_side,
                 self.adj_in, self.adj_out, self.adj_table)
 

@@ -192,15 +192,15 @@ def node_path(Z, gstart, i, kind, y, yk, K, lams, *, tol, gamma=0.25):
     b0, done)``, ``beta`` (n_lambdas, m, K) and ``b0`` (n_lambdas, K) on the design's
     standardised columns; the points past ``done``, where glmnet's rules ended the path
     (the deviance explained barely moves), repeat its last point."""
-    from .nodewise_kernels import group_path
+    from .nodewise_kernels import PathOut, group_path, path_rules
     m = Z.shape[0]
     nl = len(lams)
     betas = np.zeros((nl, m * K))
     icpt = np.zeros((nl, K))
     eb = np.zeros(nl)
     nnz = np.zeros(nl, np.int64)
-    done = group_path(Z, gstart, int(i), int(kind), y, yk, int(K), lams, float(gamma), float(tol), 100, 0.999,
-                      1e-5, False, betas, icpt, eb, nnz)
+    done = group_path(Z, gstart, int(i), int(kind), y, yk, int(K), lams, path_rules(gamma, tol),
+                      PathOut(betas, icpt, eb, nnz))
     betas[done:] = betas[done - 1]
     icpt[done:] = icpt[done - 1]
     return betas.reshape(nl, m, K), icpt, int(done)

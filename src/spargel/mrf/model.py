@@ -633,9 +633,8 @@ class PairwiseMRFModel:
         index = np.ascontiguousarray(index, dtype=np.int64)
         g = np.empty(len(index))
         table = self.feature_table if self.feature_table is not None else np.zeros(0)
-        subset_gradient(index, self.n_node_params, self.edge_param_ptr, self.graph.node_ptr, self.graph.edges,
-                        self.graph.edge_ptr, self.n_states, node_b, edge_b, have_pair, float(self.total_weight),
-                        self.node_counts, self.edge_counts, table, g)
+        subset_gradient(index, self.graph.arrays(), self.n_node_params, self.edge_param_ptr, node_b, edge_b,
+                        have_pair, float(self.total_weight), self.node_counts, self.edge_counts, table, g)
         return g
 
     def _estimates_pairs(self):

@@ -66,7 +66,7 @@ def regression_path(Z, gstart, skip, kind, y, yk, n_classes, lams, *, gamma, tol
     ``(beta, b0, lam, ebic)``: ``beta`` (m, K) standardised coefficients (0 on the
     response's own columns), ``b0`` (K,) intercepts, the chosen penalty and the EBIC along
     the path (NaN past its end)."""
-    from .nodewise_kernels import group_path
+    from .nodewise_kernels import PathOut, group_path, path_rules
     m = Z.shape[0]
     K = int(n_classes)
     nl = len(lams)
@@ -74,8 +74,8 @@ def regression_path(Z, gstart, skip, kind, y, yk, n_classes, lams, *, gamma, tol
     icpt = np.zeros((nl, K))
     eb = np.zeros(nl)
     nnz = np.zeros(nl, np.int64)
-    done = group_path(Z, gstart, int(skip), int(kind), y, yk, K, lams, float(gamma), float(tol), int(max_outer),
-                      0.999, 1e-5, bool(ebic_stop), betas, icpt, eb, nnz)
+    done = group_path(Z, gstart, int(skip), int(kind), y, yk, K, lams,
+                      path_rules(gamma, tol, max_outer, ebic_stop=ebic_stop), PathOut(betas, icpt, eb, nnz))
     k = int(np.argmin(eb[:done]))
     ebic = np.full(nl, np.nan)
     ebic[:done] = eb[:done]

@@ -17,8 +17,25 @@ is updated exactly (soft thresholding); a larger group by a majorised step (the
 largest Gershgorin row sum of its weighted Gram matrix) and the group's shrinkage.
 """
 
+from collections import namedtuple
+
 import numpy as np
 from ..core.jit import inner, kernel
+
+#: how a node-wise path runs and stops (:func:`group_path`): the EBIC's ``gamma``, the
+#: inner convergence ``tol``, at most ``max_outer`` outer iterations per point, glmnet's
+#: stopping rules ``devmax`` (deviance ratio) and ``fdev`` (relative gain), and
+#: ``ebic_stop`` (stop once no later point can lower the EBIC)
+PathRules = namedtuple("PathRules", "gamma tol max_outer devmax fdev ebic_stop")
+
+#: a node-wise path's outputs per penalty: coefficients ``beta`` (n_lambdas, m K),
+#: intercepts ``b0`` (n_lambdas, K), the EBIC ``ebic`` and the non-zero count ``nnz``
+PathOut = namedtuple("PathOut", "beta b0 ebic nnz")
+
+
+def path_rules(gamma, tol, max_outer=100, devmax=0.999, fdev=1e-5, ebic_stop=False):
+    """A :data:`PathRules` with the types the compiled path takes."""
+    return PathRules(float(gamma), float(tol), int(max_outer), float(devmax), float(fdev), bool(ebic_stop))
 
 
 @inner()
@@ -163,15 +180,15 @@ def _group_gradients(Z, gstart, skip, K, r, grad, gnorm):
 
 
 @kernel(allocates=True)
-def group_path(Z, gstart, skip, kind, y, yk, K, lams, gamma, tol, max_outer, devmax, fdev, ebic_stop, out_beta,
-               out_b0, out_ebic, out_nnz):
+def group_path(Z, gstart, skip, kind, y, yk, K, lams, rules, out):
     """The path of one regression. ``Z`` (m, n): every design column, standardised;
     group ``g`` is columns ``gstart[g]:gstart[g + 1]``; group ``skip`` (the response's
     own columns) is left out. ``kind`` 0: Gaussian response ``y`` (standardised); 1:
     binary ``y`` (0/1); 2: categorical ``yk`` (0..K-1) with ``K`` linear predictors
-    (``K`` is 1 otherwise). For each penalty ``lams[k]`` writes the coefficients
-    ``out_beta[k]`` (column ``c``, class ``k`` at ``c K + k``), the intercepts
-    ``out_b0[k]``, the EBIC ``-2 loglik + J log n + 2 gamma J log(m')`` (``J`` non-zero
+    (``K`` is 1 otherwise). ``rules``: the :data:`PathRules`; ``out``: the
+    :data:`PathOut`. For each penalty ``lams[k]`` writes the coefficients
+    ``out.beta[k]`` (column ``c``, class ``k`` at ``c K + k``), the intercepts
+    ``out.b0[k]``, the EBIC ``-2 loglik + J log n + 2 gamma J log(m')`` (``J`` non-zero
     coefficients, ``m'`` candidate columns) and ``J``. The path stops early
     (glmnet's rules) when the deviance ratio passes ``devmax`` or a step gains less than
     ``fdev`` of the deviance, and with ``ebic_stop`` once the EBIC's penalty alone plus a
@@ -181,6 +198,9 @@ def group_path(Z, gstart, skip, kind, y, yk, K, lams, gamma, tol, max_outer, dev
     deviance ratio ``devmax``, where the path stops anyway (only the point that passes it
     could be lower). Returns the
     number of points computed."""
+    gamma, tol, max_outer = rules.gamma, rules.tol, rules.max_outer
+    devmax, fdev, ebic_stop = rules.devmax, rules.fdev, rules.ebic_stop
+    out_beta, out_b0, out_ebic, out_nnz = out.beta, out.b0, out.ebic, out.nnz
     m, n = Z.shape
     G = gstart.shape[0] - 1
     beta = np.zeros(m * K)

@@ -18,21 +18,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tree_kernels import forest_pair_marginals, forest_plan, forest_sum_product
+from .tree_kernels import Forest, forest_pair_marginals, forest_plan, forest_sum_product
 
 __all__ = ["forest_plan_of", "forest_inference", "forest_pairs"]
 
 
 def forest_plan_of(graph):
-    """(order, parent, parent_edge, comp) of the active forest of ``graph``, or None when
-    the active edges have a cycle (computed once per graph object)."""
+    """The :data:`~spargel.mrf.tree_kernels.Forest` of the active edges of ``graph``
+    (its layout, breadth-first order, parents and trees), or None when the active edges
+    have a cycle (computed once per graph object)."""
     plan = graph.__dict__.get("_forest_plan", False)
     if plan is not False:
         return plan
     n = graph.n_nodes
     order, parent, pedge, comp = (np.empty(n, np.int64) for _ in range(4))
     ok = forest_plan(graph.adj_ptr, graph.adj_nbr, graph.adj_edge, order, parent, pedge, comp)
-    plan = (order, parent, pedge, comp) if ok else None
+    plan = (Forest(graph.n_states, graph.node_ptr, graph.edges, graph.edge_ptr, graph.msg_ptr, graph.adj_ptr,
+                   graph.adj_nbr, graph.adj_edge, order, parent, pedge, comp) if ok else None)
     graph.__dict__["_forest_plan"] = plan
     return plan
 
@@ -45,7 +47,6 @@ def forest_inference(graph, node_theta, edge_theta, *, evidence=None):
     plan = forest_plan_of(graph)
     if plan is None:
         raise ValueError("the active edges have a cycle")
-    order, parent, pedge, _ = plan
     node_theta, edge_theta, shift = shift_potentials(graph, node_theta, edge_theta)
     if evidence:
         node_theta = node_theta.copy()
@@ -58,9 +59,7 @@ def forest_inference(graph, node_theta, edge_theta, *, evidence=None):
     inc, down, node_b = np.empty(K), np.empty(K), np.empty(K)
     up, cav = np.empty(M), np.empty(M)
     edge_b = np.zeros(graph.n_edge_values)
-    log_z = forest_sum_product(graph.n_states, graph.node_ptr, graph.edges, graph.edge_ptr, graph.msg_ptr,
-                               graph.adj_ptr, graph.adj_nbr, graph.adj_edge, order, parent, pedge,
-                               node_theta, np.ascontiguousarray(edge_theta, dtype=np.float64),
+    log_z = forest_sum_product(plan, node_theta, np.ascontiguousarray(edge_theta, dtype=np.float64),
                                inc, up, cav, down, node_b, edge_b)
     return ExactResult(float(log_z) + shift, node_b, edge_b, 1 if len(graph.active) else 0)
 
@@ -72,7 +71,6 @@ def forest_pairs(graph, node_b, edge_b, pairs):
     plan = forest_plan_of(graph)
     if plan is None:
         raise ValueError("the active edges have a cycle")
-    comp = plan[3]
     ns = graph.n_states
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     sizes = ns[pairs[:, 0]] * ns[pairs[:, 1]]
@@ -85,8 +83,7 @@ def forest_pairs(graph, node_b, edge_b, pairs):
     starts = np.flatnonzero(np.r_[True, first[1:] != first[:-1]])
     src_ptr = np.r_[starts, len(first)].astype(np.int64)
     kmax = int(ns.max())
-    forest_pair_marginals(ns, graph.node_ptr, graph.edges, graph.edge_ptr, graph.adj_ptr, graph.adj_nbr,
-                          graph.adj_edge, comp, np.ascontiguousarray(node_b), np.ascontiguousarray(edge_b),
+    forest_pair_marginals(plan, np.ascontiguousarray(node_b), np.ascontiguousarray(edge_b),
                           src_ptr, np.ascontiguousarray(first[starts]), np.ascontiguousarray(pairs[by, 1]),
                           np.ascontiguousarray(offs[:-1][by]), out, np.empty(kmax * graph.n_node_values),
                           np.empty(graph.n_nodes, np.int64), np.empty(graph.n_nodes, np.int64), kmax)

@@ -13,9 +13,21 @@ the graph's ``msg_ptr``: slot ``2e`` carries values over the edge's second varia
 (sent by the first), slot ``2e + 1`` values over the first.
 """
 
+from collections import namedtuple
+
 import numpy as np
 
 from ..core.jit import kernel
+
+#: a forest as the compiled kernels read it, built once per graph
+#: (:func:`spargel.mrf.tree.forest_plan_of`): the graph's layout -- ``n_states``,
+#: ``node_ptr`` (each variable's states in the node arrays), ``edges`` (E, 2),
+#: ``edge_ptr`` (each edge's row-major table), ``msg_ptr`` (the message layout above),
+#: the adjacency ``adj_ptr``, ``adj_nbr``, ``adj_edge`` -- and the plan of
+#: :func:`forest_plan`: the breadth-first ``order``, each variable's ``parent`` and
+#: ``parent_edge`` (-1 at a root) and its tree's id ``comp``
+Forest = namedtuple("Forest", "n_states node_ptr edges edge_ptr msg_ptr adj_ptr adj_nbr adj_edge "
+                              "order parent parent_edge comp")
 
 
 @kernel()
@@ -56,9 +68,9 @@ def forest_plan(adj_ptr, adj_nbr, adj_edge, order, parent, parent_edge, comp):
 
 
 @kernel()
-def forest_sum_product(n_states, node_ptr, edges, edge_ptr, msg_ptr, adj_ptr, adj_nbr, adj_edge, order, parent,
-                       parent_edge, node_theta, edge_theta, inc, up, cav, down, node_b, edge_b):
-    """Exact log Z, node beliefs and the beliefs of the forest's edges.
+def forest_sum_product(F, node_theta, edge_theta, inc, up, cav, down, node_b, edge_b):
+    """Exact log Z, node beliefs and the beliefs of the forest's edges (``F``: the
+    :data:`Forest`).
 
     Scratch: ``inc`` (K) the potential of each variable plus its children's messages;
     ``up`` and ``cav`` (message layout) the message of each child to its parent and the
@@ -66,6 +78,9 @@ def forest_sum_product(n_states, node_ptr, edges, edge_ptr, msg_ptr, adj_ptr, ad
     message from each variable's parent (0 at a root). Beliefs of edges outside the
     forest are left untouched.
     """
+    n_states, node_ptr, edges, edge_ptr, msg_ptr = F.n_states, F.node_ptr, F.edges, F.edge_ptr, F.msg_ptr
+    adj_ptr, adj_nbr, adj_edge = F.adj_ptr, F.adj_nbr, F.adj_edge
+    order, parent, parent_edge = F.order, F.parent, F.parent_edge
     n = len(order)
     for t in range(len(inc)):
         inc[t] = node_theta[t]
@@ -187,10 +202,9 @@ def forest_sum_product(n_states, node_ptr, edges, edge_ptr, msg_ptr, adj_ptr, ad
 
 
 @kernel()
-def forest_pair_marginals(n_states, node_ptr, edges, edge_ptr, adj_ptr, adj_nbr, adj_edge, comp, node_b, edge_b,
-                          src_ptr, src_var, pair_j, pair_off, out, cond, queue, seen, kmax):
-    """Exact pairwise marginals ``p(x_i, x_j)`` of any pairs on a forest with exact node
-    and edge beliefs.
+def forest_pair_marginals(F, node_b, edge_b, src_ptr, src_var, pair_j, pair_off, out, cond, queue, seen, kmax):
+    """Exact pairwise marginals ``p(x_i, x_j)`` of any pairs on a forest (``F``: the
+    :data:`Forest`) with exact node and edge beliefs.
 
     On a tree ``x_j`` depends on ``x_i`` only through the path between them, so
     ``p(x_j | x_i)`` is the product of the conditionals ``p(x_c | x_v) = b_vc / b_v``
@@ -201,6 +215,8 @@ def forest_pair_marginals(n_states, node_ptr, edges, edge_ptr, adj_ptr, adj_nbr,
     states: ``cond[kmax * node_ptr[u] + a * k_u + b] = p(x_u = b | x_i = a)``); pairs
     across trees are independent. Scratch ``queue``, ``seen`` (n).
     """
+    n_states, node_ptr, edges, edge_ptr = F.n_states, F.node_ptr, F.edges, F.edge_ptr
+    adj_ptr, adj_nbr, adj_edge, comp = F.adj_ptr, F.adj_nbr, F.adj_edge, F.comp
     for u in range(len(seen)):
         seen[u] = -1
     for g in range(len(src_var)):
