@@ -36,18 +36,39 @@ def _kernel_sources(pkg_dir):
     return sorted(out)
 
 
-def _cache_dirs(pkg_dir, sources):
-    """The directories where numba keeps the cache files of these modules."""
+def _numba_cache_dir(src_file):
+    """Where numba keeps the cache of the kernels defined in ``src_file``: the directory
+    of the first of numba's own cache locators that takes the file (``NUMBA_CACHE_DIR``,
+    the source's ``__pycache__``, the user-wide cache), as numba itself chooses it."""
+    try:
+        from numba.core import caching
+
+        impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+
+        def probe():
+            pass
+
+        for cls in impl._locator_classes:
+            locator = cls.from_function(probe, src_file)
+            if locator is not None:
+                return locator.get_cache_path()
+    except Exception:               # numba's internals moved: its documented layout
+        pass
     user = os.environ.get("NUMBA_CACHE_DIR")
-    dirs = set()
+    src_dir = os.path.dirname(os.path.abspath(src_file))
+    if user:
+        return os.path.join(user, os.path.basename(src_dir) + "_" + hashlib.sha1(src_dir.encode()).hexdigest())
+    return os.path.join(src_dir, "__pycache__")
+
+
+def _cache_dirs(pkg_dir, sources):
+    """The directories where numba keeps the cache files of these modules (one per
+    source folder: numba names a cache folder by the source's folder, not its file)."""
+    first = {}
     for rel, _ in sources:
-        src_dir = os.path.dirname(os.path.join(pkg_dir, rel))
-        if user:
-            drive, tail = os.path.splitdrive(os.path.abspath(src_dir))
-            dirs.add(os.path.join(user, tail.lstrip(os.sep)))
-        else:
-            dirs.add(os.path.join(src_dir, "__pycache__"))
-    return sorted(dirs)
+        path = os.path.join(pkg_dir, rel)
+        first.setdefault(os.path.dirname(path), path)
+    return sorted(_numba_cache_dir(path) for path in first.values())
 
 
 def check():

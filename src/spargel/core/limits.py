@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import os
 
+from .solver_table import solver as solver_record
+
 __all__ = ["available_memory", "check_label_pairs", "check_nbest", "label_pair_bytes", "nbest_bytes",
            "distinct_paths", "gradient_chunks", "training_bytes", "weight_copies"]
 
@@ -106,9 +108,12 @@ def weight_copies(solver: str, memory: int = 6, l1: bool = True, n_chunks: int =
     >>> weight_copies("owlqn", memory=6), weight_copies("lbfgs", memory=3, l1=False), weight_copies("sgd-l1")
     (19, 12, 4)
     """
-    if solver in ("owlqn", "lbfgs"):
-        return 2 * int(memory) + 5 + (1 if l1 and solver == "owlqn" else 0) + 1 + (int(n_chunks) - 1)
-    if solver == "sgd-l1":
+    record = solver_record(solver)
+    if record.memory_formula == "curvature":
+        # the pseudo-gradient: only a solver that takes an l1 term keeps one
+        pseudo = 1 if l1 and not record.refuses_l1 else 0
+        return 2 * int(memory) + 5 + pseudo + 1 + (int(n_chunks) - 1)
+    if record.memory_formula == "sgd":
         return 4
     raise ValueError(f"no memory formula for solver {solver!r}")
 
@@ -131,7 +136,7 @@ def training_bytes(n_labels: int, n_attributes: int, n_features: int, n_tokens: 
     >>> round(training_bytes(1524, 78517, 119665212, 11934, "sgd-l1") / 2**30, 1)
     4.6
     """
-    k = gradient_chunks(n_features, n_jobs) if solver in ("owlqn", "lbfgs") else 1
+    k = gradient_chunks(n_features, n_jobs) if solver_record(solver).memory_formula == "curvature" else 1
     c = weight_copies(solver, memory, l1, k)
     F = int(n_features)
     L = int(n_labels)

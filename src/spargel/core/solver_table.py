@@ -71,6 +71,10 @@ class Solver:
     with_blocks: str | None = None
     #: Gaussian solvers that work from the data matrix only (never on a covariance)
     from_data_only: bool = False
+    #: how a fit's weight-sized vectors are counted (``core/limits.weight_copies``):
+    #: ``"curvature"`` (a quasi-Newton method's curvature pairs and five more), ``"sgd"``
+    #: (the weights, their penalty records and a trial pair); None: no formula stated
+    memory_formula: str | None = None
 
 
 _RPROP_CLI = (("stpmin", "stpmin"), ("stpmax", "stpmax"), ("stpinc", "stpinc"), ("stpdec", "stpdec"),
@@ -81,13 +85,13 @@ _RPROP_DOC = ("Wapiti's 'rprop' / 'rprop+': resilient propagation (per-weight st
 SOLVER_TABLE = (
     # -- on any model of the protocol (spargel.solvers) ------------------------------------
     Solver("lbfgs", "L-BFGS, smooth objectives (l1 = 0)", "spargel.solvers.owlqn:minimize_owlqn",
-           max_iter=500, tol=2e-4, needs=("loss_grad",),
+           max_iter=500, tol=2e-4, needs=("loss_grad",), memory_formula="curvature",
            refuses_l1="handles smooth objectives only: set l1=0 or use solver='owlqn'"),
     Solver("owlqn", "OWL-QN (orthant-wise L-BFGS), l1 / elastic net", "spargel.solvers.owlqn:minimize_owlqn",
-           max_iter=500, tol=2e-4, needs=("loss_grad",)),
+           max_iter=500, tol=2e-4, needs=("loss_grad",), memory_formula="curvature"),
     Solver("sgd-l1", "stochastic gradient with the cumulative l1 penalty; fast first passes on big data",
            "spargel.solvers.sgd:minimize_sgd_l1", max_iter=30, needs=("sgd",), stochastic=True,
-           warn_at_max_iter=False),
+           warn_at_max_iter=False, memory_formula="sgd"),
     Solver("cd", "coordinate descent (one weight at a time), elastic net; small problems",
            "spargel.solvers.coordinate_descent:minimize_cd", max_iter=200, needs=("blocks",),
            uses=("block_sweep",), stochastic=True),

@@ -1,0 +1,51 @@
+"""numba decides whether a cached kernel is valid from its own source file only; spargel
+drops its cached kernels when any kernel source changes (``core/kernel_cache.py``). That
+must find the folders numba really uses, with ``NUMBA_CACHE_DIR`` set and without."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import spargel
+
+PACKAGE = Path(spargel.__file__).resolve().parent
+
+COMPILE = ("import numpy as np\n"
+           "from spargel.core.penalty_kernels import pseudo_gradient\n"
+           "w = np.array([0.0, 1.0, -2.0]); g = np.array([0.5, -0.1, 3.0]); out = np.zeros(3)\n"
+           "pseudo_gradient(w, g, np.array([1.0]), out)\n"
+           "print('OUT', out.tolist())\n")
+
+
+def _cached(root, module):
+    return sorted(p.name for p in Path(root).rglob(f"{module}.*.nb[ic]"))
+
+
+@pytest.mark.parametrize("user_cache", [True, False])
+def test_a_changed_kernel_source_drops_the_cached_kernels_of_every_module(tmp_path, user_cache):
+    copy = tmp_path / "src"
+    shutil.copytree(PACKAGE, copy / "spargel", ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(copy))
+    env.pop("NUMBA_CACHE_DIR", None)
+    cache_root = tmp_path / "cache" if user_cache else copy
+    if user_cache:
+        env["NUMBA_CACHE_DIR"] = str(cache_root)
+
+    def run(code):
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                              check=True).stdout
+
+    assert "OUT" in run(COMPILE)
+    assert _cached(cache_root, "penalty_kernels"), "numba wrote no cache files where the test looks"
+    run(COMPILE)                                    # unchanged sources: the cache stays
+    assert _cached(cache_root, "penalty_kernels")
+    # another kernel module changes (a callee's code would live in this module's cache)
+    vec = copy / "spargel" / "core" / "vec.py"
+    vec.write_text(vec.read_text() + "\n# changed\n")
+    run("import spargel.core.jit")
+    assert not _cached(cache_root, "penalty_kernels")
+    assert "OUT" in run(COMPILE)                     # and they compile again
