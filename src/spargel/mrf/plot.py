@@ -18,27 +18,29 @@ def plot_mrf_graph(n_nodes, edges, strength, *, ax=None, labels=None, positions=
     plt = import_pyplot()
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 6))
-    if positions is None:
-        t = 2 * np.pi * np.arange(n_nodes) / max(n_nodes, 1)
-        positions = np.stack([np.cos(t), np.sin(t)], axis=1)
-    positions = np.asarray(positions, dtype=float)
-    if positions.shape != (n_nodes, 2):
-        raise ValueError(f"positions must have shape ({n_nodes}, 2), got {positions.shape}")
+    positions = _circle(n_nodes, positions)
     s = np.asarray(strength, dtype=float)
     top = s.max() if len(s) and s.max() > 0 else 1.0
     for (i, j), v in zip(edges, s):
         ax.plot(positions[[i, j], 0], positions[[i, j], 1], color="tab:blue",
                 linewidth=0.5 + max_width * v / top, alpha=0.8, zorder=1)
-    ax.scatter(positions[:, 0], positions[:, 1], s=node_size, color="white", edgecolor="black", zorder=2)
-    names = [str(i) for i in range(n_nodes)] if labels is None else [str(x) for x in labels]
-    if len(names) != n_nodes:
-        raise ValueError(f"{len(names)} labels for {n_nodes} variables")
-    for (x, y), name in zip(positions, names):
-        ax.annotate(name, (x, y), ha="center", va="center", fontsize=8, zorder=3)
+    _nodes(ax, positions, labels, node_size)
     ax.set_aspect("equal")
     ax.axis("off")
     ax.set_title(title if title is not None else f"{n_nodes} variables, {len(edges)} edges")
     return ax
+
+
+def _nodes(ax, positions, labels, node_size):
+    """The variables as white discs at ``positions``, each with its label (default its
+    index)."""
+    n_nodes = len(positions)
+    names = [str(i) for i in range(n_nodes)] if labels is None else [str(x) for x in labels]
+    if len(names) != n_nodes:
+        raise ValueError(f"{len(names)} labels for {n_nodes} variables")
+    ax.scatter(positions[:, 0], positions[:, 1], s=node_size, color="white", edgecolor="black", zorder=2)
+    for (x, y), name in zip(positions, names):
+        ax.annotate(name, (x, y), ha="center", va="center", fontsize=8, zorder=3)
 
 
 def _circle(n_nodes, positions):
@@ -118,12 +120,7 @@ def plot_edge_stability(estimator, stability=None, *, ax=None, labels=None, posi
         ax.plot(positions[[i, j], 0], positions[[i, j], 1], color="tab:blue" if f is None else colours(f),
                 alpha=0.8 if f is None else 0.35 + 0.65 * f, linewidth=width(v),
                 linestyle="--" if v < 0 else "-", zorder=1, gid="edge")
-    ax.scatter(positions[:, 0], positions[:, 1], s=node_size, color="white", edgecolor="black", zorder=2)
-    names = [str(i) for i in range(p)] if labels is None else [str(x) for x in labels]
-    if len(names) != p:
-        raise ValueError(f"{len(names)} labels for {p} variables")
-    for (x, y), name in zip(positions, names):
-        ax.annotate(name, (x, y), ha="center", va="center", fontsize=8, zorder=3)
+    _nodes(ax, positions, labels, node_size)
     handles = [Line2D([], [], color="0.3", linewidth=width(top), label=f"|weight| {top:.3g}"),
                Line2D([], [], color="0.3", linewidth=width(top / 2), label=f"|weight| {top / 2:.3g}"),
                Line2D([], [], color="0.3", linestyle="--", linewidth=1.5, label="negative weight")]
