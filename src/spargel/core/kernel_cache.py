@@ -37,28 +37,28 @@ def _kernel_sources(pkg_dir):
 
 
 def _numba_cache_dir(src_file):
-    """Where numba keeps the cache of the kernels defined in ``src_file``: the directory
-    of the first of numba's own cache locators that takes the file (``NUMBA_CACHE_DIR``,
-    the source's ``__pycache__``, the user-wide cache), as numba itself chooses it."""
-    try:
-        from numba.core import caching
-
-        impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
-
-        def probe():
-            pass
-
-        for cls in impl._locator_classes:
-            locator = cls.from_function(probe, src_file)
-            if locator is not None:
-                return locator.get_cache_path()
-    except Exception:               # numba's internals moved: its documented layout
-        pass
-    user = os.environ.get("NUMBA_CACHE_DIR")
+    """Where numba keeps the cache of the kernels defined in ``src_file``, by numba's
+    documented layout: ``NUMBA_CACHE_DIR/<folder>_<sha1 of the folder's path>`` when that
+    variable is set, else the source's ``__pycache__`` when it can be written, else the
+    user-wide cache (``<user cache>/numba/<folder>_<sha1>``)."""
     src_dir = os.path.dirname(os.path.abspath(src_file))
+    sub = os.path.basename(src_dir) + "_" + hashlib.sha1(src_dir.encode()).hexdigest()
+    user = os.environ.get("NUMBA_CACHE_DIR")
     if user:
-        return os.path.join(user, os.path.basename(src_dir) + "_" + hashlib.sha1(src_dir.encode()).hexdigest())
-    return os.path.join(src_dir, "__pycache__")
+        return os.path.join(user, sub)
+    in_tree = os.path.join(src_dir, "__pycache__")
+    try:
+        os.makedirs(in_tree, exist_ok=True)
+        if os.access(in_tree, os.W_OK):
+            return in_tree
+    except OSError:
+        pass
+    try:
+        from numba.misc.appdirs import AppDirs
+
+        return os.path.join(AppDirs(appname="numba", appauthor=False).user_cache_dir, sub)
+    except ImportError:
+        return in_tree
 
 
 def _cache_dirs(pkg_dir, sources):
