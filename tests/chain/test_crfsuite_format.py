@@ -37,6 +37,65 @@ def test_lookup3_hash_matches_its_published_values():
     assert hashlittle(b"Four score and seven years ago") == 0x17770551
 
 
+def _lookup3_one(key):
+    """lookup3's hashlittle (seed 0) of one key, step by step on Python integers."""
+    M = 0xFFFFFFFF
+
+    def rot(x, k):
+        return ((x << k) | (x >> (32 - k))) & M
+
+    n = len(key)
+    a = b = c = (0xDEADBEEF + n) & M
+    p = 0
+    while n > 12:
+        a = (a + int.from_bytes(key[p:p + 4], "little")) & M
+        b = (b + int.from_bytes(key[p + 4:p + 8], "little")) & M
+        c = (c + int.from_bytes(key[p + 8:p + 12], "little")) & M
+        a = ((a - c) & M) ^ rot(c, 4); c = (c + b) & M
+        b = ((b - a) & M) ^ rot(a, 6); a = (a + c) & M
+        c = ((c - b) & M) ^ rot(b, 8); b = (b + a) & M
+        a = ((a - c) & M) ^ rot(c, 16); c = (c + b) & M
+        b = ((b - a) & M) ^ rot(a, 19); a = (a + c) & M
+        c = ((c - b) & M) ^ rot(b, 4); b = (b + a) & M
+        n -= 12
+        p += 12
+    if n == 0:
+        return c
+    tail = key[p:p + n] + bytes(12 - n)
+    a = (a + int.from_bytes(tail[0:4], "little")) & M
+    b = (b + int.from_bytes(tail[4:8], "little")) & M
+    c = (c + int.from_bytes(tail[8:12], "little")) & M
+    for x, y, k in (("c", "b", 14), ("a", "c", 11), ("b", "a", 25), ("c", "b", 16), ("a", "c", 4),
+                    ("b", "a", 14), ("c", "b", 24)):
+        v = {"a": a, "b": b, "c": c}
+        r = ((v[x] ^ v[y]) - rot(v[y], k)) & M
+        a, b, c = (r if x == "a" else a), (r if x == "b" else b), (r if x == "c" else c)
+    return c
+
+
+def test_lookup3_hashes_of_many_keys_at_once_equal_one_at_a_time():
+    """The reader hashes every name of a table at once (uint32 arrays): equal to the
+    hash computed key by key, for every length around the 12-byte blocks."""
+    from spargel.chain.crfsuite_format import _hashes
+
+    rng = np.random.default_rng(11)
+    keys = [bytes(rng.integers(0, 256, n, dtype=np.uint8)) for n in list(range(0, 50)) * 4 + [300, 1025]]
+    assert _hashes(keys).tolist() == [_lookup3_one(k) for k in keys]
+    assert _lookup3_one(b"Four score and seven years ago") == 0x17770551
+
+
+def test_opening_a_crfsuite_model_compiles_nothing():
+    """python-crfsuite's ``Tagger.open`` reads (and checks) a model without loading numba."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom spargel import pycrfsuite\n"
+            f"t = pycrfsuite.Tagger(); t.open({MODEL!r})\n"
+            "print(len(t.labels()), 'numba' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split()[-1] == "False", out
+
+
 def test_reads_a_crfsuite_file_and_tags_as_crfsuite(reference):
     crf = CRF.load(MODEL)
     assert list(crf.classes_) == reference["labels"]

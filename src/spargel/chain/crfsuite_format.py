@@ -40,7 +40,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.jit import inner, kernel
 from ..errors import ModelFileError
 from ..core.files import atomic_write
 from ..core.limits import check_label_pairs
@@ -81,93 +80,65 @@ class CRFsuiteModel:
 
 
 # --------------------------------------------------------------------------- hashing
-_M = 0xFFFFFFFF
+# lookup3's arithmetic on uint32 arrays (numpy wraps them modulo 2^32), every key at once:
+# reading a model then needs no compiled code (``spargel label``, ``Tagger.open``)
 
 
-@inner()
 def _rot(x, k):
     """lookup3's ``rot``: the 32-bit ``x`` rotated left by ``k`` bits."""
-    return ((x << k) | (x >> (32 - k))) & _M
+    return (x << np.uint32(k)) | (x >> np.uint32(32 - k))
 
 
-@inner()
-def _mix_step(x, y, z, k):
-    """One of the six steps of lookup3's ``mix``: ``x -= y; x ^= rot(y, k); y += z``."""
-    return ((x - y) & _M) ^ _rot(y, k), (y + z) & _M
-
-
-@inner()
 def _mix(a, b, c):
-    """lookup3's ``mix`` of three 32-bit values."""
-    a, c = _mix_step(a, c, b, 4)
-    b, a = _mix_step(b, a, c, 6)
-    c, b = _mix_step(c, b, a, 8)
-    a, c = _mix_step(a, c, b, 16)
-    b, a = _mix_step(b, a, c, 19)
-    c, b = _mix_step(c, b, a, 4)
-    return a, b, c
+    """lookup3's ``mix`` of three uint32 arrays (in place)."""
+    for x, y, z, k in ((a, c, b, 4), (b, a, c, 6), (c, b, a, 8), (a, c, b, 16), (b, a, c, 19), (c, b, a, 4)):
+        x -= y                      # x -= y; x ^= rot(y, k); y += z
+        x ^= _rot(y, k)
+        y += z
 
 
-@inner()
-def _final_step(x, y, k):
-    """One of the seven steps of lookup3's ``final``: ``x ^= y; x -= rot(y, k)``."""
-    return ((x ^ y) - _rot(y, k)) & _M
-
-
-@inner()
 def _final(a, b, c):
-    """lookup3's ``final`` mixing of three 32-bit values; returns ``c``, the hash."""
-    c = _final_step(c, b, 14)
-    a = _final_step(a, c, 11)
-    b = _final_step(b, a, 25)
-    c = _final_step(c, b, 16)
-    a = _final_step(a, c, 4)
-    b = _final_step(b, a, 14)
-    return _final_step(c, b, 24)
-
-
-@kernel()
-def _hashlittle_many(buf, start, length, out):
-    """lookup3 ``hashlittle(key, length, 0)`` of every ``buf[start[i]:start[i]+length[i]]``."""
-    for i in range(len(start)):
-        n = length[i]
-        p = start[i]
-        a = (0xDEADBEEF + n) & _M
-        b = a
-        c = a
-        while n > 12:
-            a = (a + (buf[p] | (buf[p + 1] << 8) | (buf[p + 2] << 16) | (buf[p + 3] << 24))) & _M
-            b = (b + (buf[p + 4] | (buf[p + 5] << 8) | (buf[p + 6] << 16) | (buf[p + 7] << 24))) & _M
-            c = (c + (buf[p + 8] | (buf[p + 9] << 8) | (buf[p + 10] << 16) | (buf[p + 11] << 24))) & _M
-            a, b, c = _mix(a, b, c)
-            n -= 12
-            p += 12
-        if n == 0:
-            out[i] = c
-            continue
-        # the last 1..12 bytes, little-endian into a, b, c
-        for j in range(n):
-            v = np.int64(buf[p + j]) << (8 * (j % 4))
-            if j < 4:
-                a = (a + v) & _M
-            elif j < 8:
-                b = (b + v) & _M
-            else:
-                c = (c + v) & _M
-        out[i] = _final(a, b, c)
+    """lookup3's ``final`` mixing of three uint32 arrays (in place); ``c`` is the hash."""
+    for x, y, k in ((c, b, 14), (a, c, 11), (b, a, 25), (c, b, 16), (a, c, 4), (b, a, 14), (c, b, 24)):
+        x ^= y                      # x ^= y; x -= rot(y, k)
+        x -= _rot(y, k)
 
 
 def _hashes(keys):
-    """lookup3 hashes of byte strings that already end with their NUL."""
-    out = np.zeros(len(keys), dtype=np.int64)
-    if not keys:
-        return out
-    lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
-    start = np.zeros(len(keys), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=start[1:])
-    buf = np.frombuffer(b"".join(keys), dtype=np.uint8).astype(np.int64)
-    _hashlittle_many(buf, start, lengths, out)
-    return out
+    """lookup3 ``hashlittle(key, len(key), 0)`` of byte strings that already end with
+    their NUL, as int64."""
+    n_keys = len(keys)
+    if not n_keys:
+        return np.zeros(0, dtype=np.int64)
+    length = np.fromiter((len(k) for k in keys), dtype=np.int64, count=n_keys)
+    start = np.zeros(n_keys, dtype=np.int64)
+    np.cumsum(length[:-1], out=start[1:])
+    buf = np.frombuffer(b"".join(keys) + bytes(12), dtype=np.uint8).astype(np.uint32)
+    a = (np.uint32(0xDEADBEEF) + length.astype(np.uint32)).astype(np.uint32)
+    b, c = a.copy(), a.copy()
+    blocks = np.maximum(length - 1, 0) // 12          # whole blocks mixed before the last one
+
+    def word(p):
+        return buf[p] | (buf[p + 1] << np.uint32(8)) | (buf[p + 2] << np.uint32(16)) | (buf[p + 3] << np.uint32(24))
+
+    for r in range(int(blocks.max())):
+        on = np.flatnonzero(blocks > r)
+        p = start[on] + 12 * r
+        a_, b_, c_ = a[on] + word(p), b[on] + word(p + 4), c[on] + word(p + 8)
+        _mix(a_, b_, c_)
+        a[on], b[on], c[on] = a_, b_, c_
+    # the last 1..12 bytes, little-endian into a, b, c, then the final mixing
+    tail = start + 12 * blocks
+    rest = length - 12 * blocks
+    for j in range(12):
+        on = np.flatnonzero(rest > j)
+        v = buf[tail[on] + j] << np.uint32(8 * (j % 4))
+        (a, b, c)[j // 4][on] += v
+    on = np.flatnonzero(length > 0)
+    a_, b_, c_ = a[on], b[on], c[on]
+    _final(a_, b_, c_)
+    c[on] = c_
+    return c.astype(np.int64)
 
 
 def hashlittle(key):
