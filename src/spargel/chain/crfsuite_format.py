@@ -114,19 +114,24 @@ def _hashes(keys):
     start = np.zeros(n_keys, dtype=np.int64)
     np.cumsum(length[:-1], out=start[1:])
     buf = np.frombuffer(b"".join(keys) + bytes(12), dtype=np.uint8).astype(np.uint32)
+    blocks = np.maximum(length - 1, 0) // 12          # whole blocks mixed before the last one
+    # keys by decreasing block count: those still mixing in round r are a prefix (work in
+    # proportion to the bytes, however long the longest key)
+    order = np.argsort(-blocks, kind="stable")
+    length, start, blocks = length[order], start[order], blocks[order]
     a = (np.uint32(0xDEADBEEF) + length.astype(np.uint32)).astype(np.uint32)
     b, c = a.copy(), a.copy()
-    blocks = np.maximum(length - 1, 0) // 12          # whole blocks mixed before the last one
 
     def word(p):
         return buf[p] | (buf[p + 1] << np.uint32(8)) | (buf[p + 2] << np.uint32(16)) | (buf[p + 3] << np.uint32(24))
 
-    for r in range(int(blocks.max())):
-        on = np.flatnonzero(blocks > r)
-        p = start[on] + 12 * r
-        a_, b_, c_ = a[on] + word(p), b[on] + word(p + 4), c[on] + word(p + 8)
-        _mix(a_, b_, c_)
-        a[on], b[on], c[on] = a_, b_, c_
+    active = n_keys - np.searchsorted(blocks[::-1], np.arange(int(blocks[0])), side="right")
+    for r, k in enumerate(active):
+        p = start[:k] + 12 * r
+        a[:k] += word(p)
+        b[:k] += word(p + 4)
+        c[:k] += word(p + 8)
+        _mix(a[:k], b[:k], c[:k])
     # the last 1..12 bytes, little-endian into a, b, c, then the final mixing
     tail = start + 12 * blocks
     rest = length - 12 * blocks
@@ -138,7 +143,9 @@ def _hashes(keys):
     a_, b_, c_ = a[on], b[on], c[on]
     _final(a_, b_, c_)
     c[on] = c_
-    return c.astype(np.int64)
+    out = np.empty(n_keys, dtype=np.int64)
+    out[order] = c
+    return out
 
 
 def hashlittle(key):
