@@ -3,8 +3,10 @@
 import contextlib
 import io
 import json
+import os
 import random
 import signal
+import threading
 import zipfile
 
 import numpy as np
@@ -81,6 +83,48 @@ def python_sigint_handler():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield previous
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class SigintAtCall:
+    """Wraps a function so that its ``n``-th call sends SIGINT to this process, and every
+    later call -- on whichever worker thread -- waits until the main thread has taken the
+    KeyboardInterrupt: on a loaded machine the main thread may run Python again only after
+    the other workers have raced through every queued task, which would make "the queued
+    ones never ran" a matter of luck.  Use as ``with sigint_at_call(n) as at:`` and patch
+    in ``at.wrap(real)``; ``at.calls`` counts the calls."""
+
+    def __init__(self, n):
+        self.n, self.calls = n, 0
+        self._lock = threading.Lock()
+        self.interrupted = threading.Event()
+
+    def wrap(self, fn):
+        def wrapped(*args, **kw):
+            with self._lock:
+                self.calls += 1
+                k = self.calls
+            if k == self.n:
+                os.kill(os.getpid(), signal.SIGINT)
+            elif k > self.n:
+                assert self.interrupted.wait(60), "the main thread never took the SIGINT"
+            return fn(*args, **kw)
+        return wrapped
+
+    def _handler(self, signum, frame):
+        self.interrupted.set()
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigint_at_call(n):
+    """Within: SIGINT raises KeyboardInterrupt in the main thread (as Python's own handler
+    does) and a :class:`SigintAtCall` that sends it at the ``n``-th call."""
+    at = SigintAtCall(n)
+    previous = signal.signal(signal.SIGINT, at._handler)
+    try:
+        yield at
     finally:
         signal.signal(signal.SIGINT, previous)
 

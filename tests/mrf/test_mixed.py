@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import spargel
-from reliability_helpers import python_sigint_handler
+from reliability_helpers import sigint_at_call
 from spargel.errors import DataFormatError, ParameterError
 from spargel.mrf import mixed as mixed_module
 from spargel.mrf import nodewise
@@ -259,26 +259,14 @@ def test_sklearn_conventions():
 def test_a_real_sigint_stops_the_threads_cleanly(mixed30, monkeypatch):
     """SIGINT sent from a worker thread lands in the main thread, which waits on the
     regressions: KeyboardInterrupt, the queued ones cancelled, nothing fitted."""
-    import os
-    import signal
-
     types, X, _ = mixed30
-    calls = []
     real = mixed_module.regression_path
-
-    def signal_at_the_fourth(*args, **kw):
-        calls.append(1)
-        if len(calls) == 4:
-            os.kill(os.getpid(), signal.SIGINT)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(mixed_module, "regression_path", signal_at_the_fourth)
     for jobs in (1, 2):
-        calls.clear()
         est = MixedGraphicalModel(types, n_jobs=jobs)
-        with python_sigint_handler(), pytest.raises(KeyboardInterrupt):
+        with sigint_at_call(4) as at, pytest.raises(KeyboardInterrupt):
+            monkeypatch.setattr(mixed_module, "regression_path", at.wrap(real))
             est.fit(X)
-        assert not hasattr(est, "edges_") and len(calls) < len(types)
+        assert not hasattr(est, "edges_") and at.calls < len(types)
 
 
 def test_the_optimality_checks_gradient_is_the_finite_difference_of_the_loglik(small):

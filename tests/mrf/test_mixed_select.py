@@ -225,28 +225,16 @@ def test_bad_selection_parameters_are_refused(small):
 @pytest.mark.parametrize("criterion", ["stars", "cv"])
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_sigint_stops_the_subsamples_and_folds(mixed30, monkeypatch, criterion, jobs):
-    import os
-    import signal
-
-    from reliability_helpers import python_sigint_handler
+    from reliability_helpers import sigint_at_call
     from spargel.mrf import mixed as mixed_module
 
     types, X, _ = mixed30
-    calls = []
-    real = mixed_module.node_path
-
-    def signal_at_the_fifth(*args, **kw):
-        calls.append(1)
-        if len(calls) == 5:
-            os.kill(os.getpid(), signal.SIGINT)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(mixed_module, "node_path", signal_at_the_fifth)
     fit = MixedGraphicalModel(types).fit(X)                      # an earlier fit stays as it was
     before = dict(vars(fit))
     fit.set_params(criterion=criterion, n_subsamples=8, cv=4, n_jobs=jobs, n_lambdas=20)
-    with python_sigint_handler(), pytest.raises(KeyboardInterrupt):
+    with sigint_at_call(5) as at, pytest.raises(KeyboardInterrupt):
+        monkeypatch.setattr(mixed_module, "node_path", at.wrap(mixed_module.node_path))
         fit.fit(X)
-    assert len(calls) < 30 * 4                                    # the queued ones never ran
+    assert at.calls < 30 * 4                                      # the queued ones never ran
     assert vars(fit).keys() == before.keys()
     assert all(vars(fit)[k] is v for k, v in before.items() if k.endswith("_"))

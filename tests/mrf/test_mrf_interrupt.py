@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pytest
 
-from reliability_helpers import default_sigint_in_child, python_sigint_handler
+from reliability_helpers import default_sigint_in_child, python_sigint_handler, sigint_at_call
 
 CHILD = textwrap.dedent("""
     import sys, threading
@@ -166,20 +166,11 @@ def test_isingfit_sigint_reraises_and_keeps_nothing(monkeypatch, jobs):
 
     rng = np.random.default_rng(4)
     X = rng.integers(0, 2, (300, 12))
-    calls = []
-    real = nodewise.regression_path
-
-    def signal_at_the_third(*args, **kw):
-        calls.append(1)
-        if len(calls) == 3:
-            os.kill(os.getpid(), signal.SIGINT)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(nodewise, "regression_path", signal_at_the_third)
     fit = nodewise.IsingFit(n_jobs=jobs)
-    with python_sigint_handler(), pytest.raises(KeyboardInterrupt):
+    with sigint_at_call(3) as at, pytest.raises(KeyboardInterrupt):
+        monkeypatch.setattr(nodewise, "regression_path", at.wrap(nodewise.regression_path))
         fit.fit(X)
-    assert len(calls) < 12 and not any(k.endswith("_") for k in vars(fit))
+    assert at.calls < 12 and not any(k.endswith("_") for k in vars(fit))
 
 
 def test_map_threads_raises_the_failure_not_the_cancellations():
