@@ -1,6 +1,7 @@
 """Deterministic synthetic data sets for tests, examples and the demo."""
 
 import numpy as np
+from .data.dataset import SequenceData
 
 
 def make_chain_data(n_sequences=300, length=(6, 16), n_labels=4, n_relevant=12, n_irrelevant=200,
@@ -116,8 +117,6 @@ def dense_sequence_data(X, y=None):
     >>> d.n_sequences, d.n_tokens, len(d.uni_ids)
     (2, 6, 24)
     """
-    from .data.dataset import SequenceData
-
     X = np.asarray(X, dtype=np.float64)
     n, length, d = X.shape
     n_tok = n * length

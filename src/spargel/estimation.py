@@ -7,13 +7,18 @@ from types import MappingProxyType
 import numpy as np
 
 from .core import model_file as io
-from .data.dataset import build_dataset
+from .data.dataset import build_dataset, largest_value
 from .data.vocab import Vocabulary, by_frequency
 from .errors import ConvergenceWarning, ParameterError
 from .data.feature_space import FEATURE_SPACES, FeatureSpace
 from .core.interrupts import note_interrupt
 from .core.user_warnings import warn as user_warn
 from .core.params import ParamsMixin, check_number
+from .core.factory import make_model
+from .core.first_use import announce
+from .core.solver_table import solver as solver_record
+from .core.threads import resolve_n_jobs
+from .solvers import get_solver
 
 
 def run_solver(plan, model, penalty, w0=None, monitor=None):
@@ -22,9 +27,6 @@ def run_solver(plan, model, penalty, w0=None, monitor=None):
     (:class:`~spargel.errors.ConvergenceWarning`) when the solver stopped on its
     iteration limit, or found no decrease at once. The estimator records the result
     (``history_``, ``n_iter_``, ``stop_reason_``, ``objective_``)."""
-    from .core.first_use import announce
-    from .solvers import get_solver
-
     record = plan.solver
     solver = record.name
     minimize = get_solver(solver)
@@ -73,8 +75,6 @@ def check_weight_range(weights, path, what="a weight"):
 def warn_large_values(who, values):
     """Warn when attribute values are so large that the solvers will struggle (``who``:
     the estimator's name, or the estimator)."""
-    from .data.dataset import largest_value
-
     big = largest_value(values)
     if big > LARGE_VALUE:
         name = who if isinstance(who, str) else type(who).__name__
@@ -86,8 +86,6 @@ def warn_large_values(who, values):
 def check_common_params(est):
     """The parameter checks every penalised estimator shares (clear errors, before any
     work)."""
-    from .core.solver_table import solver as solver_record
-    from .solvers import get_solver
     solver = est._effective("solver")
     get_solver(solver)                          # raises a clear error for unknown names
     check_number("l1", est._effective("l1"), allow_array=True)
@@ -105,7 +103,6 @@ def check_common_params(est):
                              f"{est._refused_solvers[solver]}")
     if est.solver_options is not None and not isinstance(est.solver_options, dict):
         raise ParameterError(f"solver_options must be a dict or None, got {est.solver_options!r}")
-    from .core.threads import resolve_n_jobs
     resolve_n_jobs(est.n_jobs)
 
 
@@ -317,7 +314,6 @@ class ModelBuilder:
     def model(self, space, data, **options):
         """The model of this builder's kind over ``space`` and ``data`` (``options``: the
         model's own, e.g. ``sample_weight``)."""
-        from .core.factory import make_model
         return make_model(self.kind, space, data, n_jobs=self.n_jobs, **options)
 
 
@@ -382,7 +378,6 @@ class LogLinearCore(ParamsMixin):
         """The :class:`FitPlan` of this estimator's current settings: the parameters are
         checked, CRFsuite's spellings and the solver's defaults applied. Every fit route
         receives it (``fit`` builds one per call)."""
-        from .core.solver_table import solver as solver_record
         self._check_params()
         record = solver_record(self._effective("solver"))
         max_it = self._effective("max_iter")

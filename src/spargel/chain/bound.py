@@ -53,6 +53,7 @@ from ..core.jit import kernel
 from ..errors import CapabilityError
 from . import crf_kernels as K
 from ..core.bound import QuadraticBound, curvature_weight, log_add, share
+from ..data.dataset import is_unit
 
 
 # --------------------------------------------------------------------------- kernels
@@ -364,7 +365,6 @@ class ChainCurvature:
         attribute values per emission weight, of the number of positions per transition."""
         if self._diag is None:
             data, space = self.model.data, self.space
-            from ..data.dataset import is_unit
 
             sq = np.bincount(data.uni_ids, weights=None if is_unit(data.uni_vals) else data.uni_vals ** 2,
                              minlength=len(space.u_ptr) - 1)

@@ -5,12 +5,12 @@
 from ..data.feature_space import FeatureSpace
 from ..errors import ParameterError
 from ..estimation import ModelBuilder
+from .crf2_space import FeatureSpace2
 
 
 def space_class(order):
     """The feature-space class of a chain CRF of ``order`` 1 or 2."""
     if order == 2:
-        from .crf2_space import FeatureSpace2
         return FeatureSpace2
     return FeatureSpace
 

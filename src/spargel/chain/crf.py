@@ -22,6 +22,7 @@ from ..core.sizes import Sized, return_free_memory
 from ..core.threads import balanced_chunks, resolve_n_jobs
 from .crf_map import MapCapability
 from ..data.dataset import compact_values, id_counts, is_unit
+from .constraints import violations
 
 INFERENCE_MODES = ("auto", "dense", "sparse")
 # the batch gradient is always split into at least this many fixed chunks (summed in a
@@ -699,7 +700,6 @@ def prediction_functions(view_class):
         sequence whose labels the constraints forbid)."""
         loss = sequence_loss_view(view(space, data, constraints=constraints), w)
         if constraints is not None:
-            from .constraints import violations
             for s in range(data.n_sequences):
                 lo, hi = data.seq_ptr[s], data.seq_ptr[s + 1]
                 if violations(constraints, data.labels[lo:hi], np.array([0, hi - lo])) is not None:

@@ -32,6 +32,7 @@ fires at every token, named ``B``.
 import numpy as np
 
 from ..data.feature_space import FeatureSpace
+from ..data.dataset import SequenceData
 
 #: display name of the begin marker (``bigram_features_``, ``transition_features_``,
 #: ``spargel dump``); a training label with this name is refused
@@ -145,8 +146,6 @@ def add_pair_bias(data, vocab, grow):
     pair attributes: the plain label-pair weights of a second-order model. Its id comes
     from ``vocab`` (added when ``grow``; a vocabulary without it -- a compacted model
     whose pair weights all went to zero -- leaves ``data`` as it is)."""
-    from ..data.dataset import SequenceData
-
     i = vocab.id(PAIR_BIAS)
     if i < 0:
         if not grow:

@@ -60,8 +60,11 @@ import struct
 import numpy as np
 
 from ..core.limits import check_label_pairs
-from ..errors import ModelFileError
+from ..errors import DataFormatError, ModelFileError
 from .foreign_files import read_limited, starts_with
+from ..data.feature_space import FeatureSpace
+from ..data.vocab import Vocabulary
+from .fitted import FittedChain
 
 #: the largest file read
 MAX_FILE_SIZE = 1 << 34
@@ -446,7 +449,6 @@ def from_crfpp_file(cls, path, encoding="utf-8"):
 def _template(name, kind, templates, xsize):
     """(text, Template) of a CRF++ model's template lines."""
     from ..data.templates import Template
-    from ..errors import DataFormatError
 
     # the template (xsize is not the data's number of columns: crf_learn lowers it to the
     # highest column the template uses, plus one)
@@ -465,8 +467,6 @@ def _template(name, kind, templates, xsize):
 def _estimator(cls, name, kind, text, tpl, labels, features, w, cost_factor):
     """A fitted ``cls`` of the ``features`` ((string, first weight index) pairs) with the
     weights ``w`` (crf_test's: times the cost factor)."""
-    from ..data.feature_space import FeatureSpace
-    from ..data.vocab import Vocabulary
     from ..estimation import MAX_ABS_WEIGHT
 
     if not np.all(np.abs(w) <= MAX_ABS_WEIGHT):
@@ -489,7 +489,6 @@ def _estimator(cls, name, kind, text, tpl, labels, features, w, cost_factor):
         b_strings = b_strings[:i] + b_strings[i + 1:]
         b_firsts = np.delete(b_firsts, i)
     big_names, b_ptr, b_pair, b_w = _blocks(b_strings, b_firsts, w, Y * Y)
-    from .fitted import FittedChain
     try:
         uni_vocab = Vocabulary.of_distinct(uni_names)
         big_vocab = Vocabulary.of_distinct(big_names)

@@ -6,14 +6,16 @@ import sys
 import numpy as np
 
 from ..data.templates import Template
-from ..errors import ParameterError
+from ..errors import DataFormatError, ModelFileError, ParameterError
 from ..core.interrupts import reraise_interrupt
-from ..core.limits import check_label_pairs
+from ..core.limits import check_label_pairs, check_nbest
 from ..core.solver_table import solver as solver_record, solvers_for
-from ..estimation import LogLinearCore, check_weight_range
+from ..estimation import check_weight_range, FitPlan, LogLinearCore
 from .featurizer import SequenceFeaturizer
 from .labels import label_lists, refuse_marker_label
 from .monitor import FitMonitor
+from ..core.params import check_number
+from ..data.feature_space import FEATURE_SPACES
 
 
 #: the solvers that train with constraints (``constrain_training=True``): those that
@@ -229,7 +231,6 @@ class CRF(LogLinearCore):
         return effective(self, name)
 
     def _check_params(self):
-        from ..core.params import check_number
         from .crfsuite_compat import check_params
         check_number("l1", self.l1, allow_array=True, allow_none=True)
         check_params(self)
@@ -459,14 +460,11 @@ class CRF(LogLinearCore):
         settings with the solver ``"sgd-l1"`` (its ``solver_options`` only when the
         ``solver`` parameter is ``"sgd-l1"``). Only the feature settings and the
         penalty are checked here, as ``partial_fit`` always did."""
-        from ..core.solver_table import solver as solver_record
-        from ..data.feature_space import FEATURE_SPACES
         from .constraints import TransitionConstraints
         if self.feature_space not in FEATURE_SPACES:
             raise ValueError(f"feature_space must be one of {FEATURE_SPACES}, got {self.feature_space!r}")
         self._check_order()
         from types import MappingProxyType
-        from ..estimation import FitPlan
         options = dict(self.solver_options or {}) if self.solver == "sgd-l1" else {}
         featurizer = SequenceFeaturizer(self._template(), self.pad, self.order, self._value_sep(),
                                         maxent=self.model_type == "maxent")
@@ -481,7 +479,6 @@ class CRF(LogLinearCore):
     def _restore(self, meta, path):
         template = meta.get("template")
         if template is not None:
-            from ..errors import DataFormatError, ModelFileError
             try:
                 Template.parse(template, source=f"{path} (stored template)")
             except DataFormatError as exc:
@@ -493,7 +490,6 @@ class CRF(LogLinearCore):
         # models saved before constraints existed have none
         stored = meta.get("constraints")
         if stored is not None:
-            from ..errors import ModelFileError
             from .constraints import TransitionConstraints
             try:
                 self.constraints = TransitionConstraints.coerce(stored)
@@ -572,7 +568,6 @@ class CRF(LogLinearCore):
 
     def predict_nbest(self, X, k=5, constraints=None):
         """Per sequence, up to ``k`` (labels, probability) pairs, most probable first."""
-        from ..core.limits import check_nbest
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
         data = self._data(X)
@@ -795,7 +790,6 @@ class CRF(LogLinearCore):
             est = super().load(path)  # checks its weights itself
             check_label_pairs(len(est.classes_), os.fspath(path))
             if est.constraints is not None:
-                from ..errors import ModelFileError
                 try:
                     est._label_constraints()
                 except ParameterError as exc:

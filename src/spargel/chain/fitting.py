@@ -4,6 +4,10 @@
 the plan's solver solves). ``CRF.fit`` keeps what it returns."""
 
 import numpy as np
+from ..core.params import check_sample_weight
+from ..data.progress import counted, ReadProgress
+from .labels import label_lists, refuse_marker_label
+from .monitor import monitor_for
 
 
 def training_constraints(plan, data, names):
@@ -28,7 +32,6 @@ def encode_training(plan, featurizer, X, y):
     verbose."""
     if plan.verbose and not isinstance(X, (str, bytes)) and hasattr(X, "__iter__"):
         # a progress line while the training data is read and encoded
-        from ..data.progress import ReadProgress, counted
         X = counted(X, ReadProgress("reading"))
     return featurizer.encode(X, y, grow=True)
 
@@ -36,10 +39,7 @@ def encode_training(plan, featurizer, X, y):
 def fit_sequences(plan, X, y, X_dev=None, y_dev=None, callback=None, sample_weight=None):
     """Fit the plan's CRF on the sequences ``X`` and label sequences ``y`` (see
     :meth:`spargel.CRF.fit`); returns the :class:`~spargel.estimation.FitOutcome`."""
-    from ..core.params import check_sample_weight
     from ..estimation import FitOutcome, solve, warn_large_values
-    from .labels import label_lists, refuse_marker_label
-    from .monitor import monitor_for
 
     y = label_lists(y, "y", lazy=True)
     if plan.order == 2:

@@ -33,6 +33,7 @@ Block coordinate descent's own tuples (``IndexTables``, ``BlockRows``, ``BigramS
 from collections import namedtuple
 
 import numpy as np
+from ..data.dataset import is_unit
 
 #: the data set: sequence offsets into the tokens, per token its unigram attributes
 #: (CSR: ``uni_ptr``, ``uni_ids``, ``uni_vals``; ``uni_vals`` empty: every value is 1)
@@ -142,8 +143,6 @@ def data_tuple(data):
     """The :class:`Data` of a :class:`~spargel.data.dataset.SequenceData` (labels all 0
     when it has none; unigram values that are all 1, :func:`~spargel.data.dataset.unit_values`,
     as an empty array: the kernels read 1 without a load)."""
-    from ..data.dataset import is_unit
-
     labels = data.labels if data.labels is not None else np.zeros(data.n_tokens, np.int32)
     uni_vals = np.empty(0) if is_unit(data.uni_vals) else data.uni_vals
     return Data(data.seq_ptr, data.uni_ptr, data.uni_ids, uni_vals,

@@ -22,6 +22,17 @@ import numpy as np
 
 from ..scaleout import cluster
 from . import shards as S
+from ..data.vocab import Vocabulary
+from ..errors import CapabilityError, DataFormatError, ParameterError, SpargelError
+from ..core.factory import make_model
+from ..core.params import check_sample_weight
+from ..core.protocol import ParameterLayout
+from ..core.threads import balanced_chunks
+from ..data.feature_space import FeatureSpace
+from ..solvers import get_solver
+from .fitting import encode_training
+from .labels import label_lists
+from .monitor import monitor_for
 
 @dataclass(frozen=True)
 class ColumnFiles:
@@ -74,7 +85,6 @@ def _file_size(path):
         with open(path, "rb"):
             return os.path.getsize(path)
     except OSError as exc:
-        from ..errors import DataFormatError
         from ..core.sharded import _worker_name
         raise DataFormatError(path, None, f"cannot be read on the Dask worker {_worker_name()} "
                                           f"({exc.strerror or exc}); the workers need the training files "
@@ -108,7 +118,6 @@ class _RemoteVocab:
         self.client, self.vocab_f, self.kind = client, vocab_f, kind
 
     def subset(self, keep):
-        from ..data.vocab import Vocabulary
         names = self.client.submit(S.subset_names, self.vocab_f, self.kind, np.asarray(keep), pure=False).result()
         return Vocabulary(names)
 
@@ -143,11 +152,9 @@ def fit_sharded(plan, client, X, y, X_dev=None, y_dev=None, callback=None, sampl
     :class:`~spargel.estimation.FitOutcome` (the attribute vocabularies stay on the
     cluster for files and bags: the fitted model fetches the names it keeps)."""
     from ..estimation import FitOutcome
-    from .labels import label_lists
 
     files = is_file_list(X)
     if plan.order != 1:
-        from ..errors import CapabilityError
         raise CapabilityError("sharded training on Dask supports first-order CRFs only (order=1), "
                               f"got order={plan.order}")
     _refuse_unsupported_solver(plan)
@@ -188,10 +195,7 @@ def build(plan, X, y=None, client=None, sample_weight=None):
     paths or :class:`ColumnFiles`, or a Dask bag) on ``client`` (default:
     ``plan.client``), with the label vocabulary (and, for in-memory data, the training
     featurizer) as ``fit`` has them before solving."""
-    from ..core.params import check_sample_weight
-    from .labels import label_lists
     from .crf import crf_layout
-    from ..core.factory import make_model
 
     if hasattr(plan, "fit_plan"):              # an estimator: its plan
         plan = plan.fit_plan()
@@ -231,7 +235,6 @@ def build(plan, X, y=None, client=None, sample_weight=None):
             return resend(threads)
         space2, models2, _, vocab2, _, keep2, _ = from_source(threads)
         if space2.n_params != space.n_params:
-            from ..errors import SpargelError
             raise SpargelError("the training data read again after the Dask cluster lost every worker "
                                "differ from the first reading (the files changed?)")
         out.vocab, out.keep = vocab2, keep2
@@ -244,9 +247,7 @@ def build(plan, X, y=None, client=None, sample_weight=None):
 def _refuse_unsupported_solver(plan):
     """Run the solver's own capability check against a stand-in with the capabilities of
     a sharded model, before any data is read (a clear CapabilityError, early)."""
-    from ..core.protocol import ParameterLayout
     from ..core.penalties import ElasticNet
-    from ..solvers import get_solver
 
     class Reached(Exception):
         pass
@@ -269,7 +270,6 @@ def _refuse_unsupported_solver(plan):
     except Reached:
         pass
     except Exception as exc:
-        from ..errors import CapabilityError
         if isinstance(exc, CapabilityError):
             raise CapabilityError(f"{exc} (with a Dask client the model is sharded: solvers that need only the "
                                   f"loss and gradient, such as 'owlqn' and 'lbfgs', run on it)") from None
@@ -277,8 +277,6 @@ def _refuse_unsupported_solver(plan):
 
 def _build_in_memory(plan, client, threads, X, y, n_shards, sample_weight, check_weights):
     from ..estimation import warn_large_values
-    from ..core.threads import balanced_chunks
-    from .fitting import encode_training
 
     featurizer = plan.new_featurizer()
     data = encode_training(plan, featurizer, X, y)
@@ -310,7 +308,6 @@ def _build_in_memory(plan, client, threads, X, y, n_shards, sample_weight, check
 
 def _refuse_min_freq(plan):
     if plan.builder.min_freq:
-        from ..errors import ParameterError
         raise ParameterError("min_freq needs the whole training set's counts in one place: with a Dask client "
                              "it applies to in-memory data (X, y), not to files or bags")
 
@@ -343,10 +340,7 @@ def _build_from_bag(plan, client, threads, bag, n_shards):
 
 def _build_from_parts(plan, client, threads, parts, source):
     """Map-reduce from encoded parts to shard models (see :mod:`.shards`)."""
-    from ..data.vocab import Vocabulary
-    from ..errors import DataFormatError
     from ..estimation import warn_large_values
-    from ..data.feature_space import FeatureSpace
     from ..core.sharded import tree_future
 
     stats = [client.submit(S.part_stats, p, pure=False) for p in parts]
@@ -401,7 +395,6 @@ def _build_from_parts(plan, client, threads, parts, source):
 
 def _solve(plan, built, dev, callback):
     from ..estimation import solve
-    from .monitor import monitor_for
 
     names = built.labels.names
     lc = plan.label_constraints(names) if dev is not None else None

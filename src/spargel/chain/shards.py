@@ -25,6 +25,8 @@ import numpy as np
 
 from ..data.dataset import SequenceData, is_unit, largest_value
 from ..data.vocab import Vocabulary
+from ..data.feature_space import FeatureSpace
+from ..errors import DataFormatError
 
 
 @dataclass
@@ -70,7 +72,6 @@ def read_encode(featurizer, path, start, end, encoding, unknown_label=None):
     try:
         sents = ColumnFile(path, encoding, unknown_label).read_range(start, end)
     except OSError as exc:
-        from ..errors import DataFormatError
         from ..core.sharded import _worker_name
         raise DataFormatError(path, None, f"cannot be read on the Dask worker {_worker_name()} "
                                           f"({exc.strerror or exc})") from None
@@ -201,7 +202,6 @@ def _values(vals):
 
 # -- the feature space ---------------------------------------------------------------
 def observed_space(data, n_labels, n_uni, n_big, transitions, all_states, all_transitions):
-    from ..data.feature_space import FeatureSpace
     return FeatureSpace.observed(data, n_labels, n_uni, n_big, transitions, all_states=all_states,
                                  all_transitions=all_transitions)
 
@@ -222,7 +222,6 @@ def union_spaces(*spaces):
     """The feature space holding every weight of any of ``spaces`` (same sizes)."""
     from functools import reduce
 
-    from ..data.feature_space import FeatureSpace
     first = spaces[0]
     L = first.n_labels
     n_u, n_b = len(first.u_ptr) - 1, len(first.b_ptr) - 1

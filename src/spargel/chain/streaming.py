@@ -26,6 +26,8 @@ import numpy as np
 from ..data.vocab import Vocabulary
 from ..data.feature_space import FeatureSpace
 from ..solvers.sgd import SGDState, parse_options, sgd_partial_pass
+from .crf2_space import weight_keys
+from .labels import label_lists, refuse_marker_label
 
 
 class _StreamState:
@@ -70,7 +72,6 @@ def _keys(space, L):
     unigram ``attr * L + label``, bigram ``attr * L^2 + pair``, transitions ``pair``
     (order 2: see :func:`spargel.chain.crf2_space.weight_keys`)."""
     if getattr(space, "order", 1) == 2:
-        from .crf2_space import weight_keys
         return weight_keys(space, L)
     L0 = space.n_labels
     u_attr = np.repeat(np.arange(len(space.u_ptr) - 1, dtype=np.int64), np.diff(space.u_ptr))
@@ -121,9 +122,7 @@ def partial_pass(plan, state, X, y):
     chunk ``(X, y)``, continuing ``state`` (a ``_StreamState``: :func:`start_state`,
     then the previous calls'); grows and updates ``state`` and returns the
     :class:`~spargel.estimation.FitOutcome` (``record``: the history, the passes)."""
-    from ..data.vocab import Vocabulary
     from ..estimation import FitOutcome
-    from .labels import label_lists, refuse_marker_label
 
     options, n_samples, _ = _options(plan)
     y = label_lists(y, "y")

@@ -46,9 +46,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ModelFileError
+from ..errors import DataFormatError, ModelFileError
 from ..core.limits import check_label_pairs
 from .foreign_files import read_limited, starts_with
+from ..data.feature_space import FeatureSpace
+from ..data.vocab import Vocabulary
+from .fitted import FittedChain
 
 CRF_TYPE = 2
 MAXENT_TYPE = 0
@@ -499,11 +502,7 @@ def from_wapiti_file(cls, path, encoding="utf-8"):
 
 def read_fitted(path, encoding="utf-8"):
     """The :class:`~spargel.chain.fitted.FittedChain` of the Wapiti model in ``path``."""
-    from ..data.feature_space import FeatureSpace
-    from .fitted import FittedChain
     from ..data.templates import Template
-    from ..data.vocab import Vocabulary
-    from ..errors import DataFormatError
 
     name = os.fspath(path)
     m = read(name, encoding)

@@ -29,13 +29,13 @@ import sys
 
 from .common import PROG, CommandError, UsageError, check_outputs, describe, error, exit_status, exit_status_help
 from .crf import cmd_dump, cmd_eval, cmd_label, cmd_train
+from .. import __version__
+from ..solvers import SOLVERS
 
 
 def _solver_help(default):
     """One line per solver of the solver table (``core/solver_table.py``), so a new solver
     appears here."""
-    from ..solvers import SOLVERS
-
     return "; ".join(f"{name}{' (default)' if name == default else ''}: {record.doc}"
                      for name, record in SOLVERS.items())
 
@@ -43,8 +43,6 @@ def _solver_help(default):
 def _solver_defaults(field):
     """The solvers' defaults of ``field`` ("max_iter" or "tol") from the solver table:
     "500 for lbfgs/owlqn, 30 for sgd-l1, ...", the most common value last, "for the others"."""
-    from ..solvers import SOLVERS
-
     names = {}
     for name, record in SOLVERS.items():
         names.setdefault(getattr(record, field), []).append(name)
@@ -255,8 +253,6 @@ _CONSTRAINT_CHOICES = ("bio", "iob2", "iob1", "bioes", "iobes", "bilou", "none")
 
 def build_parser():
     """The argparse parser of the ``spargel`` command (sub-commands included)."""
-    from .. import __version__
-
     parser = _Parser(
         prog=PROG, formatter_class=_Formatter,
         description="Sparse learning of log-linear and graphical models: l1 / elastic-net CRFs for "

@@ -14,6 +14,8 @@ import time
 
 from .common import (PROG, CommandError, UsageError, check_number, check_outputs, json_line, read_text,
                      refuse_line_breaks, write_output)
+from ..errors import ConvergenceWarning, DataFormatError, ParameterError
+from ..solvers import SOLVERS
 
 #: Stored as the first line of the template of a model trained by ``spargel train``,
 #: so that ``spargel label`` knows how many observation columns the input has.
@@ -221,8 +223,6 @@ def cmd_train(args):
     """``spargel train``: fit a CRF on a column file and write the model."""
     import warnings
 
-    from ..errors import ConvergenceWarning
-    from ..solvers import SOLVERS
 
     # the command prints the stop reason itself ("stopped after N iterations: max_iter")
     warnings.simplefilter("ignore", ConvergenceWarning)
@@ -357,8 +357,6 @@ def _make_crf(args, text, way, **extra):
 def _solver_options(args):
     """The solver's own options from the command line (the solver table's ``cli_options``:
     Wapiti's rprop steps, CRF++'s MIRA C and -H), or None."""
-    from ..solvers import SOLVERS
-
     opts = {}
     for arg, option in SOLVERS[args.solver].cli_options:
         value = getattr(args, arg, None)
@@ -737,7 +735,6 @@ def cmd_label(args):
     if crfpp is None:
         model = _load_crf(args.model, args.encoding)
         refuse_line_breaks(model.classes_, "label", args.model)
-    from ..errors import ParameterError
     if args.constraints is not None:
         model.constraints = None if args.constraints == "none" else args.constraints
         try:
@@ -850,7 +847,6 @@ def cmd_eval(args):
     """``spargel eval``: conlleval's report by default (see spargel.conlleval); a strict
     reading of a scheme with --scheme, per-tag scores with --per-tag."""
     from ..conlleval import evaluate
-    from ..errors import DataFormatError
 
     if args.file not in (None, "-") and os.path.isdir(args.file):
         raise CommandError(f"{args.file}: is a directory, not a data file")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
+from ..solvers import SOLVERS
 
 __all__ = ["SolverConfig", "DEMO_CONFIGS", "MORE_CONFIGS", "DemoResult", "run_demo", "make_demo_data"]
 
@@ -113,7 +114,6 @@ def run_demo(out="spargel-demo.png", n_jobs=2, seed=0, quick=False, configs=None
     :class:`DemoResult`.
     """
     from ..chain.estimator import CRF
-    from ..solvers import SOLVERS
 
     file = sys.stdout if file is None else file
     hint = configs is None and not all_solvers
@@ -216,7 +216,6 @@ def _compile_kernels(solvers, X, y, X_test, n_jobs):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from ..solvers import SOLVERS
 
     here = SOLVERS["owlqn"].function            # lbfgs is the same function: the same kernels
     others = sorted({s for s in solvers if SOLVERS[s].function != here})

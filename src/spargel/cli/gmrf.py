@@ -55,6 +55,7 @@ import warnings
 from ..core.solver_table import solver as solver_record, solver_names
 from .common import (CommandError, UsageError, check_number, check_outputs, csv_text, exit_status_help,
                      figure_bytes, json_lines, read_table, read_text, warn, write_output)
+from ..errors import ConvergenceWarning, DataFormatError
 
 __all__ = ["add_parser", "run", "read_csv_matrix"]
 
@@ -66,7 +67,6 @@ def read_csv_matrix(path, header=None):
     line for anything malformed."""
     import numpy as np
 
-    from ..errors import DataFormatError
 
     table = read_table(path, header=header, numeric=True)
     offset = 1 if table.row_names is not None else 0
@@ -401,7 +401,6 @@ def _read_blocks(path, n, names):
 def _run(args):
     import numpy as np
 
-    from ..errors import ConvergenceWarning, DataFormatError
     from ..gaussian.estimator import SparseGaussianMRF, SparseGaussianMRFCV
 
     _check_usage(args)
@@ -558,8 +557,6 @@ def _run_edges_only(args, data, names):
     """``--method mb`` (:class:`~spargel.gaussian.neighbourhood.NeighbourhoodSelection`)
     and ``--method concord`` (:class:`~spargel.gaussian.concord.Concord`); ``--from-data``:
     their modes that never form a variables x variables matrix."""
-    from ..errors import ConvergenceWarning, DataFormatError
-
     kw = {}
     if args.tol is not None:
         kw["tol"] = args.tol

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from .common import (UsageError, check_number, check_outputs, csv_text, exit_status_help, figure_bytes,
                      input_name, is_number, json_lines, read_table, warn, write_output)
+from ..errors import DataFormatError
 
 __all__ = ["add_mgm_parser", "add_parser", "read_mixed_csv", "read_states_csv", "run", "run_mgm"]
 
@@ -56,7 +57,6 @@ def read_states_csv(path, header=None):
     state order."""
     import numpy as np
 
-    from ..errors import DataFormatError
 
     table = read_table(path, header=header, numeric=False, row_labels=False)
     name, names, body = table.source, table.names, table.rows
@@ -264,7 +264,6 @@ def read_mixed_csv(path, types, header=None):
 
     import numpy as np
 
-    from ..errors import DataFormatError
 
     letters = [t for t in str(types) if t not in ", "]
     bad = [t for t in letters if t not in ("g", "c")]

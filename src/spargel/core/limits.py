@@ -15,6 +15,7 @@ import math
 import os
 
 from .solver_table import solver as solver_record
+from ..errors import ModelFileError
 
 __all__ = ["available_memory", "check_label_pairs", "check_nbest", "label_pair_bytes", "nbest_bytes",
            "distinct_paths", "gradient_chunks", "training_bytes", "weight_copies"]
@@ -152,7 +153,6 @@ def check_label_pairs(n_labels: int, name: str, memory_limit=None) -> None:
     need = label_pair_bytes(n_labels)
     have = available_memory() if memory_limit is None else int(memory_limit)
     if need > have:
-        from ..errors import ModelFileError
         raise ModelFileError(f"{name}: {n_labels} labels need {need / 2**30:.1f} GiB for the tables of "
                              f"label pairs; only {have / 2**30:.1f} GiB of memory is available")
 

@@ -29,6 +29,7 @@ Conversions from other tools (their objectives are sums over sequences too):
 import numpy as np
 
 from . import penalty_kernels as PK
+from .vec import asum, axpy
 
 
 def _check_strength(name, v):
@@ -156,7 +157,6 @@ class ElasticNet(Penalty):
     def nonsmooth_value(self, w):
         u = self.uniform()
         if u is not None:
-            from .vec import asum
             return u[0] * float(asum(np.ascontiguousarray(w, dtype=np.float64))) if u[0] else 0.0
         return float(np.dot(self.per_weight(len(w))[0], np.abs(w)))
 
@@ -168,7 +168,6 @@ class ElasticNet(Penalty):
             return super().add_smooth_grad(w, g)
         if u[1] == 0:
             return 0.0
-        from .vec import axpy
         return 0.5 * u[1] * float(axpy(u[1], np.ascontiguousarray(w, dtype=np.float64), g))
 
     # steps --------------------------------------------------------------------------

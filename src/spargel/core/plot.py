@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from ..errors import DataFormatError
 
 __all__ = ["MissingMatplotlibError", "load_history", "plot_histories", "import_pyplot"]
 
@@ -49,8 +50,6 @@ def load_history(path):
     Blank lines are skipped; any other line must be a JSON object with an
     ``objective``. Raises ``ValueError`` naming the file and line otherwise.
     """
-    from ..errors import DataFormatError
-
     name = os.fspath(path)
     rows = []
     with open(path, "rb") as fh:

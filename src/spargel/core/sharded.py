@@ -44,6 +44,7 @@ import time
 from concurrent.futures import CancelledError
 
 import numpy as np
+from ..errors import SpargelError
 
 #: at most this many parts are added on the client; more go through a tree of tasks
 FANIN = 4
@@ -138,7 +139,6 @@ def wait_for_a_worker(client, timeout=None):
         except (OSError, TimeoutError):
             pass
         if time.monotonic() > deadline:
-            from ..errors import SpargelError
             raise SpargelError(f"the Dask cluster lost every worker and none came back within {timeout:g}s")
         time.sleep(0.2)
 
@@ -222,7 +222,6 @@ class ShardedModel:
                 # are sent again and the round runs again
                 if attempt == RETRIES:
                     if isinstance(exc, CancelledError):
-                        from ..errors import SpargelError
                         raise SpargelError(f"the Dask cluster lost its workers {RETRIES + 1} times during one "
                                            f"evaluation, or the shards' data went with them (data scattered "
                                            f"from this process cannot be rebuilt): {type(exc).__name__}: "

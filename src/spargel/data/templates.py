@@ -96,6 +96,7 @@ from collections.abc import Sequence
 from .errors import DataFormatError
 from .safe_regex import UnsafeRegex, compile_regex
 from .wapiti_regex import WapitiRegex, WapitiRegexError, parse_wapiti_line, split_wapiti_pattern
+from ..errors import SpargelWarning
 
 __all__ = [
     "FORMATS",
@@ -479,7 +480,6 @@ class Template:
                         raise exc from None
                     import warnings
 
-                    from ..errors import SpargelWarning
 
                     warnings.warn(f"{source}: read as a Wapiti pattern file ({exc.message}); "
                                   "say so with a '# format: wapiti' line or --pattern-format wapiti",

@@ -1,6 +1,7 @@
 """Vocabularies: the only place where strings live; everything else uses ids."""
 
 import numpy as np
+from .dataset import id_counts
 
 
 class Vocabulary:
@@ -171,8 +172,6 @@ def by_frequency(vocab, ids):
     seen first; frequent attributes together is better cache locality), and ``ids``
     renumbered with it, in place (a chunk at a time: no second copy of a large data
     set's ids; a read-only ``ids`` is copied first)."""
-    from .dataset import id_counts
-
     order = np.argsort(-id_counts(ids, len(vocab)), kind="stable")
     inverse = np.empty(len(order), dtype=np.int32)
     inverse[order] = np.arange(len(order), dtype=np.int32)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .progress import record
-from .projected_gradient import _chol, _inv_from_chol
+from .projected_gradient import _chol, _inv_from_chol, certified as _certified, sparsify_precision
 from .result import GaussianResult
 
 __all__ = ["BlockPenalty", "make_block_penalty", "block_l1_projected_gradient"]
@@ -272,7 +272,6 @@ def block_l1_projected_gradient(S, bp, *, Sigma0=None, tol=1e-6, atol=0.0,
     """
     if step_rule not in ("paper", "bb"):
         raise ValueError(f"step_rule must be 'paper' or 'bb', got {step_rule!r}")
-    from .projected_gradient import certified as _certified, sparsify_precision
     from .projections import project_blocks
 
     t_start = time.perf_counter() if t0 is None else t0

@@ -71,6 +71,7 @@ from ..core.params import ParamsMixin, check_number
 from ..errors import ConvergenceWarning, DataFormatError, ParameterError
 from .estimator import PrecisionFitted
 from .progress import record
+from ..scaleout import cluster
 
 __all__ = ["Concord", "concord_solve", "ColumnsBackend", "DenseBackend", "ClusterColumnsBackend"]
 
@@ -208,8 +209,6 @@ class ClusterColumnsBackend(ColumnsBackend):
     here (the client needs all of Z for it)."""
 
     def __init__(self, ZT, client, block_bytes=2**26):
-        from ..scaleout import cluster
-
         super().__init__(ZT, block_bytes)
         self.client = client
         addrs = list(cluster.workers(client))
@@ -624,7 +623,6 @@ class Concord(PrecisionFitted, ParamsMixin):
         if dense:
             backend = DenseBackend(ZT @ ZT.T / n)
         elif self.client is not None:
-            from ..scaleout import cluster
 
             backend = ClusterColumnsBackend(ZT, cluster.resolve(self.client), self.block_bytes)
         else:

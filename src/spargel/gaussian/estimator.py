@@ -26,9 +26,9 @@ import warnings
 import numpy as np
 
 from ..core.first_use import announces_compiles
-from ..errors import DataFormatError, NotFittedError, ParameterError
+from ..errors import DataFormatError, ModelFileError, NotFittedError, ParameterError
 from ..core.interrupts import ctrl_c_stops, note_interrupt, reraise_interrupt
-from ..core.params import ParamsMixin
+from ..core.params import check_n_jobs, ParamsMixin
 
 __all__ = ["SparseGaussianMRF", "SparseGaussianMRFCV"]
 
@@ -127,8 +127,6 @@ def _from_data_choice(est, shape, alpha_ndim, dense_only=("precomputed",)):
 def _check_compat(est):
     """scikit-learn's ``mode``, ``enet_tol`` and ``eps``: accepted and checked, and
     without effect (see the class docstring)."""
-    from ..core.params import check_n_jobs
-
     if est.mode not in _MODES:
         raise ParameterError(f"mode must be 'cd' or 'lars', got {est.mode!r}")
     check_n_jobs(est.n_jobs)
@@ -340,7 +338,6 @@ class _FittedMixin(PrecisionFitted):
         """Read a model written by :meth:`save` of this class; everything is checked
         (shapes, finiteness, a symmetric positive definite precision) before use."""
         from ..core import model_file as io
-        from ..errors import ModelFileError
         from .objective import lapack_threads
 
         meta, a = io.load_arrays(path, "gaussian-mrf")

@@ -46,6 +46,7 @@ from scipy.sparse.csgraph import connected_components
 from ..core.limits import available_memory
 from ..errors import DataFormatError, ParameterError, SpargelError
 from .result import GaussianResult
+from .progress import Stages
 
 __all__ = ["solve_from_data", "solve_columns", "screen_from_data", "ComponentTooLargeError",
            "default_max_component"]
@@ -131,8 +132,6 @@ def screen_from_data(cols, alpha, block_bytes=2**26, verbose=False):
     slabs of rows of the upper triangle (never more than ``block_bytes`` of S, nor
     more than a sixteenth of its rows, at once). Returns ``(i, j, w)`` arrays.
     ``verbose``: progress on stderr (a line at each tenth of the pairs)."""
-    from .progress import Stages
-
     p = cols.Y.shape[1]
     stages = Stages(verbose, "screening |S_ij| by slabs", p * (p + 1) / 2)
     # slabs of at most block_bytes and at most a sixteenth of the rows

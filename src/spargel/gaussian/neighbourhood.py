@@ -45,8 +45,9 @@ import warnings
 import numpy as np
 
 from ..core.first_use import announces_compiles
-from ..core.params import ParamsMixin
+from ..core.params import check_number, ParamsMixin
 from ..errors import ConvergenceWarning, DataFormatError, NotFittedError, ParameterError
+from ..core.threads import resolve_n_jobs
 
 __all__ = ["NeighbourhoodSelection", "neighbourhood_path", "standardize_unit", "MBPath"]
 
@@ -379,8 +380,6 @@ def neighbourhood_path(X, alphas, *, mode="auto", tol=1e-7, max_iter=1000, n_job
     ``checked``: the nodes checked by the matrix product, over the path; ``resolved``:
     those solved again with its violators).
     ``standardized``: X is already the p x n output of :func:`standardize_unit`."""
-    from ..core.threads import resolve_n_jobs
-
     t0 = time.perf_counter()
     alphas = _check_alpha_list(alphas)
     Zt = X if standardized else standardize_unit(X)
@@ -503,8 +502,6 @@ class NeighbourhoodSelection(ParamsMixin):
         self.verbose = verbose
 
     def _check_params(self):
-        from ..core.params import check_number
-
         if self.rule not in _RULES:
             raise ParameterError(f"rule must be 'or' or 'and', got {self.rule!r}")
         if self.mode not in _MODES:

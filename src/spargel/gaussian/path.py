@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .objective import validate_covariance
+from ..errors import ParameterError
 
 #: relative duality-gap tolerance of the path's fits (and StARS's subsample paths) when
 #: ``tol`` is None and the solver is a Newton method: the criteria read edges and
@@ -35,7 +36,6 @@ def check_n_alphas(n_alphas, name="n_alphas"):
     :class:`~spargel.errors.ParameterError` naming ``name``."""
     import numbers
 
-    from ..errors import ParameterError
 
     if isinstance(n_alphas, (bool, np.bool_)) or not isinstance(n_alphas, numbers.Integral) \
             or not 1 <= n_alphas <= MAX_ALPHAS:

@@ -37,7 +37,7 @@ import time
 import numpy as np
 from scipy.linalg import lapack
 
-from .objective import interior_dual_start
+from .objective import interior_dual_start, logdet_pd
 from .progress import record
 from .result import GaussianResult
 
@@ -215,8 +215,6 @@ def sparsify_precision(K, keep, S, L, f, g, thr, penalty=None):
     certified gap against the same dual value g stays within ``max(thr,
     gap of K)``; otherwise K is returned unchanged. Returns (K, f, gap).
     """
-    from .objective import logdet_pd
-
     Ks = np.where(keep, K, 0.0)
     ld, ok = logdet_pd(Ks)
     if not ok:

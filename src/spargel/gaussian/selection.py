@@ -8,13 +8,20 @@ import dataclasses
 
 import numpy as np
 
-from ..core.params import ParamsMixin
+from ..core.params import check_n_jobs, ParamsMixin
 from ..errors import DataFormatError, NotFittedError, ParameterError
-from .objective import gram, validate_covariance
+from .objective import as_matrix, gram, validate_covariance
 from .estimator import (_check_alphas, _feature_names, _FittedMixin, _from_data_choice,
                         check_n_features, need_samples)
-from .path import PATH_TOL
+from .path import check_n_alphas, PATH_TOL
 from .stars import METHODS
+from .path import alpha_grid, grid_below
+from .stars import PathSpec, stars_counts, start_path
+from ..core.solver_table import solver as solver_record
+from .npn import npn_shrinkage, npn_truncation, skeptic_correlation, truncation_level
+from .select import (
+    default_subsample_size, ebic_scores, log_likelihood_terms, ric_alpha, standardize, stars_choice,
+)
 
 __all__ = ["SparseGaussianMRFSelect", "Nonparanormal"]
 
@@ -177,7 +184,6 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     def _loose_path(self):
         """Whether the path is fitted at :data:`PATH_TOL`: tol None, and a solver whose
         own default is tighter (the Newton solvers)."""
-        from spargel.core.solver_table import solver as solver_record
         from spargel.gaussian.solve import resolve_solver
 
         kind = resolve_solver(self.solver, None)
@@ -210,8 +216,6 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         """Whether ``solver`` solves from the data only (``'sparse-newton-cg'``, the sparse
         path for p too large for dense arrays): the from-data path then, unless
         ``covariance='dense'`` asks otherwise (the solver's own error)."""
-        from spargel.core.solver_table import solver as solver_record
-
         return (self.covariance is None and self.solver != "auto" and
                 solver_record(self.solver, "covariance").from_data_only)
 
@@ -236,9 +240,6 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
     def _stars(self, X, n, rng, alphas, spec):
         """StARS's subsamples alpha by alpha (:func:`.stars.stars_counts`): the choice, the
         variabilities (NaN past the alpha that stopped it) and the sparse counts."""
-        from spargel.gaussian.select import default_subsample_size, stars_choice
-        from spargel.gaussian.stars import stars_counts
-
         subs = self._subsamples(n, rng, default_subsample_size)
         var, counts, stop = stars_counts(X, subs, spec, alphas, float(self.stars_threshold),
                                          full_path=bool(self.stars_full_path),
@@ -256,10 +257,6 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         error) leaves the previous fit, if any, as it was."""
         import numbers
 
-        from spargel.gaussian.path import alpha_grid
-        from spargel.gaussian.select import (ebic_scores, log_likelihood_terms, ric_alpha,
-                                             standardize)
-        from spargel.gaussian.stars import PathSpec
 
         crit = self._criterion()
         for name in ("gamma", "stars_threshold"):
@@ -328,8 +325,6 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
 
     def _validate(self, X):
         """X checked (at least 3 samples), without changing the estimator."""
-        from .objective import as_matrix
-
         X = as_matrix(X, "X")
         need_samples(X, 3, "standardise and fit")
         return X
@@ -369,9 +364,6 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
 
         from spargel.gaussian.from_data_select import ric_alpha_by_slabs
         from spargel.gaussian.neighbourhood import standardize_unit
-        from spargel.gaussian.path import grid_below
-        from spargel.gaussian.select import standardize
-        from spargel.gaussian.stars import PathSpec, start_path
 
         n, p = X.shape
         rng = np.random.default_rng(self.random_state)
@@ -521,9 +513,6 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
 
         from spargel.gaussian.from_data_select import (SelectPath, ric_alpha_by_slabs,
                                                        scale_sparse)
-        from spargel.gaussian.path import grid_below
-        from spargel.gaussian.select import ebic_scores, standardize
-        from spargel.gaussian.stars import PathSpec
 
         n, p = X.shape
         rng = np.random.default_rng(self.random_state)
@@ -571,8 +560,6 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         before anything is sized by them (:class:`ParameterError` naming each)."""
         import numbers
 
-        from ..core.params import check_n_jobs
-        from .path import check_n_alphas
 
         if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
             check_n_alphas(self.alphas, "alphas")
@@ -678,10 +665,6 @@ class Nonparanormal(ParamsMixin):
 
     def _fit(self, X):
         """The fit; returns the transformed training data (None for 'skeptic')."""
-        from spargel.gaussian.npn import (npn_shrinkage, npn_truncation, skeptic_correlation,
-                                          truncation_level)
-        from spargel.gaussian.objective import as_matrix
-
         self._check()
         X = as_matrix(X, "X")
         need_samples(X, 2, "rank")
@@ -703,9 +686,6 @@ class Nonparanormal(ParamsMixin):
 
     def transform(self, X):
         from scipy.special import ndtri
-
-        from spargel.gaussian.npn import skeptic_correlation
-        from spargel.gaussian.objective import as_matrix
 
         if not hasattr(self, "n_features_in_"):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call "

@@ -37,6 +37,8 @@ from ..errors import ConvergenceWarning, DataFormatError, ParameterError
 from .objective import lapack_threads, penalty_matrix, validate_covariance
 from .result import GaussianResult
 from .weights import ScalarWeights, dense_weights
+from ..scaleout import cluster
+from .screening import screen_components
 
 __all__ = ["solve_gaussian", "SOLVERS"]
 
@@ -267,7 +269,6 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
         s = np.sqrt(d)
     dt = d / (s * s)
     if screen:
-        from .screening import screen_components
 
         # on the unscaled matrices: |S_ij| > L_ij exactly as given (the rescaled
         # comparison could split a tie at alpha_max by one rounding error)
@@ -559,8 +560,6 @@ def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common, fallback_to
 def _map_components(client, parts, kind, solver, max_iter, common, fallback_tol=None):
     """:func:`solve_component` of every ``(Ss, Ls, off, X0)`` as a task on the Dask
     workers (the matrices scattered, not embedded in the task graph); results in order."""
-    from ..scaleout import cluster
-
     client = cluster.resolve(client)
     cluster.workers(client)                     # a clear error when there are none
     remote = dict(common, verbose=False, callback=None)

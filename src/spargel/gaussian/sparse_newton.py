@@ -60,7 +60,7 @@ import scipy.sparse as sp
 from ..core.limits import available_memory
 from ..core.solver_table import solver as solver_record
 from ..errors import ConvergenceWarning, SpargelError
-from .progress import record
+from .progress import record, Stages
 from .result import GaussianResult
 
 __all__ = ["solve_component_sparse", "SparsePattern", "SOLVER", "FactorTooLargeError"]
@@ -549,8 +549,6 @@ def _screen_component(cols, nodes, alpha):
 def _off_pattern_violators(P, cols, nodes, Zt, var, alpha, tol, near_a, near_b, verbose=False):
     """Pairs off the pattern where ``|S_ij - W_ij| > alpha`` (beyond the tolerance on
     the standardised scale), W's columns computed by blocks from the factor."""
-    from .progress import Stages
-
     k = _kernels()
     q = P.q
     stages = Stages(verbose, f"{SOLVER}: checking the pairs off the pattern", q)

@@ -37,6 +37,9 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
+from ..core.threads import resolve_n_jobs
+from ..scaleout import cluster
+from .select import standardize
 
 __all__ = ["PathSpec", "GlassoPath", "GlassoColumnsPath", "MBPath", "ConcordPath", "start_path", "stars_counts",
            "upper_pattern"]
@@ -80,8 +83,6 @@ class GlassoPath:
     previous alpha's precision (sparse) as the warm start."""
 
     def __init__(self, X, spec, prev=None, Z=None):
-        from .select import standardize
-
         self.spec = spec
         self.Z = standardize(X) if Z is None else Z
         self.prev = prev
@@ -118,7 +119,6 @@ class GlassoColumnsPath:
     def __init__(self, X, spec, data=None, screened=None):
         from .from_data import screen_from_data
         from .from_data_select import SelectPath
-        from .select import standardize
         from .sparse_newton import MARGIN
 
         self.spec = spec
@@ -282,8 +282,6 @@ class _ThreadRunner:
     the GIL); each made on its first step."""
 
     def __init__(self, X, subs, spec, n_jobs):
-        from ..core.threads import resolve_n_jobs
-
         self.X, self.subs, self.spec = X, subs, spec
         self.states = [None] * len(subs)
         jobs = min(resolve_n_jobs(n_jobs), len(subs))
@@ -329,8 +327,6 @@ class _ClusterRunner:
     """The subsamples' states on the workers of a Dask cluster (see the module's text)."""
 
     def __init__(self, client, X, subs, spec):
-        from ..scaleout import cluster
-
         self.client = cluster.resolve(client)
         cluster.workers(self.client)                # a clear error when there are none
         self.xf = self.client.scatter(X, broadcast=False, hash=False, direct=False)

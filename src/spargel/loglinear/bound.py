@@ -35,6 +35,7 @@ import scipy.sparse as sp
 from ..core.jit import kernel
 
 from ..core.bound import DenseCurvature, QuadraticBound, curvature_weight, coordinate_step, log_add, positive_shift, share
+from .bound_lowrank import LowRankCurvature
 
 CURVATURES = ("auto", "dense", "woodbury", "cg", "lowrank")
 
@@ -270,7 +271,6 @@ class ClassCurvature:
                 yield np.array(rows)
 
     def lowrank(self, rank, block=32):
-        from .bound_lowrank import LowRankCurvature
         lr = LowRankCurvature.build(self.factor_blocks(block), self.n, rank)
         if self.mask is not None:
             lr.D = lr.D + (1.0 - self.mask)

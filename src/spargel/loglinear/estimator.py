@@ -8,12 +8,13 @@ import scipy.sparse as sp
 
 from ..data.featuredicts import token_attributes
 from ..data.vocab import Vocabulary
-from ..errors import NonNumericDataError
+from ..errors import ModelFileError, NonNumericDataError
 from ..data.feature_space import FeatureSpace
 from ..estimation import LogLinearCore, solve, warn_large_values
 from ..core.interrupts import reraise_interrupt
 from ..core.params import check_sample_weight
 from .labels import class_labels as _class_labels
+from ..core.factory import make_model
 
 BIAS = "__bias__"
 
@@ -255,7 +256,6 @@ class LogLinearClassifier(LogLinearCore):
         Ctrl-C keeps the weights reached (``stop_reason_ == "interrupted"``) and then
         raises ``KeyboardInterrupt``."""
         from ..scaleout import cluster
-        from ..core.factory import make_model
 
         if cluster.is_dask_collection(X):
             client = cluster.resolve(self.client)
@@ -498,7 +498,6 @@ class LogLinearClassifier(LogLinearCore):
         try:
             est._cache = est._dense_weights()
         except (ValueError, IndexError):
-            from ..errors import ModelFileError
             raise ModelFileError(f"{path}: invalid model (attribute names do not match the number of "
                                  f"features)") from None
         return est
@@ -524,7 +523,6 @@ class LogLinearClassifier(LogLinearCore):
     def _classes_from_names(self, names, meta, path):
         """``classes_`` in the dtype they were fitted with: every stored name must be
         the text of a value of that dtype (a round trip), and the values distinct."""
-        from ..errors import ModelFileError
         dt = meta.get("label_dtype")
         if dt is None:
             return np.asarray(names, dtype=object)

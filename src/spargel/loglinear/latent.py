@@ -8,12 +8,13 @@ import time
 
 import numpy as np
 
-from ..errors import ConvergenceWarning, ParameterError
+from ..errors import ConvergenceWarning, NotFittedError, ParameterError
 from .latent_model import LatentLogLinear, em_fit
 from ..core.penalties import ElasticNet
 from ..core.params import ParamsMixin, check_number, check_sample_weight
 from .estimator import _as_matrix
 from .labels import class_labels as _class_labels
+from ..solvers import get_solver
 
 LATENT_SOLVERS = ("bound", "em", "lbfgs", "newton", "cg", "sd")
 
@@ -153,7 +154,6 @@ class LatentLogLinearClassifier(ParamsMixin):
 
     def _fit_from(self, model, penalty, w0):
         """One start: the chosen solver from ``w0`` (a SolverResult-like object)."""
-        from ..solvers import get_solver
         from ..solvers.base import SolverResult
 
         options = dict(self.solver_options or {})
@@ -173,7 +173,6 @@ class LatentLogLinearClassifier(ParamsMixin):
     # -- prediction ----------------------------------------------------------------------
     def _X(self, X):
         if not hasattr(self, "weights_"):
-            from ..errors import NotFittedError
             raise NotFittedError("this LatentLogLinearClassifier is not fitted yet; call fit() first")
         M = _as_matrix(X)
         if M.shape[1] != self.n_features_in_:

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..scaleout import cluster
+from ..core.factory import make_model
+from ..core.threads import balanced_chunks
+from .labels import class_labels as _class_labels
 
 
 def _same(x):
@@ -30,8 +33,6 @@ def _flat_shard(X, ids, n_classes, fit_intercept, sample_weight, mask):
 def sharded_model(plan, M, ids, n_classes, sample_weight, mask):
     """The sharded model of ``LogLinearClassifier.fit`` for an in-memory design matrix,
     under the classifier's :class:`~spargel.estimation.FitPlan` (its checks have run)."""
-    from ..core.threads import balanced_chunks
-    from ..core.factory import make_model
     from .model import FlatLogLinear
 
     if hasattr(plan, "fit_plan"):              # an estimator: its plan
@@ -162,8 +163,6 @@ def fit_collection(plan, client, X, y, sample_weight=None):
     import dask
 
     from ..estimation import solve, warn_large_values
-    from .labels import class_labels as _class_labels
-    from ..core.factory import make_model
     from .model import FlatLogLinear
 
     if sample_weight is not None:

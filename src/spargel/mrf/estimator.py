@@ -33,7 +33,7 @@ import numpy as np
 from ..core.first_use import announces_compiles
 from ..errors import (CapabilityError, ConvergenceWarning, DataFormatError, ModelFileError, NotFittedError,
                       ParameterError)
-from ..core.params import ParamsMixin
+from ..core.params import check_number, ParamsMixin
 from ..core.interrupts import note_interrupt, reraise_interrupt
 
 __all__ = ["PairwiseMRF", "mrf_penalty"]
@@ -195,8 +195,6 @@ class PairwiseMRF(ParamsMixin):
     def _check_params(self):
         """Every parameter checked before anything is allocated (``ValueError`` /
         ``TypeError`` naming it, never a numpy error from deep inside a solver)."""
-        from ..core.params import check_number
-
         def one_of(name, choices):
             v = getattr(self, name)
             if not isinstance(v, str) or v not in choices:

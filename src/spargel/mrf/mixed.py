@@ -49,10 +49,11 @@ import numpy as np
 
 from ..core.first_use import announces_compiles
 from ..core.params import ParamsMixin, check_number
-from ..errors import DataFormatError, NotFittedError, ParameterError
+from ..errors import CapabilityError, DataFormatError, NotFittedError, ParameterError
 from ..core.interrupts import all_or_nothing
-from .common import check_mixed_data, check_types, variable_names
+from .common import Cancelled, check_mixed_data, check_types, map_threads, variable_names
 from .nodewise import RULES, lambda_path, regression_path, run_nodes
+from .plot import plot_edge_stability
 
 __all__ = ["MixedGraphicalModel", "cv_nodewise", "make_mixed_data", "mixed_gibbs_sample", "node_path",
            "nodewise_mixed", "stars_nodewise"]
@@ -273,7 +274,6 @@ def stars_nodewise(X, types, subsamples, *, levels=None, rule="and", n_lambdas=1
     any ``n_jobs``), ``tops`` (p,) the paths' starts."""
     import threading
 
-    from .common import Cancelled, map_threads
     n, p = X.shape
     Z, gstart, _, _, levels, codes = design(X, types, levels)
     nl = int(n_lambdas)
@@ -322,7 +322,6 @@ def cv_nodewise(X, types, folds, *, levels=None, n_lambdas=100, lambda_min_ratio
     ``log(2 pi) / 2``). Returns (folds, p, n_lambdas)."""
     import threading
 
-    from .common import Cancelled, map_threads
     n, p = X.shape
     Z, gstart, _, _, levels, codes = design(X, types, levels)
     nl = int(n_lambdas)
@@ -654,7 +653,6 @@ class MixedGraphicalModel(ParamsMixin):
         :class:`~spargel.mrf.stability.EdgeStability` or a (p, p) matrix; default StARS's
         :attr:`edge_frequency_` when it chose the penalty; see
         :func:`~spargel.mrf.plot.plot_edge_stability`). Returns the axes."""
-        from .plot import plot_edge_stability
         self._check_fitted()
         return plot_edge_stability(self, stability, **kwargs)
 
@@ -665,7 +663,6 @@ class MixedGraphicalModel(ParamsMixin):
         try:
             import networkx as nx
         except ImportError:
-            from ..errors import CapabilityError
             raise CapabilityError("to_networkx needs networkx (pip install networkx)") from None
         names = variable_names(self, labels)
         G = nx.Graph()

@@ -62,6 +62,7 @@ import numpy as np
 from ..errors import DataFormatError
 from .graph import Graph, all_pairs, one_hot_states, validate_edges
 from ..core.protocol import ParameterLayout
+from .bp import loopy_bp
 
 __all__ = ["PairwiseMRFModel", "adaptive_edge_weights", "check_discrete_data", "check_model_size",
            "coupling_strength", "edge_feature_tables"]
@@ -464,7 +465,6 @@ class PairwiseMRFModel:
         return log_z, node_b, edge_b
 
     def _bp(self, graph, node_theta, edge_theta, evidence, warm, record=True, slot=None):
-        from .bp import loopy_bp
         if evidence:
             node_theta = node_theta.copy()
             for i, a in evidence.items():

@@ -40,6 +40,7 @@ from ..core.first_use import announces_compiles
 from ..core.params import ParamsMixin, check_number
 from ..errors import DataFormatError, NotFittedError, ParameterError
 from .common import map_threads
+from .plot import plot_edge_stability
 
 __all__ = ["IsingFit", "nodewise_logistic"]
 
@@ -300,7 +301,6 @@ class IsingFit(ParamsMixin):
         weight, colour and opacity by inclusion frequency (``stability``: an
         :class:`~spargel.mrf.stability.EdgeStability` or a (p, p) matrix; see
         :func:`~spargel.mrf.plot.plot_edge_stability`). Returns the axes."""
-        from .plot import plot_edge_stability
         self._check_fitted()
         return plot_edge_stability(self, stability, **kwargs)
 

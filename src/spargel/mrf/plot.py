@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import NotFittedError
+from ..core.plot import import_pyplot
+from .common import edge_weight_matrix
 
 __all__ = ["plot_edge_stability", "plot_mrf_graph"]
 
@@ -13,8 +15,6 @@ def plot_mrf_graph(n_nodes, edges, strength, *, ax=None, labels=None, positions=
                    max_width=4.0, title=None):
     """Variables as points (on a circle unless ``positions`` is given), edges as lines of
     width proportional to ``strength``. Returns the axes."""
-    from ..core.plot import import_pyplot
-
     plt = import_pyplot()
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 6))
@@ -77,9 +77,6 @@ def plot_edge_stability(estimator, stability=None, *, ax=None, labels=None, posi
     >>> ax.get_legend() is not None
     True
     """
-    from ..core.plot import import_pyplot
-    from .common import edge_weight_matrix
-
     plt = import_pyplot()
     import matplotlib as mpl
     from matplotlib.lines import Line2D

@@ -31,6 +31,8 @@ from ..core.interrupts import all_or_nothing
 from ..core.params import ParamsMixin, check_number
 from ..errors import NotFittedError, ParameterError
 from .common import Cancelled, map_threads, thread_count
+from ..core.selection import default_subsample_size, stars_choice, stars_variability
+from .plot import plot_edge_stability
 
 __all__ = ["PairwiseMRFSelect", "empty_graph_weights", "l1_max"]
 
@@ -238,7 +240,6 @@ class PairwiseMRFSelect(ParamsMixin):
         import threading
 
         from .estimator import numba_threads
-        from ..core.selection import default_subsample_size, stars_choice, stars_variability
 
         self._check_params()
         t0 = time.perf_counter()
@@ -394,7 +395,6 @@ class PairwiseMRFSelect(ParamsMixin):
         :class:`~spargel.mrf.stability.EdgeStability` or a (p, p) matrix; default StARS's
         :attr:`edge_frequency_` when it chose ``l1``; see
         :func:`~spargel.mrf.plot.plot_edge_stability`). Returns the axes."""
-        from .plot import plot_edge_stability
         self._check_fitted()
         return plot_edge_stability(self, stability, **kwargs)
 

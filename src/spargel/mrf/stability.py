@@ -35,7 +35,7 @@ import numpy as np
 
 from ..core.params import check_number
 from ..errors import ParameterError
-from .common import edge_weight_matrix, map_threads
+from .common import check_mixed_data, edge_weight_matrix, map_threads
 
 __all__ = ["EdgeStability", "edge_stability", "edge_weight_matrix"]
 
@@ -77,7 +77,6 @@ def edge_stability(estimator, X, n_boot=100, *, random_state=None, n_jobs=1, lev
     if not hasattr(estimator, "get_params") or not hasattr(estimator, "fit"):
         raise ParameterError(f"estimator must be a spargel estimator, got {type(estimator).__name__}")
     if "types" in estimator.get_params():              # continuous and categorical columns
-        from .common import check_mixed_data
         Xc, ns = check_mixed_data(X), None
     else:
         from .model import check_discrete_data

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .tree_kernels import Forest, forest_pair_marginals, forest_plan, forest_sum_product
+from .potentials import ExactResult, shift_potentials
 
 __all__ = ["forest_plan_of", "forest_inference", "forest_pairs"]
 
@@ -43,7 +44,6 @@ def forest_inference(graph, node_theta, edge_theta, *, evidence=None):
     """Exact :class:`~spargel.mrf.exact.ExactResult` of a graph whose active
     edges form a forest (``ValueError`` otherwise). ``evidence``: ``{variable: state}``
     clamps (log Z of the clamped sum, conditional marginals)."""
-    from .potentials import ExactResult, shift_potentials
     plan = forest_plan_of(graph)
     if plan is None:
         raise ValueError("the active edges have a cycle")

@@ -37,6 +37,8 @@ from ..core.vec import norm
 from ..errors import CapabilityError
 from ..core.protocol import ParameterLayout, require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
+from ..core.bound import positive_shift
+from .owlqn import minimize_owlqn
 
 
 def minimize_bound(model, penalty, w0=None, *, max_iter=100, tol=1e-9, gtol=1e-5, window=1, monitor=None,
@@ -142,7 +144,6 @@ def _smooth_step(curv, rhs, l2, eta, max_iter):
     if getattr(curv, "exact_solve", False):
         return curv.solve(rhs, l2), 0
     diag = curv.diagonal()
-    from ..core.bound import positive_shift
     shift = positive_shift(l2, diag)
     return conjugate_gradient(lambda v: curv.matvec(v) + shift * v, rhs, 1.0 / (diag + shift), eta,
                               max_iter or max(50, min(len(rhs), 500)))
@@ -189,7 +190,6 @@ def _enet_step(B, penalty, w, l1, l2, pg, eta, max_iter):
         tol = eta * 1e-2 * float(np.max(scaled)) if len(scaled) else 0.0
         d, sweeps = curv.coordinate_descent(B.grad, w, l1, l2, d, max_iter or 1000, tol)
         return d, sweeps
-    from .owlqn import minimize_owlqn
     res = minimize_owlqn(_QuadraticModel(B), penalty, w, max_iter=max_iter or 200, tol=0.0,
                          gtol=eta * norm(pg) / max(1.0, norm(w)))
     return res.w - w, res.n_evals

@@ -73,6 +73,7 @@ import numpy as np
 from ..core.protocol import require
 from ..core.penalties import ElasticNet
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
+from ..errors import CapabilityError
 
 DEFAULTS = {
     "hessian_damping": 1.0,
@@ -141,7 +142,6 @@ def _layout(model, opt, single, name):
     kwargs = {k: v for k, v in want.items() if k in params}
     refused = [k for k, v in want.items() if k not in params and (k == "single" or v != DEFAULTS.get(k))]
     if refused:
-        from ..errors import CapabilityError
         raise CapabilityError(f"solver {name!r} needs {type(model).__name__}.block_layout() to accept "
                               f"{', '.join(refused)}")
     ptr, index = model.block_layout(**kwargs)

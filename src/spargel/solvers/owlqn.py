@@ -26,9 +26,10 @@ from collections import deque
 
 import numpy as np
 
-from ..core.vec import dot, norm
+from ..core.vec import all_finite, dot, norm
 from ..core.protocol import approximate_loss, convex_loss, require
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
+from . import _owlqn_kernels as Q
 
 
 # the line search also trusts the gradients (approximate Wolfe test, see
@@ -91,8 +92,6 @@ class CurvatureMemory:
         """``d = -H pg``; with ``constrain`` (an l1 term) the components that disagree in
         sign with ``-pg`` are zeroed (the orthant-wise direction). When that is no
         descent direction the pairs are dropped and ``d = -pg``."""
-        from . import _owlqn_kernels as Q
-
         Q.two_loop(pg, self.S, self.Y, self.rho, np.array(self.slots, dtype=np.int64), d, self.alpha)
         slope = Q.constrain_direction(d, pg) if constrain else dot(d, pg)
         if not slope < 0:
@@ -102,8 +101,6 @@ class CurvatureMemory:
     def store(self, w_new, w, g_new, g):
         """Keep the pair ``(w_new - w, g_new - g)`` when its curvature is positive (the
         oldest pair gives way when the memory is full)."""
-        from . import _owlqn_kernels as Q
-
         memory, slots = self.memory, self.slots
         k = slots.popleft() if len(slots) == memory else min(set(range(memory)) - set(slots))
         sy, yy = Q.store_pair(w_new, w, g_new, g, self.S, self.Y, k)
@@ -153,8 +150,6 @@ def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesea
     n_trials)``; ``result`` is None when no trial was accepted (``w_new`` then holds
     the last trial point).
     """
-    from . import _owlqn_kernels as Q
-
     scale = max(abs(F), 1.0)
     noise, tiny = NOISE * scale, PREDICTED * scale
     last_rise = np.inf
@@ -181,7 +176,6 @@ def orthant_line_search(evaluate, w, d, pg, F, step, project, w_new, max_linesea
 def _sound(result, F, dec, scale, convex):
     """Whether a trial's (loss, objective, gradient) can be taken at all: finite, and
     (convex objectives) not below the tangent plane at the current point."""
-    from ..core.vec import all_finite
     F_new, g_new = result[1], result[2]
     if not (np.isfinite(F_new) and np.isfinite(result[0]) and all_finite(g_new)):
         return False
