@@ -515,7 +515,6 @@ class ChainCRF(MapCapability, BatchChain):
     non-zero) or ``"dense"`` (every bigram weight and a dense transition matrix).
     """
 
-
     def _make_view(self, space, data, inference):
         return CRFView(space, data, inference, self.constraints)
 

@@ -223,7 +223,6 @@ def cmd_train(args):
     """``spargel train``: fit a CRF on a column file and write the model."""
     import warnings
 
-
     # the command prints the stop reason itself ("stopped after N iterations: max_iter")
     warnings.simplefilter("ignore", ConvergenceWarning)
     from .tool_options import ToolOptionError, tool_habits

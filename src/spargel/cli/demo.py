@@ -216,7 +216,6 @@ def _compile_kernels(solvers, X, y, X_test, n_jobs):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-
     here = SOLVERS["owlqn"].function            # lbfgs is the same function: the same kernels
     others = sorted({s for s in solvers if SOLVERS[s].function != here})
     pool = futures = None

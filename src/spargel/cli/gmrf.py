@@ -67,7 +67,6 @@ def read_csv_matrix(path, header=None):
     line for anything malformed."""
     import numpy as np
 
-
     table = read_table(path, header=header, numeric=True)
     offset = 1 if table.row_names is not None else 0
     data = np.empty((len(table.rows), table.width))

@@ -57,7 +57,6 @@ def read_states_csv(path, header=None):
     state order."""
     import numpy as np
 
-
     table = read_table(path, header=header, numeric=False, row_labels=False)
     name, names, body = table.source, table.names, table.rows
     for row, line in zip(body, table.lines):
@@ -263,7 +262,6 @@ def read_mixed_csv(path, types, header=None):
     import math
 
     import numpy as np
-
 
     letters = [t for t in str(types) if t not in ", "]
     bad = [t for t in letters if t not in ("g", "c")]

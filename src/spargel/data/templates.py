@@ -480,7 +480,6 @@ class Template:
                         raise exc from None
                     import warnings
 
-
                     warnings.warn(f"{source}: read as a Wapiti pattern file ({exc.message}); "
                                   "say so with a '# format: wapiti' line or --pattern-format wapiti",
                                   SpargelWarning, stacklevel=2)

@@ -36,7 +36,6 @@ def check_n_alphas(n_alphas, name="n_alphas"):
     :class:`~spargel.errors.ParameterError` naming ``name``."""
     import numbers
 
-
     if isinstance(n_alphas, (bool, np.bool_)) or not isinstance(n_alphas, numbers.Integral) \
             or not 1 <= n_alphas <= MAX_ALPHAS:
         raise ParameterError(f"{name} must be a grid size from 1 to {MAX_ALPHAS} (or a list of "

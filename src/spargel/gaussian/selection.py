@@ -257,7 +257,6 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         error) leaves the previous fit, if any, as it was."""
         import numbers
 
-
         crit = self._criterion()
         for name in ("gamma", "stars_threshold"):
             v = getattr(self, name)
@@ -559,7 +558,6 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
         """The grid size, threads, subsampling and rotation parameters, checked at fit
         before anything is sized by them (:class:`ParameterError` naming each)."""
         import numbers
-
 
         if isinstance(self.alphas, numbers.Integral) and not isinstance(self.alphas, bool):
             check_n_alphas(self.alphas, "alphas")

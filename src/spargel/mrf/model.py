@@ -609,7 +609,6 @@ class PairwiseMRFModel:
             w[g.node_ptr[i]:g.node_ptr[i + 1]] = np.log(c / c.sum())
         return w
 
-
     # -- the "grafting" capability --------------------------------------------------------
     def _param_edges(self, index):
         """The candidate edge of every edge weight in ``index`` (-1 for other weights)."""

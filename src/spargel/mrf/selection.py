@@ -388,7 +388,6 @@ class PairwiseMRFSelect(ParamsMixin):
         self._check_fitted()
         return self.best_estimator_.predict(X_partial)
 
-
     def plot(self, stability=None, **kwargs):
         """Draw the selected graph with each edge's stability (needs matplotlib): width by
         weight, colour and opacity by inclusion frequency (``stability``: an
