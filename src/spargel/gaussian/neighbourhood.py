@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 
 from ..core.first_use import announces_compiles
-from ..core.params import ParamsMixin
+from ..core.params import ParamsMixin, keep_arguments
 from ..errors import ConvergenceWarning, DataFormatError, NotFittedError, ParameterError
 
 __all__ = ["NeighbourhoodSelection", "neighbourhood_path", "standardize_unit", "MBPath"]
@@ -493,14 +493,7 @@ class NeighbourhoodSelection(ParamsMixin):
 
     def __init__(self, alpha=None, *, rule="or", alphas=None, mode="auto", tol=1e-7,
                  max_iter=1000, n_jobs=1, verbose=False):
-        self.alpha = alpha
-        self.rule = rule
-        self.alphas = alphas
-        self.mode = mode
-        self.tol = tol
-        self.max_iter = max_iter
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        keep_arguments(self, locals())
 
     def _check_params(self):
         from ..core.params import check_number

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.first_use import announces_compiles
-from ..core.params import ParamsMixin, check_number
+from ..core.params import ParamsMixin, check_number, keep_arguments
 from ..errors import DataFormatError, NotFittedError, ParameterError
 from .common import map_threads
 
@@ -183,14 +183,7 @@ class IsingFit(ParamsMixin):
 
     def __init__(self, gamma=0.25, rule="and", *, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, ebic_stop=True,
                  n_jobs=1, verbose=False):
-        self.gamma = gamma
-        self.rule = rule
-        self.n_lambdas = n_lambdas
-        self.lambda_min_ratio = lambda_min_ratio
-        self.tol = tol
-        self.ebic_stop = ebic_stop
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        keep_arguments(self, locals())
 
     @announces_compiles
     def fit(self, X, y=None):

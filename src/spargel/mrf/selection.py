@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from ..core.interrupts import all_or_nothing
-from ..core.params import ParamsMixin, check_number
+from ..core.params import ParamsMixin, check_number, keep_arguments
 from ..errors import NotFittedError, ParameterError
 from .common import Cancelled, map_threads, thread_count
 
@@ -140,21 +140,7 @@ class PairwiseMRFSelect(ParamsMixin):
     def __init__(self, criterion="ebic", *, estimator=None, n_l1s=20, l1s=None, l1_min_ratio=0.05,
                  gamma=0.5, stars_threshold=0.1, n_subsamples=20, subsample_size=None, subsamples=None,
                  cv=5, refit=True, n_jobs=1, random_state=None, verbose=False):
-        self.criterion = criterion
-        self.estimator = estimator
-        self.n_l1s = n_l1s
-        self.l1s = l1s
-        self.l1_min_ratio = l1_min_ratio
-        self.gamma = gamma
-        self.stars_threshold = stars_threshold
-        self.n_subsamples = n_subsamples
-        self.subsample_size = subsample_size
-        self.subsamples = subsamples
-        self.cv = cv
-        self.refit = refit
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
+        keep_arguments(self, locals())
 
     # -- checks ---------------------------------------------------------------------------
     def _template(self):
