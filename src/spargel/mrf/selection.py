@@ -30,7 +30,7 @@ import numpy as np
 from ..core.interrupts import all_or_nothing
 from ..core.params import ParamsMixin, check_number, keep_arguments
 from ..errors import NotFittedError, ParameterError
-from .common import Cancelled, map_threads, thread_count
+from .common import Cancelled, ExportsSelectedModel, map_threads, thread_count
 
 __all__ = ["PairwiseMRFSelect", "empty_graph_weights", "l1_max"]
 
@@ -76,7 +76,7 @@ def edge_dof(n_states, edges, edge_features):
     return ((ns[edges[:, 0]] - 1) * (ns[edges[:, 1]] - 1)).astype(np.float64)
 
 
-class PairwiseMRFSelect(ParamsMixin):
+class PairwiseMRFSelect(ExportsSelectedModel, ParamsMixin):
     """A :class:`~spargel.mrf.estimator.PairwiseMRF` with ``l1`` chosen on a path by
     EBIC, StARS or cross-validated pseudo-likelihood.
 
@@ -136,6 +136,8 @@ class PairwiseMRFSelect(ParamsMixin):
     --------
     See the module documentation; ``docs/mrf.md`` ("Choosing l1").
     """
+
+    _selected_model = "best_estimator_"
 
     def __init__(self, criterion="ebic", *, estimator=None, n_l1s=20, l1s=None, l1_min_ratio=0.05,
                  gamma=0.5, stars_threshold=0.1, n_subsamples=20, subsample_size=None, subsamples=None,
@@ -383,16 +385,6 @@ class PairwiseMRFSelect(ParamsMixin):
         from .plot import plot_edge_stability
         self._check_fitted()
         return plot_edge_stability(self, stability, **kwargs)
-
-    def to_networkx(self, labels=None):
-        """The selected graph as a ``networkx.Graph`` (:func:`spargel.mrf.export.to_networkx`)."""
-        self._check_fitted()
-        return self.best_estimator_.to_networkx(labels)
-
-    def to_pgmpy(self, labels=None):
-        """The selected model as a ``pgmpy.models.MarkovNetwork`` (:func:`spargel.mrf.export.to_pgmpy`)."""
-        self._check_fitted()
-        return self.best_estimator_.to_pgmpy(labels)
 
 class _Walker:
     """One StARS subsample walking down the path, one ``l1`` at a time (warm-started)."""
