@@ -37,9 +37,6 @@ ALLOWED = {
     ("chain/crf2_sgd.py", "sample_step"): "None flags sw / partial + the step's weights and scratch",
     # a solver's public options are keyword arguments (the solver table's interface)
     ("solvers/l2sgd.py", "minimize_l2sgd"): "a solver's public keyword options",
-    ("solvers/online_margin.py", "minimize_pa"): "a solver's public keyword options",
-    ("solvers/online_margin.py", "_run"): "the online solvers' shared driver: their public options",
-    ("solvers/grafting.py", "_incremental"): "the three grafting solvers' shared driver: their public options",
     # the Gaussian family's solvers (public options) and kernels (positional state)
     ("gaussian/solve.py", "solve_gaussian"): "the Gaussian solvers' public options",
     ("gaussian/newton_cd.py", "newton_cd"): "a solver's public keyword options",

@@ -331,6 +331,22 @@ def test_parameters_are_validated():
         minimize_l2sgd(model, ElasticNet(0.5, 1.0))
 
 
+def test_the_unused_stopping_options_are_accepted_and_others_refused():
+    """Every model solver is handed tol / gtol / window; the online trainers take them
+    and change nothing, and refuse an unknown keyword as Python does."""
+    from spargel.solvers.online_margin import minimize_mira
+    space, data = tiny(11)
+    model = ChainCRF(space, data)
+    for fn, opts in ((minimize_ap, {}), (minimize_pa, {"pa_type": 2}), (minimize_arow, {"gamma": 0.5}),
+                     (minimize_mira, {"shrinking_size": 2})):
+        plain = fn(model, None, max_iter=3, random_state=1, **opts)
+        given = fn(model, None, max_iter=3, random_state=1, tol=0.5, gtol=0.5, window=1, **opts)
+        np.testing.assert_array_equal(plain.w, given.w)
+        assert [r["loss"] for r in plain.history] == [r["loss"] for r in given.history]
+        with pytest.raises(TypeError, match=rf"^{fn.__name__}\(\) got an unexpected keyword argument 'tolerance'$"):
+            fn(model, None, tolerance=0.5)
+
+
 def test_a_model_without_map_decoding_is_refused():
     from toy_model import LeastSquares
     toy = LeastSquares(np.eye(3), np.ones(3))

@@ -9,6 +9,7 @@ from ..data.templates import Template
 from ..errors import DataFormatError, ModelFileError, ParameterError
 from ..core.interrupts import reraise_interrupt
 from ..core.limits import check_label_pairs, check_nbest
+from ..core.params import keep_arguments
 from ..core.solver_table import solver as solver_record, solvers_for
 from ..estimation import check_weight_range, FitPlan, LogLinearCore
 from .featurizer import SequenceFeaturizer
@@ -167,55 +168,7 @@ class CRF(LogLinearCore):
                  max_iter=None, tol=None, gtol=1e-5, window=10, feature_space="observed", template=None, pad=True,
                  n_jobs=None, random_state=None, warm_start=False, solver_options=None, order=1, client=None,
                  n_shards=None, value_sep=":", constraints=None, constrain_training=False, model_type="crf"):
-        self.algorithm = algorithm
-        self.min_freq = min_freq
-        self.num_memories = num_memories
-        self.epsilon = epsilon
-        self.period = period
-        self.delta = delta
-        self.linesearch = linesearch
-        self.max_linesearch = max_linesearch
-        self.calibration_eta = calibration_eta
-        self.calibration_rate = calibration_rate
-        self.calibration_samples = calibration_samples
-        self.calibration_candidates = calibration_candidates
-        self.calibration_max_trials = calibration_max_trials
-        self.pa_type = pa_type
-        self.c = c
-        self.error_sensitive = error_sensitive
-        self.averaging = averaging
-        self.variance = variance
-        self.gamma = gamma
-        self.model_filename = model_filename
-        self.keep_tempfiles = keep_tempfiles
-        self.trainer_cls = trainer_cls
-        self.value_sep = value_sep
-        self.model_type = model_type
-        self.solver = solver
-        self.l1 = l1
-        self.l2 = l2
-        self.max_iter = max_iter
-        self.tol = tol
-        self.gtol = gtol
-        self.window = window
-        self.feature_space = feature_space
-        self.template = template
-        self.pad = pad
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.verbose = verbose
-        self.solver_options = solver_options
-        self.order = order
-        self.c1 = c1
-        self.c2 = c2
-        self.max_iterations = max_iterations
-        self.all_possible_transitions = all_possible_transitions
-        self.all_possible_states = all_possible_states
-        self.client = client
-        self.n_shards = n_shards
-        self.constraints = constraints
-        self.constrain_training = constrain_training
+        keep_arguments(self, locals())
 
     # -- sklearn-crfsuite names ----------------------------------------------------------
     def _effective(self, name):

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import os
 
+from ..core.files import read_at_most
 from ..errors import ModelFileError
-
-_CHUNK = 1 << 20  # bytes read at a time
 
 #: the first bytes of a CRFsuite model file
 CRFSUITE_MAGIC = b"lCRF"
@@ -37,20 +36,11 @@ def read_limited(path, tool, max_size):
         size = os.path.getsize(name)
         if size > max_size:
             raise ModelFileError(f"{name}: {size} bytes; larger than any {tool} model read here ({max_size})")
-        chunks = []
-        total = 0
         with open(name, "rb") as fh:
-            # In chunks: ``read(max_size + 1)`` would reserve the whole bound (up to
-            # 16 GiB) before reading a byte, which fails under a memory limit.
-            while True:
-                chunk = fh.read(min(_CHUNK, max_size + 1 - total))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-                if total > max_size:
-                    raise ModelFileError(f"{name}: grew past {max_size} bytes while being read; "
-                                         f"larger than any {tool} model read here")
+            data = read_at_most(fh, max_size)
     except OSError as exc:
         raise ModelFileError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    return name, b"".join(chunks)
+    if len(data) > max_size:
+        raise ModelFileError(f"{name}: grew past {max_size} bytes while being read; "
+                             f"larger than any {tool} model read here")
+    return name, data

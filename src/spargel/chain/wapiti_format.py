@@ -230,6 +230,20 @@ def _strings(c, what):
     return out
 
 
+def _decimals(arr, starts, digits):
+    """The unsigned decimal numbers of ``digits[k]`` digits (at least 1, at most 18: an
+    int64 holds them) that start at the bytes ``arr[starts[k]]``, read digit by digit
+    for all of them at once; None when one of those bytes is not a digit."""
+    value = np.zeros(len(starts), np.int64)
+    for k in range(int(digits.max()) if len(digits) else 0):
+        has = np.flatnonzero(digits > k)
+        d = arr[starts[has] + k].astype(np.int64) - 48
+        if np.any((d < 0) | (d > 9)):
+            return None
+        value[has] = value[has] * 10 + d
+    return value
+
+
 def _netstring_lines(c, n):
     """The ``n`` netstrings at the cursor read at once (numpy over the bytes instead of
     a call per string), when they are ``n`` well-formed lines ``LENGTH:STRING,`` (no
@@ -257,16 +271,8 @@ def _netstring_lines(c, n):
     digits = colon - starts
     if np.any(digits < 1) or np.any(digits > 10) or np.any(arr[ends - 1] != 44) or np.any(ends - 1 <= colon):
         return None
-    value = np.zeros(n, np.int64)
-    for k in range(10):                                # the lengths, digit by digit
-        has = np.flatnonzero(digits > k)
-        if not len(has):
-            break
-        d = arr[starts[has] + k].astype(np.int64) - 48
-        if np.any((d < 0) | (d > 9)):
-            return None
-        value[has] = value[has] * 10 + d
-    if np.any(value != ends - 1 - (colon + 1)):
+    value = _decimals(arr, starts, digits)             # the lengths
+    if value is None or np.any(value != ends - 1 - (colon + 1)):
         return None
     encoding = c.encoding
     try:
@@ -326,16 +332,8 @@ def _weight_lines(c, n_weights, n_features):
     digits = eq - starts
     if np.any(eq >= ends) or np.any(digits < 1) or np.any(digits > 18):
         return None
-    index = np.zeros(n_weights, np.int64)
-    for k in range(18):
-        has = np.flatnonzero(digits > k)
-        if not len(has):
-            break
-        d = arr[starts[has] + k].astype(np.int64) - 48
-        if np.any((d < 0) | (d > 9)):
-            return None
-        index[has] = index[has] * 10 + d
-    if index.max() >= n_features:
+    index = _decimals(arr, starts, digits)
+    if index is None or index.max() >= n_features:
         return None
     # the values: only the characters of decimal and hexadecimal numbers, then Python's parsers
     allowed = np.zeros(256, bool)

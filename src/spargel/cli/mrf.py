@@ -133,6 +133,36 @@ def add_parser(subparsers):
     return p
 
 
+def _check_model_outputs(outputs, data):
+    """Refuse, before any work, outputs (name -> path) of which more than one goes to
+    stdout, a ``--model`` that is stdout, and an output that is the input ``data`` or
+    another output."""
+    if sum(v == "-" for v in outputs.values()) > 1:
+        raise UsageError("only one output can go to stdout")
+    if outputs["--model"] == "-":
+        raise UsageError("--model must be a file, not standard output")
+    check_outputs(outputs, {"the input file": data})
+
+
+def _edge_table(header, edges, values, names):
+    """The edge list as CSV text: ``i,j,*header[,name_i,name_j]``, one row per edge
+    ``(i, j)`` of ``edges`` with its ``values`` (one list per edge)."""
+    rows = [["i", "j", *header] + (["name_i", "name_j"] if names else [])]
+    for (i, j), vals in zip(edges, values):
+        rows.append([int(i), int(j), *vals] + ([names[i], names[j]] if names else []))
+    return csv_text(rows)
+
+
+def _save_and_write(model, path, outputs):
+    """Save ``model`` to ``path``, then write each ``(path, content)`` of ``outputs`` in
+    order, passing over those whose content is None (not asked for). Every output is
+    made before the first is written."""
+    model.save(path)
+    for out, content in outputs:
+        if content is not None:
+            write_output(out, content)
+
+
 def default_outputs(data):
     """The default edge list and model paths for the input ``data``: ``<stem>.mrf-edges.csv``
     and ``<stem>.mrf`` beside it (``<data>.mrf`` when ``<stem>.mrf`` is the input itself)."""
@@ -171,13 +201,8 @@ def _run(args):
     default_edges, default_model = default_outputs(args.data)
     out_e = args.out_edges or default_edges
     out_m = args.model or default_model
-    outputs = {"--out-edges": out_e, "--model": out_m, "the model's state names": out_m + ".states.json",
-               "--history": args.history, "--plot": args.plot, "--out-path": args.out_path}
-    if sum(v == "-" for v in outputs.values()) > 1:
-        raise UsageError("only one output can go to stdout")
-    if out_m == "-":
-        raise UsageError("--model must be a file, not standard output")
-    check_outputs(outputs, {"the input file": args.data})
+    _check_model_outputs({"--out-edges": out_e, "--model": out_m, "the model's state names": out_m + ".states.json",
+                          "--history": args.history, "--plot": args.plot, "--out-path": args.out_path}, args.data)
     X, names, levels = read_states_csv(args.data, args.header)
     adaptive = (False if args.adaptive == "auto" else args.adaptive) if args.select else args.adaptive
     model = PairwiseMRF(l1=args.l1 if args.l1 is not None else 1.0, l2=args.l2, penalty="group" if args.group else "l1",
@@ -204,10 +229,7 @@ def _run(args):
         warn("mrf", w.message)
     elapsed = time.perf_counter() - t0
     # every output is made before the first is written
-    rows = [["i", "j", "strength"] + (["name_i", "name_j"] if names else [])]
-    for (i, j), s in zip(model.edges_, model.edge_strength_):
-        rows.append([int(i), int(j), f"{float(s):.6g}"] + ([names[i], names[j]] if names else []))
-    edges = csv_text(rows)
+    edges = _edge_table(["strength"], model.edges_, ([f"{float(s):.6g}"] for s in model.edge_strength_), names)
     states = json.dumps({"names": names, "states": levels}, indent=1) + "\n"
     history = json_lines(model.history_) if args.history else None
     path = None
@@ -217,15 +239,8 @@ def _run(args):
     picture = None
     if args.plot:
         picture = figure_bytes(model.plot(labels=names), args.plot)
-    model.save(out_m)
-    write_output(out_m + ".states.json", states)
-    write_output(out_e, edges)
-    if history is not None:
-        write_output(args.history, history)
-    if path is not None:
-        write_output(args.out_path, path)
-    if picture is not None:
-        write_output(args.plot, picture)
+    _save_and_write(model, out_m, [(out_m + ".states.json", states), (out_e, edges), (args.history, history),
+                                   (args.out_path, path), (args.plot, picture)])
     if not args.quiet:
         chosen = f"l1={model.l1:g}" + (f" chosen by {args.select}" if args.select else "")
         print(f"mrf: {X.shape[1]} variables, {X.shape[0]} samples, {chosen} "
@@ -388,13 +403,8 @@ def _run_mgm(args):
         model_default = stem + ".mgm" if os.path.abspath(stem + ".mgm") != os.path.abspath(args.data) \
             else args.data + ".mgm"
         out_e, out_m = args.out_edges or stem + ".mgm-edges.csv", args.model or model_default
-    outputs = {"--out-edges": out_e, "--model": out_m, "the model's levels": out_m + ".levels.json",
-               "--plot": args.plot}
-    if sum(v == "-" for v in outputs.values()) > 1:
-        raise UsageError("only one output can go to stdout")
-    if out_m == "-":
-        raise UsageError("--model must be a file, not standard output")
-    check_outputs(outputs, {"the input file": args.data})
+    _check_model_outputs({"--out-edges": out_e, "--model": out_m, "the model's levels": out_m + ".levels.json",
+                          "--plot": args.plot}, args.data)
     X, names, levels = read_mixed_csv(args.data, args.types, args.header)
     types = "".join(t for t in args.types if t not in ", ")
     t0 = time.perf_counter()
@@ -403,20 +413,13 @@ def _run_mgm(args):
                               stars_threshold=args.stars_threshold, cv=args.cv, random_state=args.random_state,
                               n_jobs=args.jobs, verbose=args.verbose).fit(X)
     elapsed = time.perf_counter() - t0
-    rows = [["i", "j", "weight", "sign"] + (["name_i", "name_j"] if names else [])]
-    for i, j in fit.edges_:
-        rows.append([int(i), int(j), f"{float(fit.adjacency_[i, j]):.6g}", int(fit.signs_[i, j])]
-                    + ([names[i], names[j]] if names else []))
-    edges = csv_text(rows)
+    edges = _edge_table(["weight", "sign"], fit.edges_,
+                        ([f"{float(fit.adjacency_[i, j]):.6g}", int(fit.signs_[i, j])] for i, j in fit.edges_), names)
     meta = json.dumps({"names": names, "types": types, "levels": levels}, indent=1) + "\n"
     picture = None
     if args.plot:
         picture = figure_bytes(fit.plot(labels=names), args.plot)
-    fit.save(out_m)
-    write_output(out_m + ".levels.json", meta)
-    write_output(out_e, edges)
-    if picture is not None:
-        write_output(args.plot, picture)
+    _save_and_write(fit, out_m, [(out_m + ".levels.json", meta), (out_e, edges), (args.plot, picture)])
     if not args.quiet:
         n_g = types.count("g")
         print(f"mgm: {X.shape[1]} variables ({n_g} continuous, {X.shape[1] - n_g} categorical), {X.shape[0]} "

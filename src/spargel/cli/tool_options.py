@@ -39,12 +39,7 @@ def tool_habits(args, solvers):
     name = args.solver.lower()
     if name == "mira":   # CRF++: -c C is MIRA's bound on the steps, and there is no penalty
         args.solver = "mira"
-        cost = 1.0 if args.crfpp_cost in (None, "") else None
-        if cost is None:
-            try:
-                cost = float(args.crfpp_cost)
-            except ValueError:
-                raise ToolOptionError(f"-c {args.crfpp_cost!r} is not a number (CRF++'s -c C)") from None
+        cost = _crfpp_cost(args)
         if not 0 < cost < float("inf"):
             raise ToolOptionError("-c C needs a finite C > 0")
         args.mira_c, args.crfpp_cost, args.l1, args.l2 = cost, None, 0.0, 0.0
@@ -56,12 +51,7 @@ def tool_habits(args, solvers):
             args.solver = "owlqn" if args.l1 > 0 else "lbfgs"
         elif name.startswith("crf"):  # CRF++: its objective, its default C = 1
             args.solver = _TOOL_SOLVERS[name]
-            cost = 1.0 if args.crfpp_cost in (None, "") else None
-            if cost is None:
-                try:
-                    cost = float(args.crfpp_cost)
-                except ValueError:
-                    raise ToolOptionError(f"-c {args.crfpp_cost!r} is not a number (CRF++'s -c C)") from None
+            cost = _crfpp_cost(args)
             if not cost > 0:
                 raise ToolOptionError("-c C needs C > 0")
             args.l1, args.l2 = (1.0 / cost, 0.0) if name == "crf-l1" else (0.0, 1.0 / cost)
@@ -85,6 +75,17 @@ def tool_habits(args, solvers):
     if args.pattern and args.pattern.isdigit() and not os.path.exists(args.pattern):
         raise ToolOptionError(f"-p {args.pattern}: -p is the pattern file (Wapiti's -p); CRF++'s "
                               "-p N (threads) is -t N")
+
+
+def _crfpp_cost(args):
+    """CRF++'s ``-c C`` as a number (its default 1 when not given); a word that is not a
+    number is a :class:`ToolOptionError`. Its range is the solver's to check."""
+    if args.crfpp_cost in (None, ""):
+        return 1.0
+    try:
+        return float(args.crfpp_cost)
+    except ValueError:
+        raise ToolOptionError(f"-c {args.crfpp_cost!r} is not a number (CRF++'s -c C)") from None
 
 
 def _refuse_other_solvers_options(args, solvers):

@@ -1,4 +1,5 @@
-"""Writing output files safely: one implementation for the library and the command line.
+"""Writing output files safely: one implementation for the library and the command line
+(and reading a file whole within a bound, :func:`read_at_most`).
 
 * :func:`atomic_write` writes a file completely or not at all: the bytes go to a
   temporary file in the target's own folder, which is flushed, ``fsync``-ed and renamed
@@ -21,6 +22,9 @@
 * :func:`refuse_same_file` stops a command whose output is one of its inputs (``train
   data.txt data.txt`` would otherwise destroy the training data).
 * Errors from the operating system name the file they concern (``OSError.filename``).
+* :func:`read_at_most` reads an open file whole but never more than a bound, in chunks
+  (the model file readers: spargel's archive header, CRFsuite's, Wapiti's and CRF++'s
+  files).
 
 >>> import os, tempfile
 >>> folder = tempfile.mkdtemp()
@@ -56,6 +60,31 @@ TEST_PAUSE_VARIABLE = "SPARGEL_TEST_PAUSE_IN_SAVE"
 
 class SameFileError(SpargelError, ValueError):
     """An output path names one of the inputs of the same command."""
+
+
+#: bytes read at a time by :func:`read_at_most`
+READ_CHUNK = 1 << 20
+
+
+def read_at_most(fh, limit: int) -> bytes:
+    """The bytes of the open binary file ``fh`` from where it stands, but at most
+    ``limit + 1`` of them: a result longer than ``limit`` says that the file holds more
+    (the caller refuses it). Read in chunks of :data:`READ_CHUNK`, since one
+    ``read(limit + 1)`` reserves the whole bound (gigabytes for a model file) before
+    reading a byte, which fails under a memory limit.
+
+    >>> import io
+    >>> read_at_most(io.BytesIO(b"abcdef"), 4), read_at_most(io.BytesIO(b"abc"), 4)
+    (b'abcde', b'abc')
+    """
+    pieces, size = [], 0
+    while size <= limit:
+        piece = fh.read(min(READ_CHUNK, limit + 1 - size))
+        if not piece:
+            break
+        pieces.append(piece)
+        size += len(piece)
+    return b"".join(pieces)
 
 
 def _name(path) -> str:

@@ -35,7 +35,7 @@ import zipfile
 import numpy as np
 
 from ..errors import ModelFileError
-from .files import atomic_write
+from .files import atomic_write, read_at_most
 
 __all__ = ["FORMAT", "VERSION", "ModelFileError", "save_arrays", "load_arrays", "require"]
 
@@ -197,17 +197,10 @@ def _read_header(zf, infos, name):
     if info.file_size > MAX_HEADER_BYTES + MAX_NPY_HEADER:
         _fail(name, f"the header declares {info.file_size} bytes (at most {MAX_HEADER_BYTES} allowed)")
     limit = info.file_size             # at most MAX_HEADER_BYTES + MAX_NPY_HEADER (checked above)
-    pieces, size = [], 0
-    with zf.open(info) as fh:  # in chunks: one read(n) would allocate n bytes up front
-        while size <= limit:
-            piece = fh.read(min(_CHUNK, limit + 1 - size))
-            if not piece:
-                break
-            pieces.append(piece)
-            size += len(piece)
-    if size > limit:
+    with zf.open(info) as fh:
+        raw = read_at_most(fh, limit)
+    if len(raw) > limit:
         _fail(name, "the header is larger than its archive entry declares")
-    raw = b"".join(pieces)
     try:
         blob = np.lib.format.read_array(io.BytesIO(raw), allow_pickle=False,
                                         max_header_size=MAX_NPY_HEADER)

@@ -70,6 +70,30 @@ def check_sample_weight(sample_weight, n, what="sample"):
     return sw
 
 
+def keep_arguments(obj, arguments):
+    """Store every constructor argument on ``obj`` under its own name, unchanged:
+    ``keep_arguments(self, locals())`` as the whole body of an estimator's ``__init__``.
+
+    scikit-learn's convention, which ``get_params``, ``set_params``, ``repr`` and
+    ``sklearn.base.clone`` rely on: the parameters are the arguments of ``__init__``
+    (read from its explicit signature, so the signature stays spelled out), each kept
+    as given under its own name, and ``__init__`` does nothing else -- checks and
+    derived values wait for ``fit``, so that ``clone`` (which builds a new estimator
+    from ``get_params()``) gives an estimator with identical parameters. ``self`` is
+    skipped (and ``__class__``, which ``locals()`` holds in a method that calls
+    ``super()``); call it first, before any other local exists.
+
+    >>> class Demo:
+    ...     def __init__(self, alpha=1.0, tol=None):
+    ...         keep_arguments(self, locals())
+    >>> vars(Demo(alpha=0.5))
+    {'alpha': 0.5, 'tol': None}
+    """
+    for name, value in arguments.items():
+        if name not in ("self", "__class__"):
+            setattr(obj, name, value)
+
+
 class ParamsMixin:
     @classmethod
     def _param_names(cls):

@@ -67,7 +67,7 @@ import scipy.sparse as sp
 
 from ..core.first_use import announces_compiles
 from ..core.interrupts import note_interrupt, reraise_interrupt
-from ..core.params import ParamsMixin, check_number
+from ..core.params import ParamsMixin, check_number, keep_arguments
 from ..errors import ConvergenceWarning, DataFormatError, ParameterError
 from .estimator import PrecisionFitted
 from .progress import record
@@ -542,16 +542,7 @@ class Concord(PrecisionFitted, ParamsMixin):
     def __init__(self, alpha=0.1, *, alphas=None, standardize=True, assume_centered=False,
                  covariance="auto", tol=1e-7, max_iter=1000, block_bytes=2**26,
                  verbose=False, client=None):
-        self.alpha = alpha
-        self.alphas = alphas
-        self.standardize = standardize
-        self.assume_centered = assume_centered
-        self.covariance = covariance
-        self.tol = tol
-        self.max_iter = max_iter
-        self.block_bytes = block_bytes
-        self.verbose = verbose
-        self.client = client
+        keep_arguments(self, locals())
 
     def _check_params(self):
         check_number("alpha", self.alpha)

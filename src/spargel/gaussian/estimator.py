@@ -28,7 +28,7 @@ import numpy as np
 from ..core.first_use import announces_compiles
 from ..errors import DataFormatError, ModelFileError, NotFittedError, ParameterError
 from ..core.interrupts import ctrl_c_stops, note_interrupt, reraise_interrupt
-from ..core.params import check_n_jobs, ParamsMixin
+from ..core.params import check_n_jobs, keep_arguments, ParamsMixin
 
 __all__ = ["SparseGaussianMRF", "SparseGaussianMRFCV"]
 
@@ -550,26 +550,7 @@ class SparseGaussianMRF(_FittedMixin, ParamsMixin):
                  block_weight="size", step_rule="bb", screen=True, n_jobs=1,
                  warm_start=False, random_state=None, verbose=False, client=None, mode="cd",
                  enet_tol=1e-4, eps=float(np.finfo(np.float64).eps), max_component=None):
-        self.alpha = alpha
-        self.covariance = covariance
-        self.max_component = max_component
-        self.blocks = blocks
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.assume_centered = assume_centered
-        self.penalize_diagonal = penalize_diagonal
-        self.block_weight = block_weight
-        self.step_rule = step_rule
-        self.screen = screen
-        self.n_jobs = n_jobs
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.client = client
-        self.verbose = verbose
-        self.mode = mode
-        self.enet_tol = enet_tol
-        self.eps = eps
+        keep_arguments(self, locals())
 
     @announces_compiles
     @reraise_interrupt
@@ -904,28 +885,7 @@ class SparseGaussianMRFCV(_FittedMixin, ParamsMixin):
                  random_state=None, verbose=False, client=None, n_refinements=1, mode="cd",
                  enet_tol=1e-4, eps=float(np.finfo(np.float64).eps), covariance=None,
                  max_component=None):
-        self.alphas = alphas
-        self.covariance = covariance
-        self.max_component = max_component
-        self.n_refinements = n_refinements
-        self.mode = mode
-        self.enet_tol = enet_tol
-        self.eps = eps
-        self.alpha_min_ratio = alpha_min_ratio
-        self.cv = cv
-        self.center_test = center_test
-        self.blocks = blocks
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.assume_centered = assume_centered
-        self.penalize_diagonal = penalize_diagonal
-        self.block_weight = block_weight
-        self.screen = screen
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-        self.client = client
+        keep_arguments(self, locals())
 
     def fit(self, X, y=None, **params):
         """Fit: cross-validate the grid(s) of alphas on X, refit at the best.

@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 
 from ..core.first_use import announces_compiles
-from ..core.params import check_number, ParamsMixin
+from ..core.params import check_number, keep_arguments, ParamsMixin
 from ..errors import ConvergenceWarning, DataFormatError, NotFittedError, ParameterError
 from ..core.threads import resolve_n_jobs
 
@@ -492,14 +492,7 @@ class NeighbourhoodSelection(ParamsMixin):
 
     def __init__(self, alpha=None, *, rule="or", alphas=None, mode="auto", tol=1e-7,
                  max_iter=1000, n_jobs=1, verbose=False):
-        self.alpha = alpha
-        self.rule = rule
-        self.alphas = alphas
-        self.mode = mode
-        self.tol = tol
-        self.max_iter = max_iter
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        keep_arguments(self, locals())
 
     def _check_params(self):
         if self.rule not in _RULES:

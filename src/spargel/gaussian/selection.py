@@ -8,7 +8,7 @@ import dataclasses
 
 import numpy as np
 
-from ..core.params import check_n_jobs, ParamsMixin
+from ..core.params import check_n_jobs, keep_arguments, ParamsMixin
 from ..errors import DataFormatError, NotFittedError, ParameterError
 from .objective import as_matrix, gram, validate_covariance
 from .estimator import (_check_alphas, _feature_names, _FittedMixin, _from_data_choice,
@@ -155,31 +155,7 @@ class SparseGaussianMRFSelect(_FittedMixin, ParamsMixin):
                  penalize_diagonal=True,
                  solver="auto", tol=None, max_iter=None, screen=True, n_jobs=1,
                  random_state=None, verbose=False, covariance=None, max_component=None):
-        self.criterion = criterion
-        self.method = method
-        self.rule = rule
-        self.client = client
-        self.ric_data = ric_data
-        self.stars_full_path = stars_full_path
-        self.covariance = covariance
-        self.max_component = max_component
-        self.alphas = alphas
-        self.alpha_min_ratio = alpha_min_ratio
-        self.gamma = gamma
-        self.stars_threshold = stars_threshold
-        self.n_subsamples = n_subsamples
-        self.subsample_size = subsample_size
-        self.subsamples = subsamples
-        self.n_rotations = n_rotations
-        self.rotations = rotations
-        self.penalize_diagonal = penalize_diagonal
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.screen = screen
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
+        keep_arguments(self, locals())
 
     def _loose_path(self):
         """Whether the path is fitted at :data:`PATH_TOL`: tol None, and a solver whose
@@ -649,8 +625,7 @@ class Nonparanormal(ParamsMixin):
     """
 
     def __init__(self, method="shrinkage", *, truncation=None):
-        self.method = method
-        self.truncation = truncation
+        keep_arguments(self, locals())
 
     def _check(self):
         if self.method not in _NPN_METHODS:

@@ -12,7 +12,7 @@ from ..errors import ModelFileError, NonNumericDataError
 from ..data.feature_space import FeatureSpace
 from ..estimation import LogLinearCore, solve, warn_large_values
 from ..core.interrupts import reraise_interrupt
-from ..core.params import check_sample_weight
+from ..core.params import check_sample_weight, keep_arguments
 from .labels import class_labels as _class_labels
 from ..core.factory import make_model
 
@@ -181,22 +181,7 @@ class LogLinearClassifier(LogLinearCore):
     def __init__(self, solver="owlqn", l1=1.0, l2=0.0, max_iter=None, tol=1e-6, gtol=1e-5, window=10,
                  fit_intercept=True, feature_space="full", n_jobs=None, random_state=None,
                  warm_start=False, verbose=0, solver_options=None, client=None, n_shards=None):
-        self.solver = solver
-        self.l1 = l1
-        self.l2 = l2
-        self.max_iter = max_iter
-        self.tol = tol
-        self.gtol = gtol
-        self.window = window
-        self.fit_intercept = fit_intercept
-        self.feature_space = feature_space
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.verbose = verbose
-        self.solver_options = solver_options
-        self.client = client
-        self.n_shards = n_shards
+        keep_arguments(self, locals())
 
     def _more_sklearn_tags(self, tags):
         tags.input_tags.sparse = True

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ConvergenceWarning, NotFittedError, ParameterError
 from .latent_model import LatentLogLinear, em_fit
 from ..core.penalties import ElasticNet
-from ..core.params import ParamsMixin, check_number, check_sample_weight
+from ..core.params import ParamsMixin, check_number, check_sample_weight, keep_arguments
 from .estimator import _as_matrix
 from .labels import class_labels as _class_labels
 from ..solvers import get_solver
@@ -71,19 +71,7 @@ class LatentLogLinearClassifier(ParamsMixin):
 
     def __init__(self, n_components=2, solver="bound", l1=0.0, l2=0.0, n_init=1, random_state=None, init_scale=0.1,
                  max_iter=None, tol=1e-9, gtol=1e-6, fit_intercept=True, verbose=0, solver_options=None):
-        self.n_components = n_components
-        self.solver = solver
-        self.l1 = l1
-        self.l2 = l2
-        self.n_init = n_init
-        self.random_state = random_state
-        self.init_scale = init_scale
-        self.max_iter = max_iter
-        self.tol = tol
-        self.gtol = gtol
-        self.fit_intercept = fit_intercept
-        self.verbose = verbose
-        self.solver_options = solver_options
+        keep_arguments(self, locals())
 
     # -- checks ------------------------------------------------------------------------
     def _check_params(self):

@@ -107,6 +107,25 @@ def edge_weight_matrix(estimator):
     return W
 
 
+class ExportsSelectedModel:
+    """``to_networkx`` / ``to_pgmpy`` of an estimator whose graph is a fitted
+    :class:`~spargel.mrf.estimator.PairwiseMRF` that it holds: the attribute that the
+    class's ``_selected_model`` names (IsingFit's ``model_``, the selector's
+    ``best_estimator_``)."""
+
+    _selected_model = None
+
+    def to_networkx(self, labels=None):
+        """The selected graph as a ``networkx.Graph`` (:func:`spargel.mrf.export.to_networkx`)."""
+        self._check_fitted()
+        return getattr(self, self._selected_model).to_networkx(labels)
+
+    def to_pgmpy(self, labels=None):
+        """The selected model as a ``pgmpy.models.MarkovNetwork`` (:func:`spargel.mrf.export.to_pgmpy`)."""
+        self._check_fitted()
+        return getattr(self, self._selected_model).to_pgmpy(labels)
+
+
 class Cancelled(Exception):
     """Raised inside a worker of :func:`map_threads` that saw its ``cancel`` event set
     (another task failed or Ctrl-C was pressed): the worker stops, nobody reads it."""

@@ -33,7 +33,7 @@ import numpy as np
 from ..core.first_use import announces_compiles
 from ..errors import (CapabilityError, ConvergenceWarning, DataFormatError, ModelFileError, NotFittedError,
                       ParameterError)
-from ..core.params import check_number, ParamsMixin
+from ..core.params import check_number, keep_arguments, ParamsMixin
 from ..core.interrupts import note_interrupt, reraise_interrupt
 
 __all__ = ["PairwiseMRF", "mrf_penalty"]
@@ -166,26 +166,7 @@ class PairwiseMRF(ParamsMixin):
                  candidate_estimate=None, adaptive="auto",
                  bp_schedule="sequential", bp_damping=0.0, bp_max_iter=200, bp_tol=1e-6,
                  max_iter=None, tol=1e-6, n_jobs=1, random_state=None, verbose=False):
-        self.l1 = l1
-        self.l2 = l2
-        self.penalty = penalty
-        self.inference = inference
-        self.solver = solver
-        self.candidate_edges = candidate_edges
-        self.edge_features = edge_features
-        self.n_states = n_states
-        self.tie_features = tie_features
-        self.candidate_estimate = candidate_estimate
-        self.adaptive = adaptive
-        self.bp_schedule = bp_schedule
-        self.bp_damping = bp_damping
-        self.bp_max_iter = bp_max_iter
-        self.bp_tol = bp_tol
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
+        keep_arguments(self, locals())
 
     # -- training -------------------------------------------------------------------------
     def _bp_options(self):

@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.first_use import announces_compiles
-from ..core.params import ParamsMixin, check_number
+from ..core.params import check_number, keep_arguments, ParamsMixin
 from ..errors import CapabilityError, DataFormatError, NotFittedError, ParameterError
 from ..core.interrupts import all_or_nothing
 from .common import Cancelled, check_mixed_data, check_types, map_threads, variable_names
@@ -438,22 +438,7 @@ class MixedGraphicalModel(ParamsMixin):
     def __init__(self, types, gamma=0.25, rule="and", *, criterion="ebic", levels=None, n_lambdas=100,
                  lambda_min_ratio=None, tol=1e-7, ebic_stop=True, n_subsamples=20, subsample_size=None,
                  stars_threshold=0.1, cv=5, random_state=None, n_jobs=1, verbose=False):
-        self.types = types
-        self.criterion = criterion
-        self.levels = levels
-        self.n_subsamples = n_subsamples
-        self.subsample_size = subsample_size
-        self.stars_threshold = stars_threshold
-        self.cv = cv
-        self.random_state = random_state
-        self.gamma = gamma
-        self.rule = rule
-        self.n_lambdas = n_lambdas
-        self.lambda_min_ratio = lambda_min_ratio
-        self.tol = tol
-        self.ebic_stop = ebic_stop
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        keep_arguments(self, locals())
 
     def _check_params(self):
         if not isinstance(self.rule, str) or self.rule not in RULES:

@@ -37,9 +37,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.first_use import announces_compiles
-from ..core.params import ParamsMixin, check_number
+from ..core.params import ParamsMixin, check_number, keep_arguments
 from ..errors import DataFormatError, NotFittedError, ParameterError
-from .common import map_threads
+from .common import ExportsSelectedModel, map_threads
 from .plot import plot_edge_stability
 
 __all__ = ["IsingFit", "nodewise_logistic"]
@@ -149,7 +149,7 @@ def nodewise_logistic(X, *, gamma=0.25, n_lambdas=100, lambda_min_ratio=None, to
     return B, b0, lam, ebic
 
 
-class IsingFit(ParamsMixin):
+class IsingFit(ExportsSelectedModel, ParamsMixin):
     """IsingFit's procedure for binary data (see the module documentation).
 
     Parameters
@@ -182,16 +182,11 @@ class IsingFit(ParamsMixin):
     See the module documentation.
     """
 
+    _selected_model = "model_"
+
     def __init__(self, gamma=0.25, rule="and", *, n_lambdas=100, lambda_min_ratio=None, tol=1e-7, ebic_stop=True,
                  n_jobs=1, verbose=False):
-        self.gamma = gamma
-        self.rule = rule
-        self.n_lambdas = n_lambdas
-        self.lambda_min_ratio = lambda_min_ratio
-        self.tol = tol
-        self.ebic_stop = ebic_stop
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        keep_arguments(self, locals())
 
     @announces_compiles
     def fit(self, X, y=None):
@@ -308,13 +303,3 @@ class IsingFit(ParamsMixin):
         """Mean log-likelihood of X under the fitted Ising model (exact where it fits)."""
         self._check_fitted()
         return self.model_.score(X)
-
-    def to_networkx(self, labels=None):
-        """The selected graph as a ``networkx.Graph`` (:func:`spargel.mrf.export.to_networkx`)."""
-        self._check_fitted()
-        return self.model_.to_networkx(labels)
-
-    def to_pgmpy(self, labels=None):
-        """The selected model as a ``pgmpy.models.MarkovNetwork`` (:func:`spargel.mrf.export.to_pgmpy`)."""
-        self._check_fitted()
-        return self.model_.to_pgmpy(labels)

@@ -28,9 +28,9 @@ import time
 import numpy as np
 
 from ..core.interrupts import all_or_nothing
-from ..core.params import ParamsMixin, check_number
+from ..core.params import ParamsMixin, check_number, keep_arguments
 from ..errors import NotFittedError, ParameterError
-from .common import Cancelled, map_threads, thread_count
+from .common import Cancelled, ExportsSelectedModel, map_threads, thread_count
 from ..core.selection import default_subsample_size, stars_choice, stars_variability
 from .plot import plot_edge_stability
 
@@ -78,7 +78,7 @@ def edge_dof(n_states, edges, edge_features):
     return ((ns[edges[:, 0]] - 1) * (ns[edges[:, 1]] - 1)).astype(np.float64)
 
 
-class PairwiseMRFSelect(ParamsMixin):
+class PairwiseMRFSelect(ExportsSelectedModel, ParamsMixin):
     """A :class:`~spargel.mrf.estimator.PairwiseMRF` with ``l1`` chosen on a path by
     EBIC, StARS or cross-validated pseudo-likelihood.
 
@@ -139,24 +139,12 @@ class PairwiseMRFSelect(ParamsMixin):
     See the module documentation; ``docs/mrf.md`` ("Choosing l1").
     """
 
+    _selected_model = "best_estimator_"
+
     def __init__(self, criterion="ebic", *, estimator=None, n_l1s=20, l1s=None, l1_min_ratio=0.05,
                  gamma=0.5, stars_threshold=0.1, n_subsamples=20, subsample_size=None, subsamples=None,
                  cv=5, refit=True, n_jobs=1, random_state=None, verbose=False):
-        self.criterion = criterion
-        self.estimator = estimator
-        self.n_l1s = n_l1s
-        self.l1s = l1s
-        self.l1_min_ratio = l1_min_ratio
-        self.gamma = gamma
-        self.stars_threshold = stars_threshold
-        self.n_subsamples = n_subsamples
-        self.subsample_size = subsample_size
-        self.subsamples = subsamples
-        self.cv = cv
-        self.refit = refit
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
+        keep_arguments(self, locals())
 
     # -- checks ---------------------------------------------------------------------------
     def _template(self):
@@ -396,16 +384,6 @@ class PairwiseMRFSelect(ParamsMixin):
         :func:`~spargel.mrf.plot.plot_edge_stability`). Returns the axes."""
         self._check_fitted()
         return plot_edge_stability(self, stability, **kwargs)
-
-    def to_networkx(self, labels=None):
-        """The selected graph as a ``networkx.Graph`` (:func:`spargel.mrf.export.to_networkx`)."""
-        self._check_fitted()
-        return self.best_estimator_.to_networkx(labels)
-
-    def to_pgmpy(self, labels=None):
-        """The selected model as a ``pgmpy.models.MarkovNetwork`` (:func:`spargel.mrf.export.to_pgmpy`)."""
-        self._check_fitted()
-        return self.best_estimator_.to_pgmpy(labels)
 
 class _Walker:
     """One StARS subsample walking down the path, one ``l1`` at a time (warm-started)."""

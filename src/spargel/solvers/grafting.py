@@ -84,6 +84,7 @@ gradient evaluations (``block_evals`` on their own).
 
 import inspect
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -410,9 +411,24 @@ def _relative_drop(values, k, window, F):
     return (values[k - window] - F) / max(abs(F), 1.0)
 
 
-def _incremental(name, model, penalty, w0, max_iter, tol, gtol, window, monitor, select_unit=1,
-                 select_by="weight", feature_batches=None, memory=10, max_linesearch=40, c1=1e-4):
-    """Grafting-Light, Grafting and Gauss-Seidel with OWL-QN steps (see the module doc)."""
+@dataclass(frozen=True)
+class Stopping:
+    """The options the three solvers share with every model solver, as the public
+    keywords give them: the stopping rule (``max_iter``, ``tol``, ``gtol``, ``window``;
+    see the module documentation) and the history callback ``monitor``."""
+    max_iter: int
+    tol: float
+    gtol: float
+    window: int
+    monitor: object
+
+
+def _incremental(name, model, penalty, w0, stopping, select_unit=1, select_by="weight", feature_batches=None,
+                 memory=10, max_linesearch=40, c1=1e-4):
+    """Grafting-Light, Grafting and Gauss-Seidel with OWL-QN steps (see the module doc)
+    until ``stopping`` (:class:`Stopping`) says so."""
+    max_iter, tol, gtol, window, monitor = (stopping.max_iter, stopping.tol, stopping.gtol, stopping.window,
+                                            stopping.monitor)
     mode = MODES[name]
     require(model, name, "loss_grad")
     require_separable(penalty, name)
@@ -517,7 +533,8 @@ def minimize_grafting_light(model, penalty, w0=None, *, max_iter=1000, tol=1e-5,
     """Grafting-Light (Zhu, Lao & Xing): one OWL-QN step over the working set, then the
     ``select_unit`` most violating weights join it (see the module documentation)."""
     options.setdefault("select_unit", "auto")
-    return _incremental("grafting-light", model, penalty, w0, max_iter, tol, gtol, window, monitor, **options)
+    return _incremental("grafting-light", model, penalty, w0, Stopping(max_iter, tol, gtol, window, monitor),
+                        **options)
 
 
 def minimize_grafting(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-5, window=10,
@@ -525,7 +542,7 @@ def minimize_grafting(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=
     """Grafting (Perkins, Lacker & Theiler): the working set is optimised to convergence
     (OWL-QN) after every selection of the ``select_unit`` most violating weights."""
     options.setdefault("select_unit", "auto")
-    return _incremental("grafting", model, penalty, w0, max_iter, tol, gtol, window, monitor, **options)
+    return _incremental("grafting", model, penalty, w0, Stopping(max_iter, tol, gtol, window, monitor), **options)
 
 
 def minimize_gauss_seidel(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-5, window=10,
@@ -537,12 +554,13 @@ def minimize_gauss_seidel(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, g
         raise ValueError(f"inner must be 'auto', 'owlqn' or 'blocks', got {inner!r}")
     if inner == "auto":
         inner = "blocks" if "blocks" in capabilities(model) else "owlqn"
+    stopping = Stopping(max_iter, tol, gtol, window, monitor)
     if inner == "owlqn":
         unknown = set(options) & {"max_inner", "max_trials", "max_step"}
         if unknown:
             raise TypeError(f"option(s) {', '.join(sorted(unknown))} belong to inner='blocks'")
-        return _incremental("gauss-seidel", model, penalty, w0, max_iter, tol, gtol, window, monitor, **options)
-    return _gauss_seidel_blocks(model, penalty, w0, max_iter, tol, gtol, window, monitor, **options)
+        return _incremental("gauss-seidel", model, penalty, w0, stopping, **options)
+    return _gauss_seidel_blocks(model, penalty, w0, stopping, **options)
 
 
 def _block_layout(model):
@@ -560,14 +578,16 @@ def _block_layout(model):
     return ptr, index
 
 
-def _gauss_seidel_blocks(model, penalty, w0, max_iter, tol, gtol, window, monitor, select_unit=1,
-                         feature_batches=None, max_inner=100, max_trials=12, max_step=2.0, damping_factor=4.0):
+def _gauss_seidel_blocks(model, penalty, w0, stopping, select_unit=1, feature_batches=None, max_inner=100,
+                         max_trials=12, max_step=2.0, damping_factor=4.0):
     """Gauss-Seidel over the model's blocks: per selection, the loss gradient of every
     weight (one ``loss_grad``) ranks the blocks by their largest violation; the M worst
     (and the blocks of unpenalised weights) are swept with exact block steps --
     ``penalty.block_step`` on the block's gradient and curvature, damped until
     ``block_change`` says the objective decreased -- until their violation is below the
     threshold or a sweep no longer reduces it by a tenth, at most ``max_inner`` sweeps."""
+    max_iter, tol, gtol, window, monitor = (stopping.max_iter, stopping.tol, stopping.gtol, stopping.window,
+                                            stopping.monitor)
     name = "gauss-seidel"
     require(model, name, "loss_grad", "blocks")
     require_separable(penalty, name)

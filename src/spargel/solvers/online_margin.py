@@ -30,6 +30,7 @@ model's ``l1`` / ``l2`` must be 0. ``tol``, ``gtol`` and ``window`` are not used
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -65,14 +66,65 @@ def _number(name, value, positive=True):
     return value
 
 
+def _stopping_unused(solver, given):
+    """Accept the keywords every model solver is given and these trainers do not use
+    (``tol``, ``gtol``, ``window``: they stop by ``max_iter`` and ``epsilon``); refuse
+    any other as Python refuses an unknown keyword.
+
+    >>> _stopping_unused("minimize_ap", {"tol": 1e-5, "gtol": None, "window": 10})
+    >>> _stopping_unused("minimize_ap", {"tolerance": 1e-5})
+    Traceback (most recent call last):
+    ...
+    TypeError: minimize_ap() got an unexpected keyword argument 'tolerance'
+    """
+    for key in given:
+        if key not in ("tol", "gtol", "window"):
+            raise TypeError(f"{solver}() got an unexpected keyword argument {key!r}")
+
+
 def _flag(name, value):
     if isinstance(value, (bool, np.bool_)) or value in (0, 1):
         return bool(value)
     raise ValueError(f"{name} must be True or False (or 1 / 0), got {value!r}")
 
 
-def _run(name, rule, model, penalty, w0, max_iter, monitor, epsilon, random_state, shuffle, averaging,
-         pa_type=1, c=1.0, error_sensitive=True, variance=1.0, gamma=1.0):
+@dataclass(frozen=True)
+class Epochs:
+    """The options ``ap``, ``pa`` and ``arow`` share, as their public keywords give them
+    (the driver checks them): epochs at most, the history callback, the stopping
+    threshold on the loss per sample, the seed and whether each epoch draws a new order."""
+    max_iter: int
+    monitor: object
+    epsilon: float
+    random_state: object
+    shuffle: bool
+
+
+@dataclass(frozen=True)
+class Update:
+    """An online trainer's update rule (``core/online_rules``: ``AP``, ``PA`` or
+    ``AROW``) with its checked settings; the PA ones are read by ``pa`` only, the AROW
+    ones (``variance``, ``gamma``) by ``arow`` only."""
+    rule: int
+    averaging: bool
+    pa_type: int = 1
+    c: float = 1.0
+    error_sensitive: bool = True
+    variance: float = 1.0
+    gamma: float = 1.0
+
+    def parameters(self):
+        """The compiled MAP pass's ``prm`` array."""
+        return np.array([self.rule, self.pa_type, self.c, 1.0 if self.error_sensitive else 0.0, self.gamma],
+                        dtype=np.float64)
+
+
+def _run(name, model, penalty, w0, epochs, update):
+    """One online trainer: ``epochs`` (:class:`Epochs`) passes of ``update``
+    (:class:`Update`) over the samples."""
+    max_iter, monitor, epsilon, random_state, shuffle = (epochs.max_iter, epochs.monitor, epochs.epsilon,
+                                                         epochs.random_state, epochs.shuffle)
+    rule, averaging = update.rule, update.averaging
     require(model, name, "map")
     _check_no_penalty(penalty, name)
     max_iter = int(max_iter)
@@ -84,8 +136,8 @@ def _run(name, rule, model, penalty, w0, max_iter, monitor, epsilon, random_stat
     n = int(model.n_params)
     N = int(model.n_samples)
     ws = np.zeros(n)
-    cov = np.full(n, variance) if rule == R.AROW else np.zeros(0)
-    prm = np.array([rule, pa_type, c, 1.0 if error_sensitive else 0.0, gamma], dtype=np.float64)
+    cov = np.full(n, update.variance) if rule == R.AROW else np.zeros(0)
+    prm = update.parameters()
     st = np.array([1.0, 0.0, 0.0])
     rng = np.random.default_rng(random_state)
     history = HistoryRecorder(monitor)
@@ -123,38 +175,44 @@ def _run(name, rule, model, penalty, w0, max_iter, monitor, epsilon, random_stat
                         stop_reason=stop, history=history.rows)
 
 
-def minimize_ap(model, penalty=None, w0=None, *, max_iter=DEFAULT_MAX_ITER, tol=None, gtol=None, window=None,
-                monitor=None, epsilon=0.0, random_state=None, shuffle=True):
+def minimize_ap(model, penalty=None, w0=None, *, max_iter=DEFAULT_MAX_ITER, monitor=None, epsilon=0.0,
+                random_state=None, shuffle=True, **unused):
     """Averaged perceptron (CRFsuite's ``ap``); see the module documentation. Options:
-    ``epsilon`` (0), ``random_state``, ``shuffle`` (True)."""
-    return _run("ap", R.AP, model, penalty, w0, max_iter, monitor, epsilon, random_state, shuffle, True)
+    ``epsilon`` (0), ``random_state``, ``shuffle`` (True); ``tol``, ``gtol`` and
+    ``window`` are accepted and not used."""
+    _stopping_unused("minimize_ap", unused)
+    return _run("ap", model, penalty, w0, Epochs(max_iter, monitor, epsilon, random_state, shuffle),
+                Update(R.AP, True))
 
 
-def minimize_pa(model, penalty=None, w0=None, *, max_iter=DEFAULT_MAX_ITER, tol=None, gtol=None, window=None,
-                monitor=None, epsilon=0.0, pa_type=1, c=1.0, error_sensitive=True, averaging=True,
-                random_state=None, shuffle=True):
+def minimize_pa(model, penalty=None, w0=None, *, max_iter=DEFAULT_MAX_ITER, monitor=None, epsilon=0.0, pa_type=1,
+                c=1.0, error_sensitive=True, averaging=True, random_state=None, shuffle=True, **unused):
     """Passive-aggressive (CRFsuite's ``pa``); see the module documentation. Options:
     ``pa_type`` (0, 1 or 2; default 1), ``c`` (1), ``error_sensitive`` (True),
-    ``averaging`` (True), ``epsilon`` (0), ``random_state``, ``shuffle`` (True)."""
+    ``averaging`` (True), ``epsilon`` (0), ``random_state``, ``shuffle`` (True); ``tol``,
+    ``gtol`` and ``window`` are accepted and not used."""
+    _stopping_unused("minimize_pa", unused)
     if isinstance(pa_type, bool) or pa_type not in (0, 1, 2):
         raise ValueError(f"pa_type must be 0, 1 or 2, got {pa_type!r}")
     c = _number("c", c)
-    return _run("pa", R.PA, model, penalty, w0, max_iter, monitor, epsilon, random_state, shuffle,
-                _flag("averaging", averaging), pa_type=int(pa_type), c=c,
-                error_sensitive=_flag("error_sensitive", error_sensitive))
+    return _run("pa", model, penalty, w0, Epochs(max_iter, monitor, epsilon, random_state, shuffle),
+                Update(R.PA, _flag("averaging", averaging), pa_type=int(pa_type), c=c,
+                       error_sensitive=_flag("error_sensitive", error_sensitive)))
 
 
-def minimize_arow(model, penalty=None, w0=None, *, max_iter=DEFAULT_MAX_ITER, tol=None, gtol=None, window=None,
-                  monitor=None, epsilon=0.0, variance=1.0, gamma=1.0, random_state=None, shuffle=True):
+def minimize_arow(model, penalty=None, w0=None, *, max_iter=DEFAULT_MAX_ITER, monitor=None, epsilon=0.0,
+                  variance=1.0, gamma=1.0, random_state=None, shuffle=True, **unused):
     """AROW (CRFsuite's ``arow``); see the module documentation. Options: ``variance``
     (1, the initial variance of every weight), ``gamma`` (1), ``epsilon`` (0),
-    ``random_state``, ``shuffle`` (True)."""
-    return _run("arow", R.AROW, model, penalty, w0, max_iter, monitor, epsilon, random_state, shuffle, False,
-                variance=_number("variance", variance), gamma=_number("gamma", gamma))
+    ``random_state``, ``shuffle`` (True); ``tol``, ``gtol`` and ``window`` are accepted
+    and not used."""
+    _stopping_unused("minimize_arow", unused)
+    return _run("arow", model, penalty, w0, Epochs(max_iter, monitor, epsilon, random_state, shuffle),
+                Update(R.AROW, False, variance=_number("variance", variance), gamma=_number("gamma", gamma)))
 
 
-def minimize_mira(model, penalty=None, w0=None, *, max_iter=DEFAULT_MAX_ITER, tol=None, gtol=None, window=None,
-                  monitor=None, c=1.0, shrinking_size=20, random_state=None, shuffle=False):
+def minimize_mira(model, penalty=None, w0=None, *, max_iter=DEFAULT_MAX_ITER, monitor=None, c=1.0,
+                  shrinking_size=20, random_state=None, shuffle=False, **unused):
     """CRF++'s MIRA (``crf_learn -a MIRA``): a single-best, cost-sensitive MIRA without
     averaging, on any model with the ``"map"`` capability.
 
@@ -171,7 +229,9 @@ def minimize_mira(model, penalty=None, w0=None, *, max_iter=DEFAULT_MAX_ITER, to
     default 100000 is far more than it ever runs; here 100). The samples are visited in
     their order (CRF++'s) unless ``shuffle``. No penalty: ``c`` is the regularisation.
     History rows: ``loss`` the summed fraction of wrong parts, plus ``active_set`` (the
-    samples visited), ``upper_active_set`` (steps cut by ``c``) and ``kkt``."""
+    samples visited), ``upper_active_set`` (steps cut by ``c``) and ``kkt``. ``tol``,
+    ``gtol`` and ``window`` are accepted and not used."""
+    _stopping_unused("minimize_mira", unused)
     name = "mira"
     require(model, name, "map")
     _check_no_penalty(penalty, name)
