@@ -13,8 +13,7 @@ from ..core.params import keep_arguments
 from ..core.solver_table import solver as solver_record, solvers_for
 from ..estimation import check_weight_range, FitPlan, LogLinearCore
 from .featurizer import SequenceFeaturizer
-from .labels import label_lists, refuse_marker_label
-from .monitor import FitMonitor
+from .labels import label_lists
 from ..core.params import check_number
 from ..data.feature_space import FEATURE_SPACES
 

@@ -840,8 +840,6 @@ class Template:
 
     def _flat_valid(self, p, state):
         """Per token, whether every position pattern ``p`` reads is inside its sequence."""
-        import numpy as np
-
         t, T = state["t"], state["T"]
         ok = (t + min(p.rel_min, 0) >= 0) & (t + max(p.rel_max, 0) < T)
         for row in p.absolutes:

@@ -21,7 +21,6 @@ second stage).
 
 from __future__ import annotations
 
-import numbers
 import sys
 import time
 

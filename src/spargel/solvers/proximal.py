@@ -20,8 +20,6 @@ solvers.
 
 import math
 
-import numpy as np
-
 from ..core.protocol import require
 from ..core.vec import dot, norm
 from .base import HistoryRecorder, SolverResult, check_start
