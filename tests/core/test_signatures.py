@@ -40,14 +40,9 @@ ALLOWED = {
     ("solvers/online_margin.py", "minimize_pa"): "a solver's public keyword options",
     ("solvers/online_margin.py", "_run"): "the online solvers' shared driver: their public options",
     ("solvers/grafting.py", "_incremental"): "the three grafting solvers' shared driver: their public options",
-    # the Gaussian family's solvers (public options) and kernels (positional state)
+    # the Gaussian family's one entry point: the public keywords it builds the solvers'
+    # RunControl from
     ("gaussian/solve.py", "solve_gaussian"): "the Gaussian solvers' public options",
-    ("gaussian/newton_cd.py", "newton_cd"): "a solver's public keyword options",
-    ("gaussian/newton_cg.py", "newton_cg"): "a solver's public keyword options",
-    ("gaussian/block_l1.py", "block_l1_projected_gradient"): "a solver's public keyword options",
-    ("gaussian/_newton_cg_kernels.py", "newton_cg_direction"): "positional kernel state (not yet named)",
-    ("gaussian/_newton_cg_kernels.py", "_precondition"): "the dense copy and the sparse pattern of X: positional kernel state (not yet named)",
-    ("gaussian/_sparse_factor_kernels.py", "inverse_derivative"): "positional kernel state (not yet named)",
 }
 
 

@@ -22,10 +22,11 @@ The method is the one of Hsieh, Sustik, Dhillon & Ravikumar (QUIC, 2011);
 this is an independent implementation.
 
 >>> import numpy as np
+>>> from spargel.gaussian.control import RunControl
 >>> from spargel.gaussian.objective import penalty_matrix
 >>> rng = np.random.default_rng(0)
 >>> X = rng.standard_normal((50, 8)); S = np.cov(X.T, bias=True)
->>> res = newton_cd(S, penalty_matrix(0.1, 8), tol=1e-8)
+>>> res = newton_cd(S, penalty_matrix(0.1, 8), control=RunControl(tol=1e-8))
 >>> res.converged and res.duality_gap < 1e-6
 True
 """
@@ -35,9 +36,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
+
+from .control import RunControl
 from .factor import Factorizer, dense_cholesky, dense_inverse
 from .objective import interior_dual_start
-from .progress import record
 from .result import GaussianResult
 from .weights import ScalarWeights, dense_weights, weight_args, weights_diag
 
@@ -106,11 +108,9 @@ def start_point(S, L, X0, W0=None):
     return S, L, X, W, np.empty((n, n)), logdet
 
 
-def newton_cd(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_sweeps=10,
-              sigma=1e-4, max_line_search=30, gap_check=100.0, sweep_schedule="quic", inner_tol=0.0, stall_after=None,
-              polish=0,
-              history=None, callback=None, offset=0.0, t0=None,
-              verbose=False):
+def newton_cd(S, L, *, X0=None, W0=None, control=None, offset=0.0, max_sweeps=10, sigma=1e-4,
+              max_line_search=30, gap_check=100.0, sweep_schedule="quic", inner_tol=0.0,
+              stall_after=None):
     """Solve ``min -log det X + tr(S X) + sum L_ij |X_ij|`` by Newton-CD.
 
     Parameters
@@ -120,9 +120,14 @@ def newton_cd(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_s
     X0 : optional positive definite warm start (default
         ``diag(1 / (S_ii + L_ii))``, the solution when every off-diagonal
         weight is large). W0 : its inverse, when known (see :func:`start_point`).
-    tol, atol : stop when the certified duality gap is
-        <= ``max(atol, tol * max(1, |f|))``.
-    max_iter : outer (Newton) iterations.
+    control : a :class:`~.control.RunControl` (None: its defaults): ``tol``, ``atol``
+        (stop when the certified duality gap is <= ``max(atol, tol * max(1, |f|))``),
+        ``max_iter`` (outer Newton iterations), ``polish`` (once the tolerance is met,
+        up to this many further Newton steps towards the rounding floor,
+        :func:`polish_done`), ``verbose``, ``callback`` (``callback(row)`` after every
+        iteration; True stops) and ``t0``.
+    offset : added to the objective in the history rows (the constant of a
+        rescaled problem; ``solve_gaussian`` passes it).
     gap_check : the certified gap (one extra Cholesky) is computed once the
         model decrease is below ``gap_check * tol * max(1, |f|)``.
     stall_after : if given (an iteration count, e.g. 30), stop early — not
@@ -130,12 +135,6 @@ def newton_cd(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_s
         the last 10 iterations after that many iterations (slow, linear
         progress on ill-conditioned problems; ``solve_gaussian`` then hands
         over to the dual projected gradient).
-    polish : once the tolerance is met, up to this many further Newton steps
-        towards the rounding floor (:func:`polish_done`).
-    history : list to append per-iteration dicts to (created if None);
-    callback : ``callback(row)`` after every iteration; True stops.
-    offset : added to the objective in the history rows (the constant of a
-        rescaled problem; ``solve_gaussian`` passes it).
 
     Returns
     -------
@@ -145,14 +144,17 @@ def newton_cd(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_s
                               penalty_sum, trial_point)
     from ._newton_cg_kernels import orthant_count, orthant_set
 
-    t_start = time.perf_counter() if t0 is None else t0
+    control = RunControl() if control is None else control
+    tol, atol, polish = control.tol, control.atol, control.polish
+    max_iter = control.max_iter_for("newton-cd")
+    t_start = control.start()
     # U: the one n x n scratch (U = D W of the sweeps, then the trial point and its
     # Cholesky factor, which becomes W); the direction D lives on the free set
     S, L, X, W, U, logdet = start_point(S, L, X0, W0)
     Lm, lw = weight_args(L)
     n = S.shape[0]
     fz = Factorizer(n)
-    hist = [] if history is None else history
+    hist = []
     f = -logdet + float(np.vdot(S, X)) + penalty_sum(X, Lm, lw)
 
     size = 0
@@ -234,7 +236,7 @@ def newton_cd(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_s
             gap, g_val = certify(W, S, L, X, U, f, fz)
             row["duality_gap"] = gap
         row["elapsed"] = time.perf_counter() - t_start
-        stop = record(row, hist, verbose=verbose, callback=callback, name="newton-cd")
+        stop = control.report(row, hist, "newton-cd")
         if converged or gap <= thr:
             converged = True
             reason = "tol"

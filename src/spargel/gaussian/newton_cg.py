@@ -34,10 +34,11 @@ This is the orthant-based Newton method of Oztoprak, Nocedal, Rennie & Olsen
 with our choice of preconditioner; an independent implementation.
 
 >>> import numpy as np
+>>> from spargel.gaussian.control import RunControl
 >>> from spargel.gaussian.objective import penalty_matrix
 >>> rng = np.random.default_rng(0)
 >>> X = rng.standard_normal((50, 8)); S = np.cov(X.T, bias=True)
->>> res = newton_cg(S, penalty_matrix(0.1, 8), tol=1e-8)
+>>> res = newton_cg(S, penalty_matrix(0.1, 8), control=RunControl(tol=1e-8))
 >>> res.converged and res.duality_gap < 1e-6
 True
 """
@@ -48,9 +49,9 @@ import time
 
 import numpy as np
 
+from .control import RunControl
 from .factor import Factorizer
 from .newton_cd import POLISH_GAP, certify, polish_done, start_point
-from .progress import record
 from .result import GaussianResult
 from .weights import weight_args
 
@@ -145,9 +146,8 @@ def _entering_filter(X, dv, S, W, Lm, lw, rows, cols, sgn, grad):
     return rows, cols, sgn, grad
 
 
-def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
-              sigma=1e-4, max_line_search=40, gap_check=100.0, polish=0, history=None,
-              callback=None, offset=0.0, t0=None, verbose=False):
+def newton_cg(S, L, *, X0=None, W0=None, control=None, offset=0.0, max_cg=50, sigma=1e-4,
+              max_line_search=40, gap_check=100.0):
     """Solve ``min -log det X + tr(S X) + sum L_ij |X_ij|`` by orthant-wise Newton-CG.
 
     Parameters
@@ -158,17 +158,16 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
         ``diag(1 / (S_ii + L_ii))``). W0 : its inverse, when known (an array, or a
         function writing it into the n x n array it is given; see
         :func:`~.newton_cd.start_point`).
-    tol, atol : stop when the certified duality gap is
-        <= ``max(atol, tol * max(1, |f|))``.
-    max_iter : outer (Newton) iterations; max_cg : CG iterations per step.
-    gap_check : the certified gap (one extra Cholesky) is computed once the
-        predicted decrease is below ``gap_check * max(atol, tol * max(1, |f|))``.
-    polish : once the tolerance is met, up to this many further Newton steps
-        towards the rounding floor (see :func:`~.newton_cd.polish_done`).
-    history : list to append per-iteration rows to (created if None);
-    callback : ``callback(row)`` after every iteration; True stops.
+    control : a :class:`~.control.RunControl` (None: its defaults): ``tol``, ``atol``
+        (stop when the certified duality gap is <= ``max(atol, tol * max(1, |f|))``),
+        ``max_iter`` (outer Newton iterations), ``polish`` (once the tolerance is met,
+        up to this many further Newton steps towards the rounding floor, see
+        :func:`~.newton_cd.polish_done`), ``verbose``, ``callback`` and ``t0``.
     offset : added to the objective in the history rows (the constant of a
         rescaled problem; ``solve_gaussian`` passes it).
+    max_cg : CG iterations per step.
+    gap_check : the certified gap (one extra Cholesky) is computed once the
+        predicted decrease is below ``gap_check * max(atol, tol * max(1, |f|))``.
 
     Returns
     -------
@@ -176,10 +175,14 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
     """
     from ._cd_kernels import (apply_step, cd_sweeps, direction_terms, mirror_lower_to_upper,
                               penalty_sum, trial_point)
-    from ._newton_cg_kernels import (dense_to_csr, newton_cg_direction, orthant_count,
-                                     orthant_set, orthant_step, symmetric_rows)
+    from ._newton_cg_kernels import (CGWork, FreeSet, PreconditionerX, dense_to_csr,
+                                     newton_cg_direction, orthant_count, orthant_set,
+                                     orthant_step, symmetric_rows)
 
-    t_start = time.perf_counter() if t0 is None else t0
+    control = RunControl() if control is None else control
+    tol, atol, polish = control.tol, control.atol, control.polish
+    max_iter = control.max_iter_for("newton-cg")
+    t_start = control.start()
     # four n x n arrays: S, X, W and one scratch U (U = D W of the CD sweeps, the
     # float32 W and the products' scratch of CG, then the trial point of the line
     # search and its Cholesky factor, which becomes W while the old W becomes U);
@@ -188,7 +191,7 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
     Lm, lw = weight_args(L)
     n = S.shape[0]
     fz = Factorizer(n)
-    hist = [] if history is None else history
+    hist = []
     trSX = float(np.vdot(S, X))
     pen = penalty_sum(X, Lm, lw)
     f = -logdet + trSX + pen
@@ -255,10 +258,10 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
             # U's halves: the float32 W and the scratch of both products (used in turn)
             X32 = cg.dense_x(X) if _dense_preconditioner(cg.indptr, cg.ptr, m, n) else cg.no_x
             d, r, z, q, hq = (v[:m] for v in cg.vectors)
-            n_cg = newton_cg_direction(W32, cg.indptr, cg.indices, cg.data, r_, col_ptr,
-                                       col_of_group, cg.ptr, cg.scol, cg.spos, wts, g_, d,
-                                       max_cg, eta, U32, cg.buf32, U32, cg.sval,
-                                       r, z, q, hq, X32)
+            n_cg = newton_cg_direction(
+                W32, PreconditionerX(X32, cg.indptr, cg.indices, cg.data),
+                FreeSet(r_, col_ptr, col_of_group, cg.ptr, cg.scol, cg.spos, wts), g_, d,
+                max_cg, eta, CGWork(U32, cg.buf32, U32, cg.sval, r, z, q, hq))
             W32 = U32 = None
             decrease = -float(np.dot(wts * g_, d))     # predicted decrease <g, -D>
             if decrease > 0.0:
@@ -334,7 +337,7 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
             gap, g_val = certify(W, S, L, X, U, f, fz)
             row["duality_gap"] = gap
         row["elapsed"] = time.perf_counter() - t_start
-        stop = record(row, hist, verbose=verbose, callback=callback, name="newton-cg")
+        stop = control.report(row, hist, "newton-cg")
         if converged or gap <= thr:
             converged = True
             reason = "tol"

@@ -22,10 +22,11 @@ trial step, which the line search then safeguards, so it is computed in
 single precision (``curvature="float32"``, half the time of a float64 gemm).
 
 >>> import numpy as np
+>>> from spargel.gaussian.control import RunControl
 >>> from spargel.gaussian.objective import penalty_matrix
 >>> rng = np.random.default_rng(0)
 >>> X = rng.standard_normal((10, 8)); S = np.cov(X.T, bias=True)   # singular
->>> res = projected_gradient(S, penalty_matrix(0.2, 8), tol=1e-8, max_iter=5000)
+>>> res = projected_gradient(S, penalty_matrix(0.2, 8), control=RunControl(tol=1e-8, max_iter=5000))
 >>> res.converged
 True
 """
@@ -37,8 +38,8 @@ import time
 import numpy as np
 from scipy.linalg import lapack
 
+from .control import RunControl
 from .objective import interior_dual_start
-from .progress import record
 from .result import GaussianResult
 
 __all__ = ["projected_gradient"]
@@ -70,9 +71,8 @@ def curvature(K, G, precision="float32"):
     return float(np.vdot(M, M.T))
 
 
-def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
-                       max_line_search=50, curvature_precision="float32",
-                       history=None, callback=None, offset=0.0, t0=None, verbose=False):
+def projected_gradient(S, L, *, Sigma0=None, control=None, offset=0.0, max_line_search=50,
+                       curvature_precision="float32"):
     """Solve the l1 problem by Algorithm 1 (dual projected gradient).
 
     Parameters
@@ -81,19 +81,22 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
         off the diagonal for a singular S (Lemma 1).
     Sigma0 : optional dual start ``S + W0`` (positive definite, |W0| <= L);
         default the interior point of Lemma 1.
-    tol, atol : stop when the duality gap <= max(atol, tol * max(1, |f|)).
-    max_iter : iterations.
-    history, callback : as in ``newton_cg``; offset : added to the reported
-        objectives (the constant of a rescaled problem).
+    control : a :class:`~.control.RunControl` (None: its defaults): ``tol``, ``atol``
+        (stop when the duality gap <= max(atol, tol * max(1, |f|))), ``max_iter``,
+        ``verbose``, ``callback`` and ``t0``, as in ``newton_cg``.
+    offset : added to the reported objectives (the constant of a rescaled problem).
 
     Returns
     -------
     GaussianResult (``covariance`` is the dual iterate S + W,
     ``precision`` its inverse).
     """
-    t_start = time.perf_counter() if t0 is None else t0
+    control = RunControl() if control is None else control
+    tol, atol = control.tol, control.atol
+    max_iter = control.max_iter_for("projected-gradient")
+    t_start = control.start()
     n = S.shape[0]
-    hist = [] if history is None else history
+    hist = []
     Sigma = None
     if Sigma0 is not None:     # warm start: clip the given dual point into the box
         W0 = np.clip(np.asarray(Sigma0, dtype=np.float64) - S, -L, L)
@@ -127,7 +130,7 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
                "duality_gap": gap,
                "active_edges": int(np.count_nonzero((np.abs(W) >= upper) & penalised)),
                "step": step, "elapsed": time.perf_counter() - t_start}
-        stop = record(row, hist, verbose=verbose, callback=callback, name="projected-gradient")
+        stop = control.report(row, hist, "projected-gradient")
         if gap <= thr:
             converged = True
             reason = "tol"
