@@ -272,13 +272,11 @@ def block_l1_projected_gradient(S, bp, *, Sigma0=None, control=None, offset=0.0,
     """
     if step_rule not in ("paper", "bb"):
         raise ValueError(f"step_rule must be 'paper' or 'bb', got {step_rule!r}")
-    from .projected_gradient import certified as _certified, sparsify_precision
+    from .projected_gradient import certified as _certified, dual_stop, sparsify_precision
     from .projections import project_blocks
 
-    control = RunControl() if control is None else control
-    tol, atol = control.tol, control.atol
-    max_iter = control.max_iter_for("block-l1")
-    t_start = control.start()
+    control = RunControl.given(control)
+    max_iter, t_start = control.max_iter_for("block-l1"), control.start()
     n = S.shape[0]
     hist = []
     Lb = bp.L_box
@@ -318,28 +316,18 @@ def block_l1_projected_gradient(S, bp, *, Sigma0=None, control=None, offset=0.0,
         trSK = float(np.vdot(S, K))
         gap = trSK + pen - n
         f = f0 + trSK + pen
-        thr = max(atol, tol * max(1.0, abs(f)))
+        thr = control.threshold(f)
         act_box = int(np.count_nonzero((np.abs(W[iu]) >= Lb[iu]) & (Lb[iu] > 0)))
         act_blk = int(np.sum(np.diff(bp.block_ptr)[bp.block_l1(W) >= bp.radius * (1 - 1e-9)])) if bp.n_blocks else 0
         row = {"iteration": n_iter, "objective": f + offset, "dual_objective": f0 + n + offset,
                "duality_gap": gap, "active_edges": act_box + act_blk, "step": t,
                "elapsed": time.perf_counter() - t_start}
         stop = control.report(row, hist, "block-l1")
-        if gap <= thr:
-            converged = True
-            reason = "tol"
-            break
-        if gap <= 1e4 * thr or n_iter % 10 == 9:
-            Ks, fs, gs = sparsify_precision(K, _support_mask(W, Lb, inblock, bp), S, Lb,
-                                            f, f0 + n, thr, penalty=bp.value)
-            if gs <= thr:
-                converged = True
-                reason = "tol"
-                break
-        if n_iter >= max_iter:
-            break
-        if stop:
-            reason = "callback"
+        why = dual_stop(row, gap, thr, n_iter, max_iter, stop,
+                        lambda: sparsify_precision(K, _support_mask(W, Lb, inblock, bp), S, Lb,
+                                                   f, f0 + n, thr, penalty=bp.value)[2])
+        if why is not None:
+            converged, reason = why == "tol", why
             break
         G = K.copy()
         np.fill_diagonal(G, 0.0)

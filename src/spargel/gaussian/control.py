@@ -50,6 +50,15 @@ class RunControl:
     callback: Optional[Callable] = None
     t0: Optional[float] = None
 
+    @classmethod
+    def given(cls, control):
+        """``control``, or the defaults when it is None."""
+        return cls() if control is None else control
+
+    def threshold(self, f):
+        """The gap that stops a solver at objective ``f``: ``max(atol, tol * max(1, |f|))``."""
+        return max(self.atol, self.tol * max(1.0, abs(f)))
+
     def max_iter_for(self, name):
         """The iteration limit of solver ``name`` (its table default when None)."""
         return solver_record(name, "covariance").max_iter if self.max_iter is None \
