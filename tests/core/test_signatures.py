@@ -18,9 +18,8 @@ PACKAGE = os.path.dirname(os.path.abspath(spargel.__file__))
 #: counted) must be listed below
 LONG = 15
 
-#: how many may be listed (the aim is 10: the Gaussian kernels still take their state as
-#: positional arrays)
-MAX_LONG = 16
+#: how many may be listed (the aim was at most 10)
+MAX_LONG = 7
 
 #: (module path, function) -> why it keeps its parameters
 ALLOWED = {
@@ -37,14 +36,9 @@ ALLOWED = {
     ("chain/crf2_sgd.py", "sample_step"): "None flags sw / partial + the step's weights and scratch",
     # a solver's public options are keyword arguments (the solver table's interface)
     ("solvers/l2sgd.py", "minimize_l2sgd"): "a solver's public keyword options",
-    # the Gaussian family's solvers (public options) and kernels (positional state)
+    # the Gaussian family's one entry point: the public keywords it builds the solvers'
+    # RunControl from
     ("gaussian/solve.py", "solve_gaussian"): "the Gaussian solvers' public options",
-    ("gaussian/newton_cd.py", "newton_cd"): "a solver's public keyword options",
-    ("gaussian/newton_cg.py", "newton_cg"): "a solver's public keyword options",
-    ("gaussian/block_l1.py", "block_l1_projected_gradient"): "a solver's public keyword options",
-    ("gaussian/_newton_cg_kernels.py", "newton_cg_direction"): "positional kernel state (not yet named)",
-    ("gaussian/_newton_cg_kernels.py", "_precondition"): "the dense copy and the sparse pattern of X: positional kernel state (not yet named)",
-    ("gaussian/_sparse_factor_kernels.py", "inverse_derivative"): "positional kernel state (not yet named)",
 }
 
 

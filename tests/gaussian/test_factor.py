@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from spargel.gaussian import factor as F
 from spargel.gaussian._cd_kernels import mirror_lower_to_upper
+from spargel.gaussian.control import RunControl
 from spargel.gaussian.newton_cd import newton_cd
 from spargel.gaussian.newton_cg import newton_cg
 from spargel.gaussian.objective import penalty_matrix
@@ -99,7 +100,7 @@ def chain_covariance(p, n, seed):
 def test_solvers_reach_the_dense_paths_solution_through_sparse_factors(solver, monkeypatch):
     S = chain_covariance(150, 400, 0)
     L = penalty_matrix(0.15, 150)
-    dense = solver(S, L, tol=1e-12)
+    dense = solver(S, L, control=RunControl(tol=1e-12))
     seen = []
     real = F.Factorizer.__init__
 
@@ -111,7 +112,7 @@ def test_solvers_reach_the_dense_paths_solution_through_sparse_factors(solver, m
     monkeypatch.setattr(F, "SPARSE_MAX_FILL", 1.0)      # small orders fill a larger share
     monkeypatch.setattr(F, "INVERSE_MAX_FILL", 1.0)
     monkeypatch.setattr(F.Factorizer, "__init__", spy)
-    sparse = solver(S, L, tol=1e-12)
+    sparse = solver(S, L, control=RunControl(tol=1e-12))
     assert seen and seen[0]["sparse_cholesky"] > 0 and seen[0]["sparse_inverse"] > 0
     # only the certificates' dual points (S plus a clipped W: dense) are factorised dense
     certified = sum(np.isfinite(h["duality_gap"]) for h in sparse.history)

@@ -67,8 +67,8 @@ def test_estimator_keeps_the_iterate_and_reraises():
 
     est = SparseGaussianMRF(alpha=0.01, solver="projected-gradient", tol=0, max_iter=100000,
                             verbose=False)
-    import spargel.gaussian.progress as progress
-    record = progress.record
+    import spargel.gaussian.control as control
+    record = control.record
 
     def record_and_interrupt(row, history, **kw):      # SIGINT to ourselves at iteration 3
         if row.get("iteration") == 3 and not sent:
@@ -78,8 +78,7 @@ def test_estimator_keeps_the_iterate_and_reraises():
 
     mp = pytest.MonkeyPatch()
     try:
-        import spargel.gaussian.projected_gradient as pg
-        mp.setattr(pg, "record", record_and_interrupt)
+        mp.setattr(control, "record", record_and_interrupt)     # every solver reports there
         with python_sigint_handler():
             with pytest.raises(KeyboardInterrupt):
                 est.fit(X)

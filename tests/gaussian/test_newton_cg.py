@@ -3,9 +3,11 @@
 import numpy as np
 import pytest
 
-from spargel.gaussian._newton_cg_kernels import (dense_to_csr, newton_cg_direction, orthant_set,
+from spargel.gaussian._newton_cg_kernels import (CGWork, FreeSet, PreconditionerX, dense_to_csr,
+                                                 newton_cg_direction, orthant_set,
                                                  orthant_step, sandwich_dense, sandwich_sparse,
                                                  symmetric_rows)
+from spargel.gaussian.control import RunControl
 from spargel.gaussian.newton_cg import newton_cg
 from spargel.gaussian.objective import penalty_matrix, primal_objective
 from spargel.gaussian.solve import solve_gaussian
@@ -115,10 +117,10 @@ def test_cg_direction_solves_the_restricted_newton_system(dense_preconditioner):
     d = np.empty(m)
     scratch = [np.empty(m) for _ in range(4)]
     W32 = W.astype(np.float64)        # double precision here, to test the solve itself
-    it = newton_cg_direction(W32, indptr, ind, dat, r, col_ptr, cog, ptr, scol, spos, wts,
-                             grad, d, 200, 1e-16, np.empty((n, n)), np.empty(n),
-                             np.empty((n, n)), np.empty(2 * m), *scratch,
-                             X.copy() if dense_preconditioner else np.zeros((0, 0)))
+    it = newton_cg_direction(
+        W32, PreconditionerX(X.copy() if dense_preconditioner else np.zeros((0, 0)), indptr, ind, dat),
+        FreeSet(r, col_ptr, cog, ptr, scol, spos, wts), grad, d, 200, 1e-16,
+        CGWork(np.empty((n, n)), np.empty(n), np.empty((n, n)), np.empty(2 * m), *scratch))
     assert 1 <= it <= 200
     # dense reference: H_FF d = -g in coordinates of the free set
     H = np.empty((m, m))
@@ -177,12 +179,12 @@ def test_zero_weights_warm_start_and_singular_S():
     S = random_covariance(12, 20, 4)                 # singular: 12 samples, 20 variables
     L = penalty_matrix(0.1, 20)
     L[0, 1] = L[1, 0] = 0.0                          # one unpenalised pair
-    res = newton_cg(S, L, tol=1e-10)
+    res = newton_cg(S, L, control=RunControl(tol=1e-10))
     assert res.converged and kkt_violation(res.precision, S, L) < 1e-6
     ref = solve_gaussian(S, L, solver="projected-gradient", tol=1e-10, max_iter=50000)
     assert abs(res.objective - ref.objective) <= 1e-8 * abs(ref.objective)
-    warm = newton_cg(S, L * 0.9, X0=res.precision, tol=1e-10)
-    cold = newton_cg(S, L * 0.9, tol=1e-10)
+    warm = newton_cg(S, L * 0.9, X0=res.precision, control=RunControl(tol=1e-10))
+    cold = newton_cg(S, L * 0.9, control=RunControl(tol=1e-10))
     assert warm.converged and warm.n_iter <= cold.n_iter
     assert abs(warm.objective - cold.objective) <= 1e-9 * abs(cold.objective)
     with pytest.raises(ValueError, match="not positive definite"):
@@ -281,8 +283,8 @@ def test_scalar_weights_solve_the_dense_weights_problem(solver):
     S = _factor_covariance(p=30, seed=2)
     w, _ = _scalar_weights(30, seed=5, a=0.15)
     run = newton_cg if solver == "newton-cg" else newton_cd
-    a = run(S, w, tol=1e-12)
-    b = run(S, dense_weights(w), tol=1e-12)
+    a = run(S, w, control=RunControl(tol=1e-12))
+    b = run(S, dense_weights(w), control=RunControl(tol=1e-12))
     assert a.converged and b.converged
     assert a.objective == pytest.approx(b.objective, rel=1e-12)
     assert primal_objective(a.precision, S, dense_weights(w)) == pytest.approx(a.objective,

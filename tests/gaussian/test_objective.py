@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from spargel.gaussian.control import RunControl
 from spargel.gaussian.objective import (alpha_max, duality_gap, empirical_covariance,
                                         interior_dual_start, penalty_matrix,
                                         primal_objective, validate_covariance)
@@ -58,7 +59,7 @@ def test_duality_gap_certifies_suboptimality():
     from spargel.gaussian.newton_cd import newton_cd
 
     for it in (1, 2, 3, 5):
-        r = newton_cd(S, L, max_iter=it, tol=0)
+        r = newton_cd(S, L, control=RunControl(max_iter=it, tol=0))
         assert r.duality_gap >= r.objective - fstar - 1e-10
     for _ in range(5):   # arbitrary positive definite points
         A = rng.standard_normal((15, 15))

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from spargel.gaussian.control import RunControl
 from spargel.errors import ConvergenceWarning
 from spargel.gaussian.newton_cd import newton_cd
 from spargel.gaussian.objective import penalty_matrix, primal_objective
@@ -41,14 +42,14 @@ def test_singular_covariance_every_iterate_positive_definite():
     S = random_covariance(8, 20, 11)
     assert np.linalg.matrix_rank(S) < 20
     L = penalty_matrix(0.1, 20)
-    res = projected_gradient(S, L, tol=1e-9, max_iter=20000)
+    res = projected_gradient(S, L, control=RunControl(tol=1e-9, max_iter=20000))
     assert res.converged
     assert np.linalg.eigvalsh(res.precision)[0] > 0
     assert np.isfinite([h["objective"] for h in res.history]).all()
     # the dual objective never decreases (line search of Algorithm 2)
     duals = [h["dual_objective"] for h in res.history]
     assert np.all(np.diff(duals) >= -1e-12)
-    res2 = newton_cd(S, L, tol=1e-9)
+    res2 = newton_cd(S, L, control=RunControl(tol=1e-9))
     assert res2.converged
     assert abs(res.objective - res2.objective) <= 1e-7 * abs(res2.objective)
 

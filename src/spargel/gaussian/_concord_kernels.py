@@ -44,6 +44,44 @@ def diagonal_root(c, s):
     return (r - c) / (2.0 * s)
 
 
+@inner(fastmath=True)
+def _axpy_row(A, B, i, j, delta):
+    """Row i of A gains ``delta`` times row j of B."""
+    for k in range(A.shape[1]):
+        A[i, k] += delta * B[j, k]
+
+
+@inner(fastmath=True)
+def _diagonal_step(A, B, i, new, d, big):
+    """``w_ii <- new``: row i of the kept product A (``YT`` or ``V``) gains ``delta``
+    times row i of B (``XT`` or ``S``); returns the sweep's largest scaled change so far
+    (``big``, or ``|delta| / new`` when larger)."""
+    delta = new - d[i]
+    if delta != 0.0:
+        _axpy_row(A, B, i, i, delta)
+        ch = abs(delta) / new
+        if ch > big:
+            big = ch
+        d[i] = new
+    return big
+
+
+@inner(fastmath=True)
+def _pair_step(A, B, i, j, q, new, w, d, big):
+    """``w_ij <- new`` (active pair q): rows i and j of the kept product A gain ``delta``
+    times rows j and i of B; returns the sweep's largest scaled change so far (``big``,
+    or ``|delta| / sqrt(d_i d_j)`` when larger)."""
+    delta = new - w[q]
+    if delta != 0.0:
+        _axpy_row(A, B, i, j, delta)
+        _axpy_row(A, B, j, i, delta)
+        w[q] = new
+        ch = abs(delta) / math.sqrt(d[i] * d[j])
+        if ch > big:
+            big = ch
+    return big
+
+
 @kernel(fastmath=True)
 def sweeps_columns(XT, YT, sdiag, inv_n, I, J, w, d, alpha, n_sweeps, tol, out):
     """Up to ``n_sweeps`` sweeps on the columns (``YT = W XT`` kept up to date).
@@ -60,15 +98,7 @@ def sweeps_columns(XT, YT, sdiag, inv_n, I, J, w, d, alpha, n_sweeps, tol, out):
                 dot += YT[i, k] * XT[i, k]
             s = sdiag[i]
             c = dot * inv_n - d[i] * s
-            new = diagonal_root(c, s)
-            delta = new - d[i]
-            if delta != 0.0:
-                for k in range(n):
-                    YT[i, k] += delta * XT[i, k]
-                ch = abs(delta) / new
-                if ch > big:
-                    big = ch
-                d[i] = new
+            big = _diagonal_step(YT, XT, i, diagonal_root(c, s), d, big)
         for q in range(m):
             i = I[q]
             j = J[q]
@@ -76,18 +106,7 @@ def sweeps_columns(XT, YT, sdiag, inv_n, I, J, w, d, alpha, n_sweeps, tol, out):
             for k in range(n):
                 dot += YT[i, k] * XT[j, k] + YT[j, k] * XT[i, k]
             a = sdiag[i] + sdiag[j]
-            old = w[q]
-            new = soft(a * old - dot * inv_n, alpha) / a
-            delta = new - old
-            if delta != 0.0:
-                for k in range(n):
-                    YT[i, k] += delta * XT[j, k]
-                for k in range(n):
-                    YT[j, k] += delta * XT[i, k]
-                w[q] = new
-                ch = abs(delta) / math.sqrt(d[i] * d[j])
-                if ch > big:
-                    big = ch
+            big = _pair_step(YT, XT, i, j, q, soft(a * w[q] - dot * inv_n, alpha) / a, w, d, big)
         done = sweep + 1
         if big <= tol:
             break
@@ -108,31 +127,13 @@ def sweeps_dense(S, V, I, J, w, d, alpha, n_sweeps, tol, out):
         for i in range(p):
             s = S[i, i]
             c = V[i, i] - d[i] * s
-            new = diagonal_root(c, s)
-            delta = new - d[i]
-            if delta != 0.0:
-                for k in range(p):
-                    V[i, k] += delta * S[i, k]
-                ch = abs(delta) / new
-                if ch > big:
-                    big = ch
-                d[i] = new
+            big = _diagonal_step(V, S, i, diagonal_root(c, s), d, big)
         for q in range(m):
             i = I[q]
             j = J[q]
             a = S[i, i] + S[j, j]
-            old = w[q]
-            new = soft(a * old - (V[i, j] + V[j, i]), alpha) / a
-            delta = new - old
-            if delta != 0.0:
-                for k in range(p):
-                    V[i, k] += delta * S[j, k]
-                for k in range(p):
-                    V[j, k] += delta * S[i, k]
-                w[q] = new
-                ch = abs(delta) / math.sqrt(d[i] * d[j])
-                if ch > big:
-                    big = ch
+            big = _pair_step(V, S, i, j, q, soft(a * w[q] - (V[i, j] + V[j, i]), alpha) / a, w, d,
+                             big)
         done = sweep + 1
         if big <= tol:
             break

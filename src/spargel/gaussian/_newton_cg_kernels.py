@@ -15,10 +15,32 @@ The two products that conjugate gradients needs are both *sandwiches*
 
 Both work row by row on the symmetric pattern of F (``symmetric_rows``),
 so that every write stays within one row of a scratch matrix.
+
+Conjugate gradients (:func:`newton_cg_direction`) takes its state as three named tuples
+(numba compiles a named tuple as a plain one and reads a field by name like a slot):
+:data:`FreeSet` (where the vectors live), :data:`PreconditionerX` (X in the forms the
+preconditioner reads) and :data:`CGWork` (its scratch).
 """
+
+from collections import namedtuple
 
 from ..core.jit import inner, kernel
 from ._cd_kernels import weight
+
+#: the free set F of a CG step: its positions column by column (``rows``; group g, the
+#: positions of column ``col_of_group[g]``, is ``col_ptr[g]:col_ptr[g + 1]``), the same
+#: positions row by row as a symmetric pattern (``ptr``, ``scol``, ``spos``: see
+#: :func:`symmetric_rows`) and the inner product's ``weights`` (2 off the diagonal, 1 on it)
+FreeSet = namedtuple("FreeSet", "rows col_ptr col_of_group ptr scol spos weights")
+#: X as the preconditioner ``V -> P_F(X V X)`` reads it: in compressed rows (``indptr``,
+#: ``indices``, ``data``) and, when the dense single-precision sandwich is the cheaper,
+#: ``dense32``, an n x n float32 copy (else a 0 x 0 array: the sparse sandwich runs)
+PreconditionerX = namedtuple("PreconditionerX", "dense32 indptr indices data")
+#: the scratch of conjugate gradients: ``U32`` (n x n, W32's dtype) and ``buf32`` (n) of
+#: the Hessian's dense sandwich, ``UT`` (n x n) and ``sval`` (one entry per position of
+#: the symmetric pattern) of the preconditioner's (``UT`` may be ``U32``: the products
+#: run in turn), and the vectors ``r``, ``z``, ``q``, ``hq`` on the free set
+CGWork = namedtuple("CGWork", "U32 buf32 UT sval r z q hq")
 
 
 @kernel()
@@ -214,38 +236,39 @@ def _dot(a, b, w, m):
 
 
 @inner()
-def _precondition(X32, indptr, indices, data, v, ptr, scol, spos, sval, rows, col_ptr,
-                  col_of_group, UT, buf32, out):
-    """``out = P_F(X V X)``: by the dense single-precision sandwich when ``X32`` is an
-    n x n copy of X (a dense enough X: contiguous, vectorised rows beat the sparse
-    scatter), else by the sparse one (``X32`` 0 x 0)."""
-    if X32.shape[0] > 0:
-        sandwich_dense(X32, v, ptr, scol, spos, rows, col_ptr, col_of_group, UT, buf32, out)
+def _precondition(X, free, v, work, out):
+    """``out = P_F(X V X)`` (X a :data:`PreconditionerX`, ``free`` a :data:`FreeSet`,
+    ``work`` a :data:`CGWork`): by the dense single-precision sandwich when ``X.dense32``
+    is an n x n copy of X (a dense enough X: contiguous, vectorised rows beat the sparse
+    scatter), else by the sparse one (``X.dense32`` 0 x 0)."""
+    if X.dense32.shape[0] > 0:
+        sandwich_dense(X.dense32, v, free.ptr, free.scol, free.spos, free.rows, free.col_ptr,
+                       free.col_of_group, work.UT, work.buf32, out)
     else:
-        sandwich_sparse(indptr, indices, data, v, ptr, scol, spos, sval, rows, col_ptr,
-                        col_of_group, UT, out)
+        sandwich_sparse(X.indptr, X.indices, X.data, v, free.ptr, free.scol, free.spos,
+                        work.sval, free.rows, free.col_ptr, free.col_of_group, work.UT, out)
 
 
 @kernel()
-def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group, ptr, scol,
-                        spos, weights, grad, d, max_iter, rtol, U32, buf32, UT, sval,
-                        r, z, q, hq, X32):
+def newton_cg_direction(W32, X, free, grad, d, max_iter, rtol, work):
     """Preconditioned conjugate gradients for ``P_F(W D W) = -grad`` on the
-    free set F, started from D = 0 (so every iterate is a descent direction
-    of the orthant model). The preconditioner is ``V -> P_F(X V X)`` (X in
-    compressed rows): the restriction of the inverse of the Hessian
-    ``W (.) W``, exact when F is everything. Stops when the preconditioned
+    free set F (a :data:`FreeSet`), started from D = 0 (so every iterate is a descent
+    direction of the orthant model); W32 is W in single precision. The preconditioner
+    is ``V -> P_F(X V X)`` (X a :data:`PreconditionerX`): the restriction of the inverse
+    of the Hessian ``W (.) W``, exact when F is everything. ``work``: a :data:`CGWork`.
+    Stops when the preconditioned
     residual norm has shrunk by ``rtol``, when the last iteration improved
     the quadratic model by less than ``rtol / k`` of its total decrease
     (k iterations; the truncation rule of Nash & Sofer), or after
     ``max_iter`` iterations.
     Returns the number of iterations."""
     m = grad.shape[0]
+    weights = free.weights
+    r, z, q, hq = work.r, work.z, work.q, work.hq
     for p in range(m):
         d[p] = 0.0
         r[p] = -grad[p]
-    _precondition(X32, indptr, indices, data, r, ptr, scol, spos, sval, rows, col_ptr,
-                  col_of_group, UT, buf32, z)
+    _precondition(X, free, r, work, z)
     for p in range(m):
         q[p] = z[p]
     rz = _dot(r, z, weights, m)
@@ -256,7 +279,8 @@ def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group,
     model = 0.0           # decrease of the quadratic model, -<g, d> / 2 at CG iterates
     while it < max_iter:
         it += 1
-        sandwich_dense(W32, q, ptr, scol, spos, rows, col_ptr, col_of_group, U32, buf32, hq)
+        sandwich_dense(W32, q, free.ptr, free.scol, free.spos, free.rows, free.col_ptr,
+                       free.col_of_group, work.U32, work.buf32, hq)
         qhq = _dot(q, hq, weights, m)
         if not qhq > 0.0:
             break
@@ -269,8 +293,7 @@ def newton_cg_direction(W32, indptr, indices, data, rows, col_ptr, col_of_group,
         model += gain
         if it * gain <= rtol * model:
             break
-        _precondition(X32, indptr, indices, data, r, ptr, scol, spos, sval, rows, col_ptr,
-                      col_of_group, UT, buf32, z)
+        _precondition(X, free, r, work, z)
         rz_new = _dot(r, z, weights, m)
         if rz_new <= stop:
             break

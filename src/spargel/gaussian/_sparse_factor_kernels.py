@@ -21,7 +21,8 @@ that pattern:
 * :func:`inverse_derivative` -- the derivative of those entries along a direction ``E``
   on the pattern: forward-mode differentiation of the factorisation and of the
   recurrence together. Since ``d(K^-1)[E] = -W E W``, this is the Hessian product of
-  ``-log det`` restricted to the pattern, at about three times the cost of the factor;
+  ``-log det`` restricted to the pattern, at about three times the cost of the factor (its state as the named tuples
+  :data:`Factor`, :data:`SelectedInverse` and :data:`DerivativeWork`);
 * :func:`sandwich` -- ``(K V K)`` on a set of pairs, K and V sparse (the Newton-CG
   preconditioner, the inverse of the Hessian when the set is everything);
 * :func:`solve_columns` -- ``K^-1 B`` for a block of right-hand sides (rows of B
@@ -30,9 +31,25 @@ that pattern:
   the optimality conditions off the pattern.
 """
 
+from collections import namedtuple
+
 import numpy as np
 
 from ..core.jit import inner, kernel
+
+#: a numeric factor ``K = L D L^T`` on its pattern: K's upper triangle (``Ap``, ``Ai``),
+#: the elimination tree (``parent``) and the unit lower factor in compressed columns
+#: (``Lp``, ``Li``, ``Lx``) with its pivots ``d`` (:func:`ldl_symbolic`,
+#: :func:`ldl_numeric`)
+Factor = namedtuple("Factor", "Ap Ai Lp parent Li Lx d")
+#: :func:`selected_inverse`'s entries of ``K^-1``: on the factor's pattern (``zL``,
+#: parallel to ``Lx``) and on the diagonal (``zd``)
+SelectedInverse = namedtuple("SelectedInverse", "zL zd")
+#: the scratch and outputs of :func:`inverse_derivative`: the factor's derivative
+#: (``dLx``, ``dd``), a dense accumulator ``dY`` (q, all zero between calls),
+#: ``pattern``, ``flag`` and ``cnt`` (q, int), the inverse's derivative (``dzL``, ``dzd``:
+#: the output) and one column's ``out`` / ``dout`` (the longest column of L)
+DerivativeWork = namedtuple("DerivativeWork", "dLx dd dY pattern flag cnt dzL dzd out dout")
 
 
 @kernel()
@@ -152,11 +169,15 @@ def selected_inverse(Lp, Li, Lx, d, zL, zd, out):
 
 
 @kernel()
-def inverse_derivative(Ap, Ai, Ex, Lp, parent, Li, Lx, d, zL, zd,
-                       dLx, dd, dY, pattern, flag, cnt, dzL, dzd, out, dout):
+def inverse_derivative(F, Ex, inv, work):
     """Derivative of :func:`selected_inverse`'s entries along ``E`` (values ``Ex`` on
-    the pattern), at the factor ``(Lx, d)`` and inverse ``(zL, zd)`` of the current
-    point: writes ``dzL``, ``dzd`` (``= -(W E W)`` on the pattern)."""
+    the pattern), at the factor ``F`` (a :data:`Factor`) and inverse ``inv`` (a
+    :data:`SelectedInverse`) of the current point: writes ``work.dzL``, ``work.dzd``
+    (``= -(W E W)`` on the pattern; ``work`` a :data:`DerivativeWork`)."""
+    Ap, Ai, Lp, parent, Li, Lx, d = F.Ap, F.Ai, F.Lp, F.parent, F.Li, F.Lx, F.d
+    zL, zd = inv.zL, inv.zd
+    dLx, dd, dY, pattern, flag, cnt = work.dLx, work.dd, work.dY, work.pattern, work.flag, work.cnt
+    dzL, dzd, out, dout = work.dzL, work.dzd, work.out, work.dout
     n = Ap.shape[0] - 1
     # forward mode through the factorisation (values y_i = L_ki d_i are the factor's)
     for k in range(n):

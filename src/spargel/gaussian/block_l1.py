@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .progress import record
-from .projected_gradient import _chol, _inv_from_chol, certified as _certified, sparsify_precision
+from .control import RunControl
+from .projected_gradient import _chol, _inv_from_chol, certified as _certified, dual_stop, sparsify_precision
 from .result import GaussianResult
 
 __all__ = ["BlockPenalty", "make_block_penalty", "block_l1_projected_gradient"]
@@ -254,15 +254,15 @@ def _support_mask(W, Lb, inblock, bp):
     return keep
 
 
-def block_l1_projected_gradient(S, bp, *, Sigma0=None, tol=1e-6, atol=0.0,
-                                max_iter=2000, sigma=1e-4, beta=0.5,
-                                max_line_search=60, step_rule="paper", random_state=0,
-                                history=None, callback=None, offset=0.0, t0=None,
-                                verbose=False):
+def block_l1_projected_gradient(S, bp, *, Sigma0=None, control=None, offset=0.0, sigma=1e-4,
+                                beta=0.5, max_line_search=60, step_rule="paper", random_state=0):
     """Solve the block-l1 problem (4) by Algorithm 3 on its dual (5).
 
     Stops when the duality gap ``tr(S K) + P(K) - n`` of the pair
-    ``K = (S + W)^-1`` is <= ``max(atol, tol * max(1, |f|))``.
+    ``K = (S + W)^-1`` is <= ``max(atol, tol * max(1, |f|))`` (``control``, a
+    :class:`~.control.RunControl`, None for its defaults, gives ``tol``, ``atol``,
+    ``max_iter``, ``verbose``, ``callback`` and ``t0``; ``offset`` is added to the
+    reported objectives).
 
     ``step_rule='paper'`` is line 22 (t grows by 1/beta after each accepted
     step). ``step_rule='bb'`` starts each Armijo search from the
@@ -274,9 +274,10 @@ def block_l1_projected_gradient(S, bp, *, Sigma0=None, tol=1e-6, atol=0.0,
         raise ValueError(f"step_rule must be 'paper' or 'bb', got {step_rule!r}")
     from .projections import project_blocks
 
-    t_start = time.perf_counter() if t0 is None else t0
+    control = RunControl.given(control)
+    max_iter, t_start = control.max_iter_for("block-l1"), control.start()
     n = S.shape[0]
-    hist = [] if history is None else history
+    hist = []
     Lb = bp.L_box
     work = np.empty(2 * max(1, int(np.diff(bp.block_ptr).max(initial=1))))
     state = np.array([np.uint64(random_state) * np.uint64(2654435761) + np.uint64(88172645463325252)],
@@ -314,28 +315,18 @@ def block_l1_projected_gradient(S, bp, *, Sigma0=None, tol=1e-6, atol=0.0,
         trSK = float(np.vdot(S, K))
         gap = trSK + pen - n
         f = f0 + trSK + pen
-        thr = max(atol, tol * max(1.0, abs(f)))
+        thr = control.threshold(f)
         act_box = int(np.count_nonzero((np.abs(W[iu]) >= Lb[iu]) & (Lb[iu] > 0)))
         act_blk = int(np.sum(np.diff(bp.block_ptr)[bp.block_l1(W) >= bp.radius * (1 - 1e-9)])) if bp.n_blocks else 0
         row = {"iteration": n_iter, "objective": f + offset, "dual_objective": f0 + n + offset,
                "duality_gap": gap, "active_edges": act_box + act_blk, "step": t,
                "elapsed": time.perf_counter() - t_start}
-        stop = record(row, hist, verbose=verbose, callback=callback, name="block-l1")
-        if gap <= thr:
-            converged = True
-            reason = "tol"
-            break
-        if gap <= 1e4 * thr or n_iter % 10 == 9:
-            Ks, fs, gs = sparsify_precision(K, _support_mask(W, Lb, inblock, bp), S, Lb,
-                                            f, f0 + n, thr, penalty=bp.value)
-            if gs <= thr:
-                converged = True
-                reason = "tol"
-                break
-        if n_iter >= max_iter:
-            break
-        if stop:
-            reason = "callback"
+        stop = control.report(row, hist, "block-l1")
+        why = dual_stop(row, gap, thr, n_iter, max_iter, stop,
+                        lambda: sparsify_precision(K, _support_mask(W, Lb, inblock, bp), S, Lb,
+                                                   f, f0 + n, thr, penalty=bp.value)[2])
+        if why is not None:
+            converged, reason = why == "tol", why
             break
         G = K.copy()
         np.fill_diagonal(G, 0.0)

@@ -34,25 +34,20 @@ This is the orthant-based Newton method of Oztoprak, Nocedal, Rennie & Olsen
 with our choice of preconditioner; an independent implementation.
 
 >>> import numpy as np
+>>> from spargel.gaussian.control import RunControl
 >>> from spargel.gaussian.objective import penalty_matrix
 >>> rng = np.random.default_rng(0)
 >>> X = rng.standard_normal((50, 8)); S = np.cov(X.T, bias=True)
->>> res = newton_cg(S, penalty_matrix(0.1, 8), tol=1e-8)
+>>> res = newton_cg(S, penalty_matrix(0.1, 8), control=RunControl(tol=1e-8))
 >>> res.converged and res.duality_gap < 1e-6
 True
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from .factor import Factorizer
-from .newton_cd import POLISH_GAP, certify, polish_done, start_point
-from .progress import record
-from .result import GaussianResult
-from .weights import weight_args
+from .newton_cd import NewtonState, column_groups
 
 __all__ = ["newton_cg"]
 
@@ -145,9 +140,8 @@ def _entering_filter(X, dv, S, W, Lm, lw, rows, cols, sgn, grad):
     return rows, cols, sgn, grad
 
 
-def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_cg=50,
-              sigma=1e-4, max_line_search=40, gap_check=100.0, polish=0, history=None,
-              callback=None, offset=0.0, t0=None, verbose=False):
+def newton_cg(S, L, *, X0=None, W0=None, control=None, offset=0.0, max_cg=50, sigma=1e-4,
+              max_line_search=40, gap_check=100.0):
     """Solve ``min -log det X + tr(S X) + sum L_ij |X_ij|`` by orthant-wise Newton-CG.
 
     Parameters
@@ -158,72 +152,44 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
         ``diag(1 / (S_ii + L_ii))``). W0 : its inverse, when known (an array, or a
         function writing it into the n x n array it is given; see
         :func:`~.newton_cd.start_point`).
-    tol, atol : stop when the certified duality gap is
-        <= ``max(atol, tol * max(1, |f|))``.
-    max_iter : outer (Newton) iterations; max_cg : CG iterations per step.
-    gap_check : the certified gap (one extra Cholesky) is computed once the
-        predicted decrease is below ``gap_check * max(atol, tol * max(1, |f|))``.
-    polish : once the tolerance is met, up to this many further Newton steps
-        towards the rounding floor (see :func:`~.newton_cd.polish_done`).
-    history : list to append per-iteration rows to (created if None);
-    callback : ``callback(row)`` after every iteration; True stops.
+    control : a :class:`~.control.RunControl` (None: its defaults): ``tol``, ``atol``
+        (stop when the certified duality gap is <= ``max(atol, tol * max(1, |f|))``),
+        ``max_iter`` (outer Newton iterations), ``polish`` (once the tolerance is met,
+        up to this many further Newton steps towards the rounding floor, see
+        :func:`~.newton_cd.polish_done`), ``verbose``, ``callback`` and ``t0``.
     offset : added to the objective in the history rows (the constant of a
         rescaled problem; ``solve_gaussian`` passes it).
+    max_cg : CG iterations per step.
+    gap_check : the certified gap (one extra Cholesky) is computed once the
+        predicted decrease is below ``gap_check * max(atol, tol * max(1, |f|))``.
 
     Returns
     -------
     GaussianResult (``stop_reason``: 'tol', 'max_iter', 'linesearch' or 'callback').
     """
-    from ._cd_kernels import (apply_step, cd_sweeps, direction_terms, mirror_lower_to_upper,
-                              penalty_sum, trial_point)
-    from ._newton_cg_kernels import (dense_to_csr, newton_cg_direction, orthant_count,
-                                     orthant_set, orthant_step, symmetric_rows)
+    from ._cd_kernels import apply_step, cd_sweeps, direction_terms
+    from ._newton_cg_kernels import (CGWork, FreeSet, PreconditionerX, dense_to_csr,
+                                     newton_cg_direction, orthant_step, symmetric_rows)
 
-    t_start = time.perf_counter() if t0 is None else t0
     # four n x n arrays: S, X, W and one scratch U (U = D W of the CD sweeps, the
     # float32 W and the products' scratch of CG, then the trial point of the line
     # search and its Cholesky factor, which becomes W while the old W becomes U);
     # the directions live on the free set, and a scalar penalty needs no matrix
-    S, L, X, W, U, logdet = start_point(S, L, X0, W0)
-    Lm, lw = weight_args(L)
-    n = S.shape[0]
-    fz = Factorizer(n)
-    hist = [] if history is None else history
-    trSX = float(np.vdot(S, X))
-    pen = penalty_sum(X, Lm, lw)
-    f = -logdet + trSX + pen
-
-    # the free-set vectors: sized to the free set (grown by a quarter when it grows),
-    # not to the n (n + 1) / 2 positions of the triangle (two dense arrays' worth)
-    size = n * (n + 1) // 2
-    cap = 0
-    rows = cols = sgn = grad = dvec = None
+    st = NewtonState(S, L, X0, W0, control, "newton-cg", gap_check)
+    S, Lm, lw, X, n = st.S, st.Lm, st.lw, st.X, st.n
+    trSX, pen = st.trSX, st.pen
     buf = np.empty(n)
     buf32 = np.empty(n, dtype=np.float32)
     cg = None                          # buffers of the CG phase, sized when first needed
-    gap, g_val = np.inf, -np.inf
     gnorm0 = None
-    converged = False
-    reason = "max_iter"
     mode = "cd"
     edges_prev = -1
-    polished = 0
     it = 0
-    for it in range(1, max_iter + 1):
-        need = orthant_count(X, S, W, Lm, lw)
-        if need > cap:
-            cap = min(size, max(need, int(1.25 * cap), 4 * n))
-            rows = cols = sgn = grad = dvec = None
-            rows = np.empty(cap, dtype=np.int64)
-            cols = np.empty(cap, dtype=np.int64)
-            sgn = np.empty(cap)
-            grad = np.empty(cap)
-            dvec = np.empty(cap)           # the CD direction on the free set
-        m, sub = orthant_set(X, S, W, Lm, lw, rows, cols, sgn, grad)
-        r_, c_, s_, g_ = rows[:m], cols[:m], sgn[:m], grad[:m]
-        starts = np.flatnonzero(np.diff(c_)) + 1
-        col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
-        col_of_group = c_[col_ptr[:-1]]
+    for it in range(1, st.max_iter + 1):
+        W, U, f = st.W, st.U, st.f
+        m, sub = st.free_set()
+        r_, c_, s_, g_ = st.rows[:m], st.cols[:m], st.sgn[:m], st.grad[:m]
+        col_ptr, col_of_group = column_groups(c_)
         wts = np.where(r_ == c_, 1.0, 2.0)
         gnorm = float(np.sqrt(np.dot(wts * g_, g_)))
         if gnorm0 is None:
@@ -232,20 +198,18 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
         n_cg = 0
         eta = np.nan
         this_mode = mode
+        dv = st.dvec[:m]                   # the CD direction on the free set
+        dv.fill(0.0)
         if mode == "cg":
             # one CD sweep picks which zero entries enter, and their signs: in single
             # precision, in U's two halves (the float32 W, kept for CG, and its D W)
             W32, U32 = _float32_halves(U)
             W32[...] = W
             U32.fill(0.0)
-            dv = dvec[:m]
-            dv.fill(0.0)
             cd_sweeps(W32, S, X, Lm, lw, dv, U32, col_ptr, r_, col_of_group, 1, buf32)
             r_, c_, s_, g_ = _entering_filter(X, dv, S, W, Lm, lw, r_, c_, s_, g_)
             m = r_.size
-            starts = np.flatnonzero(np.diff(c_)) + 1
-            col_ptr = np.concatenate(([0], starts, [m])).astype(np.int64)
-            col_of_group = c_[col_ptr[:-1]]
+            col_ptr, col_of_group = column_groups(c_)
             wts = np.where(r_ == c_, 1.0, 2.0)
             # inexact Newton: superlinear forcing, at most ETA_MAX
             eta = min(ETA_MAX, float(np.sqrt(gnorm / gnorm0)))
@@ -255,17 +219,17 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
             # U's halves: the float32 W and the scratch of both products (used in turn)
             X32 = cg.dense_x(X) if _dense_preconditioner(cg.indptr, cg.ptr, m, n) else cg.no_x
             d, r, z, q, hq = (v[:m] for v in cg.vectors)
-            n_cg = newton_cg_direction(W32, cg.indptr, cg.indices, cg.data, r_, col_ptr,
-                                       col_of_group, cg.ptr, cg.scol, cg.spos, wts, g_, d,
-                                       max_cg, eta, U32, cg.buf32, U32, cg.sval,
-                                       r, z, q, hq, X32)
+            n_cg = newton_cg_direction(
+                W32, PreconditionerX(X32, cg.indptr, cg.indices, cg.data),
+                FreeSet(r_, col_ptr, col_of_group, cg.ptr, cg.scol, cg.spos, wts), g_, d,
+                max_cg, eta, CGWork(U32, cg.buf32, U32, cg.sval, r, z, q, hq))
             W32 = U32 = None
             decrease = -float(np.dot(wts * g_, d))     # predicted decrease <g, -D>
             if decrease > 0.0:
                 t = 1.0
                 for _ in range(max_line_search):
                     dtr, dpen, dlin = orthant_step(X, r_, c_, s_, d, t, S, Lm, lw, W, U, True)
-                    c, ld = fz.cholesky(U)
+                    c, ld = st.fz.cholesky(U)
                     if c is not None:
                         ft = -ld + trSX + dtr + pen + dpen
                         if ft <= f + sigma * (dlin + dpen):
@@ -281,43 +245,27 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
         else:
             # QUIC's direction: CD sweeps on the l1-regularised Newton model
             # (they find the support; 1 + k // 3 sweeps)
-            dv = dvec[:m]
-            dv.fill(0.0)
             U.fill(0.0)
             n_sweeps = min(1 + (it - 1) // 3, 10)
             cd_sweeps(W, S, X, Lm, lw, dv, U, col_ptr, r_, col_of_group, n_sweeps, buf)
             gd, dpen, trSD, pen0 = direction_terms(W, Lm, lw, X, S, r_, c_, dv)
             delta = gd + dpen
             decrease = -delta
-            if delta < 0.0:
-                t = 1.0
-                for _ in range(max_line_search):
-                    pen_t = trial_point(X, r_, c_, dv, t, Lm, lw, pen0, U)
-                    c, ld = fz.cholesky(U)
-                    if c is not None:
-                        ft = -ld + trSX + t * trSD + pen_t
-                        if ft <= f + sigma * t * delta:
-                            step = t
-                            break
-                    t *= 0.5
+            step, ft, c, pen_t = st.cd_search(r_, c_, dv, pen0, trSX, trSD, delta, sigma,
+                                              max_line_search)
             if step > 0.0:
                 apply_step(X, r_, c_, dv, step)
                 trSX += step * trSD
                 pen = pen_t
         if step > 0.0:
-            f = ft
-            W_old = W
-            W = fz.inverse(c, mirror_lower_to_upper)
-            U = W_old
+            st.accept(c, ft)
         edges = int((np.count_nonzero(X) - n) // 2)
         if this_mode == "cd" and step == 1.0 and abs(edges - edges_prev) <= 0.05 * edges:
             mode = "cg"             # the support has settled: Newton-CG from here
         edges_prev = edges
-        scale = max(1.0, abs(f))
-        thr = max(atol, tol * scale)
         row = {
             "iteration": it,
-            "objective": f + offset,
+            "objective": st.f + offset,
             "duality_gap": np.nan,
             "active_edges": edges,
             "free_set": int(m),
@@ -329,26 +277,6 @@ def newton_cg(S, L, *, X0=None, W0=None, tol=1e-6, atol=0.0, max_iter=100, max_c
             "decrement": decrease,
             "subgradient_l1": sub,
         }
-        floor = decrease <= 1e-15 * scale
-        if converged or step == 0.0 or floor or decrease <= gap_check * thr or it == max_iter:
-            gap, g_val = certify(W, S, L, X, U, f, fz)
-            row["duality_gap"] = gap
-        row["elapsed"] = time.perf_counter() - t_start
-        stop = record(row, hist, verbose=verbose, callback=callback, name="newton-cg")
-        if converged or gap <= thr:
-            converged = True
-            reason = "tol"
-            if stop or polish_done(polished, polish, gap, scale, step, floor):
-                break
-            polished += 1
-            continue
-        if (step == 0.0 and this_mode == "cd") or floor:
-            reason = "linesearch"
+        if st.end_of_iteration(row, it, step, decrease, step == 0.0 and this_mode == "cd"):
             break
-        if stop:
-            reason = "callback"
-            break
-    return GaussianResult(precision=X, covariance=W, objective=f,
-                          dual_objective=g_val, duality_gap=gap, n_iter=it,
-                          converged=converged, history=hist, solver="newton-cg",
-                          stop_reason=reason)
+    return st.result(it)

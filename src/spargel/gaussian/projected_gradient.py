@@ -22,10 +22,11 @@ trial step, which the line search then safeguards, so it is computed in
 single precision (``curvature="float32"``, half the time of a float64 gemm).
 
 >>> import numpy as np
+>>> from spargel.gaussian.control import RunControl
 >>> from spargel.gaussian.objective import penalty_matrix
 >>> rng = np.random.default_rng(0)
 >>> X = rng.standard_normal((10, 8)); S = np.cov(X.T, bias=True)   # singular
->>> res = projected_gradient(S, penalty_matrix(0.2, 8), tol=1e-8, max_iter=5000)
+>>> res = projected_gradient(S, penalty_matrix(0.2, 8), control=RunControl(tol=1e-8, max_iter=5000))
 >>> res.converged
 True
 """
@@ -37,8 +38,8 @@ import time
 import numpy as np
 from scipy.linalg import lapack
 
+from .control import RunControl
 from .objective import interior_dual_start, logdet_pd
-from .progress import record
 from .result import GaussianResult
 
 __all__ = ["projected_gradient"]
@@ -70,9 +71,8 @@ def curvature(K, G, precision="float32"):
     return float(np.vdot(M, M.T))
 
 
-def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
-                       max_line_search=50, curvature_precision="float32",
-                       history=None, callback=None, offset=0.0, t0=None, verbose=False):
+def projected_gradient(S, L, *, Sigma0=None, control=None, offset=0.0, max_line_search=50,
+                       curvature_precision="float32"):
     """Solve the l1 problem by Algorithm 1 (dual projected gradient).
 
     Parameters
@@ -81,19 +81,20 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
         off the diagonal for a singular S (Lemma 1).
     Sigma0 : optional dual start ``S + W0`` (positive definite, |W0| <= L);
         default the interior point of Lemma 1.
-    tol, atol : stop when the duality gap <= max(atol, tol * max(1, |f|)).
-    max_iter : iterations.
-    history, callback : as in ``newton_cg``; offset : added to the reported
-        objectives (the constant of a rescaled problem).
+    control : a :class:`~.control.RunControl` (None: its defaults): ``tol``, ``atol``
+        (stop when the duality gap <= max(atol, tol * max(1, |f|))), ``max_iter``,
+        ``verbose``, ``callback`` and ``t0``, as in ``newton_cg``.
+    offset : added to the reported objectives (the constant of a rescaled problem).
 
     Returns
     -------
     GaussianResult (``covariance`` is the dual iterate S + W,
     ``precision`` its inverse).
     """
-    t_start = time.perf_counter() if t0 is None else t0
+    control = RunControl.given(control)
+    max_iter, t_start = control.max_iter_for("projected-gradient"), control.start()
     n = S.shape[0]
-    hist = [] if history is None else history
+    hist = []
     Sigma = None
     if Sigma0 is not None:     # warm start: clip the given dual point into the box
         W0 = np.clip(np.asarray(Sigma0, dtype=np.float64) - S, -L, L)
@@ -122,30 +123,17 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
         trSK = float(np.vdot(S, K))
         gap = trSK + pen - n
         f = f0 + trSK + pen
-        thr = max(atol, tol * max(1.0, abs(f)))
+        thr = control.threshold(f)
         row = {"iteration": n_iter, "objective": f + offset, "dual_objective": f0 + n + offset,
                "duality_gap": gap,
                "active_edges": int(np.count_nonzero((np.abs(W) >= upper) & penalised)),
                "step": step, "elapsed": time.perf_counter() - t_start}
-        stop = record(row, hist, verbose=verbose, callback=callback, name="projected-gradient")
-        if gap <= thr:
-            converged = True
-            reason = "tol"
-            break
-        if gap <= 1e4 * thr or n_iter % 10 == 9 or n_iter >= max_iter:
-            # the sparsified primal (complementarity) certifies much earlier
-            keep = (np.abs(W) >= upper) | (L == 0)
-            np.fill_diagonal(keep, True)
-            Ks, fs, gs = sparsify_precision(K, keep, S, L, f, f0 + n, thr)
-            if gs <= thr:
-                row["duality_gap_sparse"] = gs
-                converged = True
-                reason = "tol"
-                break
-        if n_iter >= max_iter:
-            break
-        if stop:
-            reason = "callback"
+        stop = control.report(row, hist, "projected-gradient")
+        why = dual_stop(row, gap, thr, n_iter, max_iter, stop,
+                        lambda: sparsify_precision(K, _box_support(W, upper, L), S, L, f, f0 + n,
+                                                   thr)[2])
+        if why is not None:
+            converged, reason = why == "tol", why
             break
         # projected gradient direction (lines 4-7)
         G = K.copy()
@@ -177,11 +165,8 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
         K = _inv_from_chol(ct)
         n_iter += 1
     Sigma = S + W
-    # complementarity: |W_ij| < L_ij  =>  K*_ij = 0 (Sec. 2.1)
-    keep = (np.abs(W) >= upper) | (L == 0)
-    np.fill_diagonal(keep, True)
     Kd = K
-    K, f, gap = sparsify_precision(K, keep, S, L, f, f0 + n, thr)
+    K, f, gap = sparsify_precision(K, _box_support(W, upper, L), S, L, f, f0 + n, thr)
     # "converged" is the documented criterion checked on the gap reported: the loop's
     # test used another rounding of the same gap (tr(S K) + P(K) - n, or the
     # sparsified matrix's), which may differ from f - g in the last bits
@@ -193,6 +178,35 @@ def projected_gradient(S, L, *, Sigma0=None, tol=1e-6, atol=0.0, max_iter=1000,
                           dual_objective=f0 + n, duality_gap=gap, n_iter=n_iter,
                           converged=converged, history=hist,
                           solver="projected-gradient", stop_reason=reason)
+
+
+def _box_support(W, upper, L):
+    """Complementarity: ``|W_ij| < L_ij`` implies ``K*_ij = 0`` (Sec. 2.1); the entries
+    that may be non-zero (the diagonal, the unpenalised ones and those on the box)."""
+    keep = (np.abs(W) >= upper) | (L == 0)
+    np.fill_diagonal(keep, True)
+    return keep
+
+
+def dual_stop(row, gap, thr, n_iter, max_iter, stop, sparse_gap):
+    """Why a dual projected gradient stops after the iteration of ``row`` ('tol',
+    'max_iter' or 'callback'), or None to go on. ``gap``: the duality gap of the pair
+    ``K = (S + W)^-1``, ``thr`` the tolerance; ``stop``: the callback asked to stop;
+    ``sparse_gap()``: the certified gap of the sparsified primal (complementarity),
+    which certifies much earlier -- computed near the tolerance, every tenth iteration
+    and at the last (and kept in the row as ``duality_gap_sparse`` when it stops)."""
+    if gap <= thr:
+        return "tol"
+    if gap <= 1e4 * thr or n_iter % 10 == 9 or n_iter >= max_iter:
+        gs = sparse_gap()
+        if gs <= thr:
+            row["duality_gap_sparse"] = gs
+            return "tol"
+    if n_iter >= max_iter:
+        return "max_iter"
+    if stop:
+        return "callback"
+    return None
 
 
 def certified(converged, reason, gap, thr):

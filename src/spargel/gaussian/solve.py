@@ -34,6 +34,7 @@ import numpy as np
 
 from ..core.solver_table import solver as solver_record, solver_names
 from ..errors import ConvergenceWarning, DataFormatError, ParameterError
+from .control import RunControl
 from .objective import lapack_threads, penalty_matrix, validate_covariance
 from .result import GaussianResult
 from .weights import ScalarWeights, dense_weights
@@ -181,16 +182,17 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
     if polish is not None and (isinstance(polish, bool) or not isinstance(polish, (int, np.integer))
                                or polish < 0):
         raise ParameterError(f"polish must be an integer >= 0 or None, got {polish!r}")
-    common = dict(tol=tol, atol=atol, t0=t0, verbose=verbose, callback=callback)
-    if polish is not None and kind in ("newton-cg", "newton-cd"):
-        common["polish"] = int(polish)
+    # the options every solver shares, built once (the projected gradients read no polish)
+    control = RunControl(tol=tol, atol=atol, max_iter=max_iter,
+                         polish=POLISH_STEPS if polish is None else int(polish),
+                         verbose=verbose, callback=callback, t0=t0)
     with lapack_threads(n):
         if kind == "block-l1":
-            res = _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_weight,
-                                warm_start, step_rule, random_state, common)
+            res = _solve_blocks(S, alpha, blocks, penalize_diagonal, block_weight, warm_start,
+                                step_rule, random_state, control)
         else:
-            res = _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen,
-                            warm_start, n_jobs, common, client, fallback_tol,
+            res = _solve_l1(S, alpha, kind, solver, penalize_diagonal, screen, warm_start,
+                            n_jobs, control, client, fallback_tol,
                             overwrite=overwrite_S or not validated)   # validation copies S
     if not res.costs:
         res.costs = [(float(h["objective"]), float(h.get("duality_gap", np.nan)))
@@ -205,8 +207,8 @@ def solve_gaussian(S, alpha, *, blocks=None, solver="auto", tol=None, atol=0.0,
     return res
 
 
-def _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_weight,
-                  warm_start, step_rule, random_state, common):
+def _solve_blocks(S, alpha, blocks, penalize_diagonal, block_weight, warm_start, step_rule,
+                  random_state, control):
     from .block_l1 import block_l1_projected_gradient, make_block_penalty
 
     n = S.shape[0]
@@ -220,9 +222,8 @@ def _solve_blocks(S, alpha, blocks, kind, max_iter, penalize_diagonal, block_wei
     offset = n * float(np.log(c))
     bp = dataclasses.replace(bp, radius=bp.radius / c, L_box=bp.L_box / c)
     Sig0 = None if warm_start is None else warm_start.covariance / c
-    res = block_l1_projected_gradient(S / c, bp, Sigma0=Sig0, max_iter=max_iter,
-                                      random_state=random_state, step_rule=step_rule,
-                                      offset=offset, **common)
+    res = block_l1_projected_gradient(S / c, bp, Sigma0=Sig0, control=control, offset=offset,
+                                      random_state=random_state, step_rule=step_rule)
     return _map_back(res, s, offset)
 
 
@@ -240,8 +241,8 @@ def _rescale_rows(S, L, s_rows, s_cols, cap, S_out, L_out):
                 np.minimum(L_out[a:b], cap, out=L_out[a:b])
 
 
-def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_start,
-              n_jobs, common, client=None, fallback_tol=None, overwrite=False):
+def _solve_l1(S, alpha, kind, solver, penalize_diagonal, screen, warm_start, n_jobs, control,
+              client=None, fallback_tol=None, overwrite=False):
     n = S.shape[0]
     # a scalar weight stays a scalar until a component needs its weight matrix
     scalar = np.ndim(alpha) == 0
@@ -260,7 +261,7 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
                               "penalise the diagonal)")
     penalised = ((a_off > 0 and n > 1) or bool(np.any(L_diag))) if scalar else np.any(L)
     if not penalised:
-        return _unpenalised(S, kind, common["t0"])
+        return _unpenalised(S, kind, control.t0)
     if kind == "projected-gradient":
         # one common factor: Algorithm 1's iterates are then exactly those of
         # the unscaled problem (per-variable scaling changes its path)
@@ -351,14 +352,14 @@ def _solve_l1(S, alpha, kind, solver, max_iter, penalize_diagonal, screen, warm_
         return fill
 
     def run(idx):
-        return solve_component(*inputs(idx), kind, solver, max_iter, common, fallback_tol,
+        return solve_component(*inputs(idx), kind, solver, control, fallback_tol,
                                W0=inverse_of(idx))
 
     big = [c for c in comps if c.size > 1]
     singles = np.concatenate([c for c in comps if c.size == 1]) if len(big) < len(comps) \
         else np.zeros(0, dtype=np.int64)
     if client is not None and len(big) > 1:
-        results = _map_components(client, [inputs(c) for c in big], kind, solver, max_iter, common,
+        results = _map_components(client, [inputs(c) for c in big], kind, solver, control,
                                   fallback_tol)
     elif n_jobs is not None and n_jobs != 1 and len(big) > 1:
         workers = None if n_jobs == -1 else int(n_jobs)
@@ -510,44 +511,42 @@ def _whole_costs(base, parts):
     return out
 
 
-def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common, fallback_tol=None,
-                    W0=None):
+def solve_component(Ss, Ls, off, X0, kind, solver, control, fallback_tol=None, W0=None):
     """One screened component (standardised ``Ss``, ``Ls``; ``off`` its share of the
     objective's offset; ``X0`` a warm start or None, ``W0`` its inverse when known, see
-    :func:`~.newton_cd.start_point`). ``fallback_tol``: the tolerance of the
-    projected-gradient hand-over of solver 'auto' (None: ``common['tol']``). A warm
+    :func:`~.newton_cd.start_point`) by solver ``kind`` under ``control`` (a
+    :class:`~.control.RunControl`). ``fallback_tol``: the tolerance of the
+    projected-gradient hand-over of solver 'auto' (None: ``control.tol``). A warm
     start of the Newton solvers that is not positive definite is dropped."""
     if kind == "projected-gradient":
         from .projected_gradient import projected_gradient
 
         Sig0 = None if X0 is None else np.linalg.inv(X0)
-        return projected_gradient(Ss, dense_weights(Ls), Sigma0=Sig0, max_iter=max_iter, offset=off,
-                                  **common)
+        return projected_gradient(Ss, dense_weights(Ls), Sigma0=Sig0, control=control, offset=off)
     from .newton_cd import NotPositiveDefinite
 
     if kind == "newton-cd":
         from .newton_cd import newton_cd as newton
     else:
         from .newton_cg import newton_cg as newton
-    common = dict(common)
-    polish = common.pop("polish", POLISH_STEPS)
     try:
-        res = newton(Ss, Ls, X0=X0, W0=W0, max_iter=max_iter, offset=off, polish=polish,
-                     **common)
+        res = newton(Ss, Ls, X0=X0, W0=W0, control=control, offset=off)
     except NotPositiveDefinite:
         if X0 is None:
             raise
-        res = newton(Ss, Ls, max_iter=max_iter, offset=off, polish=polish, **common)
+        res = newton(Ss, Ls, control=control, offset=off)
     if res.converged or solver != "auto" or res.stop_reason in ("max_iter", "callback"):
         return res
     # no further progress on a badly conditioned problem: finish with the dual projected
-    # gradient, started from the dual point of the iterate
+    # gradient, started from the dual point of the iterate (five times its usual limit)
     from .projected_gradient import projected_gradient
 
-    pg_common = common if fallback_tol is None else dict(common, tol=max(common["tol"],
-                                                                          fallback_tol))
+    pg_control = dataclasses.replace(
+        control, max_iter=solver_record("projected-gradient", "covariance").max_iter * 5)
+    if fallback_tol is not None:
+        pg_control = pg_control.with_tol(max(control.tol, fallback_tol))
     pg = projected_gradient(Ss, dense_weights(Ls), Sigma0=res.covariance, offset=off,
-                            max_iter=solver_record("projected-gradient", "covariance").max_iter * 5, **pg_common)
+                            control=pg_control)
     for row in pg.history:
         row["phase"] = "projected-gradient"
     best = pg if pg.duality_gap <= res.duality_gap else res
@@ -557,18 +556,18 @@ def solve_component(Ss, Ls, off, X0, kind, solver, max_iter, common, fallback_to
     return best
 
 
-def _map_components(client, parts, kind, solver, max_iter, common, fallback_tol=None):
+def _map_components(client, parts, kind, solver, control, fallback_tol=None):
     """:func:`solve_component` of every ``(Ss, Ls, off, X0)`` as a task on the Dask
     workers (the matrices scattered, not embedded in the task graph); results in order."""
     client = cluster.resolve(client)
     cluster.workers(client)                     # a clear error when there are none
-    remote = dict(common, verbose=False, callback=None)
+    remote = control.quiet()
     futures, sent = [], []
     for Ss, Ls, off, X0 in parts:
         arrays = client.scatter([Ss, Ls] if X0 is None else [Ss, Ls, X0], hash=False, direct=False)
         sent += arrays
         x0 = arrays[2] if X0 is not None else None
-        futures.append(client.submit(solve_component, arrays[0], arrays[1], off, x0, kind, solver, max_iter,
+        futures.append(client.submit(solve_component, arrays[0], arrays[1], off, x0, kind, solver,
                                      remote, fallback_tol, pure=False))
     try:
         return client.gather(futures)

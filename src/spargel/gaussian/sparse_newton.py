@@ -251,20 +251,23 @@ class SparsePattern:
 
     def hessian_product(self, E):
         """``(W E W)`` on the pattern's entries for the direction E (entry values)."""
+        k = _kernels()
         if self._deriv is None:
             nl, q = self.nnz_L, self.q
             width = max(1, int(np.diff(self.Lp).max(initial=0)))
-            self._deriv = dict(dLx=np.empty(nl), dd=np.empty(q), dY=np.zeros(q),
-                               pattern=np.empty(q, dtype=np.int64),
-                               flag=np.empty(q, dtype=np.int64),
-                               cnt=np.empty(q, dtype=np.int64), dzL=np.empty(nl),
-                               dzd=np.empty(q), out=np.empty(width), dout=np.empty(width))
-        b = self._deriv
-        _kernels().inverse_derivative(self.Ap, self.Ai, E, self.Lp, self.parent, self.Li,
-                                      self.Lx, self.d, self.zL, self.zd, b["dLx"], b["dd"],
-                                      b["dY"], b["pattern"], b["flag"], b["cnt"], b["dzL"],
-                                      b["dzd"], b["out"], b["dout"])
-        return -self.entries(b["dzL"], b["dzd"])
+            # (the factor's and the inverse's arrays are written in place by every
+            # factorisation: the tuples hold the current point's values)
+            self._deriv = (
+                k.Factor(self.Ap, self.Ai, self.Lp, self.parent, self.Li, self.Lx, self.d),
+                k.SelectedInverse(self.zL, self.zd),
+                k.DerivativeWork(dLx=np.empty(nl), dd=np.empty(q), dY=np.zeros(q),
+                                 pattern=np.empty(q, dtype=np.int64),
+                                 flag=np.empty(q, dtype=np.int64),
+                                 cnt=np.empty(q, dtype=np.int64), dzL=np.empty(nl),
+                                 dzd=np.empty(q), out=np.empty(width), dout=np.empty(width)))
+        factor, inverse, work = self._deriv
+        k.inverse_derivative(factor, E, inverse, work)
+        return -self.entries(work.dzL, work.dzd)
 
     def symmetric_csr(self, vals, keep):
         """The symmetric q x q CSR (indptr, indices, slot) of the entries ``keep``
