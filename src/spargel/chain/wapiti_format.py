@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DataFormatError, ModelFileError
+from ..core.files import atomic_write
 from ..core.limits import check_label_pairs
 from .foreign_files import read_limited, starts_with
 from ..data.feature_space import FeatureSpace
@@ -390,7 +391,6 @@ def _hex(v):
 
 def write(path, model, encoding="utf-8"):
     """Write ``model`` (a :class:`WapitiModel`) to ``path`` atomically."""
-    from ..core.files import atomic_write
     data = to_bytes(model, encoding)
     with atomic_write(path, "wb") as fh:
         fh.write(data)

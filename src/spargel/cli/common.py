@@ -12,6 +12,7 @@ an output (atomically, never over an input, through links, devices and pipes).
 
 from __future__ import annotations
 
+import argparse
 import csv
 import errno
 import math
@@ -41,6 +42,14 @@ def exit_status_help():
     lines += [f"  {code:<4} {text}" for code, text in EXIT_STATUSES]
     lines.append(f"errors are one line '{PROG}: error: ...' on stderr (SPARGEL_DEBUG=1 shows a traceback)")
     return "\n".join(lines)
+
+
+def command_parser(subparsers, name, *, help, description, epilog):
+    """A sub-command's parser in ``subparsers``: its one-line ``help``, its
+    ``description``, then ``epilog`` (the examples, laid out as written) and the exit
+    statuses."""
+    return subparsers.add_parser(name, help=help, description=description, epilog=epilog + exit_status_help(),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 class UsageError(SpargelError, ValueError):

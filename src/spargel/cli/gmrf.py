@@ -46,14 +46,13 @@ Exit status: the table of every ``spargel`` command (``spargel --help``).
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
 import warnings
 
 from ..core.solver_table import solver as solver_record, solver_names
-from .common import (CommandError, UsageError, check_number, check_outputs, csv_text, exit_status_help,
+from .common import (command_parser, CommandError, UsageError, check_number, check_outputs, csv_text,
                      figure_bytes, json_lines, read_table, read_text, warn, write_output)
 from ..errors import ConvergenceWarning, DataFormatError
 
@@ -102,8 +101,8 @@ def _separator_hint(value):
 
 def add_parser(subparsers):
     """Add the ``gmrf`` sub-command to an argparse sub-parsers object."""
-    p = subparsers.add_parser(
-        "gmrf",
+    p = command_parser(
+        subparsers, "gmrf",
         help="learn a sparse Gaussian MRF (sparse inverse covariance) from a CSV file",
         description=(
             "Learn a sparse Gaussian Markov random field: minimise "
@@ -122,9 +121,7 @@ def add_parser(subparsers):
             "  spargel gmrf expr.csv --select stars --seed 1 --plot-path path.png\n"
             "  spargel gmrf wide.csv --select stars --method mb --seed 1 > edges.csv\n"
             "cross-validation folds are contiguous blocks of rows (as scikit-learn's KFold\n"
-            "and SparseGaussianMRFCV by default); --seed N shuffles them.\n"
-            + exit_status_help()),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+            "and SparseGaussianMRFCV by default); --seed N shuffles them.\n"))
     p.add_argument("data", metavar="DATA.csv", help="samples x variables CSV (or a covariance "
                    "matrix with --covariance); '-': standard input")
     p.add_argument("--header", dest="header", action="store_true", default=None,

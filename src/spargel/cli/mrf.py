@@ -30,14 +30,13 @@ categorical levels (``MODEL.levels.json``). Ctrl-C writes nothing (exit 130).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from .common import (UsageError, check_number, check_outputs, csv_text, exit_status_help, figure_bytes,
+from .common import (command_parser, UsageError, check_number, check_outputs, csv_text, figure_bytes,
                      input_name, is_number, json_lines, read_table, warn, write_output)
 from ..errors import DataFormatError
 
@@ -79,8 +78,8 @@ def read_states_csv(path, header=None):
 
 def add_parser(subparsers):
     """Add the ``mrf`` sub-command."""
-    p = subparsers.add_parser(
-        "mrf", help="learn a sparse discrete pairwise MRF (graph structure) from a CSV file",
+    p = command_parser(
+        subparsers, "mrf", help="learn a sparse discrete pairwise MRF (graph structure) from a CSV file",
         description=("Learn the structure of a pairwise Markov random field over discrete variables: "
                      "minimise sum_n -log p(x^n) + l1 * (|w_edges|_1 or sum_edges ||w_edge||_2). "
                      "Every pair of columns of DATA.csv is a candidate edge."),
@@ -88,9 +87,7 @@ def add_parser(subparsers):
                 "  spargel mrf votes.csv --l1 20\n"
                 "  spargel mrf votes.csv --l1 20 --inference pseudo-likelihood --out-edges -\n"
                 "  spargel mrf pixels.csv --l1 50 --group --plot graph.png\n"
-                "  spargel mrf votes.csv --select ebic --out-path path.csv\n"
-                + exit_status_help()),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                "  spargel mrf votes.csv --select ebic --out-path path.csv\n"))
     p.add_argument("data", metavar="DATA.csv", help="samples x variables CSV of discrete values ('-': standard input)")
     p.add_argument("--l1", type=float, default=None, help="penalty weight on the edge weights (or --select)")
     p.add_argument("--select", choices=["ebic", "stars", "cv"], default=None,
@@ -338,8 +335,8 @@ def _recode(col):
 
 def add_mgm_parser(subparsers):
     """Add the ``mgm`` sub-command."""
-    p = subparsers.add_parser(
-        "mgm", help="learn a mixed graphical model (continuous and categorical variables) from a CSV file",
+    p = command_parser(
+        subparsers, "mgm", help="learn a mixed graphical model (continuous and categorical variables) from a CSV file",
         description=("Learn the graph of a mixed graphical model (spargel.MixedGraphicalModel): every "
                      "column of DATA.csv regressed on all the others (Gaussian, logistic or multinomial, a "
                      "group lasso per predictor variable), each regression's penalty chosen by --select, an "
@@ -352,9 +349,7 @@ def add_mgm_parser(subparsers):
                 "parameter of the edge in both regressions; sign: +1 / -1 where the edge is one number,\n"
                 "0 where a categorical variable has more than 2 levels), the model file (load it with\n"
                 "spargel.MixedGraphicalModel.load) and MODEL.levels.json (each categorical column's\n"
-                "values in the order of its levels 0..k-1).\n"
-                + exit_status_help()),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                "values in the order of its levels 0..k-1).\n"))
     p.add_argument("data", metavar="DATA.csv", help="samples x variables CSV ('-': standard input)")
     p.add_argument("--types", required=True, metavar="TYPES",
                    help="one letter per column: g continuous (Gaussian), c categorical (any values)")
