@@ -293,3 +293,61 @@ def test_large_transition_weights_give_the_dense_paths_results_and_brute_force_m
         E = np.array([W[data2.uni_ids[data2.uni_ptr[t]:data2.uni_ptr[t + 1]]].sum(axis=0) for t in range(lo, hi)])
         _, bm = _brute(E, T)
         np.testing.assert_allclose(marg[lo:hi], bm, rtol=0, atol=1e-10)
+
+
+def test_sgd_pass_takes_the_sparse_step_and_sums_the_batch_loss(task):
+    # the SGD pass's transition step is the sparse one at this label count; its summed
+    # loss must be the batch loss: ordinary weights (scaled recursion), weights of
+    # several hundred (the sparse log-space pass) and one below the cancellation limit
+    # (the full log-space pass)
+    space, data = task
+    m = ChainCRF(space, data)
+    assert m._sgd_trans().kind == C.ONES
+    assert ChainCRF(space, data, inference="dense")._sgd_trans().kind == C.DENSE
+    rng = np.random.default_rng(10)
+    order = np.arange(data.n_sequences, dtype=np.int64)
+    w = rng.normal(scale=0.3, size=space.n_params)
+    w[space.t_base:] = rng.normal(scale=2.0, size=len(space.t_pair))
+    big = w.copy()
+    big[space.t_base + rng.choice(len(space.t_pair), size=10, replace=False)] = rng.uniform(300, 1000, size=10)
+    low = w.copy()
+    low[space.t_base + 3] = -2 * C.CANCEL_LIMIT
+    for x in (w, big, low):
+        assert m.sample_loss(order, x) == pytest.approx(m.loss(x), rel=1e-12)
+
+
+@pytest.mark.parametrize("weights", ["small", "large", "below the cancellation limit"])
+def test_sgd_pass_with_the_sparse_step_equals_the_dense_step(task, monkeypatch, weights):
+    # small: the scaled recursion; large (transition weights in the hundreds): the sparse
+    # log-space pass; one weight of -30: the full log-space pass
+    from spargel.core import lazy_l1 as Z
+    space, data = task
+    rng = np.random.default_rng(11)
+    v0 = rng.normal(scale=0.1, size=space.n_params)
+    v0[space.t_base:] = rng.normal(scale=0.5, size=len(space.t_pair))
+    if weights == "large":
+        v0[space.t_base:] = np.abs(rng.normal(scale=400.0, size=len(space.t_pair)))
+    elif weights != "small":
+        v0[space.t_base + 5] = -30.0
+    order = rng.permutation(data.n_sequences).astype(np.int64)
+    prm = Z.sgd_params(0.05, 0.9, Z.EXPONENTIAL, Z.CUMULATIVE, data.n_sequences, 0.0, 1, 0.01)
+    out = []
+    for dense in (False, True):
+        m = ChainCRF(space, data)
+        if dense:
+            L = space.n_labels
+            monkeypatch.setattr(m, "_sgd_trans", lambda: C.make_transitions(L, np.zeros(0), np.zeros(0), np.zeros(0),
+                                                                           kind=C.DENSE))
+        assert m._sgd_trans().kind == (C.DENSE if dense else C.ONES)
+        v, aux, st = v0.copy(), np.zeros(space.n_params), Z.new_state()
+        assert m.sgd_pass(order, v, aux, np.zeros(0), np.zeros(0), st, prm) == 0
+        out.append((v, st))
+    (vs, sts), (vd, std) = out
+    np.testing.assert_allclose(vs, vd, rtol=1e-9, atol=1e-12 * np.abs(vd).max())
+    assert sts[Z.ONLINE_LOSS] == pytest.approx(std[Z.ONLINE_LOSS], rel=1e-10)
+    # the log-space pass ran where the weights are large (both structures) or below the
+    # cancellation limit (the sparse one: the dense step handles that weight scaled)
+    if weights == "below the cancellation limit":
+        assert sts[Z.FALLBACKS] > 0 and std[Z.FALLBACKS] == 0
+    else:
+        assert sts[Z.FALLBACKS] == std[Z.FALLBACKS] and (sts[Z.FALLBACKS] > 0) == (weights == "large")
