@@ -24,8 +24,11 @@ L x L step per token, Wapiti's model).
 
     python bench/many_labels.py --sequences 600 --noise-vocab 20000 [--labels 1524] \\
         [--solver owlqn|lbfgs|sgd] [--iters 3] [--wapiti PATH] [--wapiti-algo l-bfgs] \\
-        [--limit-gb 8] [--predict]
+        [--limit-gb 8] [--predict] [--wapiti-sequences N --wapiti-noise-vocab V] [--wapiti-timeout S]
 
+``--wapiti-sequences`` / ``--wapiti-noise-vocab`` give Wapiti a smaller file of the same
+task (its dense L x L forward-backward takes minutes per iteration at this label count),
+``--wapiti-timeout`` stops it after that many seconds (its log up to then is reported).
 Each run prints one JSON line (sizes, seconds per iteration, peak RSS, accuracy, the
 memory formula's estimate; ``docs/benchmarks.md``, "Thousands of labels"). A child
 process whose resident memory passes ``--limit-gb`` is killed and reported as such.
@@ -141,12 +144,23 @@ def rss_watch(pid, limit, out):
         time.sleep(0.1)
 
 
-def run_watched(cmd, limit, env=None, stdout=None):
+def run_watched(cmd, limit, env=None, stdout=None, timeout=None):
+    """Run ``cmd``, its resident memory watched (killed past ``limit`` bytes) and, with
+    ``timeout``, stopped after that many seconds (``info["timed_out"]``)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    info = {"killed": False, "peak": 0}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=bool(timeout))
+    info = {"killed": False, "peak": 0, "timed_out": False}
     th = threading.Thread(target=rss_watch, args=(proc.pid, limit, info), daemon=True)
     th.start()
+    if timeout:
+        def stop():
+            if proc.poll() is None:
+                info["timed_out"] = True
+                os.killpg(proc.pid, 15)         # its own group: /usr/bin/time and what it runs
+        timer = threading.Timer(timeout, stop)
+        timer.daemon = True
+        timer.start()
     lines = []
     stamps = []
     for line in proc.stdout:
@@ -249,7 +263,8 @@ def wapiti_run(args, train_path, pat_path, test_path, tmp):
     if algo == "l-bfgs":
         cmd += ["--histsz", str(args.memory)]
     cmd += [train_path, model]
-    rc, lines, stamps, info, wall = run_watched(["/usr/bin/time", "-v"] + cmd, int(args.limit_gb * 2 ** 30))
+    rc, lines, stamps, info, wall = run_watched(["/usr/bin/time", "-v"] + cmd, int(args.limit_gb * 2 ** 30),
+                                                timeout=args.wapiti_timeout)
     text = "".join(lines)
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
     peak = int(m.group(1)) * 1024 if m else info["peak"]
@@ -257,6 +272,7 @@ def wapiti_run(args, train_path, pat_path, test_path, tmp):
     times = [float(x) for x in re.findall(r"time=\s*([0-9.]+)", text)]
     nfeat = re.search(r"Nb features:\s*(\d+)", text)
     res = {"tool": "wapiti", "algo": algo, "rc": rc, "killed_at_limit": info["killed"],
+           "stopped_at_timeout": info["timed_out"], "train_sequences": args.wapiti_sequences or args.sequences,
            "peak_rss_gb": round(max(peak, info["peak"]) / 2 ** 30, 2), "wall_s": round(wall, 1),
            "iters": len(it_stamps), "features": int(nfeat.group(1)) if nfeat else None,
            "s_per_iter": round(float(np.median(np.diff(times))), 1) if len(times) > 1 else
@@ -283,6 +299,10 @@ def main():
     ap.add_argument("--predict", action="store_true", help="also tag the held-out sequences")
     ap.add_argument("--wapiti", default=None, help="path of Wapiti 1.5's binary (skipped when absent)")
     ap.add_argument("--wapiti-algo", default="l-bfgs")
+    ap.add_argument("--wapiti-sequences", type=int, default=None,
+                    help="Wapiti: train on this many sequences instead (a smaller file)")
+    ap.add_argument("--wapiti-noise-vocab", type=int, default=None, help="Wapiti: the smaller file's noise vocabulary")
+    ap.add_argument("--wapiti-timeout", type=float, default=None, help="Wapiti: stop it after this many seconds")
     ap.add_argument("--skip-spargel", action="store_true")
     ap.add_argument("--limit-gb", type=float, default=8.0)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -301,11 +321,12 @@ def main():
         out.append(res)
     if args.wapiti and os.path.exists(args.wapiti):
         with tempfile.TemporaryDirectory() as tmp:
-            seqs, labs = generate(args.sequences + args.test, args.labels, args.columns, args.noise_vocab,
-                                  seed=args.seed)
+            n_train = args.wapiti_sequences or args.sequences
+            seqs, labs = generate(n_train + args.test, args.labels, args.columns,
+                                  args.wapiti_noise_vocab or args.noise_vocab, seed=args.seed)
             train_path, test_path, pat_path = (os.path.join(tmp, n) for n in ("train.txt", "test.txt", "pat.txt"))
-            write_wapiti(train_path, seqs[:args.sequences], labs[:args.sequences])
-            write_wapiti(test_path, seqs[args.sequences:], labs[args.sequences:])
+            write_wapiti(train_path, seqs[:n_train], labs[:n_train])
+            write_wapiti(test_path, seqs[n_train:], labs[n_train:])
             Path(pat_path).write_text(pattern(args.columns))
             del seqs, labs
             out.append(wapiti_run(args, train_path, pat_path, test_path, tmp))
