@@ -57,7 +57,13 @@ gathers such a position's transition expectations from its pair marginals (into
 Scaling: each alpha row is normalised (Rabiner); emission rows are shifted by their
 maximum before ``exp`` and ``M`` by ``tshift``, so every number stays in range unless a
 whole row underflows, which :func:`forward` reports as NaN -- the caller then runs
-:func:`forward_backward_log` on that sequence, which cannot underflow.
+:func:`forward_backward_log` on that sequence, which cannot underflow. That pass reads
+every allowed pair (O(S^2) a position whatever the structure); a ONES structure listing
+every weighted pair, on a sequence without corrections, has its own,
+:func:`forward_backward_log_ones`, O(S + nnz) a position. ONES stores ``1 + expm1(T)``
+unshifted, so a transition weight past about 320 (a line search's far trial point)
+fails :func:`forward`'s bound (and past 709 overflows): the sparse log-space pass keeps
+such sequences off the O(S^2) path.
 
 Viterbi, n-best and the log-space pass read the allowed pairs as a list sorted by
 destination state: ``fptr[j]:fptr[j+1]`` are the entries of the pairs ``(fi[k], j)`` with
