@@ -24,8 +24,11 @@ L x L step per token, Wapiti's model).
 
     python bench/many_labels.py --sequences 600 --noise-vocab 20000 [--labels 1524] \\
         [--solver owlqn|lbfgs|sgd] [--iters 3] [--wapiti PATH] [--wapiti-algo l-bfgs] \\
-        [--limit-gb 8] [--predict]
+        [--limit-gb 8] [--predict] [--wapiti-sequences N --wapiti-noise-vocab V] [--wapiti-timeout S]
 
+``--wapiti-sequences`` / ``--wapiti-noise-vocab`` give Wapiti a smaller file of the same
+task (its dense L x L forward-backward takes minutes per iteration at this label count),
+``--wapiti-timeout`` stops it after that many seconds (its log up to then is reported).
 Each run prints one JSON line (sizes, seconds per iteration, peak RSS, accuracy, the
 memory formula's estimate; ``docs/benchmarks.md``, "Thousands of labels"). A child
 process whose resident memory passes ``--limit-gb`` is killed and reported as such.
@@ -120,33 +123,75 @@ def memory_formula(sizes, solver, memory, l1, n_jobs=1):
 
 
 # --------------------------------------------------------------------------- workers
+def _rss(pid):
+    """Resident bytes of a process (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(c) for c in fh.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _cpu_s(pid):
+    """User + system CPU seconds of a running process (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def rss_watch(pid, limit, out):
-    """Poll the child's resident memory; kill it past ``limit`` bytes."""
+    """Poll the resident memory of the child and of its own children (a program run
+    under ``/usr/bin/time``); kill the child past ``limit`` bytes. ``out["child_cpu_s"]``:
+    the last CPU seconds seen of the child's children (for a run stopped early)."""
     peak = 0
-    status = f"/proc/{pid}/status"
-    while True:
-        try:
-            with open(status) as fh:
-                for line in fh:
-                    if line.startswith("VmRSS:"):
-                        rss = int(line.split()[1]) * 1024
-                        peak = max(peak, rss)
-                        if rss > limit:
-                            os.kill(pid, 9)
-                            out["killed"] = True
-                        break
-        except (OSError, ValueError):
+    while os.path.exists(f"/proc/{pid}/status"):
+        rss = _rss(pid)
+        kids = _children(pid)
+        rss = max([rss] + [_rss(k) for k in kids])
+        if not rss and not kids:
             break
+        peak = max(peak, rss)
+        if rss > limit:
+            os.kill(pid, 9)
+            out["killed"] = True
+        cpu = [c for c in (_cpu_s(k) for k in kids) if c is not None]
+        if cpu:
+            out["child_cpu_s"] = max(cpu)
         out["peak"] = peak
         time.sleep(0.1)
 
 
-def run_watched(cmd, limit, env=None, stdout=None):
+def run_watched(cmd, limit, env=None, stdout=None, timeout=None):
+    """Run ``cmd``, its resident memory watched (killed past ``limit`` bytes) and, with
+    ``timeout``, stopped after that many seconds (``info["timed_out"]``)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    info = {"killed": False, "peak": 0}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=bool(timeout))
+    info = {"killed": False, "peak": 0, "timed_out": False}
     th = threading.Thread(target=rss_watch, args=(proc.pid, limit, info), daemon=True)
     th.start()
+    if timeout:
+        def stop():
+            if proc.poll() is None:
+                info["timed_out"] = True
+                os.killpg(proc.pid, 15)         # its own group: /usr/bin/time and what it runs
+        timer = threading.Timer(timeout, stop)
+        timer.daemon = True
+        timer.start()
     lines = []
     stamps = []
     for line in proc.stdout:
@@ -167,6 +212,8 @@ def spargel_worker(args):
     from spargel import CRF
 
     t0 = time.perf_counter()
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu0 = ru0.ru_utime + ru0.ru_stime
     seqs, labs = generate(args.sequences + args.test, args.labels, args.columns, args.noise_vocab, seed=args.seed)
     Xtr, ytr = seqs[:args.sequences], labs[:args.sequences]
     Xte, yte = seqs[args.sequences:], labs[args.sequences:]
@@ -178,7 +225,7 @@ def spargel_worker(args):
     iters = []
 
     def cb(row):
-        iters.append((row["iteration"], time.perf_counter(), row.get("objective")))
+        iters.append((row["iteration"], time.perf_counter(), row.get("objective"), time.process_time()))
         print(f"iteration {row['iteration']}: {iters[-1][1] - t1:.1f} s, objective {row.get('objective')}",
               file=sys.stderr, flush=True)
 
@@ -186,21 +233,26 @@ def spargel_worker(args):
               max_iter=args.iters, tol=0, gtol=0, all_possible_states=True,
               all_possible_transitions=bool(args.full), solver_options=opts, n_jobs=args.n_jobs)
     t1 = time.perf_counter()
+    c1 = time.process_time()
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         crf.fit(Xtr, ytr, callback=cb)
     t_fit = time.perf_counter() - t1
-    rss_fit = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    stamps = [t1] + [s for _, s, _ in iters]
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    rss_fit = ru.ru_maxrss * 1024
+    stamps = [t1] + [it[1] for it in iters]
     per_iter = np.diff(stamps)
+    cpu_iter = np.diff([c1] + [it[3] for it in iters])
     # the layout as trained (before compaction): from the fitted vocabularies' sizes
     A = crf.n_train_attributes_ if hasattr(crf, "n_train_attributes_") else None
     res = {"tool": "spargel", "solver": solver, "labels": args.labels, "train_sequences": args.sequences,
            "train_tokens": int(sum(len(s) for s in Xtr)), "iters": len(iters),
            "fit_s": round(t_fit, 1), "gen_s": round(t_gen, 1),
+           "cpu_s_total": round(ru.ru_utime + ru.ru_stime - cpu0, 1),
            "first_iter_s": round(float(per_iter[0]), 1) if len(per_iter) else None,
            "s_per_iter_after_first": round(float(np.median(per_iter[1:])), 1) if len(per_iter) > 1 else None,
+           "cpu_s_per_iter": [round(float(x), 1) for x in cpu_iter],
            "peak_rss_gb_fit": round(rss_fit / 2 ** 30, 2), "full": bool(args.full),
            "n_jobs": args.n_jobs}
     res.update(task_sizes(Xtr, ytr, args.labels, args.full))
@@ -249,16 +301,19 @@ def wapiti_run(args, train_path, pat_path, test_path, tmp):
     if algo == "l-bfgs":
         cmd += ["--histsz", str(args.memory)]
     cmd += [train_path, model]
-    rc, lines, stamps, info, wall = run_watched(["/usr/bin/time", "-v"] + cmd, int(args.limit_gb * 2 ** 30))
+    rc, lines, stamps, info, wall = run_watched(["/usr/bin/time", "-v"] + cmd, int(args.limit_gb * 2 ** 30),
+                                                timeout=args.wapiti_timeout)
     text = "".join(lines)
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
     peak = int(m.group(1)) * 1024 if m else info["peak"]
     it_stamps = [s for line, s in zip(lines, stamps) if ITER.match(line)]
     times = [float(x) for x in re.findall(r"time=\s*([0-9.]+)", text)]
-    nfeat = re.search(r"Nb features:\s*(\d+)", text)
+    nfeat = re.search(r"nb features:\s*(\d+)", text, re.IGNORECASE)
     res = {"tool": "wapiti", "algo": algo, "rc": rc, "killed_at_limit": info["killed"],
+           "stopped_at_timeout": info["timed_out"], "train_sequences": args.wapiti_sequences or args.sequences,
            "peak_rss_gb": round(max(peak, info["peak"]) / 2 ** 30, 2), "wall_s": round(wall, 1),
            "iters": len(it_stamps), "features": int(nfeat.group(1)) if nfeat else None,
+           "cpu_s": info.get("child_cpu_s"),
            "s_per_iter": round(float(np.median(np.diff(times))), 1) if len(times) > 1 else
            (times[0] if times else None)}
     res["log"] = "".join(ln for ln in lines if "\t" not in ln)[-1500:]      # Wapiti's own lines
@@ -283,6 +338,10 @@ def main():
     ap.add_argument("--predict", action="store_true", help="also tag the held-out sequences")
     ap.add_argument("--wapiti", default=None, help="path of Wapiti 1.5's binary (skipped when absent)")
     ap.add_argument("--wapiti-algo", default="l-bfgs")
+    ap.add_argument("--wapiti-sequences", type=int, default=None,
+                    help="Wapiti: train on this many sequences instead (a smaller file)")
+    ap.add_argument("--wapiti-noise-vocab", type=int, default=None, help="Wapiti: the smaller file's noise vocabulary")
+    ap.add_argument("--wapiti-timeout", type=float, default=None, help="Wapiti: stop it after this many seconds")
     ap.add_argument("--skip-spargel", action="store_true")
     ap.add_argument("--limit-gb", type=float, default=8.0)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -301,11 +360,12 @@ def main():
         out.append(res)
     if args.wapiti and os.path.exists(args.wapiti):
         with tempfile.TemporaryDirectory() as tmp:
-            seqs, labs = generate(args.sequences + args.test, args.labels, args.columns, args.noise_vocab,
-                                  seed=args.seed)
+            n_train = args.wapiti_sequences or args.sequences
+            seqs, labs = generate(n_train + args.test, args.labels, args.columns,
+                                  args.wapiti_noise_vocab or args.noise_vocab, seed=args.seed)
             train_path, test_path, pat_path = (os.path.join(tmp, n) for n in ("train.txt", "test.txt", "pat.txt"))
-            write_wapiti(train_path, seqs[:args.sequences], labs[:args.sequences])
-            write_wapiti(test_path, seqs[args.sequences:], labs[args.sequences:])
+            write_wapiti(train_path, seqs[:n_train], labs[:n_train])
+            write_wapiti(test_path, seqs[n_train:], labs[n_train:])
             Path(pat_path).write_text(pattern(args.columns))
             del seqs, labs
             out.append(wapiti_run(args, train_path, pat_path, test_path, tmp))

@@ -18,6 +18,7 @@ from spargel import CRF
 import spargel.chain.crf as crf_module
 from spargel.chain import inference as C
 from spargel.chain.crf import ChainCRF, decode, marginals
+from spargel.chain.kernel_data import Corrections
 from spargel.core.limits import BASE_BYTES, gradient_chunks, training_bytes, weight_copies
 from spargel.data.dataset import SequenceData
 from spargel.data.feature_space import FeatureSpace
@@ -212,3 +213,141 @@ def test_label_heavy_fit_stays_within_the_memory_formula(solver, memory):
     vectors = 8 * F * weight_copies(solver, memory, l1=solver == "owlqn", n_chunks=chunks)
     # within the formula, and not far below what its weight-sized vectors take
     assert 0.6 * vectors <= peak <= 1.25 * formula, (peak / 2 ** 20, formula / 2 ** 20, vectors / 2 ** 20)
+
+
+def _ones_structure(S, nnz, rng, big=()):
+    """A ONES structure over S states listing nnz pairs (two with weight 0), the first
+    ones given the large weights ``big``."""
+    pairs = rng.choice(S * S, size=nnz, replace=False)
+    score = np.maximum(rng.normal(scale=2.0, size=nnz), -C.CANCEL_LIMIT + 1)
+    score[:len(big)] = big
+    score[-2:] = 0.0
+    return C.make_transitions(S, pairs // S, pairs % S, score, kind=C.ONES, keep_zeros=True)
+
+
+@pytest.mark.parametrize("big,shift", [((), 0.0), ((1000.0, 400.0, 30.0), 700.0), ((705.0, 650.0), 0.0)])
+def test_sparse_log_pass_equals_the_full_log_pass(big, shift):
+    # weights of several hundred: the scaled recursion refuses them (forward gives NaN),
+    # and the sparse log-space pass must give the full one's log Z, marginals and counts
+    rng = np.random.default_rng(7)
+    S = 300
+    trans = _ones_structure(S, 1200, rng, big)
+    for n in (1, 2, 9):
+        E = rng.normal(scale=3.0, size=(n, S))
+        E[:, :4] += shift
+        if n > 2:
+            E[1, 5:] = -np.inf            # a clamped position: only five states allowed
+        Sp = C.padded(S)
+        corr = Corrections(np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
+                           np.zeros(0), np.zeros(0, np.int64))       # no position corrections
+        if big and n > 1:
+            psi, sh = np.zeros((n, Sp)), np.zeros(n)
+            C.exp_rows(np.pad(E, ((0, 0), (0, Sp - S))), psi, sh, n, S, C.exp_scratch(n, Sp))
+            assert np.isnan(C.forward(psi, sh, n, trans, corr, np.zeros((n, Sp)), np.zeros(n), 0))
+        la, lb = np.zeros((n, S)), np.zeros((n, S))
+        g_full, g_sparse = np.zeros((n, Sp)), np.zeros((n, Sp))
+        t_full, t_sparse = np.zeros(S * S), np.zeros(S * S)
+        z_full = C.forward_backward_log(E, n, trans, corr, la, lb, np.zeros(n), g_full, t_full,
+                                        np.zeros(n, np.uint8), None, np.zeros(S * S), np.zeros(2 * S + 1))
+        z_sparse = C.forward_backward_log_ones(E, n, trans, la, lb, np.zeros(n), g_sparse, t_sparse,
+                                               np.zeros(2 * S + 1))
+        assert z_sparse == pytest.approx(z_full, rel=1e-13, abs=1e-11)
+        np.testing.assert_allclose(g_sparse, g_full, rtol=0, atol=1e-12)
+        k = trans.gk
+        np.testing.assert_allclose(t_sparse[k], t_full[k], rtol=0, atol=1e-11 * max(1.0, n))
+        # only the listed pairs' counts are written
+        assert np.count_nonzero(np.delete(t_sparse, k)) == 0
+
+
+def test_large_transition_weights_give_the_dense_paths_results_and_brute_force_marginals(task):
+    # a line search's far trial point: transition weights of several hundred, which the
+    # scaled recursion refuses for every sequence; the sparse step's log-space pass must
+    # give what the dense structure's (O(L^2)) log-space pass gives
+    space, data = task
+    rng = np.random.default_rng(8)
+    w = rng.normal(scale=0.3, size=space.n_params)
+    tw = rng.normal(scale=1.0, size=len(space.t_pair))
+    tw[rng.choice(len(tw), size=20, replace=False)] = rng.uniform(300, 1000, size=20)
+    w[space.t_base:] = tw
+    fast = ChainCRF(space, data)
+    dense = ChainCRF(space, data, inference="dense")
+    assert fast.view.refresh(w).kind == C.ONES and dense.view.refresh(w).kind == C.DENSE
+    lf, gf = fast.loss_grad(w)
+    ld, gd = dense.loss_grad(w)
+    assert lf == pytest.approx(ld, rel=1e-12)
+    np.testing.assert_allclose(gf, gd, rtol=0, atol=1e-10 * np.abs(gd).max())
+    # marginals on short sequences against enumeration, with weights of 900
+    space2, data2 = label_task(L=200, n_seq=60, n_attr=500, seed=9, min_len=2, max_len=3)
+    L = space2.n_labels
+    w2 = rng.normal(scale=1.0, size=space2.n_params)
+    tw2 = rng.normal(scale=1.0, size=len(space2.t_pair))
+    tw2[:15] = 900.0 + rng.normal(size=15)
+    w2[space2.t_base:] = tw2
+    assert ChainCRF(space2, data2).view.refresh(w2).kind == C.ONES
+    marg, logz = marginals(space2, data2, w2)
+    T = np.zeros((L, L))
+    T.ravel()[space2.t_pair] = tw2
+    W = w2[:space2.t_base].reshape(-1, L)
+    for s in range(data2.n_sequences):
+        lo, hi = data2.seq_ptr[s], data2.seq_ptr[s + 1]
+        E = np.array([W[data2.uni_ids[data2.uni_ptr[t]:data2.uni_ptr[t + 1]]].sum(axis=0) for t in range(lo, hi)])
+        _, bm = _brute(E, T)
+        np.testing.assert_allclose(marg[lo:hi], bm, rtol=0, atol=1e-10)
+
+
+def test_sgd_pass_takes_the_sparse_step_and_sums_the_batch_loss(task):
+    # the SGD pass's transition step is the sparse one at this label count; its summed
+    # loss must be the batch loss: ordinary weights (scaled recursion), weights of
+    # several hundred (the sparse log-space pass) and one below the cancellation limit
+    # (the full log-space pass)
+    space, data = task
+    m = ChainCRF(space, data)
+    assert m._sgd_trans().kind == C.ONES
+    assert ChainCRF(space, data, inference="dense")._sgd_trans().kind == C.DENSE
+    rng = np.random.default_rng(10)
+    order = np.arange(data.n_sequences, dtype=np.int64)
+    w = rng.normal(scale=0.3, size=space.n_params)
+    w[space.t_base:] = rng.normal(scale=2.0, size=len(space.t_pair))
+    big = w.copy()
+    big[space.t_base + rng.choice(len(space.t_pair), size=10, replace=False)] = rng.uniform(300, 1000, size=10)
+    low = w.copy()
+    low[space.t_base + 3] = -2 * C.CANCEL_LIMIT
+    for x in (w, big, low):
+        assert m.sample_loss(order, x) == pytest.approx(m.loss(x), rel=1e-12)
+
+
+@pytest.mark.parametrize("weights", ["small", "large", "below the cancellation limit"])
+def test_sgd_pass_with_the_sparse_step_equals_the_dense_step(task, monkeypatch, weights):
+    # small: the scaled recursion; large (transition weights in the hundreds): the sparse
+    # log-space pass; one weight of -30: the full log-space pass
+    from spargel.core import lazy_l1 as Z
+    space, data = task
+    rng = np.random.default_rng(11)
+    v0 = rng.normal(scale=0.1, size=space.n_params)
+    v0[space.t_base:] = rng.normal(scale=0.5, size=len(space.t_pair))
+    if weights == "large":
+        v0[space.t_base:] = np.abs(rng.normal(scale=400.0, size=len(space.t_pair)))
+    elif weights != "small":
+        v0[space.t_base + 5] = -30.0
+    order = rng.permutation(data.n_sequences).astype(np.int64)
+    prm = Z.sgd_params(0.05, 0.9, Z.EXPONENTIAL, Z.CUMULATIVE, data.n_sequences, 0.0, 1, 0.01)
+    out = []
+    for dense in (False, True):
+        m = ChainCRF(space, data)
+        if dense:
+            L = space.n_labels
+            monkeypatch.setattr(m, "_sgd_trans", lambda: C.make_transitions(L, np.zeros(0), np.zeros(0), np.zeros(0),
+                                                                           kind=C.DENSE))
+        assert m._sgd_trans().kind == (C.DENSE if dense else C.ONES)
+        v, aux, st = v0.copy(), np.zeros(space.n_params), Z.new_state()
+        assert m.sgd_pass(order, v, aux, np.zeros(0), np.zeros(0), st, prm) == 0
+        out.append((v, st))
+    (vs, sts), (vd, std) = out
+    np.testing.assert_allclose(vs, vd, rtol=1e-9, atol=1e-12 * np.abs(vd).max())
+    assert sts[Z.ONLINE_LOSS] == pytest.approx(std[Z.ONLINE_LOSS], rel=1e-10)
+    # the log-space pass ran where the weights are large (both structures) or below the
+    # cancellation limit (the sparse one: the dense step handles that weight scaled)
+    if weights == "below the cancellation limit":
+        assert sts[Z.FALLBACKS] > 0 and std[Z.FALLBACKS] == 0
+    else:
+        assert sts[Z.FALLBACKS] == std[Z.FALLBACKS] and (sts[Z.FALLBACKS] > 0) == (weights == "large")

@@ -200,6 +200,9 @@ def chunk_logz_grad_log(w, space, data, aux, trans, bl, first, second, order, wa
     ``tcount1`` is zeroed scratch of the same length). ``sw`` and ``clamp`` as there."""
     seq_ptr, labels = data.seq_ptr, data.labels
     need = buf.need
+    # the sparse step's structure (every weighted pair listed, no bigram attributes, so no
+    # position corrections or pair marginals): the O(S + nnz) log-space pass
+    sparse = trans.kind == C.ONES and buf.P is None
     total = 0.0
     for r in range(len(order)):
         s, lo, hi = K.span(seq_ptr, order, r)
@@ -208,12 +211,23 @@ def chunk_logz_grad_log(w, space, data, aux, trans, bl, first, second, order, wa
         state_rows(w, space, data, aux, trans, bl, lo, hi, buf, labels, clamp, None, first, second)
         if not want_grad:
             need[:n] = 0
-        logz = C.forward_backward_log(buf.E, n, trans, buf.corr, lbuf.la, lbuf.lb, buf.scale, lbuf.gamma, tcount1,
-                                      need, buf.P, lbuf.fv_t, lbuf.cand)
+        if sparse:
+            logz = C.forward_backward_log_ones(buf.E, n, trans, lbuf.la, lbuf.lb, buf.scale, lbuf.gamma, tcount1,
+                                               lbuf.cand)
+        else:
+            logz = C.forward_backward_log(buf.E, n, trans, buf.corr, lbuf.la, lbuf.lb, buf.scale, lbuf.gamma,
+                                          tcount1, need, buf.P, lbuf.fv_t, lbuf.cand)
         total += c * logz
-        for k in range(len(tcount)):
-            tcount[k] += c * tcount1[k]
-            tcount1[k] = 0.0
+        if sparse:                # (only the listed pairs' counts were written)
+            gk = trans.gk
+            for q in range(len(gk)):
+                k = gk[q]
+                tcount[k] += c * tcount1[k]
+                tcount1[k] = 0.0
+        else:
+            for k in range(len(tcount)):
+                tcount[k] += c * tcount1[k]
+                tcount1[k] = 0.0
         if want_grad and math.isfinite(logz):
             scatter(space, data, aux, lo, hi, lbuf.gamma, buf, c, g, Gd, False, first, second)
     return total
@@ -305,8 +319,12 @@ def marginals_log(w, space, data, aux, trans, bl, first, second, order, out, log
         n = hi - lo
         state_rows(w, space, data, aux, trans, bl, lo, hi, buf, data.labels, None, None, first, second)
         buf.need[:n] = 0
-        logz[s] = C.forward_backward_log(buf.E, n, trans, buf.corr, lbuf.la, lbuf.lb, buf.scale, lbuf.gamma, tcount,
-                                         buf.need, buf.P, lbuf.fv_t, lbuf.cand)
+        if trans.kind == C.ONES and buf.P is None:        # (the sparse step: see chunk_logz_grad_log)
+            logz[s] = C.forward_backward_log_ones(buf.E, n, trans, lbuf.la, lbuf.lb, buf.scale, lbuf.gamma, tcount,
+                                                  lbuf.cand)
+        else:
+            logz[s] = C.forward_backward_log(buf.E, n, trans, buf.corr, lbuf.la, lbuf.lb, buf.scale, lbuf.gamma,
+                                             tcount, buf.need, buf.P, lbuf.fv_t, lbuf.cand)
         gamma = lbuf.gamma
         if second is not None:
             K2.label_marginals(lbuf.gamma, n, L, buf.lm)

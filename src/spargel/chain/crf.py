@@ -44,6 +44,11 @@ TRIM_ENTRIES = 1 << 24
 #: weighted pairs: O(|Y| + pairs) per token for the forward and backward recursions and
 #: the expected counts, instead of the dense |Y|^2 product and outer product)
 SPARSE_TRANSITIONS = 0.25
+#: the SGD pass takes the sparse step from this many labels on (with the conditions of
+#: :data:`SPARSE_TRANSITIONS`): below, a dense step is a few thousand vectorised
+#: multiply-adds a token, small next to the emissions, and small models' passes keep
+#: their arithmetic
+SGD_SPARSE_LABELS = 64
 
 
 def crf_layout(space, penalty_scale=None):
@@ -520,8 +525,20 @@ class ChainCRF(MapCapability, BatchChain):
 
     # -- the "sgd" capability ---------------------------------------------------------
     def _sgd_trans(self):
-        """The pass's (DENSE) transition structure, used as scratch."""
+        """The pass's transition structure, used as scratch (loaded per step by
+        ``crf_sgd.set_transitions``): ONES listing every weighted pair in the order of
+        ``t_pair`` where the batch gradient takes the sparse step (no bigram attributes or
+        constraints, not ``inference="dense"``, at most :data:`SPARSE_TRANSITIONS` of the
+        pairs weighted: O(L + weighted pairs) a token) and there are at least
+        :data:`SGD_SPARSE_LABELS` labels, else DENSE."""
         L = self.space.n_labels
+        t_pair = self.space.t_pair.astype(np.int64)
+        v = self.view
+        if (L >= SGD_SPARSE_LABELS and not v.has_bigrams and len(self.data.big_ids) == 0
+                and v.constraints is None and not v.dense and len(t_pair)
+                and len(t_pair) <= SPARSE_TRANSITIONS * L * L and np.all(np.diff(t_pair) > 0)):
+            return C.make_transitions(L, t_pair // L, t_pair % L, np.zeros(len(t_pair)), kind=C.ONES,
+                                      keep_zeros=True)
         return C.make_transitions(L, np.zeros(0), np.zeros(0), np.zeros(0), kind=C.DENSE)
 
     # -- the "blocks" capability (block coordinate descent, models/crf_bcd.py) ----------

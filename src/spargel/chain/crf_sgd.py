@@ -17,6 +17,8 @@ weight is the same (tests check both against eager SGD, with attributes that own
 some labels).
 """
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -201,12 +203,29 @@ def phase_marginals(n, S, trans, buf, xbuf, want, logsp):
     tcount, acc = xbuf.tcount, xbuf.acc
     C.exp_rows(E, psi, shift, n, S, kbuf)
     logz = C.forward(psi, shift, n, trans, corr, alpha, scale, 0)
-    for q in range(len(tcount)):
-        tcount[q] = 0.0
+    # the sparse step's structure (ONES, every weighted pair listed, no pair marginals):
+    # only the listed pairs' counts are written and read, so only they are cleared
+    sparse = trans.kind == C.ONES and P is None
+    if sparse:
+        gk = trans.gk
+        for q in range(len(gk)):
+            tcount[gk[q]] = 0.0
+    else:
+        for q in range(len(tcount)):
+            tcount[q] = 0.0
     if logz != logz:
         if logsp is not None:
-            logz = C.forward_backward_log(E, n, trans, corr, xbuf.la, xbuf.lb, scale, xbuf.gamma, tcount, need, P,
-                                          xbuf.fv_t, xbuf.cand)
+            # the O(S + nnz) log-space pass, unless a weight below -CANCEL_LIMIT marked
+            # the structure (set_transitions: 1 + expm1(T) would cancel there)
+            if sparse and trans.tshift[1] > -np.inf:
+                logz = C.forward_backward_log_ones(E, n, trans, xbuf.la, xbuf.lb, scale, xbuf.gamma, tcount,
+                                                   xbuf.cand)
+            else:
+                if sparse:
+                    for q in range(len(tcount)):
+                        tcount[q] = 0.0
+                logz = C.forward_backward_log(E, n, trans, corr, xbuf.la, xbuf.lb, scale, xbuf.gamma, tcount, need,
+                                              P, xbuf.fv_t, xbuf.cand)
             return logz, LOG_SPACE
         return logz, NEEDS_LOG
     if want:
@@ -233,7 +252,7 @@ def sample_step(v, m, a, space, data, s, trans, g, coef, mode, buf, xbuf, rows, 
     the gradient starts). A partially labelled sequence (``partial[s]``, label -1 where
     unknown; ``partial`` None when the pass has none) has the numerator
     ``log sum_{y consistent} exp(score)``: a second, clamped forward-backward instead of
-    the gold score. ``trans`` is the (DENSE) transition
+    the gold score. ``trans`` is the (DENSE or ONES, :func:`set_transitions`) transition
     structure at the current weights. Returns NaN when even log space fails.
 
     ``tok`` not None: the padded-rows pass, whose emissions and scatter are the batch
@@ -322,7 +341,7 @@ def pass_buffers(view, order, v, aux, use_rows, trans):
     :func:`row_lanes`), and ``tok`` holds the view's token lists over those rows with a
     per-weight mark array (else None, and ``flat`` True: the general pass; see
     :func:`sample_step`). ``big`` is None when the data has no bigram attributes (the
-    pass then compiles without their code). ``trans``: the pass's DENSE transition
+    pass then compiles without their code). ``trans``: the pass's DENSE or ONES transition
     structure (scratch, loaded per step by :func:`set_transitions`)."""
     space, data = view.space_t, view.data_t
     L = space.L
@@ -348,10 +367,13 @@ def pass_buffers(view, order, v, aux, use_rows, trans):
     maxlen = K.max_length(data.seq_ptr, order)
     n_corr = K.correction_capacity(space, data, np.diff(space.b_ptr), order) if has_big else 0
     buf = K.work_buffers(L, Lp, maxlen, n_corr, has_big)
-    outer = np.zeros((Lp, Lp)) if len(space.t_pair) > 0 else np.zeros((1, 1))
+    # the sparse step (ONES) gathers each listed pair's whole count (inference.backward),
+    # the dense one the L x L outer product
+    sparse = trans.kind == C.ONES
+    outer = np.zeros((Lp, Lp)) if len(space.t_pair) > 0 and not sparse else np.zeros((1, 1))
     pos = np.zeros(L * L) if has_big else np.zeros(0)     # corrections only come from bigram attributes
     xbuf = PhaseWork(np.empty((maxlen, L)), np.empty((maxlen, L)), np.zeros((maxlen, Lp)), np.empty(L * L),
-                     np.empty(2 * L + 1), np.zeros(L * L), (outer, np.zeros(0), pos))
+                     np.empty(2 * L + 1), np.zeros(L * L), (outer, np.zeros(len(trans.gi) if sparse else 0), pos))
     fields = dict(W=W, R=R, dmark=np.full(len(row_attrs), -1, dtype=np.int64), T=np.zeros(L * L), buf=buf,
                   xbuf=xbuf, tok=tok, flat=None if use_rows else True, big=True if has_big else None,
                   trans=trans, lst=None, list_k=None, xbuf_list=None)
@@ -360,9 +382,27 @@ def pass_buffers(view, order, v, aux, use_rows, trans):
 
 @njit(cache=True, nogil=True, inline="always")
 def set_transitions(v, m, a, space, T, trans):
-    """Load the transition weights (lazily scaled) into the DENSE structure ``trans``
-    (``T``: the L x L scratch)."""
+    """Load the transition weights (lazily scaled) into the pass's structure ``trans``:
+    DENSE (``T``: the L x L scratch), or ONES listing every weighted pair in the order
+    of ``space.t_pair`` (:func:`spargel.chain.crf.ChainCRF._sgd_trans`; its step costs
+    O(L + weighted pairs) a token). A ONES structure with a weight below
+    ``-CANCEL_LIMIT`` (where ``1 + expm1`` cancels) gets the least log factor -inf, so
+    :func:`spargel.chain.inference.forward` refuses it and the step takes the full
+    log-space pass (:func:`phase_marginals`)."""
     L, t_pair, t_base = space.L, space.t_pair, space.t_base
+    if trans.kind == C.ONES:
+        gc, fv, gk = trans.gc, trans.fv, trans.gk
+        lo = 0.0
+        hi = 0.0
+        for q in range(len(t_pair)):
+            x = Z.weight(v, m, a, t_base + q)
+            gc[q] = math.expm1(x)
+            fv[gk[q]] = x
+            lo = min(lo, x)
+            hi = max(hi, x)
+        trans.tshift[1] = lo if lo >= -C.CANCEL_LIMIT else -np.inf
+        trans.tshift[2] = hi
+        return
     for p in range(L * L):
         T[p] = 0.0
     for k in range(len(t_pair)):

@@ -57,7 +57,13 @@ gathers such a position's transition expectations from its pair marginals (into
 Scaling: each alpha row is normalised (Rabiner); emission rows are shifted by their
 maximum before ``exp`` and ``M`` by ``tshift``, so every number stays in range unless a
 whole row underflows, which :func:`forward` reports as NaN -- the caller then runs
-:func:`forward_backward_log` on that sequence, which cannot underflow.
+:func:`forward_backward_log` on that sequence, which cannot underflow. That pass reads
+every allowed pair (O(S^2) a position whatever the structure); a ONES structure listing
+every weighted pair, on a sequence without corrections, has its own,
+:func:`forward_backward_log_ones`, O(S + nnz) a position. ONES stores ``1 + expm1(T)``
+unshifted, so a transition weight past about 320 (a line search's far trial point)
+fails :func:`forward`'s bound (and past 709 overflows): the sparse log-space pass keeps
+such sequences off the O(S^2) path.
 
 Viterbi, n-best and the log-space pass read the allowed pairs as a list sorted by
 destination state: ``fptr[j]:fptr[j+1]`` are the entries of the pairs ``(fi[k], j)`` with
@@ -1032,6 +1038,125 @@ def forward_backward_log(E, n, trans, corr, la, lb, logc, gamma, tcount, need, P
     # each row of marginals normalised by its own log-sum-exp (in exact arithmetic it is
     # log 1 = 0): where the scores are huge (weights near 1e100) la + lb is the difference
     # of two huge numbers, its rounding error far above 1, and exp of it alone is 0 or inf
+    for t in range(n):
+        m = NEG_INF
+        for y in range(S):
+            v = la[t, y] + lb[t, y]
+            gamma[t, y] = v
+            if v > m:
+                m = v
+        tot = 0.0
+        for y in range(S):
+            e = math.exp(gamma[t, y] - m) if m > NEG_INF else 0.0
+            gamma[t, y] = e
+            tot += e
+        if tot > 0.0:
+            inv = 1.0 / tot
+            for y in range(S):
+                gamma[t, y] *= inv
+    return logz
+
+
+
+@inner()
+def _sparse_log_step(x, trans, out, rev, mx):
+    """One step of :func:`forward_backward_log_ones` in log space, O(S + nnz): ``out[j] =
+    log sum_i exp(x[i] + T[i, j])`` (forward; ``rev``: ``out[i] = log sum_j exp(T[i, j] +
+    x[j])``, backward) over every pair, ``T`` zero but on the structure's listed pairs
+    ``q`` (``trans.gi[q], trans.gj[q]``, score ``trans.fv[trans.gk[q]]``, ``trans.gc[q] =
+    expm1`` of it). Each output has its own shift: ``m = max x`` for the unlisted pairs'
+    part ``s = sum exp(x - m)``, raised to the largest listed term into that output where
+    that is higher, so no term overflows and one large transition weight does not make
+    the other pairs' terms underflow. Returns ``m`` (-inf: every ``x`` is -inf, and so is
+    every ``out``). ``mx`` is a scratch row of length S."""
+    S = trans.S
+    gi, gj, gc, gk, fv = trans.gi, trans.gj, trans.gc, trans.gk, trans.fv
+    m = NEG_INF
+    for i in range(S):
+        if x[i] > m:
+            m = x[i]
+    if m == NEG_INF:
+        for y in range(S):
+            out[y] = NEG_INF
+        return m
+    s = 0.0
+    for i in range(S):
+        s += math.exp(x[i] - m)
+    for y in range(S):
+        mx[y] = 0.0
+        out[y] = 0.0
+    # the shift of each output: its largest listed term (relative to m), at least 0
+    for q in range(len(gi)):
+        a, b = gi[q], gj[q]
+        if rev:
+            a, b = b, a
+        v = x[a] - m + fv[gk[q]]
+        if v > mx[b]:
+            mx[b] = v
+    # the listed pairs' part, exp(x[a] - m) (e^T - 1) shifted: above T = 1 as the
+    # difference of two exponentials (expm1(T) may overflow, and exp(x - m - mx) underflow
+    # where the product does not), below as a product (no cancellation)
+    for q in range(len(gi)):
+        a, b = gi[q], gj[q]
+        if rev:
+            a, b = b, a
+        T = fv[gk[q]]
+        d = x[a] - m - mx[b]
+        if T > 1.0:
+            out[b] += math.exp(d + T) - math.exp(d)
+        else:
+            out[b] += math.exp(d) * gc[q]
+    for y in range(S):
+        # a sum of non-negative terms (1 + expm1(T) >= e^-12 under ONES), the largest
+        # about 1 (>= e^-1): no underflow, and what underflows in a term is negligible
+        out[y] = m + mx[y] + math.log(out[y] + (s if mx[y] == 0.0 else s * math.exp(-mx[y])))
+    return m
+
+
+@inner()
+def forward_backward_log_ones(E, n, trans, la, lb, logc, gamma, tcount, mx):
+    """:func:`forward_backward_log` for a ONES structure whose pairs with a weight are all
+    listed (``make_transitions(..., keep_zeros=True)``) and a sequence without position
+    corrections or pair marginals: O(S + nnz) per position instead of O(S^2). Each step is
+    :func:`_sparse_log_step` (per-output shifts: a transition weight of 1,000 neither
+    overflows nor makes the unlisted pairs' terms underflow, which is what sends a
+    sequence here from :func:`forward`); the forward rows are normalised by their log
+    normalisers ``logc[t]`` as in :func:`forward_backward_log`. Returns log Z, fills
+    ``gamma`` and adds the expected counts of the *listed* pairs to ``tcount`` (at list
+    index ``trans.gk[q]``; those of the unlisted pairs, which have no weight, are not
+    gathered). ``mx``: a scratch row of at least S entries."""
+    S = trans.S
+    gi, gj, gk, fv = trans.gi, trans.gj, trans.gk, trans.fv
+    for t in range(n):
+        if t == 0:
+            for y in range(S):
+                la[0, y] = E[0, y]
+        else:
+            if _sparse_log_step(la[t - 1], trans, la[t], False, mx) == NEG_INF:
+                return NEG_INF
+            for y in range(S):
+                la[t, y] += E[t, y]
+        c = _lse(la[t], S)
+        if not (c > NEG_INF and c < np.inf):
+            return c
+        logc[t] = c
+        for y in range(S):
+            la[t, y] -= c
+    logz = 0.0
+    for t in range(n):
+        logz += logc[t]
+    for y in range(S):
+        lb[n - 1, y] = 0.0
+    r = gamma[0]                   # (row 0 of gamma is written last)
+    for t in range(n - 1, 0, -1):
+        for y in range(S):
+            r[y] = E[t, y] + lb[t, y]
+        _sparse_log_step(r, trans, lb[t - 1], True, mx)
+        for y in range(S):
+            lb[t - 1, y] -= logc[t]
+        for q in range(len(gi)):
+            tcount[gk[q]] += math.exp(la[t - 1, gi[q]] + fv[gk[q]] + r[gj[q]] - logc[t])
+    # each row of marginals normalised by its own log-sum-exp (forward_backward_log)
     for t in range(n):
         m = NEG_INF
         for y in range(S):
