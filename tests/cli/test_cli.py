@@ -670,7 +670,10 @@ def test_train_with_unknown_labels_and_a_weight_column(tmp_path, capsys):
     (["-1", "0.5", "-2", "0.01", "-t", "-1", "-e", "0.001", "-w", "5", "-i", "3"],
      {"solver": "owlqn", "l1": 0.5, "l2": 0.01, "threads": -1, "tol": 0.001, "window": 5, "max_iter": 3}),
     (["-a", "l-bfgs", "-1", "0", "-2", "1"], {"solver": "lbfgs", "l1": 0.0, "l2": 1.0}),
-    (["-a", "l-bfgs"], {"solver": "owlqn", "l1": 1.0}),
+    (["-a", "l-bfgs"], {"solver": "owlqn", "l1": 1.0, "histsz": 5}),           # Wapiti's --histsz 5
+    (["-a", "l-bfgs", "--histsz", "8"], {"solver": "owlqn", "histsz": 8}),
+    (["--solver", "owlqn"], {"solver": "owlqn", "histsz": None}),               # CRFsuite's 6 (the CRF's)
+    (["--solver", "lbfgs", "--l1", "0", "--memory", "3"], {"solver": "lbfgs", "histsz": 3}),
     (["-a", "CRF-L1", "-c", "4"], {"solver": "owlqn", "l1": 0.25, "l2": 0.0}),
     (["-a", "CRF-L2"], {"solver": "lbfgs", "l1": 0.0, "l2": 1.0}),
     (["-c", "2"], {"solver": "lbfgs", "l1": 0.0, "l2": 0.5}),
@@ -697,12 +700,35 @@ def test_wapiti_and_crfpp_train_options(argv, expected, monkeypatch, capsys):
     assert seen == expected
 
 
+def test_wapiti_lbfgs_keeps_wapitis_history_size(work, tmp_path, capsys, monkeypatch):
+    """``-a l-bfgs`` trains with Wapiti's 5 curvature pairs (``--histsz``), spargel's own
+    ``--solver owlqn`` with the CRF's default; the pairs reach the solver."""
+    from spargel.solvers import owlqn
+
+    seen = []
+    real = owlqn.minimize_owlqn
+
+    def spy(*args, **kw):
+        seen.append(kw.get("memory"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(owlqn, "minimize_owlqn", spy)
+    for argv, memory in ((["-a", "l-bfgs"], 5), (["-a", "l-bfgs", "--histsz", "7"], 7), (["--solver", "owlqn"], 6)):
+        seen.clear()
+        rc, _, err = run(["train", "--quiet", *argv, "-i", "2", work["train"],
+                          str(tmp_path / "m")], capsys)
+        assert rc == 0, err
+        assert seen == [memory]
+
+
 @pytest.mark.parametrize("argv, words", [
     (["--me"], ["--me", "-T maxent"]),
     (["-T", "memm"], ["memm"]),
     (["--stpmax", "3"], ["--stpmax", "rprop"]),
     (["-a", "owlqn", "--cutoff"], ["--cutoff", "rprop"]),
     (["-H", "3"], ["-H", "MIRA"]),
+    (["-a", "rprop", "--histsz", "3"], ["--histsz", "lbfgs / owlqn"]),
+    (["--histsz", "0"], ["--histsz"]),
     (["-a", "MIRA", "-c", "0"], ["C > 0"]),
     (["-c"], ["--compact"]),
     (["-m", "50"], ["--max-iter", "--init"]),

@@ -139,6 +139,7 @@ equivalents in other tools:
   --solver rprop       -a rprop / rprop+ / rprop- (--stpmin, --stpmax, --stpinc,
                        --stpdec, --cutoff)
   --type maxent        -T maxent
+  --histsz M           --histsz M (5)         -p num_memories=M (6)
   --solver mira                                                   -a MIRA -c C -H N
   spargel train also takes their short options where it has their meaning:
   Wapiti's -1 X, -2 X, -e X, -w N, -i N, -t N, -p FILE, -T TYPE and -a l-bfgs /
@@ -305,6 +306,10 @@ def build_parser():
     rp.add_argument("--cutoff", action="store_true",
                     help="Wapiti's alternative l1 handling: a weight inside the l1 band is cut to 0 when it "
                          "and its gradient change sign (default: the orthant projection)")
+    p.add_argument("--histsz", "--memory", dest="histsz", type=_pos_int, default=None, metavar="M",
+                   help="with --solver lbfgs / owlqn: the number of curvature pairs kept (Wapiti's "
+                        "--histsz; default 5 with Wapiti's -a l-bfgs, as Wapiti; else 6, CRFsuite's); 2M + 7 "
+                        "weight-sized vectors in memory")
     p.add_argument("-H", "--shrinking-size", dest="shrinking_size", type=_pos_int, default=None, metavar="N",
                    help="with -a MIRA (CRF++'s -H): skip a sequence decoded without a mistake in N epochs "
                         "in a row (20)")

@@ -14,6 +14,10 @@ class ToolOptionError(ValueError):
     """An option of another tool that spargel does not take (the message says why)."""
 
 
+#: Wapiti's default number of curvature pairs of its l-bfgs (``--histsz``); spargel's own
+#: default is 10
+WAPITI_HISTSZ = 5
+
 # Wapiti's and CRF++'s names for the solvers: spargel solver, or None to refuse
 _TOOL_SOLVERS = {"l-bfgs": "owlqn", "sgd-l1": "sgd-l1", "bcd": "bcd", "rprop": "rprop", "rprop+": "rprop+",
                  "rprop-": "rprop-", "crf": "lbfgs", "crf-l2": "lbfgs", "crf-l1": "owlqn", "mira": "mira"}
@@ -49,6 +53,8 @@ def tool_habits(args, solvers):
                                   f"{', '.join(solvers)} (Wapiti's l-bfgs is owlqn, CRF++'s CRF-L2 lbfgs)")
         if name == "l-bfgs":  # Wapiti: OWL-QN when rho1 > 0, else plain L-BFGS
             args.solver = "owlqn" if args.l1 > 0 else "lbfgs"
+            if getattr(args, "histsz", None) is None:
+                args.histsz = WAPITI_HISTSZ
         elif name.startswith("crf"):  # CRF++: its objective, its default C = 1
             args.solver = _TOOL_SOLVERS[name]
             cost = _crfpp_cost(args)

@@ -86,9 +86,10 @@ SOLVER_TABLE = (
     # -- on any model of the protocol (spargel.solvers) ------------------------------------
     Solver("lbfgs", "L-BFGS, smooth objectives (l1 = 0)", "spargel.solvers.owlqn:minimize_owlqn",
            max_iter=500, tol=2e-4, needs=("loss_grad",), memory_formula="curvature",
-           refuses_l1="handles smooth objectives only: set l1=0 or use solver='owlqn'"),
+           cli_options=(("histsz", "memory"),), refuses_l1="handles smooth objectives only: set l1=0 or use solver='owlqn'"),
     Solver("owlqn", "OWL-QN (orthant-wise L-BFGS), l1 / elastic net", "spargel.solvers.owlqn:minimize_owlqn",
-           max_iter=500, tol=2e-4, needs=("loss_grad",), memory_formula="curvature"),
+           max_iter=500, tol=2e-4, needs=("loss_grad",), memory_formula="curvature",
+           cli_options=(("histsz", "memory"),)),
     Solver("sgd-l1", "stochastic gradient with the cumulative l1 penalty; fast first passes on big data",
            "spargel.solvers.sgd:minimize_sgd_l1", max_iter=30, needs=("sgd",), stochastic=True,
            warn_at_max_iter=False, memory_formula="sgd"),

@@ -15,6 +15,7 @@ Attribute and label strings live in :class:`~spargel.data.vocab.Vocabulary` obje
 """
 
 from array import array
+from itertools import accumulate
 from dataclasses import dataclass
 
 import numpy as np
@@ -168,6 +169,41 @@ class _CSRBuilder:
         if self.ptr is not None:
             self.ptr.append(len(ids))
 
+    def add_sequence(self, rows, n, vocab, grow):
+        """:meth:`add_token` for each of a sequence's ``n`` tokens (``rows``: their
+        attribute lists, or None for none), the same arrays and vocabulary ids: where
+        every attribute is a name (value 1) and every name is known or may be added, the
+        names are looked up, and the new ones added in order of first occurrence, all at
+        once; otherwise token by token."""
+        if rows is None:
+            self.n_tokens += n
+            if self.ptr is not None:
+                self.ptr.extend(array("q", [len(self.ids)]) * n)
+            return
+        if self.vals is None and all(not feats or isinstance(feats[0], str) for feats in rows):
+            flat = [name for feats in rows if feats for name in feats]
+            mapping = vocab.mapping
+            if grow:
+                new = [name for name in dict.fromkeys(flat) if name not in mapping]
+                if new:
+                    vocab.add_new(new)
+                ids = list(map(mapping.__getitem__, flat))
+            else:
+                ids = list(map(mapping.get, flat))
+                if None in ids:                         # unknown names are left out: token by token
+                    ids = None
+            if ids is not None:
+                if self.ptr is None and ids:            # every earlier token ends at 0
+                    self.ptr = array("q", [0]) * (self.n_tokens + 1)
+                if self.ptr is not None:
+                    self.ptr.extend(accumulate((len(feats) if feats else 0 for feats in rows), initial=len(self.ids)))
+                    del self.ptr[-n - 1]                # (accumulate's initial: the previous end, already there)
+                self.ids.extend(ids)
+                self.n_tokens += n
+                return
+        for feats in rows:
+            self.add_token(feats, vocab, grow)
+
     def arrays(self):
         # views on the typed arrays' buffers (no copy: they stay alive through .base)
         vals = unit_values(len(self.ids)) if self.vals is None else np.frombuffer(self.vals, dtype=np.float64)
@@ -196,9 +232,8 @@ def build_dataset(sequences, uni_vocab, big_vocab, label_vocab=None, labels=None
             raise ValueError(f"sequence {s} is empty")
         if b_seq is not None and len(b_seq) != n:
             raise ValueError(f"sequence {s}: {n} unigram rows but {len(b_seq)} bigram rows")
-        for t in range(n):
-            uni.add_token(u_seq[t], uni_vocab, grow)
-            big.add_token(b_seq[t] if b_seq is not None else None, big_vocab, grow)
+        uni.add_sequence(u_seq, n, uni_vocab, grow)
+        big.add_sequence(b_seq, n, big_vocab, grow)
         n_tok += n
         seq_ptr.append(n_tok)
         if label_iter is not None:
