@@ -972,6 +972,30 @@ def end_scores(E, n, trans):
 
 
 @inner()
+def log_marginals(la, lb, n, S, gamma):
+    """``gamma[t] = exp(la[t] + lb[t])`` of the log-space passes, each row normalised by
+    its own log-sum-exp (in exact arithmetic it is log 1 = 0): where the scores are huge
+    (weights near 1e100) ``la + lb`` is the difference of two huge numbers, its rounding
+    error far above 1, and exp of it alone is 0 or inf."""
+    for t in range(n):
+        m = NEG_INF
+        for y in range(S):
+            v = la[t, y] + lb[t, y]
+            gamma[t, y] = v
+            if v > m:
+                m = v
+        tot = 0.0
+        for y in range(S):
+            e = math.exp(gamma[t, y] - m) if m > NEG_INF else 0.0
+            gamma[t, y] = e
+            tot += e
+        if tot > 0.0:
+            inv = 1.0 / tot
+            for y in range(S):
+                gamma[t, y] *= inv
+
+
+@inner()
 def forward_backward_log(E, n, trans, corr, la, lb, logc, gamma, tcount, need, P, fv_t, cand):
     """Log-space forward-backward (cannot underflow): returns log Z, fills ``gamma``
     (point marginals), adds the expected transition counts to ``tcount`` (by list
@@ -1035,25 +1059,7 @@ def forward_backward_log(E, n, trans, corr, la, lb, logc, gamma, tcount, need, P
                 if P is not None:
                     if pairs:
                         P[t, i * S + j] = p
-    # each row of marginals normalised by its own log-sum-exp (in exact arithmetic it is
-    # log 1 = 0): where the scores are huge (weights near 1e100) la + lb is the difference
-    # of two huge numbers, its rounding error far above 1, and exp of it alone is 0 or inf
-    for t in range(n):
-        m = NEG_INF
-        for y in range(S):
-            v = la[t, y] + lb[t, y]
-            gamma[t, y] = v
-            if v > m:
-                m = v
-        tot = 0.0
-        for y in range(S):
-            e = math.exp(gamma[t, y] - m) if m > NEG_INF else 0.0
-            gamma[t, y] = e
-            tot += e
-        if tot > 0.0:
-            inv = 1.0 / tot
-            for y in range(S):
-                gamma[t, y] *= inv
+    log_marginals(la, lb, n, S, gamma)
     return logz
 
 
@@ -1156,21 +1162,5 @@ def forward_backward_log_ones(E, n, trans, la, lb, logc, gamma, tcount, mx):
             lb[t - 1, y] -= logc[t]
         for q in range(len(gi)):
             tcount[gk[q]] += math.exp(la[t - 1, gi[q]] + fv[gk[q]] + r[gj[q]] - logc[t])
-    # each row of marginals normalised by its own log-sum-exp (forward_backward_log)
-    for t in range(n):
-        m = NEG_INF
-        for y in range(S):
-            v = la[t, y] + lb[t, y]
-            gamma[t, y] = v
-            if v > m:
-                m = v
-        tot = 0.0
-        for y in range(S):
-            e = math.exp(gamma[t, y] - m) if m > NEG_INF else 0.0
-            gamma[t, y] = e
-            tot += e
-        if tot > 0.0:
-            inv = 1.0 / tot
-            for y in range(S):
-                gamma[t, y] *= inv
+    log_marginals(la, lb, n, S, gamma)
     return logz
