@@ -34,6 +34,18 @@ def sentence_blocks(lines, fields=str.split):
     return blocks
 
 
+def pycrfsuite_python(given=None):
+    """The interpreter that runs python-crfsuite: ``given`` (a ``--pycrfsuite-python``
+    option), else this one when it has python-crfsuite, else None."""
+    if given is not None:
+        return given
+    try:
+        import pycrfsuite  # noqa: F401
+    except ImportError:
+        return None
+    return sys.executable
+
+
 def peak_rss_mb():
     """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

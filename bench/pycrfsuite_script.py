@@ -39,6 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import pycrfsuite_python, sentence_blocks
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "conll2000"
 
@@ -46,18 +48,8 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "conll2000"
 # --------------------------------------------------------------------------- the script
 def read_sentences(path):
     """[[(word, pos, chunk), ...] per sentence] of a CoNLL-2000 file."""
-    sents, cur = [], []
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            parts = line.split()
-            if parts:
-                cur.append(tuple(parts))
-            elif cur:
-                sents.append(cur)
-                cur = []
-    if cur:
-        sents.append(cur)
-    return sents
+        return sentence_blocks(fh, lambda line: tuple(line.split()))
 
 
 def word2features(sent, i):
@@ -183,13 +175,9 @@ def main(argv=None):
     if not (args.data / "train.txt").exists():
         print(f"skipped: CoNLL-2000 not found at {args.data}")
         return 0
-    other = args.pycrfsuite_python
+    other = pycrfsuite_python(args.pycrfsuite_python)
     if other is None:
-        try:
-            import pycrfsuite  # noqa: F401
-            other = sys.executable
-        except ImportError:
-            raise SystemExit("python-crfsuite is needed: give --pycrfsuite-python") from None
+        raise SystemExit("python-crfsuite is needed: give --pycrfsuite-python")
     from spargel.metrics import chunk_f1
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),

@@ -25,26 +25,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import pycrfsuite_python, sentence_blocks
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "conll2000"
 
 
 def read_sentences(path):
     """[(columns per token, label per token)] of a CoNLL column file."""
-    out, cols, labels = [], [], []
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            parts = line.split()
-            if not parts:
-                if cols:
-                    out.append((cols, labels))
-                cols, labels = [], []
-                continue
-            cols.append(parts[:-1])
-            labels.append(parts[-1])
-    if cols:
-        out.append((cols, labels))
-    return out
+        return [([p[:-1] for p in block], [p[-1] for p in block]) for block in sentence_blocks(fh)]
 
 
 def word2features(sent, i):
@@ -127,13 +117,7 @@ def main(argv=None):
     if not (args.data / "train.txt").exists():
         print(f"skipped: CoNLL-2000 not found at {args.data}")
         return 0
-    other = args.pycrfsuite_python
-    if other is None:
-        try:
-            import pycrfsuite  # noqa: F401
-            other = sys.executable
-        except ImportError:
-            other = None
+    other = pycrfsuite_python(args.pycrfsuite_python)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
 
     def run(python, impl, *extra):

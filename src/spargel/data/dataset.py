@@ -196,8 +196,8 @@ class _CSRBuilder:
                 if self.ptr is None and ids:            # every earlier token ends at 0
                     self.ptr = array("q", [0]) * (self.n_tokens + 1)
                 if self.ptr is not None:
-                    self.ptr.extend(accumulate((len(feats) if feats else 0 for feats in rows), initial=len(self.ids)))
-                    del self.ptr[-n - 1]                # (accumulate's initial: the previous end, already there)
+                    base = len(self.ids)
+                    self.ptr.extend(base + end for end in accumulate(len(feats) if feats else 0 for feats in rows))
                 self.ids.extend(ids)
                 self.n_tokens += n
                 return
