@@ -49,3 +49,40 @@ def test_a_changed_kernel_source_drops_the_cached_kernels_of_every_module(tmp_pa
     run("import spargel.core.jit")
     assert not _cached(cache_root, "penalty_kernels")
     assert "OUT" in run(COMPILE)                     # and they compile again
+
+
+MARGINALS = ("import hashlib, json, sys\n"
+             "import numpy as np\n"
+             "from spargel import CRF\n"
+             "data = sys.argv[1]\n"
+             "X = json.load(open(data + '/order1_release.json'))['X']\n"
+             "crf = CRF.load(data + '/order1_release.spargel')\n"
+             "m = np.array([[d[c] for c in crf.classes_] for s in crf.predict_marginals(X) for d in s])\n"
+             "print('HASH', hashlib.sha1(m.tobytes()).hexdigest())\n")
+
+
+@pytest.mark.skipif(os.environ.get("SPARGEL_PLAIN_NJIT", "") not in ("", "0"),
+                    reason="plain njit keeps no kernels on disk")
+def test_results_do_not_depend_on_which_kernels_the_cache_holds(tmp_path):
+    """An entry kernel compiled in a process that loads its inner kernels from the disk
+    cache gives the bits of one compiled with them. Before, a cached inner kernel went to
+    the JIT engine as a module of its own (compiled there without the optimisation
+    pipeline and transformed in place): the marginals of a CRF whose ``marginals_all``
+    was compiled after a cache load of the forward-backward kernels differed in the last
+    bits from those of a fresh compile (or of a fully cached run)."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    data = str(Path(__file__).resolve().parents[1] / "data")
+
+    def marginals():
+        out = subprocess.run([sys.executable, "-c", MARGINALS, data], env=env, capture_output=True, text=True,
+                             check=True).stdout
+        return out.split("HASH ")[1].strip()
+
+    fresh = marginals()                             # everything compiled in this process
+    entry = list((tmp_path / "cache").rglob("batch_kernels.marginals_all-*.nb[ic]"))
+    inner = list((tmp_path / "cache").rglob("inference.forward-*.nb[ic]"))
+    assert entry and inner, "numba wrote no cache files where the test looks"
+    for path in entry:                              # the entry kernel alone compiles again,
+        path.unlink()                               # its callees come from the cache
+    assert marginals() == fresh
+    assert marginals() == fresh                     # and everything from the cache

@@ -56,7 +56,10 @@ same and was abandoned). Skipping that work took a tenth off the first fits of a
 solvers (38.5 -> 34.3 s); the entry kernels are still optimised as a whole with their
 callees (as fast as before on CoNLL-2000; the 53-label dense gradient about 5% slower,
 ``docs/benchmarks.md``). An inner kernel is
-cached on disk as LLVM bitcode instead of machine code.
+cached on disk as LLVM bitcode instead of machine code, and a cache load makes it link-only
+IR again, never handed to the JIT engine (:func:`_load_link_only`): a caller compiled in a
+process that loaded its callees from the cache gets the code of one compiled with them,
+so results do not depend on which kernels the cache held when the process started.
 
 All of this uses numba internals (:data:`_INTERNALS`; ``pyproject.toml`` states the numba
 versions it is tested with). When a numba lacks any of them, or ``SPARGEL_PLAIN_NJIT=1`` is
@@ -93,12 +96,13 @@ PLAIN_VARIABLE = "SPARGEL_PLAIN_NJIT"
 _INTERNALS = (
     ("numba.core.codegen", "JITCodeLibrary",
      ("finalize", "_raise_if_finalized", "_get_module_for_linking", "serialize_using_bitcode",
-      "enable_object_caching", "get_pointer_to_function", "serialize_using_object_code")),
+      "enable_object_caching", "get_pointer_to_function", "serialize_using_object_code", "_unserialize")),
     ("numba.core.compiler", "Compiler", ("define_pipelines",)),
     ("numba.core.compiler", "DefaultPassBuilder", ("define_nopython_pipeline",)),
     ("numba.core.compiler", "Flags", ("__hash__", "__eq__")),
     ("numba.core.registry", "CPUDispatcher", ("__call__",)),
     ("llvmlite.binding", "parse_assembly", ()),
+    ("llvmlite.binding", "parse_bitcode", ()),
 )
 
 
@@ -153,6 +157,10 @@ if SPEEDUPS:
     ENV_PREFIX = "_ZN08NumbaEnv"
 
 
+    #: what the name of a cached inner kernel's library starts with (:class:`LinkOnlyLibrary`)
+    LINK_ONLY_MARK = "spargel-link-only:"
+
+
     class LinkOnlyLibrary(JITCodeLibrary):
         """The code library of an inner kernel: its LLVM IR (after numba's per-function
         optimisation) only ever gets linked into the libraries of its callers, which
@@ -161,12 +169,11 @@ if SPEEDUPS:
         Finalising it links its own callees' IR in and gives its environment variable a
         home in the JIT engine (numba writes the environment's address there); no module
         optimisation, no machine code. It has no function to point to, and is cached as
-        bitcode (a cache load compiles that bitcode, which happens only when a caller is
-        compiled)."""
+        bitcode, marked (:data:`LINK_ONLY_MARK`) so that a cache load makes it a link-only
+        library again (:func:`_load_link_only`), the same as the one compiled afresh."""
 
         def finalize(self):
             self._raise_if_finalized()
-            envs = [gv.name for gv in self._final_module.global_variables if gv.name.startswith(ENV_PREFIX)]
             seen = set()
             # what numba's own finalize does; numba 0.58 has no ``_reload_init`` (later
             # versions pass their callees' to the caller)
@@ -177,20 +184,51 @@ if SPEEDUPS:
                     if reload_init is not None:
                         reload_init.update(library._reload_init)
                     self._final_module.link_in(library._get_module_for_linking(), preserve=True)
+            self._home_environments()
+            self._finalized = True
+
+        def _home_environments(self):
+            envs = [gv.name for gv in self._final_module.global_variables if gv.name.startswith(ENV_PREFIX)]
             if envs:
                 mod = llvm.parse_assembly("\n".join(f'@"{name}" = common global i8* null' for name in envs))
                 mod.triple = self._final_module.triple
                 mod.data_layout = self._final_module.data_layout
                 self._codegen._engine.add_module(mod)
                 self._codegen._engine.finalize_object()
-            self._finalized = True
 
         def get_pointer_to_function(self, name):
             self._ensure_finalized()
             return 0
 
         def serialize_using_object_code(self):
-            return self.serialize_using_bitcode()
+            name, kind, data = self.serialize_using_bitcode()
+            return LINK_ONLY_MARK + name, kind, data
+
+
+    def _load_link_only(codegen, name, bitcode):
+        """An inner kernel's library from the disk cache, as :class:`LinkOnlyLibrary`
+        compiled it: its IR, never handed to the JIT engine. numba's own loader would add
+        the IR to the engine as a module of its own, and the engine compiles it there
+        (without the optimisation pipeline) and transforms it in place. A caller compiled
+        later in the same process then linked that transformed IR, and its calls could
+        reach the engine's unoptimised copy: results changed in the last bits with the
+        kernels the cache happened to hold when the process started."""
+        library = LinkOnlyLibrary(codegen, name)
+        library._final_module = llvm.parse_bitcode(bitcode)
+        library._home_environments()
+        library._finalized = True
+        return library
+
+
+    _numba_unserialize = JITCodeLibrary._unserialize.__func__
+
+    def _unserialize(cls, codegen, state):
+        name, kind, data = state
+        if kind == "bitcode" and name.startswith(LINK_ONLY_MARK):
+            return _load_link_only(codegen, name[len(LINK_ONLY_MARK):], data)
+        return _numba_unserialize(cls, codegen, state)
+
+    JITCodeLibrary._unserialize = classmethod(_unserialize)
 
 
     class KernelFlags(Flags):
