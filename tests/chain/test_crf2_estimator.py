@@ -193,9 +193,8 @@ def test_partial_fit_grows_labels_and_keeps_weights():
     assert new_space.n_labels == 3 and type(new_space) is FeatureSpace2
     _, pos = grow_space(old_space, 3, len(state.uni), len(state.big), crf._dataset(X2, y2), "observed", True,
                         FeatureSpace2)
-    from spargel.chain.crf2_space import weight_keys
-    np.testing.assert_array_equal(np.concatenate(weight_keys(old_space, 3)),
-                                  np.concatenate(weight_keys(new_space, 3))[pos])
+    np.testing.assert_array_equal(np.concatenate(old_space.weight_keys(3)),
+                                  np.concatenate(new_space.weight_keys(3))[pos])
     assert set(crf.predict(X)[0]) <= {"A", "B", "C"}
     assert any(obs == "B" for obs, _, _ in crf.bigram_features_)       # the plain pair weights
     with pytest.raises(ValueError, match="order"):

@@ -89,6 +89,17 @@ class FeatureSpace2(FeatureSpace):
         """Per token, its pair code and its triple code (:func:`token_contexts`)."""
         return token_contexts(data, L)
 
+    def weight_keys(self, L):
+        """Sorted keys of the weights of this layout in a label space of L labels (at
+        least its own; new labels are appended, the begin marker moves to L): unigram
+        ``attr * L + label``, pair ``attr * (L + 1) L + pair``, triple codes."""
+        L0 = self.n_labels
+        same = np.arange(L0)
+        u_attr = np.repeat(np.arange(len(self.u_ptr) - 1, dtype=np.int64), np.diff(self.u_ptr))
+        b_attr = np.repeat(np.arange(len(self.b_ptr) - 1, dtype=np.int64), np.diff(self.b_ptr))
+        return (u_attr * L + self.u_lab, b_attr * n_states(L) + remap_codes("pair", self.b_pair, same, L0, L),
+                remap_codes("triple", self.t_pair, same, L0, L))
+
 
 def is_order2(space):
     """Whether ``space`` is the layout of a second-order model."""
@@ -127,18 +138,6 @@ def remap_codes(kind, codes, lab_map, old_L, new_L):
     a, b = src // old_L, src % old_L
     na, nb, nc = full_map[a], full_map[b], full_map[c]
     return np.where((na < 0) | (nb < 0) | (nc < 0), -1, (na * new_L + nb) * new_L + nc)
-
-
-def weight_keys(space, L):
-    """Sorted keys of the weights of an order-2 layout in a label space of L labels (at
-    least its own; new labels are appended, the begin marker moves to L): unigram
-    ``attr * L + label``, pair ``attr * (L + 1) L + pair``, triple codes."""
-    L0 = space.n_labels
-    same = np.arange(L0)
-    u_attr = np.repeat(np.arange(len(space.u_ptr) - 1, dtype=np.int64), np.diff(space.u_ptr))
-    b_attr = np.repeat(np.arange(len(space.b_ptr) - 1, dtype=np.int64), np.diff(space.b_ptr))
-    return (u_attr * L + space.u_lab, b_attr * n_states(L) + remap_codes("pair", space.b_pair, same, L0, L),
-            remap_codes("triple", space.t_pair, same, L0, L))
 
 
 def add_pair_bias(data, vocab, grow):

@@ -26,7 +26,6 @@ import numpy as np
 from ..data.vocab import Vocabulary
 from ..data.feature_space import FeatureSpace
 from ..solvers.sgd import SGDState, parse_options, sgd_partial_pass
-from .crf2_space import weight_keys
 from .labels import label_lists, refuse_marker_label
 
 
@@ -67,47 +66,11 @@ def start_state(plan, fitted=None):
     return _StreamState(uni, big, labels, space, SGDState.fresh(w, variant, opts.random_state))
 
 
-def _keys(space, L):
-    """Sorted keys of the weights of a layout in a label space of size L (>= its own):
-    unigram ``attr * L + label``, bigram ``attr * L^2 + pair``, transitions ``pair``
-    (order 2: see :func:`spargel.chain.crf2_space.weight_keys`)."""
-    if getattr(space, "order", 1) == 2:
-        return weight_keys(space, L)
-    L0 = space.n_labels
-    u_attr = np.repeat(np.arange(len(space.u_ptr) - 1, dtype=np.int64), np.diff(space.u_ptr))
-    b_attr = np.repeat(np.arange(len(space.b_ptr) - 1, dtype=np.int64), np.diff(space.b_ptr))
-    b_pair = space.b_pair.astype(np.int64)
-    t_pair = space.t_pair.astype(np.int64)
-    b_new = (b_pair // L0) * L + b_pair % L0
-    t_new = (t_pair // L0) * L + t_pair % L0
-    return u_attr * L + space.u_lab, b_attr * (L * L) + b_new, t_new
-
-
-def _space_from_keys(L, n_u, n_b, uk, bk, tk, space_class=FeatureSpace):
-    P = (L + 1) * L if getattr(space_class, "order", 1) == 2 else L * L      # pair codes
-    u_ptr = np.zeros(n_u + 1, dtype=np.int64)
-    np.cumsum(np.bincount(uk // L, minlength=n_u), out=u_ptr[1:])
-    b_ptr = np.zeros(n_b + 1, dtype=np.int64)
-    np.cumsum(np.bincount(bk // P, minlength=n_b), out=b_ptr[1:])
-    return space_class(L, u_ptr, (uk % L).astype(np.int32), b_ptr, (bk % P).astype(np.int32), tk.astype(np.int32))
-
-
 def grow_space(old, L, n_u, n_b, chunk, kind, transitions, space_class=FeatureSpace):
     """The layout after a chunk: ``old`` (or None) extended to L labels and n_u / n_b
-    attributes plus what the chunk needs. Returns (space, positions of the old weights)."""
-    if kind == "full":
-        new = space_class.full(L, n_u, n_b, transitions)
-    else:
-        new = space_class.observed(chunk, L, n_u, n_b, transitions)
-    uk, bk, tk = _keys(new, L)
-    if old is None:
-        return new, np.zeros(0, dtype=np.int64)
-    ok, obk, otk = _keys(old, L)
-    uk, bk, tk = np.union1d(uk, ok), np.union1d(bk, obk), np.union1d(tk, otk)
-    space = _space_from_keys(L, n_u, n_b, uk, bk, tk, space_class)
-    pos = np.concatenate([np.searchsorted(uk, ok), space.b_base + np.searchsorted(bk, obk),
-                          space.t_base + np.searchsorted(tk, otk)]).astype(np.int64)
-    return space, pos
+    attributes plus what the chunk needs. Returns (space, positions of the old weights)
+    (:meth:`~spargel.data.feature_space.FeatureSpace.grown` of ``space_class``)."""
+    return space_class.grown(old, L, n_u, n_b, chunk, kind, transitions)
 
 
 def partial_fit(est, X, y):
@@ -134,8 +97,8 @@ def partial_pass(plan, state, X, y):
                          f"order={plan.order!r}; the order cannot change between calls")
     data = plan.new_featurizer(state.uni, state.big, state.labels).extend(X, y)
     L = len(state.labels)
-    space, pos = grow_space(state.space, L, len(state.uni), len(state.big), data, builder.feature_space,
-                            builder.transitions, builder.space_class)
+    space, pos = builder.space_class.grown(state.space, L, len(state.uni), len(state.big), data,
+                                           builder.feature_space, builder.transitions)
     state.sgd.grow(space.n_params, pos)
     state.space = space
     model = builder.model(space, data)

@@ -138,6 +138,63 @@ class FeatureSpace:
             t_pair = np.unique(trans[trans >= 0]).astype(np.int32)
         return cls(L, u_ptr, u_lab, b_ptr, b_pair, t_pair)
 
+    # -- growing (partial_fit) ------------------------------------------------------------
+    def weight_keys(self, L):
+        """Sorted keys of this layout's weights in a label space of ``L`` labels (at least
+        its own; new labels are appended): unigram ``attr * L + label``, bigram ``attr *
+        P + pair`` (``P``: the pair codes of :meth:`codes` at ``L``), transitions their
+        code at ``L``.
+
+        >>> s = FeatureSpace.full(2, 1, 0)
+        >>> [k.tolist() for k in s.weight_keys(3)]
+        [[0, 1], [], [0, 1, 3, 4]]
+        """
+        L0 = self.n_labels
+        u_attr = np.repeat(np.arange(len(self.u_ptr) - 1, dtype=np.int64), np.diff(self.u_ptr))
+        b_attr = np.repeat(np.arange(len(self.b_ptr) - 1, dtype=np.int64), np.diff(self.b_ptr))
+        b_pair = self.b_pair.astype(np.int64)
+        t_pair = self.t_pair.astype(np.int64)
+        b_new = (b_pair // L0) * L + b_pair % L0
+        t_new = (t_pair // L0) * L + t_pair % L0
+        return u_attr * L + self.u_lab, b_attr * (L * L) + b_new, t_new
+
+    @classmethod
+    def from_keys(cls, L, n_u, n_b, uk, bk, tk):
+        """The layout over ``L`` labels, ``n_u`` unigram and ``n_b`` bigram attributes whose
+        weights have the sorted keys ``uk``, ``bk``, ``tk`` (:meth:`weight_keys`)."""
+        P = cls.codes(L)[0]
+        u_ptr = np.zeros(n_u + 1, dtype=np.int64)
+        np.cumsum(np.bincount(uk // L, minlength=n_u), out=u_ptr[1:])
+        b_ptr = np.zeros(n_b + 1, dtype=np.int64)
+        np.cumsum(np.bincount(bk // P, minlength=n_b), out=b_ptr[1:])
+        return cls(L, u_ptr, (uk % L).astype(np.int32), b_ptr, (bk % P).astype(np.int32), tk.astype(np.int32))
+
+    @classmethod
+    def grown(cls, old, L, n_u, n_b, chunk, kind, transitions):
+        """The layout after a chunk of ``partial_fit``: ``old`` (or None) extended to ``L``
+        labels and ``n_u`` / ``n_b`` attributes plus what the encoded ``chunk`` needs
+        (``kind``: ``"full"`` or ``"observed"``). Returns (the layout, the positions of
+        the old weights in it).
+
+        >>> old = FeatureSpace.full(2, 1, 0)
+        >>> new, pos = FeatureSpace.grown(old, 3, 2, 0, None, "full", True)
+        >>> new.n_params, pos.tolist()
+        (15, [0, 1, 6, 7, 9, 10])
+        """
+        if kind == "full":
+            new = cls.full(L, n_u, n_b, transitions)
+        else:
+            new = cls.observed(chunk, L, n_u, n_b, transitions)
+        if old is None:
+            return new, np.zeros(0, dtype=np.int64)
+        uk, bk, tk = new.weight_keys(L)
+        ok, obk, otk = old.weight_keys(L)
+        uk, bk, tk = np.union1d(uk, ok), np.union1d(bk, obk), np.union1d(tk, otk)
+        space = cls.from_keys(L, n_u, n_b, uk, bk, tk)
+        pos = np.concatenate([np.searchsorted(uk, ok), space.b_base + np.searchsorted(bk, obk),
+                              space.t_base + np.searchsorted(tk, otk)]).astype(np.int64)
+        return space, pos
+
     def compact(self, w):
         """Drop zero weights: returns (new space, new weights, kept unigram attribute ids,
         kept bigram attribute ids). Attributes left with no weight disappear."""
