@@ -25,7 +25,7 @@ from _common import data_dir
 
 from spargel import CRF, read_conll
 from spargel.chain.constraints import invalid_sequences
-from spargel.cli.crf import default_template
+from spargel.data.templates import default_template
 from spargel.metrics import chunk_f1
 
 SIMPLE = "U00:%x[0,0]\nU01:%x[0,1]\nU02:%x[-1,0]\nU03:%x[1,0]\n"

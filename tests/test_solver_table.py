@@ -68,7 +68,7 @@ def test_train_offers_exactly_the_model_solvers():
 
 def _train_solver_check(name):
     """The check ``spargel train`` makes of -a NAME (before reading any file)."""
-    from spargel.cli.crf import cmd_train
+    from spargel.cli.train import cmd_train
 
     cmd_train(_parser().parse_args(["train", "-a", name, "train.txt", "model"]))
 
@@ -179,7 +179,7 @@ ALLOWED = {
 }
 #: single literals elsewhere that name solvers without listing a property of them
 ALLOWED_LITERALS = {
-    ("cli/crf.py", ("owlqn", "sgd-l1")): "--stream notes a solver other than the default and the one it uses",
+    ("cli/train.py", ("owlqn", "sgd-l1")): "--stream notes a solver other than the default and the one it uses",
     ("gaussian/solve.py", ("newton-cg", "newton-cd")): "the dispatch: the Newton solvers read a scalar weight",
 }
 

@@ -59,7 +59,7 @@ import struct
 
 import numpy as np
 
-from ..core.limits import check_label_pairs
+from ..core.limits import MAX_ABS_WEIGHT, check_label_pairs
 from ..errors import DataFormatError, ModelFileError
 from .foreign_files import read_limited, starts_with
 from ..data.feature_space import FeatureSpace
@@ -467,7 +467,6 @@ def _template(name, kind, templates, xsize):
 def _estimator(cls, name, kind, text, tpl, labels, features, w, cost_factor):
     """A fitted ``cls`` of the ``features`` ((string, first weight index) pairs) with the
     weights ``w`` (crf_test's: times the cost factor)."""
-    from ..estimation import MAX_ABS_WEIGHT
 
     if not np.all(np.abs(w) <= MAX_ABS_WEIGHT):
         raise ModelFileError(f"{name}: invalid CRF++ {kind} model (a weight times the cost factor "

@@ -8,10 +8,10 @@ import numpy as np
 from ..data.templates import Template
 from ..errors import DataFormatError, ModelFileError, ParameterError
 from ..core.interrupts import reraise_interrupt
-from ..core.limits import check_label_pairs, check_nbest
+from ..core.limits import check_label_pairs, check_nbest, check_weight_range
 from ..core.params import keep_arguments
 from ..core.solver_table import solver as solver_record, solvers_for
-from ..estimation import check_weight_range, FitPlan, LogLinearCore
+from ..estimation import FitPlan, LogLinearCore
 from .featurizer import SequenceFeaturizer
 from .labels import label_lists
 from ..core.params import check_number

@@ -7,7 +7,7 @@ from .streaming import chunks
 
 
 def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, encoding="utf-8", callback=None,
-                    **crf_params):
+                    unknown_label=None, **crf_params):
     """Train a CRF with SGD-L1 on a CoNLL column file read in chunks of
     ``chunk_sentences`` sequences (the file is never held in memory).
 
@@ -16,9 +16,11 @@ def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, 
     going through :meth:`spargel.CRF.partial_fit` (samples are shuffled within a chunk).
     ``model``: a :class:`spargel.CRF` to continue (e.g. ``CRF.load(path)``: warm start
     from its weights); otherwise a new ``CRF(template=template, solver="sgd-l1",
-    **crf_params)``. ``encoding``: the file's text encoding. ``callback(model, pass_no,
-    chunk_no, n_sequences)`` is called after every chunk; returning True stops.
-    Returns the model.
+    **crf_params)``. ``path`` may also be a :class:`~spargel.data.column_file.ColumnFile`;
+    ``encoding``: the file's text encoding; ``unknown_label``: the label that marks a
+    token's label as unknown. ``callback(model, pass_no, chunk_no, n_sequences)`` is
+    called after every chunk (``chunk_no`` counts from the first pass on); returning
+    True stops. Returns the model.
     """
     from ..data.column_file import ColumnFile
 
@@ -31,7 +33,7 @@ def train_streaming(path, template, chunk_sentences=1000, passes=1, model=None, 
             model.set_params(**crf_params)
         if template is not None:
             model.template = template
-    source = ColumnFile(path, encoding)
+    source = path if isinstance(path, ColumnFile) else ColumnFile(path, encoding, unknown_label)
     n = source.count()
     options = dict(model.solver_options or {}) if model.solver == "sgd-l1" else {}
     options.setdefault("n_samples", n)

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DataFormatError, ModelFileError
-from ..core.files import atomic_write
+from ..core.files import write_bytes
 from ..core.limits import check_label_pairs
 from .foreign_files import read_limited, starts_with
 from ..data.feature_space import FeatureSpace
@@ -390,10 +390,9 @@ def _hex(v):
 
 
 def write(path, model, encoding="utf-8"):
-    """Write ``model`` (a :class:`WapitiModel`) to ``path`` atomically."""
-    data = to_bytes(model, encoding)
-    with atomic_write(path, "wb") as fh:
-        fh.write(data)
+    """Write ``model`` (a :class:`WapitiModel`) to ``path`` atomically, or to standard
+    output for ``"-"`` (as ``wapiti train`` does without an output file)."""
+    write_bytes(path, to_bytes(model, encoding), encoding)
 
 
 # --------------------------------------------------------------------------- spargel <-> Wapiti
@@ -422,6 +421,24 @@ def representable(model):
             s = str(s)
             if not s or "\0" in s or "\n" in s:
                 return f"the {what} {s[:40]!r} is empty or holds a NUL or a new line"
+    return None
+
+
+def training_refusal(order, pad, pattern, template_text):
+    """Before training: None when a model trained at ``order``, with ``pad``, on the
+    template ``template_text`` read from the pattern file ``pattern`` (None: the
+    default template) can be written as a Wapiti model, else the reason."""
+    from ..data.templates import Template
+
+    if order != 1:
+        return "Wapiti's models are first-order"
+    if not pad:
+        return "Wapiti always pads (drop --no-pad)"
+    if not pattern:
+        return "a Wapiti model holds the patterns of a Wapiti pattern file: give one with --pattern"
+    if Template.parse(template_text, source=pattern).format != "wapiti":
+        return (f"{pattern} is read as a CRF++ template; Wapiti reads its own pattern language: add "
+                f"--pattern-format wapiti (or a first line '# format: wapiti')")
     return None
 
 

@@ -28,7 +28,7 @@ import os
 import sys
 
 from .common import PROG, CommandError, UsageError, check_outputs, describe, error, exit_status, exit_status_help
-from .crf import cmd_dump, cmd_eval, cmd_label, cmd_train
+from .crf import cmd_dump, cmd_eval, cmd_label
 from .. import __version__
 from ..solvers import SOLVERS
 
@@ -322,8 +322,9 @@ def build_parser():
                                      f"online trainers); default: the solver's ({_solver_defaults('max_iter')})")
     p.add_argument("--stream", type=_nonneg_int, default=None, metavar="N",
                    help="train with sgd-l1 reading TRAIN in chunks of N sequences, for data that "
-                        "does not fit in memory (--max-iter passes, default 1; --dev, --history "
-                        "and --threads are not used)")
+                        "does not fit in memory (--max-iter passes, default 1; --history gets a row "
+                        "per chunk; --dev, --weight-column and --constraints are refused, --threads "
+                        "is not used)")
     p.add_argument("--init", metavar="MODEL", default=None,
                    help="with --stream: continue from the weights of this saved model (warm start)")
     p.add_argument("-e", "--tol", "--stopeps", type=_nonneg_float, default=None, metavar="X",
@@ -634,6 +635,14 @@ def cmd_plot(args):
         raise CommandError(str(exc)) from None
     print(f"{PROG} plot: wrote {out}", file=sys.stderr)
     return 0
+
+
+def cmd_train(args):
+    """``spargel train`` (:func:`spargel.cli.train.cmd_train`, loaded when it runs: it
+    brings the estimator and the solvers, which the other commands do without)."""
+    from .train import cmd_train as train
+
+    return train(args)
 
 
 def cmd_demo(args):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import errno
 import math
 import os
 import sys
@@ -384,7 +383,7 @@ def check_outputs(outputs, inputs):
 def write_output(path, data, encoding="utf-8"):
     """Write ``data`` (text or bytes) to ``path`` atomically, or to standard output for
     ``-`` / None. Errors name the file (``<stdout>`` for standard output)."""
-    from ..core.files import atomic_write
+    from ..core.files import write_bytes
 
     if isinstance(data, str):
         try:
@@ -392,21 +391,7 @@ def write_output(path, data, encoding="utf-8"):
         except UnicodeEncodeError as exc:
             raise CommandError(f"{path if path not in (None, '-') else '<stdout>'}: "
                                f"{exc.object[exc.start:exc.end]!r} cannot be written in {encoding}") from None
-    if path in (None, "-"):
-        try:
-            if hasattr(sys.stdout, "buffer"):
-                sys.stdout.flush()
-                _write_all(sys.stdout.buffer, data)
-            else:
-                sys.stdout.write(data.decode(encoding))
-                sys.stdout.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, "<stdout>") from None
-        return
-    with atomic_write(path, "wb") as fh:
-        fh.write(data)
+    write_bytes(path, data, encoding)
 
 
 def refuse_line_breaks(names, what, source):
@@ -417,20 +402,6 @@ def refuse_line_breaks(names, what, source):
         if isinstance(name, str) and ("\n" in name or "\r" in name):
             raise CommandError(f"{source}: the {what} {name[:60]!r} contains a line break and cannot be "
                                f"written one per line")
-
-
-def _write_all(out, data):
-    """Write all of ``data`` to the binary stream ``out`` and flush it. A write can take
-    only part (a file-size limit, a full disk): the rest is written again, so that the
-    failure shows as the next write's error instead of a silently cut output."""
-    view = memoryview(data)
-    while len(view):
-        n = out.write(view)
-        if not n:
-            raise OSError(errno.EIO, f"only part of the output could be written ({len(data) - len(view)} "
-                                     f"of {len(data)} bytes)")
-        view = view[n:]
-    out.flush()
 
 
 def csv_text(rows):

@@ -51,7 +51,7 @@ import time
 from ..errors import SpargelError
 
 __all__ = ["SameFileError", "atomic_write", "check_output_path", "refuse_same_file",
-           "remove_stale_temporaries", "temporary_name_pattern"]
+           "remove_stale_temporaries", "temporary_name_pattern", "write_bytes"]
 
 #: environment variable read by the tests only: seconds to pause inside a save, after the
 #: data is written and before the rename (to deliver a signal or ``kill -9`` there)
@@ -372,6 +372,43 @@ def _open_through(target, name, mode, encoding, newline, errors):
         if exc.filename is None:
             raise type(exc)(exc.errno, exc.strerror, name) from None
         raise
+
+
+def write_bytes(path, data: bytes, encoding: str = "utf-8") -> None:
+    """Write ``data`` to ``path`` atomically (:func:`atomic_write`), or to standard
+    output for ``"-"`` / None, all of it: a write that takes only part (a file-size
+    limit, a full disk) is an ``OSError`` naming ``<stdout>``, never a silently cut
+    output. (``encoding``: that of the text, for a standard output without bytes.)"""
+    if path is None or os.fspath(path) == "-":
+        try:
+            out = getattr(sys.stdout, "buffer", None)
+            if out is not None:
+                sys.stdout.flush()
+                _write_all(out, data)
+            else:                                   # a text stream (tests)
+                sys.stdout.write(data.decode(encoding, "surrogateescape"))
+                sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, "<stdout>") from None
+        return
+    with atomic_write(path, "wb") as fh:
+        fh.write(data)
+
+
+def _write_all(out, data):
+    """Write all of ``data`` to the binary stream ``out`` and flush it. A write can take
+    only part: the rest is written again, so that the failure shows as the next
+    write's error instead of a silently cut output."""
+    view = memoryview(data)
+    while len(view):
+        n = out.write(view)
+        if not n:
+            raise OSError(errno.EIO, f"only part of the output could be written ({len(data) - len(view)} "
+                                     f"of {len(data)} bytes)")
+        view = view[n:]
+    out.flush()
 
 
 def _same(a, b) -> bool:

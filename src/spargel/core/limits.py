@@ -65,6 +65,31 @@ def label_pair_bytes(n_labels: int) -> int:
     return int(n_labels) ** 2 * 8 * LABEL_PAIR_TABLES
 
 
+#: the largest weight magnitude a model file may hold: sums of such weights over a
+#: token's attributes and a sequence stay far from overflow, while weights near 1e308
+#: overflow the scores and give all-zero or NaN marginals
+MAX_ABS_WEIGHT = 1e100
+
+
+def check_weight_range(weights, path, what="a weight"):
+    """Refuse a model file whose weights are not finite or exceed :data:`MAX_ABS_WEIGHT`
+    in magnitude (a ``ModelFileError`` naming ``path``): inference on such weights
+    overflows and its results mean nothing.
+
+    >>> check_weight_range([1.0, -2e100], "m.model")
+    Traceback (most recent call last):
+    ...
+    spargel.errors.ModelFileError: m.model: invalid model (a weight, -2e+100, is beyond +-1e+100: inference would overflow)
+    """
+    import numpy as np
+
+    w = np.asarray(weights)
+    bad = np.flatnonzero(~(np.abs(w) <= MAX_ABS_WEIGHT))
+    if bad.size:
+        raise ModelFileError(f"{path}: invalid model ({what}, {w[bad[0]]:.6g}, is beyond "
+                             f"+-{MAX_ABS_WEIGHT:.0e}: inference would overflow)")
+
+
 #: label x label float64 tables that a first-order training evaluation holds at once:
 #: the transition structure (scores, sources, exponentials and their refresh scratch
 #: where the step is dense), the weight index of each pair, the expected counts and

@@ -40,7 +40,7 @@ from .conll import decode_lines, parse_lines, read_conll
 from .conll_ranges import read_range, split_ranges
 from .errors import DataFormatError
 
-__all__ = ["ColumnFile", "STDIN"]
+__all__ = ["ColumnFile", "STDIN", "SequenceStream", "check_two_labels", "take_weight_column"]
 
 #: the name that stands for standard input
 STDIN = "-"
@@ -121,6 +121,12 @@ class ColumnFile:
             if fh in self._open:
                 self._open.remove(fh)
 
+    def stream(self, progress=None):
+        """The file read one sequence at a time for a fit that encodes each one as it
+        comes (:class:`SequenceStream`; ``progress``: the text of a progress line, None
+        for none)."""
+        return SequenceStream(self, progress)
+
     def first(self):
         """The first sequence (the file is read only up to its end)."""
         it = self.sentences()
@@ -160,6 +166,113 @@ class ColumnFile:
         for fh in list(self._open):
             fh.close()
         self._open.clear()
+
+
+class SequenceStream:
+    """A :class:`ColumnFile` read one sequence at a time for a fit that extracts and
+    encodes each sequence as it comes (its memory is the encoded data, not the text or
+    the sentences).
+
+    The first sequence is read at once (:attr:`first`: a template needs its number of
+    columns); :meth:`sequences` and :meth:`labels` are consumed in step by the fit (the
+    labels are those of the sequence last yielded). With ``progress`` (the text of the
+    line, e.g. ``"spargel train: reading train.txt"``) a progress line reports
+    sequences, tokens and bytes read. When the file ends, ``after(known labels,
+    sequences, tokens)`` is called if set: its errors stop the fit before any training.
+    """
+
+    def __init__(self, source, progress=None):
+        from .progress import ReadProgress
+
+        self.source = source
+        total = source.size()
+        self.progress = (lambda: ReadProgress(progress, total)) if progress else None
+        self.after = None
+        self.current = None
+        self.it = source.sentences()
+        self.first = next(self.it, None)
+        if self.first is None:
+            self.it.close()
+            raise DataFormatError(source.name, None, "no sequences")
+        self.known = set(self.first.labels)
+
+    def sequences(self):
+        n_seq = n_tok = 0
+        s = self.first
+        self.first = None
+        if self.progress is not None:
+            self.progress = self.progress()     # the clock starts with the extraction
+        try:
+            while s is not None:
+                n_seq += 1
+                n_tok += len(s)
+                self.current = s
+                if self.progress is not None:
+                    self.progress.update(n_seq, n_tok, self.source.bytes_read)
+                yield s
+                s = next(self.it, None)
+                if s is not None:
+                    self.known.update(s.labels)
+        finally:
+            self.close()
+            self.current = None
+        self.known.discard(None)
+        if self.progress is not None and self.progress.lines:
+            self.progress.write(n_seq, n_tok, self.source.bytes_read)
+        if self.after is not None:
+            self.after(self.known, n_seq, n_tok)
+
+    def labels(self):
+        while self.current is not None:
+            yield self.current.labels
+
+    def close(self):
+        self.it.close()
+
+
+def take_weight_column(sentences, col, name):
+    """Remove observation column ``col`` from every sentence (file ``name``) and return
+    the per-sentence weights it holds (the same finite number >= 0 on every token of a
+    sentence); a :class:`~spargel.errors.DataFormatError` names the line otherwise.
+
+    >>> from spargel.data.conll import read_conll
+    >>> import io
+    >>> sents = read_conll(io.StringIO("a 2 X\\nb 2 Y\\n\\nc 0.5 X\\n"))
+    >>> take_weight_column(sents, 1, "t.txt"), sents[0].columns
+    ([2.0, 0.5], [['a'], ['b']])
+    """
+    weights = []
+    for s in sentences:
+        n_cols = len(s.columns[0])
+        if not 0 <= col < n_cols:
+            raise DataFormatError(name, s.line, f"--weight-column {col} but the tokens have {n_cols} observation "
+                                                f"column(s) (counting from 0)")
+        values = {tok[col] for tok in s.columns}
+        if len(values) != 1:
+            raise DataFormatError(name, s.line, f"the weight column holds different values in one sequence "
+                                                f"({', '.join(sorted(values)[:3])})")
+        text = values.pop()
+        try:
+            w = float(text)
+        except ValueError:
+            raise DataFormatError(name, s.line, f"weight {text!r} is not a number") from None
+        if not (w >= 0 and w < float("inf")):
+            raise DataFormatError(name, s.line, f"weight {text!r} must be a finite number >= 0")
+        weights.append(w)
+        s.columns = [tok[:col] + tok[col + 1:] for tok in s.columns]
+    return weights
+
+
+def check_two_labels(known, name, unknown_label=None):
+    """Training needs at least two distinct known labels: a
+    :class:`~spargel.errors.DataFormatError` on file ``name`` otherwise (``known``: the
+    set of labels, ``unknown_label``: the mark read as None, for the message)."""
+    if not known:
+        raise DataFormatError(name, None, f"every label is the unknown mark {unknown_label!r}; training needs "
+                                          f"labelled tokens with at least 2 distinct labels")
+    if len(known) < 2:
+        raise DataFormatError(name, None, f"the last column holds only one distinct label ({next(iter(known))!r}); "
+                                          f"training needs at least 2 -- is this a column file with the label last?")
 
 
 class _Named:

@@ -104,6 +104,9 @@ __all__ = [
     "SHA_PEREIRA_TEMPLATE",
     "Template",
     "crfsuite_chunking_template",
+    "default_template",
+    "trained_columns",
+    "training_template",
 ]
 
 _INT = re.compile(r"[+-]?[0-9]+\Z")
@@ -1040,6 +1043,76 @@ def crfsuite_chunking_template() -> Template:
     ['U02:w[0]=He', 'U03:w[1]=runs', 'U06:w[0]|w[1]=He|runs']
     """
     return Template.parse(CRFSUITE_CHUNKING_TEMPLATE, source="<crfsuite-chunking>")
+
+
+# ------------------------------------------------------------------ ``spargel train``'s templates
+#: the first line of the template of a model trained by ``spargel train``: ``spargel
+#: label`` reads from it how many observation columns the input has
+_COLUMNS_MARK = "# spargel train: {n} observation column(s) before the label"
+_COLUMNS_RE = re.compile(r"^# spargel train: (\d+) observation column")
+
+
+def default_template(n_columns: int, order: int = 1) -> str:
+    """The template of ``spargel train`` without ``--pattern``: for every observation
+    column the current, previous and next token, plus transitions (and, at order 2,
+    the label triples).
+
+    >>> print(default_template(1))
+    U0-1:%x[-1,0]
+    U0+0:%x[0,0]
+    U0+1:%x[1,0]
+    B
+    >>> default_template(1, order=2).splitlines()[-1]
+    'T'
+    """
+    lines = []
+    for c in range(n_columns):
+        lines += [f"U{c}-1:%x[-1,{c}]", f"U{c}+0:%x[0,{c}]", f"U{c}+1:%x[1,{c}]"]
+    lines.append("B")
+    if order == 2:
+        lines.append("T")
+    return "\n".join(lines)
+
+
+def training_template(pattern, n_columns: int, source: str, line: int, *, order: int = 1,
+                      encoding: str = "utf-8", format: str | None = None) -> str:
+    """The template text of a model trained on data with ``n_columns`` observation
+    columns (``source``, its first sequence at ``line``): the pattern file ``pattern``
+    (``format``: as in :meth:`Template.parse`) checked against the columns and against
+    ``order`` (label triples at order 2, none at order 1), or :func:`default_template`
+    when ``pattern`` is None; headed by a line that records ``n_columns``
+    (:func:`trained_columns`). Raises :class:`DataFormatError`; the template's own
+    warnings are Python warnings.
+
+    >>> text = training_template(None, 2, "train.txt", 1)
+    >>> trained_columns(text), text.splitlines()[-1]
+    (2, 'B')
+    """
+    if pattern:
+        template = Template.from_file(pattern, encoding=encoding, format=format)
+        template.check_columns(n_columns, source, line)
+        name = os.fsdecode(pattern)
+        if order == 2 and not template.triples:
+            raise DataFormatError(name, None, "order 2 (--order 2) needs the label triples: add a line 'T' to "
+                                              "the pattern file")
+        if order == 1 and template.triples:
+            raise DataFormatError(name, None, "the pattern file has a 'T' line (label triples): train with "
+                                              "order 2 (--order 2)")
+        text = template.text
+    else:
+        text = default_template(n_columns, order)
+    return _COLUMNS_MARK.format(n=n_columns) + "\n" + text
+
+
+def trained_columns(template_text: str) -> int | None:
+    """How many observation columns a model trained by ``spargel train`` reads (from
+    the first line of its template), or None for another template.
+
+    >>> trained_columns("# spargel train: 3 observation column(s) before the label\\nB"), trained_columns("B")
+    (3, None)
+    """
+    m = _COLUMNS_RE.match(template_text)
+    return int(m.group(1)) if m else None
 
 
 def _rebuild(text, source, format, unigram_only):
