@@ -19,6 +19,7 @@ file (``--scheduler``). Every way takes the same steps, in this order:
 
 from __future__ import annotations
 
+import codecs
 import copy
 import os
 import signal
@@ -257,8 +258,6 @@ def _checked_params(args, way, say):
         if args.solver not in ("owlqn", "sgd-l1"):
             say(f"{PROG} train: note: --stream always trains with sgd-l1")
     try:
-        import codecs
-
         codecs.lookup(args.encoding)
     except LookupError:
         raise UsageError(f"unknown --encoding {args.encoding!r}") from None
