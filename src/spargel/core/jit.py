@@ -196,6 +196,12 @@ if SPEEDUPS:
                 self._codegen._engine.add_module(mod)
                 self._codegen._engine.finalize_object()
 
+        def load_bitcode(self, bitcode):
+            """Become the library that the cached ``bitcode`` holds (finalised)."""
+            self._final_module = llvm.parse_bitcode(bitcode)
+            self._home_environments()
+            self._finalized = True
+
         def get_pointer_to_function(self, name):
             self._ensure_finalized()
             return 0
@@ -214,9 +220,7 @@ if SPEEDUPS:
         reach the engine's unoptimised copy: results changed in the last bits with the
         kernels the cache happened to hold when the process started."""
         library = LinkOnlyLibrary(codegen, name)
-        library._final_module = llvm.parse_bitcode(bitcode)
-        library._home_environments()
-        library._finalized = True
+        library.load_bitcode(bitcode)
         return library
 
 
