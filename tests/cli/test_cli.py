@@ -125,6 +125,20 @@ def test_every_option_is_documented(command, capsys):
             assert action.metavar in out
 
 
+def test_one_command_parser_is_that_of_the_whole_parser():
+    """A run of one command builds only its parser: the same options, help and parse."""
+    import argparse
+    _, choices = _subparsers()
+    assert list(choices) == list(cli._COMMANDS)
+    for command in cli._COMMANDS:
+        parser = cli.build_parser(command)
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        assert list(action.choices) == [command]
+        assert action.choices[command].format_help() == choices[command].format_help()
+    argv = ["label", "-m", "m.bin", "--nbest", "3", "in.txt"]
+    assert vars(cli.build_parser("label").parse_args(argv)) == vars(cli.build_parser().parse_args(argv))
+
+
 def test_train_help_documents_the_conversions(capsys):
     _, out, _ = run(["train", "--help"], capsys)
     for word in ("Wapiti", "CRFsuite", "c1", "c2", "rho1", "rho2", "l2 = 2*c2", "130"):
