@@ -297,3 +297,21 @@ def test_wapiti_bulk_weights_leave_bad_lines_to_the_line_reader(damage):
     lines[-2] = b"99999999999999999999=0x1p+0"           # past int64 and past the features: refused
     with pytest.raises(Exception, match="invalid Wapiti model"):
         wapiti_format.read_bytes(b"\n".join(lines) + b"\n")
+
+
+def test_wapiti_weight_index_given_twice_is_refused():
+    text = (DATA / "tiny_chunks.wapiti").read_bytes()
+    lines = text.rstrip(b"\n").split(b"\n")
+    index = lines[-1].split(b"=")[0]
+    lines[-2] = index + b"=0x1p+0"                      # the last weight's index on the line before it
+    with pytest.raises(Exception, match="a weight index is given twice"):
+        wapiti_format.read_bytes(b"\n".join(lines) + b"\n")
+
+
+def test_feature_space_refuses_repeated_transitions():
+    space = FeatureSpace(3, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(1, np.int64),
+                         np.zeros(0, np.int32), np.array([0, 4, 8], np.int32))
+    space.validate(0, 0)
+    space.t_pair = np.array([0, 4, 0], np.int32)
+    with pytest.raises(ValueError, match="repeated"):
+        space.validate(0, 0)
