@@ -5,7 +5,6 @@ through :mod:`spargel.cli.common`)."""
 from __future__ import annotations
 
 import codecs
-import io
 import os
 import re
 import signal
@@ -743,11 +742,9 @@ def cmd_label(args):
     text, name = read_text(args.input, args.encoding)
     tabbed = any("\t" in line for line in text.split("\n", 50)[:50])
     separator = "\t" if (args.force and tabbed) else None
-    from ..data.conll import read_conll
+    from ..data.conll import parse_text
 
-    stream = io.StringIO(text)
-    stream.name = name
-    sents = list(read_conll(stream, has_labels=False, separator=separator))
+    sents = parse_text(text, name, has_labels=False, separator=separator)
     expanded = None
     if crfpp is not None:
         model, expanded = _crfpp_model(crfpp, sents, args)
