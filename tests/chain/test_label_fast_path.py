@@ -67,6 +67,21 @@ def test_extract_flat_gives_extract_features(text, pad):
             assert [st[c[i]] for st, c in big if c[i] >= 0] == b[t]
 
 
+@pytest.mark.parametrize("bound", [1, 7, 5000, 10 ** 9])
+def test_distinct_is_np_unique(bound):
+    """Both ways of ``_distinct`` (a table of ``bound`` marks, or a sort when ``bound`` is
+    large) give ``np.unique``'s values and inverse, and an entry holding each value."""
+    from spargel.data.templates import _distinct
+    rng = np.random.default_rng(bound)
+    for n in (1, 3, 100, 3000):
+        key = rng.integers(0, bound, n) if bound < 10 ** 9 else rng.integers(0, 50, n) * (bound // 50)
+        used, rank, at = _distinct(key, bound)
+        u, inv = np.unique(key, return_inverse=True)
+        np.testing.assert_array_equal(used, u)
+        np.testing.assert_array_equal(rank, inv.reshape(-1))
+        np.testing.assert_array_equal(key[at], used)
+
+
 def test_extract_flat_needs_the_columns():
     with pytest.raises(ValueError, match="reads 2 columns"):
         Template.parse("U:%x[0,1]").extract_flat([["a"]], [0, 1])
