@@ -330,3 +330,20 @@ def test_feature_space_refuses_repeated_transitions():
     space.t_pair = np.array([0, 4, 0], np.int32)
     with pytest.raises(ValueError, match="repeated"):
         space.validate(0, 0)
+
+
+def test_label_gives_the_collector_back(tmp_path):
+    """``spargel label`` pauses the cyclic garbage collector while it works and turns it
+    back on after, when it succeeds and when it fails (and leaves it off if it was)."""
+    import gc
+    out = tmp_path / "out.txt"
+    argv = ["label", "-m", str(DATA / "tiny_chunks.wapiti"), str(DATA / "tiny_chunks_test.txt"), str(out)]
+    assert gc.isenabled()
+    assert main(argv) == 0 and gc.isenabled()
+    assert main(["label", "-m", str(tmp_path / "missing.model"), str(DATA / "tiny_chunks_test.txt")]) != 0
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert main(argv) == 0 and not gc.isenabled()
+    finally:
+        gc.enable()

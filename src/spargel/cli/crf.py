@@ -5,6 +5,8 @@ through :mod:`spargel.cli.common`)."""
 from __future__ import annotations
 
 import codecs
+import contextlib
+import gc
 import os
 import re
 import signal
@@ -703,8 +705,29 @@ def _plain_labels(model, sents, n_cols, expanded=None):
     return [names[seq_ptr[i]:seq_ptr[i + 1]] for i in range(len(sents))]
 
 
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off for the block (and back on after it, if it
+    was). Labelling a file builds hundreds of thousands of small lists and strings that
+    form no cycles and live until the output is written; the collector's full passes
+    over them took a tenth of ``spargel label``'s time on CoNLL-2000's test set."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def cmd_label(args):
     """``spargel label``: decode a column file and append the predicted labels."""
+    with _collector_paused():
+        return _label(args)
+
+
+def _label(args):
+    """:func:`cmd_label`'s work."""
     from ..core.limits import check_nbest
 
     if args.blocks and args.nbest < 2:
