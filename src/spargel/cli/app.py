@@ -595,6 +595,8 @@ def main(argv=None):
     try:
         # a command named first needs only its own parser (the top-level help lists them all)
         parser = build_parser(argv[0] if argv and argv[0] in _COMMANDS else None)
+        if argv and argv[0] == "label":
+            _numpy_with_one_blas_thread()
         from .tool_options import rewrite_argv
 
         argv = rewrite_argv(parser, argv)
@@ -618,6 +620,23 @@ def main(argv=None):
         error(describe(exc))
         _silence_stdout(only_if_broken=True)
         return exit_status(exc)
+
+
+def _numpy_with_one_blas_thread():
+    """Load numpy with one OpenBLAS thread, when numpy is not loaded yet and the user
+    has not chosen a number (``OPENBLAS_NUM_THREADS``); the environment is left as it was.
+
+    ``spargel label`` does no linear algebra, and OpenBLAS starts one thread per core
+    when it loads, which wait for work by spinning: on 2 cores that doubled the CPU time
+    of ``import numpy`` (0.10 s instead of 0.06 s), a third of a short ``spargel label``.
+    The variable is read once, when OpenBLAS loads."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def _flush_stdout():
