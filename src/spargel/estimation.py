@@ -12,6 +12,7 @@ from .data.vocab import Vocabulary, by_frequency
 from .errors import ConvergenceWarning, ParameterError
 from .data.feature_space import FEATURE_SPACES, FeatureSpace
 from .core.interrupts import note_interrupt
+from .core.limits import MAX_ABS_WEIGHT
 from .core.user_warnings import warn as user_warn
 from .core.params import ParamsMixin, check_number
 from .core.factory import make_model
@@ -55,10 +56,6 @@ def run_solver(plan, model, penalty, w0=None, monitor=None):
 EARLY_LINESEARCH = 5
 # attribute values beyond this make the objective badly conditioned for every solver
 LARGE_VALUE = 1e6
-#: the largest weight magnitude a model file may hold: sums of such weights over a
-#: token's attributes and a sequence stay far from overflow, while weights near 1e308
-#: overflow the scores and give all-zero or NaN marginals
-MAX_ABS_WEIGHT = 1e100
 
 
 def check_weight_range(weights, path, what="a weight"):

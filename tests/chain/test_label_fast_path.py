@@ -347,3 +347,117 @@ def test_label_gives_the_collector_back(tmp_path):
         assert main(argv) == 0 and not gc.isenabled()
     finally:
         gc.enable()
+
+
+# --------------------------------------------------------------------------- CRF++ in plain Python
+def _crfpp_copy(tmp_path, step=None, weight=None, cost=None):
+    """The tiny CRF++ binary model, its weights rounded to multiples of ``step`` (many
+    ties) or its first weight set to ``weight``; its cost factor ``cost``."""
+    from spargel.chain import crfpp_binary
+    src = DATA / "tiny_chunks.crfpp.model"
+    data = bytearray(src.read_bytes())
+    w_at = crfpp_binary.BinaryHead(src).head.w_at
+    w = np.frombuffer(bytes(data[w_at:]), "<f4").copy()
+    if step is not None:
+        w = np.round(w / step) * step
+    if weight is not None:
+        w[0] = weight
+    data[w_at:] = w.astype("<f4").tobytes()
+    if cost is not None:
+        data[8:16] = np.array([cost], "<f8").tobytes()
+    out = tmp_path / "copy.model"
+    out.write_bytes(bytes(data))
+    return out
+
+
+def _mixed_sentences(rng, n):
+    """The tiny test set's sentences and ``n`` more of its rows shuffled (unseen pairs
+    of words and tags, unseen bigrams), with and without the gold column."""
+    test = read_columns(DATA / "tiny_chunks_test.txt")
+    rows = [r for s in test for r in s]
+    more = [[list(rng.choice(rows)[:rng.choice([2, 3])]) for _ in range(rng.randint(1, 9))] for _ in range(n)]
+    for s in more:
+        w = len(s[0])
+        for r in s:
+            del r[w:]
+            r.extend(["x"] * (w - len(r)))
+    return test + more
+
+
+@pytest.mark.parametrize("step", [None, 0.5, 4.0])
+def test_label_few_is_the_numpy_path(step, tmp_path):
+    """Plain Python's labels (:func:`crfpp_binary.label_few`) are those of the numpy
+    Viterbi on the model restricted to the input's strings, also with weights rounded so
+    that many labellings tie."""
+    from spargel.chain import crfpp_binary
+    path = DATA / "tiny_chunks.crfpp.model" if step is None else _crfpp_copy(tmp_path, step=step)
+    sents = _mixed_sentences(random.Random(5), 150)
+    head = crfpp_binary.BinaryHead(path)
+    few = crfpp_binary.label_few(head, sents)
+    X = [[r[:2] for r in s] for s in sents]
+    cells, ptr = flat(X, 2)
+    uni, big = head.template.extract_flat(cells, ptr)
+    model = crfpp_format.model_for(head, CRF, {x for st, _ in uni + big for x in st})
+    data = model.fitted_model_.featurizer().encode_columns(cells, ptr)
+    ids = plain_viterbi.decode(model.space_, data, model.weights_)
+    names = [model.classes_[i] for i in ids.tolist()]
+    assert few == [names[ptr[k]:ptr[k + 1]] for k in range(len(sents))]
+    if step is not None:                              # (the ties are there)
+        assert len(set(map(tuple, few))) < len(few)
+
+
+def test_cli_labels_a_few_tokens_as_many(tmp_path, monkeypatch):
+    """``spargel label`` with a CRF++ binary model writes the same file through plain
+    Python (a few tokens) and through numpy, and loads no numpy for the former."""
+    import subprocess
+    import sys
+    from spargel.cli import crf as crf_cli
+    inp = tmp_path / "in.txt"
+    inp.write_text("".join("".join(" ".join(r) + "\n" for r in s) + "\n"
+                           for s in _mixed_sentences(random.Random(2), 0)))
+    model = str(DATA / "tiny_chunks.crfpp.model")
+    assert main(["label", "-m", model, str(inp), str(tmp_path / "few.txt")]) == 0
+    monkeypatch.setattr(crf_cli, "FEW_TOKENS", 0)
+    assert main(["label", "-m", model, str(inp), str(tmp_path / "many.txt")]) == 0
+    assert (tmp_path / "few.txt").read_text() == (tmp_path / "many.txt").read_text()
+    code = ("import sys\nfrom spargel.cli import main\n"
+            f"main(['label', '-m', {model!r}, {str(inp)!r}, {str(tmp_path / 'again.txt')!r}])\n"
+            "print('numpy' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False"]
+    assert (tmp_path / "again.txt").read_text() == (tmp_path / "few.txt").read_text()
+
+
+@pytest.mark.parametrize("weight, cost, message", [(float("nan"), None, "weight 0 is nan"),
+                                                   (float("inf"), None, "weight 0 is inf"),
+                                                   (3e38, 1e70, "beyond")])
+def test_label_few_refuses_what_the_numpy_path_refuses(weight, cost, message, tmp_path):
+    from spargel.chain import crfpp_binary
+    path = _crfpp_copy(tmp_path, weight=weight, cost=cost)
+    head = crfpp_binary.BinaryHead(path)
+    sents = read_columns(DATA / "tiny_chunks_test.txt")
+    X = [[r[:2] for r in s] for s in sents]
+    cells, ptr = flat(X, 2)
+    uni, big = head.template.extract_flat(cells, ptr)
+    strings = {x for st, _ in uni + big for x in st}
+    assert crfpp_binary.trie_find(*crfpp_binary._trie_units(head.head.trie), b"B") >= 0
+    errors = []
+    for run in (lambda: crfpp_binary.label_few(head, sents), lambda: crfpp_format.model_for(head, CRF, strings)):
+        with pytest.raises(Exception, match="invalid CRF.. binary model") as info:
+            run()
+        errors.append(str(info.value))
+    assert errors[0] == errors[1] and message in errors[0]
+
+
+def test_trie_find_is_trie_lookup():
+    from spargel.chain import crfpp_binary
+    head = crfpp_binary.BinaryHead(DATA / "tiny_chunks.crfpp.model")
+    trie = head.head.trie
+    keys, _ = crfpp_format._trie_keys(trie, None)
+    rng = random.Random(0)
+    probes = keys + [k[:-1] for k in keys] + [k + b"x" for k in keys[:50]] + [b"", b"U", bytes([255] * 3)]
+    probes += [bytes(rng.randrange(256) for _ in range(rng.randint(1, 6))) for _ in range(200)]
+    expected = crfpp_format.trie_lookup(trie, probes, None).tolist()
+    units = crfpp_binary._trie_units(trie)
+    assert [crfpp_binary.trie_find(*units, k) for k in probes] == expected
+    assert {k for k, e in zip(probes, expected) if e >= 0} == set(keys)

@@ -782,9 +782,9 @@ def test_label_loads_numpy_with_one_blas_thread():
     otherwise, and leaves the environment as it was."""
     pytest.importorskip("threadpoolctl")
     code = ("import os, threadpoolctl\n"
-            "from spargel.cli.app import _numpy_with_one_blas_thread\n"
-            "_numpy_with_one_blas_thread()\n"
-            "import numpy\n"
+            "from spargel.cli.app import _one_blas_thread\n"
+            "with _one_blas_thread():\n"
+            "    import numpy\n"
             "print(os.environ.get('OPENBLAS_NUM_THREADS'),"
             " [i['num_threads'] for i in threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas'])\n")
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}

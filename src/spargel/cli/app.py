@@ -23,6 +23,7 @@ one reader of inputs and one writer of outputs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -595,8 +596,6 @@ def main(argv=None):
     try:
         # a command named first needs only its own parser (the top-level help lists them all)
         parser = build_parser(argv[0] if argv and argv[0] in _COMMANDS else None)
-        if argv and argv[0] == "label":
-            _numpy_with_one_blas_thread()
         from .tool_options import rewrite_argv
 
         argv = rewrite_argv(parser, argv)
@@ -604,7 +603,8 @@ def main(argv=None):
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help / --version
             return exc.code if isinstance(exc.code, int) else 0
-        status = int(args.func(args) or 0)
+        with _one_blas_thread(args.command == "label"):
+            status = int(args.func(args) or 0)
         _flush_stdout()  # text still buffered: a failure to write it is an error too
         return status
     except KeyboardInterrupt:
@@ -622,21 +622,23 @@ def main(argv=None):
         return exit_status(exc)
 
 
-def _numpy_with_one_blas_thread():
-    """Load numpy with one OpenBLAS thread, when numpy is not loaded yet and the user
-    has not chosen a number (``OPENBLAS_NUM_THREADS``); the environment is left as it was.
+@contextlib.contextmanager
+def _one_blas_thread(wanted=True):
+    """While the block runs, ``OPENBLAS_NUM_THREADS=1`` when ``wanted``, numpy is not
+    loaded yet and the user has not chosen a number; the environment is as it was after.
 
     ``spargel label`` does no linear algebra, and OpenBLAS starts one thread per core
-    when it loads, which wait for work by spinning: on 2 cores that doubled the CPU time
-    of ``import numpy`` (0.10 s instead of 0.06 s), a third of a short ``spargel label``.
-    The variable is read once, when OpenBLAS loads."""
-    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+    when it loads (with numpy, which reads the variable then), threads that wait for work
+    by spinning: on 2 cores that doubled the CPU time of ``import numpy`` (0.10 s instead
+    of 0.06 s), a third of a short ``spargel label``."""
+    if not wanted or "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        yield
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     try:
-        import numpy  # noqa: F401
+        yield
     finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)
 
 
 def _flush_stdout():

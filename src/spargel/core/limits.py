@@ -20,6 +20,11 @@ from ..errors import ModelFileError
 __all__ = ["available_memory", "check_label_pairs", "check_nbest", "label_pair_bytes", "nbest_bytes",
            "distinct_paths", "gradient_chunks", "training_bytes", "weight_copies"]
 
+#: the largest weight magnitude a model file may hold: sums of such weights over a
+#: token's attributes and a sequence stay far from overflow, while weights near 1e308
+#: overflow the scores and give all-zero or NaN marginals
+MAX_ABS_WEIGHT = 1e100
+
 #: 8-byte tables of one entry per label pair that reading a model and decoding with it
 #: hold at once: the transition weights and the weight index of each pair, the
 #: transition structure's scores, sources and build scratch, its exponentials, their
