@@ -55,6 +55,8 @@ from __future__ import annotations
 import math
 import os
 import re
+from itertools import compress
+from operator import itemgetter
 
 import numpy as np
 
@@ -357,11 +359,11 @@ def _estimator(cls, name, kind, text, tpl, labels, features, w, cost_factor):
         raise ModelFileError(f"{name}: invalid CRF++ {kind} model (a weight times the cost factor "
                              f"{cost_factor:g} is beyond +-{MAX_ABS_WEIGHT:.0e}: inference would overflow)")
     Y = len(labels)
-    strings = [x for x, _ in features]
-    firsts = np.fromiter((f for _, f in features), np.int64, len(features))
-    is_u = np.fromiter((x[0] == "U" for x in strings), bool, len(strings))
-    uni_names, u_ptr, u_lab, u_w = _blocks([x for x, u in zip(strings, is_u) if u], firsts[is_u], w, Y)
-    b_strings = [x for x, u in zip(strings, is_u) if not u]
+    strings = list(map(itemgetter(0), features))
+    firsts = np.fromiter(map(itemgetter(1), features), np.int64, len(features))
+    is_u = np.fromiter(map("U".__eq__, map(itemgetter(0), strings)), bool, len(strings))
+    uni_names, u_ptr, u_lab, u_w = _blocks(list(compress(strings, is_u.tolist())), firsts[is_u], w, Y)
+    b_strings = list(compress(strings, (~is_u).tolist()))
     b_firsts = firsts[~is_u]
     t_pair = np.zeros(0, np.int32)
     t_w = np.zeros(0)
@@ -408,7 +410,7 @@ def _blocks(names, firsts, w, width, chunk_entries=1 << 22):
         pos.append(cols.astype(np.int32))
         vals.append(W[rows, cols])
         counts.append(c[c > 0])
-        kept.extend(x for x, k in zip(names[lo:lo + step], (c > 0).tolist()) if k)
+        kept.extend(compress(names[lo:lo + step], (c > 0).tolist()))
     ptr = np.zeros(len(kept) + 1, np.int64)
     if counts:
         np.cumsum(np.concatenate(counts), out=ptr[1:])
@@ -445,7 +447,7 @@ def model_for(head, cls, strings):
     found = np.flatnonzero(ids >= 0)
     keys = [keys[i] for i in found.tolist()]
     f = ids[found]
-    width = np.where(np.fromiter((x[0] == "U" for x in keys), bool, len(keys)), Y, Y * Y)
+    width = np.where(np.fromiter(map("U".__eq__, map(itemgetter(0), keys)), bool, len(keys)), Y, Y * Y)
     past = np.flatnonzero(f + width > h.maxid)
     if len(past):
         i = int(past[0])
