@@ -31,12 +31,13 @@ import sys
 from .common import PROG, CommandError, UsageError, check_outputs, describe, error, exit_status, exit_status_help
 from .crf import cmd_dump, cmd_eval, cmd_label, cmd_train
 from .. import __version__
-from ..solvers import SOLVERS
 
 
 def _solver_help(default):
     """One line per solver of the solver table (``core/solver_table.py``), so a new solver
-    appears here."""
+    appears here. (The table is loaded by the commands that train, not by 'spargel label'.)"""
+    from ..solvers import SOLVERS
+
     return "; ".join(f"{name}{' (default)' if name == default else ''}: {record.doc}"
                      for name, record in SOLVERS.items())
 
@@ -44,6 +45,8 @@ def _solver_help(default):
 def _solver_defaults(field):
     """The solvers' defaults of ``field`` ("max_iter" or "tol") from the solver table:
     "500 for lbfgs/owlqn, 30 for sgd-l1, ...", the most common value last, "for the others"."""
+    from ..solvers import SOLVERS
+
     names = {}
     for name, record in SOLVERS.items():
         names.setdefault(getattr(record, field), []).append(name)

@@ -16,7 +16,6 @@ import time
 from .common import (PROG, CommandError, UsageError, check_number, check_outputs, json_line, read_text,
                      refuse_line_breaks, write_output)
 from ..errors import ConvergenceWarning, DataFormatError, ParameterError
-from ..solvers import SOLVERS
 
 #: Stored as the first line of the template of a model trained by ``spargel train``,
 #: so that ``spargel label`` knows how many observation columns the input has.
@@ -226,6 +225,7 @@ def cmd_train(args):
 
     # the command prints the stop reason itself ("stopped after N iterations: max_iter")
     warnings.simplefilter("ignore", ConvergenceWarning)
+    from ..solvers import SOLVERS
     from .tool_options import ToolOptionError, tool_habits
 
     try:
@@ -357,6 +357,8 @@ def _make_crf(args, text, way, **extra):
 def _solver_options(args):
     """The solver's own options from the command line (the solver table's ``cli_options``:
     Wapiti's rprop steps, CRF++'s MIRA C and -H), or None."""
+    from ..solvers import SOLVERS
+
     opts = {}
     for arg, option in SOLVERS[args.solver].cli_options:
         value = getattr(args, arg, None)
