@@ -360,9 +360,11 @@ def _crfpp_copy(tmp_path, step=None, weight=None, cost=None):
     w = np.frombuffer(bytes(data[w_at:]), "<f4").copy()
     if step is not None:
         w = np.round(w / step) * step
-    if weight is not None:
+    if weight is not None and weight != "snan":
         w[0] = weight
     data[w_at:] = w.astype("<f4").tobytes()
+    if weight == "snan":                                # a signalling NaN, bit for bit
+        data[w_at:w_at + 4] = np.array([0x7FA00000], "<u4").tobytes()
     if cost is not None:
         data[8:16] = np.array([cost], "<f8").tobytes()
     out = tmp_path / "copy.model"
@@ -429,6 +431,7 @@ def test_cli_labels_a_few_tokens_as_many(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("weight, cost, message", [(float("nan"), None, "weight 0 is nan"),
+                                                   ("snan", None, "weight 0 is nan"),
                                                    (float("inf"), None, "weight 0 is inf"),
                                                    (3e38, 1e70, "beyond")])
 def test_label_few_refuses_what_the_numpy_path_refuses(weight, cost, message, tmp_path):

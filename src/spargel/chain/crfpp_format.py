@@ -456,12 +456,14 @@ def model_for(head, cls, strings):
     at = np.cumsum(width) - width
     features = list(zip(keys, at.tolist()))
     index = np.repeat(f - at, width) + np.arange(int(width.sum()), dtype=np.int64)
+    w = np.frombuffer(h.data, "<f4", h.maxid, h.w_at)[index]       # (crf_test's 32-bit weights)
     with np.errstate(invalid="ignore"):            # a signalling NaN is refused just below
-        w = np.frombuffer(h.data, "<f4", h.maxid, h.w_at)[index].astype(np.float64)
-    if not np.all(np.isfinite(w)):
-        i = int(index[np.flatnonzero(~np.isfinite(w))[0]])
-        h.fail(h.w_at + 4 * i, f"weight {i} is {w[np.flatnonzero(index == i)[0]]}")
-    w = w.astype(np.float32).astype(np.float64) * h.cost
+        finite = np.isfinite(w)
+    if not finite.all():
+        i = int(index[np.flatnonzero(~finite)[0]])
+        h.fail(h.w_at + 4 * i, f"weight {i} is {float(w[np.flatnonzero(index == i)[0]])}")
+    w = w.astype(np.float64)
+    w *= h.cost
     return _estimator(cls, head.name, "binary", head.text, head.template, head.labels, features, w, h.cost)
 
 
