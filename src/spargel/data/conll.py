@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable, Iterator, Sequence
-from typing import IO, Any
+from collections.abc import Iterable, Iterator, Sequence  # (no typing: a short spargel label loads none)
 
 from .errors import DataFormatError
 
@@ -99,7 +98,7 @@ class Sentence:
         )
 
 
-def _source_name(source: Any) -> str:
+def _source_name(source: object) -> str:
     if isinstance(source, (str, os.PathLike)):
         return os.fsdecode(source)
     name = getattr(source, "name", None)
@@ -110,7 +109,7 @@ def _source_name(source: Any) -> str:
     return "<stream>"
 
 
-def _lines(source: Any, name: str, encoding: str) -> Iterator[tuple[int, str]]:
+def _lines(source: object, name: str, encoding: str) -> Iterator[tuple[int, str]]:
     """Yield (line number, decoded line) one line at a time.
 
     A path or a binary stream is read as bytes and every line decoded on its own
@@ -192,7 +191,7 @@ def decode_lines(raw_lines: Iterable[bytes], name: str, encoding: str, *, first_
 
 
 def read_conll(
-    source: str | os.PathLike | IO,
+    source: str | os.PathLike | io.IOBase,
     *,
     has_labels: bool = True,
     separator: str | None = None,
@@ -353,9 +352,9 @@ def parse_text(text: str, name: str, *, has_labels: bool = True, separator: str 
 
 
 def write_conll(
-    file: str | os.PathLike | IO,
+    file: str | os.PathLike | io.IOBase,
     sentences_columns: Iterable[Sequence[Sequence[str]]],
-    extra_columns: Iterable[Sequence[Any]] | None = None,
+    extra_columns: Iterable[Sequence[object]] | None = None,
     *,
     separator: str = "\t",
     encoding: str = "utf-8",
