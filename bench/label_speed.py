@@ -24,7 +24,9 @@ the same layout. Exits 1 on any difference in the labels.
 
 Each command runs once more first, untimed (caches warm: files, bytecode, numba's
 kernels). ``--baseline-src`` times another checkout's spargel in the same runs (before
-and after a change, on the same machine and load).
+and after a change, on the same machine and load). The first lines time the floor of a
+labeller in Python: the interpreter alone (``python -c pass``, ``python -S -c pass``)
+and numpy's import (with OpenBLAS's default threads, and with one).
 """
 
 import argparse
@@ -181,6 +183,21 @@ def main(argv=None):
     ok = True
     print(f"{args.runs} runs each, medians; CPU = user + system of the process")
     print(f"{'input':6} {'command':30} {'wall s':>8} {'CPU s':>8}")
+    # the floor of any labeller written in Python: the interpreter, and numpy's import
+    # (with OpenBLAS's default threads, and with one, as spargel label loads it)
+    one_thread = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    floor = [("python -c pass", None, [sys.executable, "-c", "pass"]),
+             ("python -S -c pass", None, [sys.executable, "-S", "-c", "pass"]),
+             ("python -c 'import numpy'", None, [sys.executable, "-c", "import numpy"]),
+             ("  the same, 1 OpenBLAS thread", one_thread, [sys.executable, "-c", "import numpy"])]
+    for name, env, cmd in floor:
+        walls, cpus = [], []
+        for i in range(args.runs + 1):
+            w, c = timed(cmd, env)
+            if i:
+                walls.append(w)
+                cpus.append(c)
+        print(f"{'-':6} {name:30} {statistics.median(walls):8.3f} {statistics.median(cpus):8.3f}", flush=True)
     for tag, inp in inputs.items():
         results = {}
         for name, env, cmd, stdout_path in commands(inp, tag):

@@ -67,6 +67,21 @@ def test_extract_flat_gives_extract_features(text, pad):
             assert [st[c[i]] for st, c in big if c[i] >= 0] == b[t]
 
 
+@pytest.mark.parametrize("bound", [1, 7, 5000, 10 ** 9])
+def test_distinct_is_np_unique(bound):
+    """Both ways of ``_distinct`` (a table of ``bound`` marks, or a sort when ``bound`` is
+    large) give ``np.unique``'s values and inverse, and an entry holding each value."""
+    from spargel.data.templates import _distinct
+    rng = np.random.default_rng(bound)
+    for n in (1, 3, 100, 3000):
+        key = rng.integers(0, bound, n) if bound < 10 ** 9 else rng.integers(0, 50, n) * (bound // 50)
+        used, rank, at = _distinct(key, bound)
+        u, inv = np.unique(key, return_inverse=True)
+        np.testing.assert_array_equal(used, u)
+        np.testing.assert_array_equal(rank, inv.reshape(-1))
+        np.testing.assert_array_equal(key[at], used)
+
+
 def test_extract_flat_needs_the_columns():
     with pytest.raises(ValueError, match="reads 2 columns"):
         Template.parse("U:%x[0,1]").extract_flat([["a"]], [0, 1])
@@ -297,3 +312,155 @@ def test_wapiti_bulk_weights_leave_bad_lines_to_the_line_reader(damage):
     lines[-2] = b"99999999999999999999=0x1p+0"           # past int64 and past the features: refused
     with pytest.raises(Exception, match="invalid Wapiti model"):
         wapiti_format.read_bytes(b"\n".join(lines) + b"\n")
+
+
+def test_wapiti_weight_index_given_twice_is_refused():
+    text = (DATA / "tiny_chunks.wapiti").read_bytes()
+    lines = text.rstrip(b"\n").split(b"\n")
+    index = lines[-1].split(b"=")[0]
+    lines[-2] = index + b"=0x1p+0"                      # the last weight's index on the line before it
+    with pytest.raises(Exception, match="a weight index is given twice"):
+        wapiti_format.read_bytes(b"\n".join(lines) + b"\n")
+
+
+def test_feature_space_refuses_repeated_transitions():
+    space = FeatureSpace(3, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(1, np.int64),
+                         np.zeros(0, np.int32), np.array([0, 4, 8], np.int32))
+    space.validate(0, 0)
+    space.t_pair = np.array([0, 4, 0], np.int32)
+    with pytest.raises(ValueError, match="repeated"):
+        space.validate(0, 0)
+
+
+def test_label_gives_the_collector_back(tmp_path):
+    """``spargel label`` pauses the cyclic garbage collector while it works and turns it
+    back on after, when it succeeds and when it fails (and leaves it off if it was)."""
+    import gc
+    out = tmp_path / "out.txt"
+    argv = ["label", "-m", str(DATA / "tiny_chunks.wapiti"), str(DATA / "tiny_chunks_test.txt"), str(out)]
+    assert gc.isenabled()
+    assert main(argv) == 0 and gc.isenabled()
+    assert main(["label", "-m", str(tmp_path / "missing.model"), str(DATA / "tiny_chunks_test.txt")]) != 0
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert main(argv) == 0 and not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+# --------------------------------------------------------------------------- CRF++ in plain Python
+def _crfpp_copy(tmp_path, step=None, weight=None, cost=None):
+    """The tiny CRF++ binary model, its weights rounded to multiples of ``step`` (many
+    ties) or its first weight set to ``weight``; its cost factor ``cost``."""
+    from spargel.chain import crfpp_binary
+    src = DATA / "tiny_chunks.crfpp.model"
+    data = bytearray(src.read_bytes())
+    w_at = crfpp_binary.BinaryHead(src).head.w_at
+    w = np.frombuffer(bytes(data[w_at:]), "<f4").copy()
+    if step is not None:
+        w = np.round(w / step) * step
+    if weight is not None and weight != "snan":
+        w[0] = weight
+    data[w_at:] = w.astype("<f4").tobytes()
+    if weight == "snan":                                # a signalling NaN, bit for bit
+        data[w_at:w_at + 4] = np.array([0x7FA00000], "<u4").tobytes()
+    if cost is not None:
+        data[8:16] = np.array([cost], "<f8").tobytes()
+    out = tmp_path / "copy.model"
+    out.write_bytes(bytes(data))
+    return out
+
+
+def _mixed_sentences(rng, n):
+    """The tiny test set's sentences and ``n`` more of its rows shuffled (unseen pairs
+    of words and tags, unseen bigrams), with and without the gold column."""
+    test = read_columns(DATA / "tiny_chunks_test.txt")
+    rows = [r for s in test for r in s]
+    more = [[list(rng.choice(rows)[:rng.choice([2, 3])]) for _ in range(rng.randint(1, 9))] for _ in range(n)]
+    for s in more:
+        w = len(s[0])
+        for r in s:
+            del r[w:]
+            r.extend(["x"] * (w - len(r)))
+    return test + more
+
+
+@pytest.mark.parametrize("step", [None, 0.5, 4.0])
+def test_label_few_is_the_numpy_path(step, tmp_path):
+    """Plain Python's labels (:func:`crfpp_binary.label_few`) are those of the numpy
+    Viterbi on the model restricted to the input's strings, also with weights rounded so
+    that many labellings tie."""
+    from spargel.chain import crfpp_binary
+    path = DATA / "tiny_chunks.crfpp.model" if step is None else _crfpp_copy(tmp_path, step=step)
+    sents = _mixed_sentences(random.Random(5), 150)
+    head = crfpp_binary.BinaryHead(path)
+    few = crfpp_binary.label_few(head, sents)
+    X = [[r[:2] for r in s] for s in sents]
+    cells, ptr = flat(X, 2)
+    uni, big = head.template.extract_flat(cells, ptr)
+    model = crfpp_format.model_for(head, CRF, {x for st, _ in uni + big for x in st})
+    data = model.fitted_model_.featurizer().encode_columns(cells, ptr)
+    ids = plain_viterbi.decode(model.space_, data, model.weights_)
+    names = [model.classes_[i] for i in ids.tolist()]
+    assert few == [names[ptr[k]:ptr[k + 1]] for k in range(len(sents))]
+    if step is not None:                              # (the ties are there)
+        assert len(set(map(tuple, few))) < len(few)
+
+
+def test_cli_labels_a_few_tokens_as_many(tmp_path, monkeypatch):
+    """``spargel label`` with a CRF++ binary model writes the same file through plain
+    Python (a few tokens) and through numpy, and loads no numpy for the former."""
+    import subprocess
+    import sys
+    from spargel.cli import crf as crf_cli
+    inp = tmp_path / "in.txt"
+    inp.write_text("".join("".join(" ".join(r) + "\n" for r in s) + "\n"
+                           for s in _mixed_sentences(random.Random(2), 0)))
+    model = str(DATA / "tiny_chunks.crfpp.model")
+    assert main(["label", "-m", model, str(inp), str(tmp_path / "few.txt")]) == 0
+    monkeypatch.setattr(crf_cli, "FEW_TOKENS", 0)
+    assert main(["label", "-m", model, str(inp), str(tmp_path / "many.txt")]) == 0
+    assert (tmp_path / "few.txt").read_text() == (tmp_path / "many.txt").read_text()
+    code = ("import sys\nfrom spargel.cli import main\n"
+            f"main(['label', '-m', {model!r}, {str(inp)!r}, {str(tmp_path / 'again.txt')!r}])\n"
+            "print('numpy' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False"]
+    assert (tmp_path / "again.txt").read_text() == (tmp_path / "few.txt").read_text()
+
+
+@pytest.mark.parametrize("weight, cost, message", [(float("nan"), None, "weight 0 is nan"),
+                                                   ("snan", None, "weight 0 is nan"),
+                                                   (float("inf"), None, "weight 0 is inf"),
+                                                   (3e38, 1e70, "beyond")])
+def test_label_few_refuses_what_the_numpy_path_refuses(weight, cost, message, tmp_path):
+    from spargel.chain import crfpp_binary
+    path = _crfpp_copy(tmp_path, weight=weight, cost=cost)
+    head = crfpp_binary.BinaryHead(path)
+    sents = read_columns(DATA / "tiny_chunks_test.txt")
+    X = [[r[:2] for r in s] for s in sents]
+    cells, ptr = flat(X, 2)
+    uni, big = head.template.extract_flat(cells, ptr)
+    strings = {x for st, _ in uni + big for x in st}
+    assert crfpp_binary.trie_find(*crfpp_binary._trie_units(head.head.trie), b"B") >= 0
+    errors = []
+    for run in (lambda: crfpp_binary.label_few(head, sents), lambda: crfpp_format.model_for(head, CRF, strings)):
+        with pytest.raises(Exception, match="invalid CRF.. binary model") as info:
+            run()
+        errors.append(str(info.value))
+    assert errors[0] == errors[1] and message in errors[0]
+
+
+def test_trie_find_is_trie_lookup():
+    from spargel.chain import crfpp_binary
+    head = crfpp_binary.BinaryHead(DATA / "tiny_chunks.crfpp.model")
+    trie = head.head.trie
+    keys, _ = crfpp_format._trie_keys(trie, None)
+    rng = random.Random(0)
+    probes = keys + [k[:-1] for k in keys] + [k + b"x" for k in keys[:50]] + [b"", b"U", bytes([255] * 3)]
+    probes += [bytes(rng.randrange(256) for _ in range(rng.randint(1, 6))) for _ in range(200)]
+    expected = crfpp_format.trie_lookup(trie, probes, None).tolist()
+    units = crfpp_binary._trie_units(trie)
+    assert [crfpp_binary.trie_find(*units, k) for k in probes] == expected
+    assert {k for k, e in zip(probes, expected) if e >= 0} == set(keys)

@@ -125,6 +125,20 @@ def test_every_option_is_documented(command, capsys):
             assert action.metavar in out
 
 
+def test_one_command_parser_is_that_of_the_whole_parser():
+    """A run of one command builds only its parser: the same options, help and parse."""
+    import argparse
+    _, choices = _subparsers()
+    assert list(choices) == list(cli._COMMANDS)
+    for command in cli._COMMANDS:
+        parser = cli.build_parser(command)
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        assert list(action.choices) == [command]
+        assert action.choices[command].format_help() == choices[command].format_help()
+    argv = ["label", "-m", "m.bin", "--nbest", "3", "in.txt"]
+    assert vars(cli.build_parser("label").parse_args(argv)) == vars(cli.build_parser().parse_args(argv))
+
+
 def test_train_help_documents_the_conversions(capsys):
     _, out, _ = run(["train", "--help"], capsys)
     for word in ("Wapiti", "CRFsuite", "c1", "c2", "rho1", "rho2", "l2 = 2*c2", "130"):
@@ -760,3 +774,24 @@ def test_train_with_a_wapiti_pattern_file(work, tmp_path, capsys):
     rc, _, err = run(["train", "-q", "--pattern-format", "crfpp", "-p", pat, work["train"], model], capsys)
     assert_one_line_error(rc, err, 1)
     assert "pat.txt:2" in err
+
+
+def test_label_loads_numpy_with_one_blas_thread():
+    """A 'spargel label' process loads numpy with one OpenBLAS thread (it does no linear
+    algebra; the threads' start-up costs CPU time), unless OPENBLAS_NUM_THREADS says
+    otherwise, and leaves the environment as it was."""
+    pytest.importorskip("threadpoolctl")
+    code = ("import os, threadpoolctl\n"
+            "from spargel.cli.app import _one_blas_thread\n"
+            "with _one_blas_thread():\n"
+            "    import numpy\n"
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'),"
+            " [i['num_threads'] for i in threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas'])\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    if out.split(None, 1)[1].strip() == "[]":
+        pytest.skip("numpy is not linked to OpenBLAS here")
+    assert out.split() == ["None", "[1]"]
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == ["2", "[2]"]

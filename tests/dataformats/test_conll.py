@@ -1,10 +1,11 @@
 """Tests for the CoNLL column reader and writer (spargel.data.conll)."""
 
 import io
+import random
 
 import pytest
 
-from spargel.data.conll import Sentence, read_conll, write_conll
+from spargel.data.conll import Sentence, parse_text, read_conll, write_conll
 from spargel.data.errors import DataFormatError
 
 
@@ -211,3 +212,51 @@ def test_byte_ranges_agree_with_read_conll_on_unicode_spaces(tmp_path):
     for n in (2, 3, 7):
         parts = [s.columns for a, b in split_ranges(size, n) for s in read_range(f, a, b)]
         assert parts == whole
+
+
+def _read_all(text, has_labels, separator=None):
+    """read_conll's sentences of ``text`` as plain values, or its error's text."""
+    stream = io.StringIO(text)
+    stream.name = "t.txt"
+    try:
+        return [(s.columns, s.labels, s.line, s.source)
+                for s in read_conll(stream, has_labels=has_labels, separator=separator)]
+    except DataFormatError as exc:
+        return str(exc)
+
+
+def _parse_all(text, has_labels, separator=None):
+    try:
+        return [(s.columns, s.labels, s.line, s.source)
+                for s in parse_text(text, "t.txt", has_labels=has_labels, separator=separator)]
+    except DataFormatError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize("has_labels", [True, False])
+def test_parse_text_is_read_conll(has_labels):
+    """The whole-text parser against the line reader on random files: blank lines of
+    spaces and tabs, CRLF, other space characters, document markers, ragged lines, a text
+    without a final new line, an empty one."""
+    rng = random.Random(3 + has_labels)
+    pieces = ["a", "B", "x1", "-DOCSTART-", "\u3000", "\x0c", "\u00e9", ""]
+    seps = [" ", "  ", "\t", " \t "]
+    fast = 0
+    for trial in range(1500):
+        width = rng.randint(1, 3)
+        lines = []
+        for _ in range(rng.randint(0, 12)):
+            r = rng.random()
+            if r < 0.2:
+                lines.append(rng.choice(["", " ", "\t", " \t"]))
+                continue
+            w = width if rng.random() < 0.97 else width + 1
+            words = [rng.choice(pieces[:3]) if rng.random() < 0.98 else rng.choice(pieces[3:]) for _ in range(w)]
+            words = [x or "y" for x in words]
+            lines.append(rng.choice(["", " "]) + rng.choice(seps).join(words) + rng.choice(["", " ", "\r"]))
+        text = "\n".join(lines) + rng.choice(["", "\n", "\n\n"])
+        expected = _read_all(text, has_labels)
+        assert _parse_all(text, has_labels) == expected, text
+        assert _parse_all(text, has_labels, "\t") == _read_all(text, has_labels, "\t"), text
+        fast += isinstance(expected, list) and text.isascii() and not any(c in text for c in "\r\x0c-")
+    assert fast > 120     # (texts the whole-text path reads)

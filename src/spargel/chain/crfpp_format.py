@@ -55,21 +55,20 @@ from __future__ import annotations
 import math
 import os
 import re
-import struct
+from itertools import compress
+from operator import itemgetter
 
 import numpy as np
 
 from ..core.limits import MAX_ABS_WEIGHT, check_label_pairs
-from ..errors import DataFormatError, ModelFileError
+from ..errors import ModelFileError
+from .crfpp_binary import (MAX_FILE_SIZE, MAX_KEY_BYTES, MAX_LABELS, BinaryHead, _binary_head, _template,
+                           is_crfpp_binary_file)
 from .foreign_files import read_limited, starts_with
 from ..data.feature_space import FeatureSpace
 from ..data.vocab import Vocabulary
 from .fitted import FittedChain
 
-#: the largest file read
-MAX_FILE_SIZE = 1 << 34
-#: the most labels a model may have (a pair code is a 32-bit integer)
-MAX_LABELS = 40000
 _HEADER_KEYS = ("version", "cost-factor", "maxid", "xsize")
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\Z")
@@ -78,13 +77,6 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\Z")
 def is_crfpp_text_file(path):
     """True when ``path`` starts like a CRF++ text model."""
     return starts_with(path, b"version: ")
-
-
-def is_crfpp_binary_file(path):
-    """True when ``path`` starts like CRF++'s binary model (``crf_learn``'s default
-    output): the version 100 as a 32-bit integer, then the model type 0 (the rest is
-    checked on reading, so that a damaged model is refused as one)."""
-    return starts_with(path, struct.pack("<Ii", 100, 0))
 
 
 class CrfppModel:
@@ -215,96 +207,10 @@ def read_bytes(data, name="<bytes>", encoding="utf-8"):
     return CrfppModel(ints["version"], cost, maxid, xsize, labels, templates, features, weights)
 
 
-#: the longest feature string read from a binary model's trie (in bytes)
-MAX_KEY_BYTES = 1 << 16
-_BIN_HEAD = struct.Struct("<IidIIII")          # version, type, cost, maxid, xsize, dsize, label bytes
-
-
 def read_binary(path, encoding="utf-8"):
     """Read CRF++'s binary model ``path`` (see the module documentation)."""
     name, data = read_limited(path, "CRF++", MAX_FILE_SIZE)
     return read_binary_bytes(data, name, encoding)
-
-
-class _BinaryHead:
-    """The parts of a CRF++ binary model before its feature trie, checked; the trie and
-    the weights as offsets into ``data``."""
-
-    def __init__(self, **parts):
-        self.__dict__.update(parts)
-
-
-def _binary_head(data, name, encoding):
-    """Check and split CRF++'s binary model ``data`` (see :func:`read_binary_bytes`); the
-    weights are not read."""
-    size = len(data)
-
-    def fail(offset, message):
-        raise ModelFileError(f"{name}: invalid CRF++ binary model ({message}, at byte {offset})")
-
-    if size < _BIN_HEAD.size:
-        fail(0, f"{size} bytes; the header alone takes {_BIN_HEAD.size}: truncated?")
-    version, mtype, cost, maxid, xsize, dsize, ysize = _BIN_HEAD.unpack_from(data, 0)
-    if version // 100 != 1:
-        fail(0, f"version {version}; CRF++ 0.58 writes version 100")
-    if mtype != 0:
-        fail(4, f"model type {mtype}; CRF++ writes 0")
-    if not (0 < cost < math.inf):
-        fail(8, f"cost-factor {cost!r} is not a positive number")
-    if maxid < 1 or xsize < 1:
-        fail(16, f"maxid {maxid} and xsize {xsize} must be positive")
-    pos = _BIN_HEAD.size
-
-    def take(n, what):
-        nonlocal pos
-        if n > size - pos:
-            fail(pos, f"the {what} take {n} bytes, only {size - pos} are left: truncated?")
-        out = data[pos:pos + n]
-        pos += n
-        return out
-
-    def strings(raw, start, what):
-        if raw and not raw.endswith(b"\0"):
-            fail(start + len(raw), f"the {what} do not end with a NUL")
-        out = []
-        at = start
-        for piece in raw.split(b"\0")[:-1]:
-            try:
-                out.append(piece.decode(encoding))
-            except UnicodeDecodeError:
-                fail(at, f"{piece[:40]!r} in the {what} is not {encoding} text")
-            at += len(piece) + 1
-        return out
-
-    y_at = pos
-    labels = strings(take(ysize, "labels"), y_at, "labels")
-    if not labels or "" in labels:
-        fail(y_at, "the model has no labels" if not labels else "an empty label")
-    if len(labels) > MAX_LABELS:
-        fail(y_at, f"{len(labels)} labels; at most {MAX_LABELS} are supported")
-    if len(set(labels)) != len(labels):
-        fail(y_at, "a label is listed twice")
-    check_label_pairs(len(labels), name)
-    Y = len(labels)
-    t_at = pos
-    (tsize,) = struct.unpack("<I", take(4, "template's size"))
-    templates = [t for t in strings(take(tsize, "template"), t_at + 4, "template") if t]
-    for t in templates:
-        if t[0] not in "UB":
-            fail(t_at, f"template line {t[:40]!r} is neither a U nor a B line")
-    d_at = pos
-    if dsize % 8:
-        fail(20, f"the trie's size {dsize} is not a whole number of 8-byte units")
-    if dsize > size - pos:
-        fail(pos, f"the feature trie take {dsize} bytes, only {size - pos} are left: truncated?")
-    trie = memoryview(data)[pos:pos + dsize]           # (no copy: a mapped model stays mapped)
-    pos += dsize
-    w_at = pos
-    if size - pos != 4 * maxid:
-        fail(pos, f"{size - pos} bytes after the trie for maxid {maxid} weights of 4 bytes "
-                  f"({'truncated?' if size - pos < 4 * maxid else 'trailing bytes'})")
-    return _BinaryHead(data=data, name=name, fail=fail, version=version, cost=cost, maxid=maxid, xsize=xsize,
-                       labels=labels, templates=templates, Y=Y, trie=trie, d_at=d_at, w_at=w_at)
 
 
 def _binary_weights(head, lo=0, hi=None):
@@ -446,37 +352,18 @@ def from_crfpp_file(cls, path, encoding="utf-8"):
     return _estimator(cls, name, kind, text, tpl, m.labels, m.features, w, m.cost_factor)
 
 
-def _template(name, kind, templates, xsize):
-    """(text, Template) of a CRF++ model's template lines."""
-    from ..data.templates import Template
-
-    # the template (xsize is not the data's number of columns: crf_learn lowers it to the
-    # highest column the template uses, plus one)
-    text = "# format: crfpp\n" + "\n".join(templates) + "\n"
-    try:
-        tpl = Template.parse(text, source=f"{name} (its template)", format="crfpp")
-    except DataFormatError as exc:
-        raise ModelFileError(f"{name}: invalid CRF++ {kind} model (template line "
-                             f"{exc.line - 1 if exc.line else '?'}: {exc.message})") from None
-    if tpl.n_columns_required > xsize:
-        raise ModelFileError(f"{name}: invalid CRF++ {kind} model (the template uses column "
-                             f"{tpl.n_columns_required - 1}, xsize is {xsize})")
-    return text, tpl
-
-
 def _estimator(cls, name, kind, text, tpl, labels, features, w, cost_factor):
     """A fitted ``cls`` of the ``features`` ((string, first weight index) pairs) with the
     weights ``w`` (crf_test's: times the cost factor)."""
-
     if not np.all(np.abs(w) <= MAX_ABS_WEIGHT):
         raise ModelFileError(f"{name}: invalid CRF++ {kind} model (a weight times the cost factor "
                              f"{cost_factor:g} is beyond +-{MAX_ABS_WEIGHT:.0e}: inference would overflow)")
     Y = len(labels)
-    strings = [x for x, _ in features]
-    firsts = np.fromiter((f for _, f in features), np.int64, len(features))
-    is_u = np.fromiter((x[0] == "U" for x in strings), bool, len(strings))
-    uni_names, u_ptr, u_lab, u_w = _blocks([x for x, u in zip(strings, is_u) if u], firsts[is_u], w, Y)
-    b_strings = [x for x, u in zip(strings, is_u) if not u]
+    strings = list(map(itemgetter(0), features))
+    firsts = np.fromiter(map(itemgetter(1), features), np.int64, len(features))
+    is_u = np.fromiter(map("U".__eq__, map(itemgetter(0), strings)), bool, len(strings))
+    uni_names, u_ptr, u_lab, u_w = _blocks(list(compress(strings, is_u.tolist())), firsts[is_u], w, Y)
+    b_strings = list(compress(strings, (~is_u).tolist()))
     b_firsts = firsts[~is_u]
     t_pair = np.zeros(0, np.int32)
     t_w = np.zeros(0)
@@ -523,7 +410,7 @@ def _blocks(names, firsts, w, width, chunk_entries=1 << 22):
         pos.append(cols.astype(np.int32))
         vals.append(W[rows, cols])
         counts.append(c[c > 0])
-        kept.extend(x for x, k in zip(names[lo:lo + step], (c > 0).tolist()) if k)
+        kept.extend(compress(names[lo:lo + step], (c > 0).tolist()))
     ptr = np.zeros(len(kept) + 1, np.int64)
     if counts:
         np.cumsum(np.concatenate(counts), out=ptr[1:])
@@ -532,72 +419,52 @@ def _blocks(names, firsts, w, width, chunk_entries=1 << 22):
 
 
 # --------------------------------------------------------------------------- labelling
-class BinaryModelHead:
-    """A CRF++ binary model's header, labels and template, checked, for
-    :meth:`model_for`: the model restricted to the feature strings a set of inputs
-    produces (what ``crf_test`` does: it looks each string up in the trie; reading every
-    feature of a large model costs seconds)."""
-
-    def __init__(self, path, encoding="utf-8"):
-        self.name = os.fspath(path)
-        data = _mapped(self.name)
-        if data is None:
-            _, data = read_limited(path, "CRF++", MAX_FILE_SIZE)
-        self.encoding = encoding
-        self.head = _binary_head(data, self.name, encoding)
-        self.labels = self.head.labels
-        self.text, self.template = _template(self.name, "binary", self.head.templates, self.head.xsize)
+class BinaryModelHead(BinaryHead):
+    """A CRF++ binary model's header, labels and template, checked
+    (:class:`~spargel.chain.crfpp_binary.BinaryHead`), for :meth:`model_for`."""
 
     def model_for(self, cls, strings):
-        """A fitted ``cls`` holding the model's features among ``strings`` (and the
-        transitions): it labels any input whose feature strings are among them as the
-        whole model does."""
-        h = self.head
-        keys = list(set(strings) | {"B"})     # (a template's strings start with U or B)
-        try:
-            raw = [x.encode(self.encoding) for x in keys]
-        except UnicodeEncodeError:         # a string the model's encoding cannot hold: in no trie
-            pairs = [(x, x.encode(self.encoding, "ignore")) for x in keys]
-            keys = [x for x, b in pairs if b.decode(self.encoding, "ignore") == x]
-            raw = [x.encode(self.encoding) for x in keys]
-        ids = trie_lookup(h.trie, raw, lambda off, msg: h.fail(h.d_at + off, msg))
-        Y = h.Y
-        found = np.flatnonzero(ids >= 0)
-        keys = [keys[i] for i in found.tolist()]
-        f = ids[found]
-        width = np.where(np.fromiter((x[0] == "U" for x in keys), bool, len(keys)), Y, Y * Y)
-        past = np.flatnonzero(f + width > h.maxid)
-        if len(past):
-            i = int(past[0])
-            h.fail(h.d_at, f"feature {keys[i][:40]!r} takes weights {f[i]} to {f[i] + width[i] - 1}, "
-                           f"past maxid {h.maxid}")
-        at = np.cumsum(width) - width
-        features = list(zip(keys, at.tolist()))
-        index = np.repeat(f - at, width) + np.arange(int(width.sum()), dtype=np.int64)
-        with np.errstate(invalid="ignore"):            # a signalling NaN is refused just below
-            w = np.frombuffer(h.data, "<f4", h.maxid, h.w_at)[index].astype(np.float64)
-        if not np.all(np.isfinite(w)):
-            i = int(index[np.flatnonzero(~np.isfinite(w))[0]])
-            h.fail(h.w_at + 4 * i, f"weight {i} is {w[np.flatnonzero(index == i)[0]]}")
-        w = w.astype(np.float32).astype(np.float64) * h.cost
-        return _estimator(cls, self.name, "binary", self.text, self.template, self.labels, features, w, h.cost)
+        """:func:`model_for` of this model."""
+        return model_for(self, cls, strings)
 
 
-def _mapped(name):
-    """The file mapped read-only into memory (as ``crf_test`` maps its model: only the
-    pages read are loaded), or None when it cannot be mapped (an empty file, a pipe);
-    larger than any model read here: a ``ModelFileError``."""
-    import mmap
-
+def model_for(head, cls, strings):
+    """A fitted ``cls`` holding the features among ``strings`` (and the transitions) of
+    the CRF++ binary model ``head`` (a :class:`~spargel.chain.crfpp_binary.BinaryHead`):
+    it labels any input whose feature strings are among them as the whole model does.
+    What ``crf_test`` does: it looks each string up in the trie (reading every feature
+    of a large model costs seconds)."""
+    h = head.head
+    keys = list(set(strings) | {"B"})     # (a template's strings start with U or B)
     try:
-        with open(name, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > MAX_FILE_SIZE:
-                raise ModelFileError(f"{name}: {size} bytes; larger than any CRF++ model read here "
-                                     f"({MAX_FILE_SIZE})")
-            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else None
-    except (OSError, ValueError):
-        return None
+        raw = [x.encode(head.encoding) for x in keys]
+    except UnicodeEncodeError:         # a string the model's encoding cannot hold: in no trie
+        pairs = [(x, x.encode(head.encoding, "ignore")) for x in keys]
+        keys = [x for x, b in pairs if b.decode(head.encoding, "ignore") == x]
+        raw = [x.encode(head.encoding) for x in keys]
+    ids = trie_lookup(h.trie, raw, lambda off, msg: h.fail(h.d_at + off, msg))
+    Y = h.Y
+    found = np.flatnonzero(ids >= 0)
+    keys = [keys[i] for i in found.tolist()]
+    f = ids[found]
+    width = np.where(np.fromiter(map("U".__eq__, map(itemgetter(0), keys)), bool, len(keys)), Y, Y * Y)
+    past = np.flatnonzero(f + width > h.maxid)
+    if len(past):
+        i = int(past[0])
+        h.fail(h.d_at, f"feature {keys[i][:40]!r} takes weights {f[i]} to {f[i] + width[i] - 1}, "
+                       f"past maxid {h.maxid}")
+    at = np.cumsum(width) - width
+    features = list(zip(keys, at.tolist()))
+    index = np.repeat(f - at, width) + np.arange(int(width.sum()), dtype=np.int64)
+    w = np.frombuffer(h.data, "<f4", h.maxid, h.w_at)[index]       # (crf_test's 32-bit weights)
+    with np.errstate(invalid="ignore"):            # a signalling NaN is refused just below
+        finite = np.isfinite(w)
+    if not finite.all():
+        i = int(index[np.flatnonzero(~finite)[0]])
+        h.fail(h.w_at + 4 * i, f"weight {i} is {float(w[np.flatnonzero(index == i)[0]])}")
+    w = w.astype(np.float64)
+    w *= h.cost
+    return _estimator(cls, head.name, "binary", head.text, head.template, head.labels, features, w, h.cost)
 
 
 def trie_lookup(trie, keys, fail):

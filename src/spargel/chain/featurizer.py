@@ -13,6 +13,8 @@ none of them builds or reaches into an estimator to get at data.
 (2, ['DT', 'NN'])
 """
 
+from itertools import repeat
+
 import numpy as np
 
 from ..data.dataset import SequenceData, build_dataset, label_ids, unit_values
@@ -164,7 +166,7 @@ def _lookup_rows(expanded, vocab, n):
     get = vocab.mapping.get
     cols = []
     for strings, codes in expanded:
-        ids = np.fromiter((get(x, -1) for x in strings), dtype=np.int64, count=len(strings))
+        ids = np.fromiter(map(get, strings, repeat(-1)), dtype=np.int64, count=len(strings))
         cols.append(np.append(ids, -1)[codes])          # code -1: the appended -1
     table = np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
     keep = table >= 0

@@ -56,11 +56,18 @@ def _rows(ptr, entries, attrs):
 def _table(ptr, ids, entries, w, base, width):
     """(dense rows of the attributes in ``ids``, each occurrence's row): the weights of
     every attribute that occurs, one row of ``width`` each."""
-    used, local = np.unique(ids, return_inverse=True)
+    # the attributes that occur, in increasing order, and each occurrence's rank among
+    # them: np.unique's answer, marked in a table of all the attributes instead of sorted
+    ids = np.asarray(ids, np.int64).reshape(-1)
+    seen = np.zeros(len(ptr) - 1, bool)
+    seen[ids] = True
+    used = np.flatnonzero(seen)
+    rank = np.cumsum(seen, dtype=np.int64) - 1
+    local = rank[ids]
     rows = np.zeros((len(used), width))
     k, owner = _rows(np.asarray(ptr, np.int64), entries, used.astype(np.int64))
     rows[owner, entries[k]] = w[base + k]
-    return rows, local.reshape(-1)
+    return rows, local
 
 
 def _slots(ptr):
@@ -92,11 +99,9 @@ def decode(space, data, w):
         A = np.full((len(slots), n_tok), len(U) - 1, np.int64)
         for j, (tok, idx) in enumerate(slots):
             A[j, tok] = li[idx]
-        for j in range(len(slots)):                   # (adding a zero row leaves a sum as it is)
-            if j == 0:
-                E = U[A[0]]
-            else:
-                E += U[A[j]]
+        E = U[A[0]]
+        for j in range(1, len(slots)):                # (adding a zero row leaves a sum as it is)
+            E += U[A[j]]
     # pair scores, [current, previous]: the transitions plus each token's bigram weights
     # added one by one (as the kernels add them); a token's first bigram attribute
     # picks a precomputed table T + B[a], table 0 being T alone

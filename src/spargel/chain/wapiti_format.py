@@ -210,7 +210,7 @@ def read_bytes(data, name="<bytes>", encoding="utf-8"):
         index[i], weights[i] = f, v
     if c.left():
         c.fail("unexpected data after the last weight")
-    if len(np.unique(index)) != n_weights:
+    if np.any(np.diff(np.sort(index)) == 0):       # (np.unique would import numpy.ma: 10 ms)
         c.fail("a weight index is given twice")
     return WapitiModel(kind, patterns, n_columns, autouni, labels, observations, index, weights)
 

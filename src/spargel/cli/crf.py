@@ -6,13 +6,13 @@ through :mod:`spargel.cli.common`)."""
 from __future__ import annotations
 
 import codecs
-import io
+import contextlib
+import gc
 import os
 import sys
 
 from .common import (PROG, CommandError, UsageError, check_outputs, read_text,
                      refuse_line_breaks, write_output)
-from ..data.templates import trained_columns
 from ..errors import DataFormatError, ParameterError
 
 #: Strings that stand for "no label given" in the label column of ``label --force``.
@@ -43,16 +43,19 @@ def load_crf(path, encoding="utf-8"):
 
 
 def _model_columns(model):
+    from ..data.templates import trained_columns
+
     return trained_columns(model.template)
 
 
 def _crfpp_model(head, sents, args):
     """(model, expansion) for ``spargel label`` with a CRF++ binary model: the model
-    restricted to the feature strings of ``sents`` (:meth:`BinaryModelHead.model_for`),
+    restricted to the feature strings of ``sents`` (:func:`~spargel.chain.crfpp_format.model_for`),
     and those strings as :func:`_plain_labels` takes them; the whole model and None when
     the sentences lack a column the template reads (the general path says so)."""
     import numpy as np
 
+    from ..chain.crfpp_format import model_for
     from ..chain.estimator import CRF
 
     tpl = head.template
@@ -66,8 +69,27 @@ def _crfpp_model(head, sents, args):
     strings = set()
     for part, _ in uni + big:
         strings.update(part)
-    model = head.model_for(CRF, strings)
+    model = model_for(head, CRF, strings)
     return model, (tpl.text, seq_ptr, cells, (uni, big))
+
+
+#: the most tokens ``spargel label`` labels in plain Python with a CRF++ binary model
+#: (:func:`spargel.chain.crfpp_binary.label_few`) rather than through numpy, whose
+#: import alone costs as much CPU time as about this many tokens take in plain Python
+FEW_TOKENS = 1000
+
+
+def _few_for_plain_python(head, sents):
+    """Whether ``spargel label`` labels ``sents`` with the CRF++ binary model ``head`` in
+    plain Python: at most :data:`FEW_TOKENS` tokens, every one with the columns the
+    template reads (else the general path says which lacks them), and a label set small
+    enough (:func:`~spargel.chain.crfpp_binary.fits_few`)."""
+    from ..chain.crfpp_binary import fits_few
+
+    n_tokens = sum(len(s.columns) for s in sents)
+    need = head.template.n_columns_required
+    return (n_tokens <= FEW_TOKENS and fits_few(head, n_tokens)
+            and all(len(row) >= need for s in sents for row in s.columns))
 
 
 def _plain_labels(model, sents, n_cols, expanded=None):
@@ -105,8 +127,29 @@ def _plain_labels(model, sents, n_cols, expanded=None):
     return [names[seq_ptr[i]:seq_ptr[i + 1]] for i in range(len(sents))]
 
 
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off for the block (and back on after it, if it
+    was). Labelling a file builds hundreds of thousands of small lists and strings that
+    form no cycles and live until the output is written; the collector's full passes
+    over them took a tenth of ``spargel label``'s time on CoNLL-2000's test set."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def cmd_label(args):
     """``spargel label``: decode a column file and append the predicted labels."""
+    with _collector_paused():
+        return _label(args)
+
+
+def _label(args):
+    """:func:`cmd_label`'s work."""
     from ..core.limits import check_nbest
 
     if args.blocks and args.nbest < 2:
@@ -127,10 +170,10 @@ def cmd_label(args):
     crfpp = None
     if (args.nbest == 1 and not args.marginals and not args.force and args.constraints is None
             and args.model != "-" and os.path.isfile(args.model)):
-        from ..chain.crfpp_format import BinaryModelHead, is_crfpp_binary_file
+        from ..chain.crfpp_binary import BinaryHead, is_crfpp_binary_file
         if is_crfpp_binary_file(args.model):
             # crf_test's way: only the features of the input are looked up in the trie
-            crfpp = BinaryModelHead(args.model, args.encoding)
+            crfpp = BinaryHead(args.model, args.encoding)
             refuse_line_breaks(crfpp.labels, "label", args.model)
     if crfpp is None:
         model = load_crf(args.model, args.encoding)
@@ -144,17 +187,16 @@ def cmd_label(args):
     text, name = read_text(args.input, args.encoding)
     tabbed = any("\t" in line for line in text.split("\n", 50)[:50])
     separator = "\t" if (args.force and tabbed) else None
-    from ..data.conll import read_conll
+    from ..data.conll import parse_text
 
-    stream = io.StringIO(text)
-    stream.name = name
-    sents = list(read_conll(stream, has_labels=False, separator=separator))
+    sents = parse_text(text, name, has_labels=False, separator=separator)
     expanded = None
-    if crfpp is not None:
+    few = crfpp is not None and _few_for_plain_python(crfpp, sents)
+    if crfpp is not None and not few:
         model, expanded = _crfpp_model(crfpp, sents, args)
     width = len(sents[0].columns[0])
-    n_cols = _model_columns(model)
-    tpl = model.fitted_model_.template
+    n_cols = None if few else _model_columns(model)
+    tpl = crfpp.template if few else model.fitted_model_.template
     if n_cols is None:  # a model from the Python API: guess from the template
         n_cols = max(tpl.n_columns_required, width - 1 if width > tpl.n_columns_required else width)
     has_gold = width == n_cols + 1
@@ -184,7 +226,10 @@ def cmd_label(args):
 
     k = args.nbest
     plain = None
-    if k == 1 and not args.marginals and constraints is None:
+    if few:
+        from ..chain.crfpp_binary import label_few
+        plain = label_few(crfpp, [s.columns for s in sents])
+    elif k == 1 and not args.marginals and constraints is None:
         plain = _plain_labels(model, sents, n_cols, expanded)
     X = None if plain is not None else [[row[:n_cols] for row in s.columns] for s in sents]
     if plain is not None:

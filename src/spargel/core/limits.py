@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import os
 
-from .solver_table import solver as solver_record
 from ..errors import ModelFileError
 
 __all__ = ["available_memory", "check_label_pairs", "check_nbest", "label_pair_bytes", "nbest_bytes",
@@ -134,6 +133,8 @@ def weight_copies(solver: str, memory: int = 6, l1: bool = True, n_chunks: int =
     >>> weight_copies("owlqn", memory=6), weight_copies("lbfgs", memory=3, l1=False), weight_copies("sgd-l1")
     (19, 12, 4)
     """
+    from .solver_table import solver as solver_record     # (training only: labelling loads no solver table)
+
     record = solver_record(solver)
     if record.memory_formula == "curvature":
         # the pseudo-gradient: only a solver that takes an l1 term keeps one
@@ -162,6 +163,8 @@ def training_bytes(n_labels: int, n_attributes: int, n_features: int, n_tokens: 
     >>> round(training_bytes(1524, 78517, 119665212, 11934, "sgd-l1") / 2**30, 1)
     4.6
     """
+    from .solver_table import solver as solver_record
+
     k = gradient_chunks(n_features, n_jobs) if solver_record(solver).memory_formula == "curvature" else 1
     c = weight_copies(solver, memory, l1, k)
     F = int(n_features)

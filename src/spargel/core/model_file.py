@@ -25,12 +25,10 @@ Anything wrong raises :class:`ModelFileError` naming the file and the problem. W
 (:func:`save_arrays`) is atomic: see :mod:`spargel.core.files`.
 """
 
-import hashlib
 import io
 import json
 import os
 import struct
-import zipfile
 
 import numpy as np
 
@@ -56,11 +54,16 @@ _KINDS = "biuf"
 _CHUNK = 1 << 20
 
 
+# (hashlib and zipfile are imported where used: a run that reads another tool's model
+# file, as a one-shot 'spargel label' does, needs neither)
+
 def _digest(a):
+    import hashlib
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
 def _header_digest(header):
+    import hashlib
     body = {k: v for k, v in header.items() if k != "sha256"}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
@@ -69,6 +72,7 @@ def _header_digest(header):
 def save_arrays(path, kind, meta, arrays):
     """Write ``arrays`` (name -> numeric ndarray) and ``meta`` (JSON-able) to ``path``,
     atomically (the previous file stays intact until the new one is complete)."""
+    import zipfile
     arrays = {name: np.asarray(a) for name, a in arrays.items()}
     for name, a in arrays.items():
         if not isinstance(name, str) or not name or "/" in name or name == "header":
@@ -248,6 +252,7 @@ def load_arrays(path, kind, *, memory_limit=None):
 
 
 def _load(path, name, kind, memory_limit):
+    import zipfile
     with open(path, "rb") as raw:
         if not zipfile.is_zipfile(raw):
             _fail(name, "not a spargel model file (not a zip archive of arrays)")

@@ -18,19 +18,19 @@ Lines whose first field is ``-DOCSTART-`` are document markers: they are
 skipped and end the current sequence, like a blank line.
 
 :func:`read_conll` streams a file one line at a time and yields one
-:class:`Sentence` per sequence; :func:`write_conll` writes sequences back with
+:class:`Sentence` per sequence (:func:`parse_text`: the same list of a whole text at once); :func:`write_conll` writes sequences back with
 extra columns (predicted labels, say) appended.
 """
 
 from __future__ import annotations
 
+import io
 import os
-from collections.abc import Iterable, Iterator, Sequence
-from typing import IO, Any
+from collections.abc import Iterable, Iterator, Sequence  # (no typing: a short spargel label loads none)
 
 from .errors import DataFormatError
 
-__all__ = ["Sentence", "decode_lines", "parse_lines", "read_conll", "write_conll"]
+__all__ = ["Sentence", "decode_lines", "parse_lines", "parse_text", "read_conll", "write_conll"]
 
 DOCSTART = "-DOCSTART-"
 _BLANKS = " \t\r\n"  # a line of these only is blank
@@ -98,7 +98,7 @@ class Sentence:
         )
 
 
-def _source_name(source: Any) -> str:
+def _source_name(source: object) -> str:
     if isinstance(source, (str, os.PathLike)):
         return os.fsdecode(source)
     name = getattr(source, "name", None)
@@ -109,7 +109,7 @@ def _source_name(source: Any) -> str:
     return "<stream>"
 
 
-def _lines(source: Any, name: str, encoding: str) -> Iterator[tuple[int, str]]:
+def _lines(source: object, name: str, encoding: str) -> Iterator[tuple[int, str]]:
     """Yield (line number, decoded line) one line at a time.
 
     A path or a binary stream is read as bytes and every line decoded on its own
@@ -191,7 +191,7 @@ def decode_lines(raw_lines: Iterable[bytes], name: str, encoding: str, *, first_
 
 
 def read_conll(
-    source: str | os.PathLike | IO,
+    source: str | os.PathLike | io.IOBase,
     *,
     has_labels: bool = True,
     separator: str | None = None,
@@ -312,10 +312,49 @@ def parse_lines(lines: Iterable[tuple[int, str]], name: str, *, has_labels: bool
         raise DataFormatError(name, None, "no sequences (the input has no token lines)")
 
 
+#: characters that ``str.split()`` takes for spaces but a column file does not (``\r`` only
+#: ends a line there); with none of them in an ASCII text, ``line.split()`` gives the fields
+_OTHER_SPACES = "\r\x0b\x0c\x1c\x1d\x1e\x1f"
+
+
+def parse_text(text: str, name: str, *, has_labels: bool = True, separator: str | None = None) -> list[Sentence]:
+    """The list of :class:`Sentence` of a whole decoded column file ``text`` (without a
+    byte-order mark): what ``list(read_conll(io.StringIO(text)))`` gives, errors included,
+    built without a generator step per line when the text allows (ASCII, fields separated
+    by spaces and tabs only, no ``-DOCSTART-``, the same number of fields on every line);
+    else by :func:`read_conll` itself.
+
+    >>> [(s.columns, s.line) for s in parse_text("a X\\n  \\nb\\tY\\n", "t.txt", has_labels=False)]
+    [([['a', 'X']], 1), ([['b', 'Y']], 3)]
+    """
+    if (separator is None and text.isascii() and DOCSTART not in text
+            and not any(c in text for c in _OTHER_SPACES)):
+        rows = [line.split() for line in text.split("\n")]
+        widths = set(map(len, rows))
+        widths.discard(0)
+        if len(widths) == 1 and not (has_labels and widths == {1}):
+            out = []
+            start = -1
+            rows.append([])                     # (the end of the text ends the last sequence)
+            for i, row in enumerate(rows):
+                if not row:
+                    if start >= 0:
+                        block = rows[start:i]
+                        out.append(Sentence(block, [r.pop() for r in block] if has_labels else None,
+                                            start + 1, name))
+                        start = -1
+                elif start < 0:
+                    start = i
+            return out
+    stream = io.StringIO(text)
+    stream.name = name
+    return list(read_conll(stream, has_labels=has_labels, separator=separator))
+
+
 def write_conll(
-    file: str | os.PathLike | IO,
+    file: str | os.PathLike | io.IOBase,
     sentences_columns: Iterable[Sequence[Sequence[str]]],
-    extra_columns: Iterable[Sequence[Any]] | None = None,
+    extra_columns: Iterable[Sequence[object]] | None = None,
     *,
     separator: str = "\t",
     encoding: str = "utf-8",

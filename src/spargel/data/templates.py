@@ -173,6 +173,26 @@ class _Command:
         return first_match
 
 
+def _distinct(key, bound):
+    """(the distinct values of the int64 array ``key``, whose values lie in
+    ``[0, bound)``, in increasing order; each entry's rank among them; for each, the
+    index of one entry holding it): ``np.unique``'s answer, by marking a table of
+    ``bound`` entries when that is small (no sort), else by ``np.unique``."""
+    import numpy as np
+
+    n = len(key)
+    if bound <= 4 * n + 4096:
+        seen = np.zeros(bound, bool)
+        seen[key] = True
+        used = np.flatnonzero(seen)
+        rank = np.cumsum(seen, dtype=np.int64) - 1
+        holder = np.empty(bound, np.int64)
+        holder[key] = np.arange(n, dtype=np.int64)
+        return used, rank[key], holder[used]
+    used, at, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return used, inverse.reshape(-1), at
+
+
 def _ascii_lower(s: str) -> str:
     """C's tolower over the bytes of ``s``: only A-Z change."""
     return s.lower() if s.isascii() else s.translate(_ASCII_LOWER)
@@ -754,11 +774,11 @@ class Template:
 
         got = state["cols"].get(col)
         if got is None:
-            index = {}
-            setdefault = index.setdefault
-            codes = np.fromiter((setdefault(v, len(index)) for v in state["cells"][col]), dtype=np.int64,
-                                count=state["N"])
-            got = state["cols"][col] = (list(index), codes)
+            cells = state["cells"][col]
+            uniq = list(dict.fromkeys(cells))             # in order of first occurrence
+            index = dict(zip(uniq, range(len(uniq))))
+            codes = np.fromiter(map(index.__getitem__, cells), dtype=np.int64, count=state["N"])
+            got = state["cols"][col] = (uniq, codes)
         return got
 
     def _command_codes(self, c, state):
@@ -790,8 +810,9 @@ class Template:
         out[inside] = codes[(start + pos)[inside]]
         if not inside.all():
             dist = np.where(pos < 0, pos, pos - T + 1)[~inside]
-            marks, inv = np.unique(dist, return_inverse=True)
-            out[~inside] = len(values) + inv.reshape(-1)
+            marks, inv, _ = _distinct(dist - dist.min(), int(dist.max() - dist.min()) + 1)
+            marks = marks + dist.min()
+            out[~inside] = len(values) + inv
             if wapiti:
                 names = [f"_x{'-' if d < 0 else '+'}{abs(d) if abs(d) <= 4 else '#'}" for d in marks.tolist()]
                 if fn is not None:
@@ -815,23 +836,21 @@ class Template:
                 parts = [self._command_codes(c, state) for c in p.commands]
                 if len(parts) == 1:
                     values, codes = parts[0]
-                    used, codes = np.unique(codes, return_inverse=True)
-                    codes = codes.reshape(-1)
+                    used, codes, _ = _distinct(codes, len(values))
                     pre, post = p.literals
-                    strings = [pre + values[i] + post for i in used.tolist()]
+                    strings = [pre + v + post for v in map(values.__getitem__, used.tolist())]
                 else:
-                    key = parts[0][1]
+                    key, bound = parts[0][1], len(parts[0][0])
                     for values, codes in parts[1:]:
                         key = key * len(values) + codes
+                        bound *= len(values)
                         if len(parts) > 2:
-                            _, key = np.unique(key, return_inverse=True)
-                            key = key.reshape(-1)
-                    used, first_at, codes = np.unique(key, return_index=True, return_inverse=True)
-                    codes = codes.reshape(-1)
-                    fmt = p.fmt.format
-                    tables = [(values, c[first_at].tolist()) for values, c in parts]
-                    strings = [fmt(*[tables[k][0][tables[k][1][i]] for k in range(len(parts))])
-                               for i in range(len(used))]
+                            used, key, _ = _distinct(key, bound)
+                            bound = len(used)
+                    _, codes, at = _distinct(key, bound)
+                    # each distinct string built once, from one token that has it
+                    strings = list(map(p.fmt.format, *[map(values.__getitem__, c[at].tolist())
+                                                       for values, c in parts]))
                 if self.format == "wapiti" and any(c.op == "m" for c in p.commands):
                     strings = [o.split("\0", 1)[0] for o in strings]  # a C string ends at its NUL
             if not pad:
