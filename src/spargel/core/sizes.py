@@ -7,6 +7,8 @@ and evaluations would be sent to the worker that holds ``w``. :class:`Sized` giv
 models an honest ``__sizeof__``: the bytes of the arrays they reach.
 """
 
+import sys
+
 import numpy as np
 
 
@@ -38,8 +40,6 @@ class Sized:
         return object.__sizeof__(self) + reachable_nbytes(vars(self))
 
 
-__all__ = ["Sized", "reachable_nbytes"]
-
 
 def return_free_memory():
     """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing
@@ -60,3 +60,44 @@ def return_free_memory():
 
 
 _TRIM = None
+
+#: how many arrays :func:`spare_buffer` keeps an eye on
+SPARE_BUFFERS = 4
+
+
+def _count(items, i):
+    """The reference count of ``items[i]`` as seen from here."""
+    return sys.getrefcount(items[i])
+
+
+#: what :func:`_count` reads for an object that only its list refers to (measured, not
+#: assumed: interpreters differ in the references they take while calling)
+_UNREFERENCED = _count([object()], 0)
+
+
+def spare_buffer(handed, n):
+    """A zeroed float64 array of ``n`` entries to hand out (a gradient): one of the
+    arrays in ``handed`` (those handed out before) that nothing but ``handed`` refers to
+    any more -- its receiver has let go of it -- or else a new one, which joins
+    ``handed`` (the oldest is forgotten beyond :data:`SPARE_BUFFERS`).
+
+    A solver that steps along gradients holds two or three of them at a time; without
+    this each evaluation would take fresh memory the size of the weights, whose first
+    touch (page faults: the kernel zeroes each page, and finds or assembles the huge
+    pages that numpy asks for) costs system time comparable with the gradient itself.
+    The test is CPython's reference count: an array still held by its receiver, by a
+    view of it or by a container is never handed out again.
+    """
+    for i in range(len(handed)):
+        if len(handed[i]) == n and _count(handed, i) == _UNREFERENCED:
+            a = handed[i]
+            a.fill(0.0)
+            return a
+    a = np.zeros(n)
+    handed.append(a)
+    if len(handed) > SPARE_BUFFERS:
+        del handed[0]
+    return a
+
+
+__all__ = ["Sized", "reachable_nbytes", "return_free_memory", "spare_buffer"]

@@ -1,0 +1,36 @@
+"""Weight-sized buffers (``core/sizes.py``): ``spare_buffer`` hands out again only an
+array that nothing but its list holds, zeroed; ``plain_pages`` gives a zeroed, writable
+array of the shape asked for. The chain CRF's gradients reuse the ones a caller has
+let go of, and never one the caller still holds (its values stay as they were)."""
+
+import numpy as np
+
+from spargel.core.sizes import SPARE_BUFFERS, spare_buffer
+
+
+def test_spare_buffer_reuses_only_unreferenced_arrays():
+    handed = []
+    a = spare_buffer(handed, 5)
+    a += 1.0
+    b = spare_buffer(handed, 5)
+    assert b is not a and len(handed) == 2          # a is still held
+    ident = id(a)
+    del a
+    c = spare_buffer(handed, 5)
+    assert id(c) == ident and np.array_equal(c, np.zeros(5))
+    view = b[1:]                                    # a view holds its base
+    del b
+    d = spare_buffer(handed, 5)
+    assert d is not c and d.base is None and np.array_equal(view, np.zeros(4))
+    kept = [d]                                      # so does a container
+    del d
+    e = spare_buffer(handed, 5)
+    assert e is not kept[0]
+    assert spare_buffer(handed, 6).shape == (6,)    # another size: a new array
+
+
+def test_spare_buffer_keeps_a_bounded_list():
+    handed = []
+    held = [spare_buffer(handed, 3) for _ in range(SPARE_BUFFERS + 3)]
+    assert len(handed) == SPARE_BUFFERS
+    assert all(h is x for h, x in zip(handed, held[-SPARE_BUFFERS:]))
