@@ -1,11 +1,11 @@
 """Weight-sized buffers (``core/sizes.py``): ``spare_buffer`` hands out again only an
 array that nothing but its list holds, zeroed; ``plain_pages`` gives a zeroed, writable
-array of the shape asked for. The chain CRF's gradients reuse the ones a caller has
-let go of, and never one the caller still holds (its values stay as they were)."""
+array of the shape asked for (the chain CRF's gradients through ``spare_buffer``:
+``tests/chain/test_gradient_buffers.py``)."""
 
 import numpy as np
 
-from spargel.core.sizes import SPARE_BUFFERS, spare_buffer
+from spargel.core.sizes import SPARE_BUFFERS, plain_pages, spare_buffer
 
 
 def test_spare_buffer_reuses_only_unreferenced_arrays():
@@ -34,3 +34,13 @@ def test_spare_buffer_keeps_a_bounded_list():
     held = [spare_buffer(handed, 3) for _ in range(SPARE_BUFFERS + 3)]
     assert len(handed) == SPARE_BUFFERS
     assert all(h is x for h, x in zip(handed, held[-SPARE_BUFFERS:]))
+
+
+def test_plain_pages_are_zeroed_float64_arrays():
+    a = plain_pages((3, 1000))
+    assert a.shape == (3, 1000) and a.dtype == np.float64 and a.flags.writeable and a.flags.c_contiguous
+    assert not a.any()
+    a[2, 999] = 4.0
+    assert a.sum() == 4.0
+    assert plain_pages((0, 7)).shape == (0, 7)
+    assert plain_pages(4).shape == (4,)

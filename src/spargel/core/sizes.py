@@ -7,6 +7,7 @@ and evaluations would be sent to the worker that holds ``w``. :class:`Sized` giv
 models an honest ``__sizeof__``: the bytes of the arrays they reach.
 """
 
+import mmap
 import sys
 
 import numpy as np
@@ -61,6 +62,26 @@ def return_free_memory():
 
 _TRIM = None
 
+def plain_pages(shape):
+    """A zeroed float64 array of ``shape`` in memory mapped for it alone, in the system's
+    ordinary pages: for large arrays that are only ever read and written from end to end
+    (the curvature pairs of L-BFGS).
+
+    numpy asks for huge pages for every array from 4 MiB on. Where the system then has
+    to assemble them on the first touch (Linux's ``defrag`` setting ``madvise``, the
+    default, compacts memory in the faulting thread), that touch cost about four times
+    the system time of ordinary pages, from run to run differently, on a 2-core Linux
+    machine with its memory in the page cache (0.22 against 0.05 s for 96 MB). A
+    streamed array gains nothing from huge pages: hardware prefetching hides the page
+    walks. Empty shapes get a plain numpy array.
+    """
+    shape = tuple(int(s) for s in np.atleast_1d(shape))
+    nbytes = 8 * int(np.prod(shape, dtype=np.int64))
+    if nbytes == 0:
+        return np.zeros(shape)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=np.float64).reshape(shape)
+
+
 #: how many arrays :func:`spare_buffer` keeps an eye on
 SPARE_BUFFERS = 4
 
@@ -100,4 +121,4 @@ def spare_buffer(handed, n):
     return a
 
 
-__all__ = ["Sized", "reachable_nbytes", "return_free_memory", "spare_buffer"]
+__all__ = ["Sized", "plain_pages", "reachable_nbytes", "return_free_memory", "spare_buffer"]
