@@ -44,3 +44,22 @@ def test_plain_pages_are_zeroed_float64_arrays():
     assert a.sum() == 4.0
     assert plain_pages((0, 7)).shape == (0, 7)
     assert plain_pages(4).shape == (4,)
+
+
+def test_plain_pages_count_in_tracemalloc_while_alive():
+    import gc
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        a = plain_pages((4, 250_000))                   # 8 MB
+        view = a[1:]
+        del a
+        gc.collect()
+        assert tracemalloc.get_traced_memory()[0] - before >= 8_000_000
+        del view
+        gc.collect()
+        assert tracemalloc.get_traced_memory()[0] - before < 1_000_000
+    finally:
+        tracemalloc.stop()

@@ -7,8 +7,10 @@ and evaluations would be sent to the worker that holds ``w``. :class:`Sized` giv
 models an honest ``__sizeof__``: the bytes of the arrays they reach.
 """
 
+import ctypes
 import mmap
 import sys
+import weakref
 
 import numpy as np
 
@@ -73,13 +75,43 @@ def plain_pages(shape):
     the system time of ordinary pages, from run to run differently, on a 2-core Linux
     machine with its memory in the page cache (0.22 against 0.05 s for 96 MB). A
     streamed array gains nothing from huge pages: hardware prefetching hides the page
-    walks. Empty shapes get a plain numpy array.
+    walks. Empty shapes get a plain numpy array. The mapping is reported to
+    ``tracemalloc`` as numpy reports its own arrays (in numpy's domain), so that
+    measured peaks still count it.
     """
     shape = tuple(int(s) for s in np.atleast_1d(shape))
     nbytes = 8 * int(np.prod(shape, dtype=np.int64))
     if nbytes == 0:
         return np.zeros(shape)
-    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=np.float64).reshape(shape)
+    mapped = mmap.mmap(-1, nbytes)
+    flat = np.frombuffer(mapped, dtype=np.float64)
+    _track(flat, nbytes)
+    return flat.reshape(shape)
+
+
+def _track(flat, nbytes):
+    """Report the memory of ``flat`` to tracemalloc until ``flat`` is freed."""
+    if _TRACE is None:
+        return
+    address = flat.ctypes.data
+    _TRACE[0](_TRACE_DOMAIN, address, nbytes)
+    weakref.finalize(flat, _TRACE[1], _TRACE_DOMAIN, address)
+
+
+def _trace_functions():
+    """CPython's ``PyTraceMalloc_Track`` / ``Untrack``, or None elsewhere."""
+    try:
+        track, untrack = ctypes.pythonapi.PyTraceMalloc_Track, ctypes.pythonapi.PyTraceMalloc_Untrack
+    except AttributeError:
+        return None
+    track.argtypes = [ctypes.c_uint, ctypes.c_size_t, ctypes.c_size_t]
+    untrack.argtypes = [ctypes.c_uint, ctypes.c_size_t]
+    return track, untrack
+
+
+_TRACE = _trace_functions()
+#: the tracemalloc domain numpy reports its arrays in
+_TRACE_DOMAIN = int(getattr(np.lib, "tracemalloc_domain", 389047))
 
 
 #: how many arrays :func:`spare_buffer` keeps an eye on
