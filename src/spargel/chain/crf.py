@@ -18,7 +18,7 @@ from . import crf_kernels as K
 from .kernel_data import Aux, BigramList, data_tuple
 from ..core.protocol import ParameterLayout
 from ..core.ranges import concat_ranges, owners
-from ..core.sizes import Sized, return_free_memory, spare_buffer
+from ..core.sizes import Sized, plain_pages, return_free_memory, spare_buffer
 from ..core.threads import balanced_chunks, resolve_n_jobs
 from .crf_map import MapCapability
 from ..data.dataset import compact_values, id_counts, is_unit
@@ -350,7 +350,7 @@ class BatchChain(Sized):
         """The empirical feature counts (computed on first use: an SGD fit never needs
         this weight-sized vector)."""
         if self._emp_counts is None:
-            emp = np.zeros(self.n_params)
+            emp = plain_pages(self.n_params)
             B.empirical_counts(self.view.space_t, self.view.data_t,
                                np.flatnonzero(self.partial == 0).astype(np.int64), self._sw(), emp, *self.view.flags)
             self._emp_counts = emp
@@ -458,7 +458,7 @@ class BatchChain(Sized):
             self._Gdbufs = [None if v.rows_in_w or c >= own else np.zeros((len(v.d_attr), v.Lp)) for c in range(n)]
         for c in range(own):
             if self._gbufs[c] is None:
-                self._gbufs[c] = np.zeros(self.n_params) if c else spare_buffer(self._handed, self.n_params)
+                self._gbufs[c] = plain_pages(self.n_params) if c else spare_buffer(self._handed, self.n_params)
             else:
                 self._gbufs[c].fill(0.0)
             if v.rows_in_w:

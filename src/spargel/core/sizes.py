@@ -24,6 +24,11 @@ def reachable_nbytes(obj, seen=None, depth=0):
     seen.add(id(obj))
     if isinstance(obj, np.ndarray):
         base = obj if obj.base is None else obj.base
+        if isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap):     # plain_pages'
+            if id(base.obj) in seen:
+                return 0
+            seen.add(id(base.obj))
+            return base.nbytes
         if base is not obj:
             return reachable_nbytes(base, seen, depth + 1) if isinstance(base, np.ndarray) else 0
         return obj.nbytes
@@ -66,18 +71,20 @@ _TRIM = None
 
 def plain_pages(shape):
     """A zeroed float64 array of ``shape`` in memory mapped for it alone, in the system's
-    ordinary pages: for large arrays that are only ever read and written from end to end
-    (the curvature pairs of L-BFGS).
+    ordinary pages: the weight-sized vectors of a fit (the curvature pairs of L-BFGS,
+    the gradient buffers of a model).
 
     numpy asks for huge pages for every array from 4 MiB on. Where the system then has
     to assemble them on the first touch (Linux's ``defrag`` setting ``madvise``, the
     default, compacts memory in the faulting thread), that touch cost about four times
     the system time of ordinary pages, from run to run differently, on a 2-core Linux
-    machine with its memory in the page cache (0.22 against 0.05 s for 96 MB). A
-    streamed array gains nothing from huge pages: hardware prefetching hides the page
-    walks. Empty shapes get a plain numpy array. The mapping is reported to
-    ``tracemalloc`` as numpy reports its own arrays (in numpy's domain), so that
-    measured peaks still count it.
+    machine with its memory in the page cache (0.22 against 0.05 s for 96 MB; 4 ms a
+    MB under load). Such vectors gain nothing measurable from huge pages: streamed,
+    hardware prefetching hides the page walks, and the maxent gradient of CoNLL-2000
+    chunking (2.8 M weights read and written by rows) took the same time with its
+    weights and gradients in either. Empty shapes get a plain numpy array. The mapping
+    is reported to ``tracemalloc`` as numpy reports its own arrays (in numpy's domain),
+    so that measured peaks still count it; :func:`reachable_nbytes` counts it too.
     """
     shape = tuple(int(s) for s in np.atleast_1d(shape))
     nbytes = 8 * int(np.prod(shape, dtype=np.int64))
@@ -86,7 +93,10 @@ def plain_pages(shape):
     mapped = mmap.mmap(-1, nbytes)
     flat = np.frombuffer(mapped, dtype=np.float64)
     _track(flat, nbytes)
-    return flat.reshape(shape)
+    # a 1-d array is the mapped array itself: its views name it as their base (numpy
+    # names the first array up the chain that owns its data or wraps a buffer), so its
+    # reference count sees them (spare_buffer)
+    return flat if len(shape) == 1 else flat.reshape(shape)
 
 
 def _track(flat, nbytes):
@@ -139,14 +149,15 @@ def spare_buffer(handed, n):
     touch (page faults: the kernel zeroes each page, and finds or assembles the huge
     pages that numpy asks for) costs system time comparable with the gradient itself.
     The test is CPython's reference count: an array still held by its receiver, by a
-    view of it or by a container is never handed out again.
+    view of it or by a container is never handed out again. New arrays are
+    :func:`plain_pages`.
     """
     for i in range(len(handed)):
         if len(handed[i]) == n and _count(handed, i) == _UNREFERENCED:
             a = handed[i]
             a.fill(0.0)
             return a
-    a = np.zeros(n)
+    a = plain_pages(n)
     handed.append(a)
     if len(handed) > SPARE_BUFFERS:
         del handed[0]

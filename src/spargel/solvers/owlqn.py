@@ -59,7 +59,7 @@ class CurvatureMemory:
     def __init__(self, memory, n):
         self.memory = max(int(memory), 1)
         self.n = int(n)
-        # (read and written end to end only: ordinary pages, see plain_pages)
+        # (ordinary pages: see plain_pages)
         self.S = plain_pages((self.memory, self.n))
         self.Y = plain_pages((self.memory, self.n))
         self.rho = np.empty(self.memory)
@@ -241,8 +241,8 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
     # gradient of a trial point while the line search runs) and, with an l1 term, the
     # pseudo-gradient pg (without one, pg is g itself)
     pairs = CurvatureMemory(memory, n)
-    d = plain_pages(n)                  # (streamed only, as the pairs; w_new becomes w, which
-    w_new = np.empty(n)                 # the model reads row by row: numpy's huge pages)
+    d = plain_pages(n)
+    w_new = plain_pages(n)
 
     n_evals = 1
     loss, F, g = evaluate(w)
