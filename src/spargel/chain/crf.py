@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..core.vec import dot
+from ..core.vec import add_and_clear, dot
 from . import inference as C
 from . import batch_kernels as B
 from . import crf_kernels as K
@@ -333,6 +333,7 @@ class BatchChain(Sized):
         self._gbufs = None
         self._Gdbufs = None
         self._handed = []
+        self._shared_clear = False
         self._work = None
 
     @property
@@ -417,14 +418,19 @@ class BatchChain(Sized):
 
         if sequential:
             logz = []
+            if want_grad:
+                self._shared_clear = False
             for c in range(n_chunks):
-                if want_grad and c > 1:
-                    self._gbufs[c].fill(0.0)            # (the buffer chunk c - 1 used)
-                    if not v.rows_in_w:
-                        self._Gdbufs[c].fill(0.0)
+                if want_grad and c > 1 and not v.rows_in_w:
+                    self._Gdbufs[c].fill(0.0)           # (the rows chunk c - 1 used)
                 logz.append(finish(c, run(c)))
                 if want_grad and c:
-                    add(c)
+                    # the shared buffer added in and left zero for the next chunk
+                    add_and_clear(self._gbufs[c], self._gbufs[0])
+                    if not v.rows_in_w:
+                        self._Gdbufs[0] += self._Gdbufs[c]
+            if want_grad:
+                self._shared_clear = True
         else:
             with ThreadPoolExecutor(max_workers=min(self.n_jobs, n_chunks)) as pool:
                 logz = list(pool.map(run, range(n_chunks)))
@@ -449,7 +455,8 @@ class BatchChain(Sized):
         :func:`~spargel.core.sizes.spare_buffer`), and their padded dense rows: views of
         the buffers' own rows when the rows are the weights' (``view.rows_in_w``), else
         arrays of their own. ``shared``: chunks 2.. get chunk 1's buffers (the chunks
-        run one after the other, and the caller zeroes them between chunks)."""
+        run one after the other, and the caller zeroes them between chunks; the weight-
+        sized one is left zero by the last chunk of a complete pass: ``_shared_clear``)."""
         v = self.view
         n = len(self._orders)
         own = min(n, 2) if shared else n
@@ -459,7 +466,7 @@ class BatchChain(Sized):
         for c in range(own):
             if self._gbufs[c] is None:
                 self._gbufs[c] = plain_pages(self.n_params) if c else spare_buffer(self._handed, self.n_params)
-            else:
+            elif not (shared and c == 1 and self._shared_clear):
                 self._gbufs[c].fill(0.0)
             if v.rows_in_w:
                 self._Gdbufs[c] = v.dense_rows(self._gbufs[c])
