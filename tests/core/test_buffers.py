@@ -1,11 +1,16 @@
 """Weight-sized buffers (``core/sizes.py``): ``spare_buffer`` hands out again only an
 array that nothing but its list holds, zeroed; ``plain_pages`` gives a zeroed, writable
-array of the shape asked for (the chain CRF's gradients through ``spare_buffer``:
+array of the shape asked for, counted by ``tracemalloc`` and ``reachable_nbytes``;
+``add_and_clear`` adds as numpy does (the chain CRF's gradients through ``spare_buffer``:
 ``tests/chain/test_gradient_buffers.py``)."""
+
+import gc
+import tracemalloc
 
 import numpy as np
 
-from spargel.core.sizes import SPARE_BUFFERS, plain_pages, spare_buffer
+from spargel.core.sizes import SPARE_BUFFERS, plain_pages, reachable_nbytes, spare_buffer
+from spargel.core.vec import add_and_clear
 
 
 def test_spare_buffer_reuses_only_unreferenced_arrays():
@@ -48,9 +53,6 @@ def test_plain_pages_are_zeroed_float64_arrays():
 
 
 def test_plain_pages_count_in_tracemalloc_while_alive():
-    import gc
-    import tracemalloc
-
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -67,8 +69,14 @@ def test_plain_pages_count_in_tracemalloc_while_alive():
 
 
 def test_sizes_count_plain_pages_once():
-    from spargel.core.sizes import reachable_nbytes
-
     a = plain_pages((3, 1000))
     holder = {"a": a, "row": a[1], "again": a}
     assert reachable_nbytes(holder) == 24_000
+
+
+def test_add_and_clear_adds_as_numpy_and_zeroes_the_source():
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=1001), rng.normal(size=1001) * 1e8
+    expected = y + x
+    add_and_clear(x, y)
+    assert np.array_equal(y, expected) and not x.any()

@@ -10,7 +10,6 @@ models an honest ``__sizeof__``: the bytes of the arrays they reach.
 import ctypes
 import mmap
 import sys
-import weakref
 
 import numpy as np
 
@@ -24,11 +23,6 @@ def reachable_nbytes(obj, seen=None, depth=0):
     seen.add(id(obj))
     if isinstance(obj, np.ndarray):
         base = obj if obj.base is None else obj.base
-        if isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap):     # plain_pages'
-            if id(base.obj) in seen:
-                return 0
-            seen.add(id(base.obj))
-            return base.nbytes
         if base is not obj:
             return reachable_nbytes(base, seen, depth + 1) if isinstance(base, np.ndarray) else 0
         return obj.nbytes
@@ -70,9 +64,9 @@ def return_free_memory():
 _TRIM = None
 
 def plain_pages(shape):
-    """A zeroed float64 array of ``shape`` in memory mapped for it alone, in the system's
-    ordinary pages: the weight-sized vectors of a fit (the curvature pairs of L-BFGS,
-    the gradient buffers of a model).
+    """A zeroed float64 array of ``shape`` whose memory is advised against huge pages
+    (on Linux; elsewhere a plain numpy array): the weight-sized vectors of a fit (the
+    curvature pairs of L-BFGS, the gradient buffers of a model).
 
     numpy asks for huge pages for every array from 4 MiB on. Where the system then has
     to assemble them on the first touch (Linux's ``defrag`` setting ``madvise``, the
@@ -82,46 +76,34 @@ def plain_pages(shape):
     MB under load). Such vectors gain nothing measurable from huge pages: streamed,
     hardware prefetching hides the page walks, and the maxent gradient of CoNLL-2000
     chunking (2.8 M weights read and written by rows) took the same time with its
-    weights and gradients in either. Empty shapes get a plain numpy array. The mapping
-    is reported to ``tracemalloc`` as numpy reports its own arrays (in numpy's domain),
-    so that measured peaks still count it; :func:`reachable_nbytes` counts it too.
+    weights and gradients in either. The array is numpy's own (``tracemalloc`` and
+    :func:`reachable_nbytes` count it); only its pages' advice differs.
     """
-    shape = tuple(int(s) for s in np.atleast_1d(shape))
-    nbytes = 8 * int(np.prod(shape, dtype=np.int64))
-    if nbytes == 0:
-        return np.zeros(shape)
-    mapped = mmap.mmap(-1, nbytes)
-    flat = np.frombuffer(mapped, dtype=np.float64)
-    _track(flat, nbytes)
-    # a 1-d array is the mapped array itself: its views name it as their base (numpy
-    # names the first array up the chain that owns its data or wraps a buffer), so its
-    # reference count sees them (spare_buffer)
-    return flat if len(shape) == 1 else flat.reshape(shape)
+    a = np.empty(shape)
+    if _MADVISE is not None and a.nbytes >= _HUGE:
+        start = a.ctypes.data
+        lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE            # the whole pages inside
+        hi = (start + a.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
+        _MADVISE(lo, hi - lo, mmap.MADV_NOHUGEPAGE)                 # (before any page is touched)
+    a.fill(0.0)
+    return a
 
 
-def _track(flat, nbytes):
-    """Report the memory of ``flat`` to tracemalloc until ``flat`` is freed."""
-    if _TRACE is None:
-        return
-    address = flat.ctypes.data
-    _TRACE[0](_TRACE_DOMAIN, address, nbytes)
-    weakref.finalize(flat, _TRACE[1], _TRACE_DOMAIN, address)
-
-
-def _trace_functions():
-    """CPython's ``PyTraceMalloc_Track`` / ``Untrack``, or None elsewhere."""
-    try:
-        track, untrack = ctypes.pythonapi.PyTraceMalloc_Track, ctypes.pythonapi.PyTraceMalloc_Untrack
-    except AttributeError:
+def _madvise():
+    """The C library's ``madvise`` where huge pages can be declined (Linux), else None."""
+    if not hasattr(mmap, "MADV_NOHUGEPAGE"):
         return None
-    track.argtypes = [ctypes.c_uint, ctypes.c_size_t, ctypes.c_size_t]
-    untrack.argtypes = [ctypes.c_uint, ctypes.c_size_t]
-    return track, untrack
+    try:
+        f = ctypes.CDLL(None).madvise
+    except (OSError, AttributeError):
+        return None
+    f.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return f
 
 
-_TRACE = _trace_functions()
-#: the tracemalloc domain numpy reports its arrays in
-_TRACE_DOMAIN = int(getattr(np.lib, "tracemalloc_domain", 389047))
+_MADVISE = _madvise()
+#: below this size numpy asks for no huge pages, so there is nothing to decline
+_HUGE = 4 * 2 ** 20
 
 
 #: how many arrays :func:`spare_buffer` keeps an eye on
