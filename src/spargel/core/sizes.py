@@ -75,7 +75,7 @@ def plain_pages(shape):
     machine with its memory in the page cache (0.22 against 0.05 s for 96 MB; 4 ms a
     MB under load). Such vectors gain nothing measurable from huge pages: streamed,
     hardware prefetching hides the page walks, and the maxent gradient of CoNLL-2000
-    chunking (2.8 M weights read and written by rows) took the same time with its
+    chunking (2.4 M weights read and written by rows) took the same time with its
     weights and gradients in either. The array is numpy's own (``tracemalloc`` and
     :func:`reachable_nbytes` count it); only its pages' advice differs.
     """
