@@ -63,6 +63,7 @@ def return_free_memory():
 
 _TRIM = None
 
+
 def plain_pages(shape):
     """A zeroed float64 array of ``shape`` whose memory is advised against huge pages
     (on Linux; elsewhere a plain numpy array): the weight-sized vectors of a fit (the
