@@ -3,10 +3,11 @@ estimators must leave them bit for bit the same.
 
 Fits the chain ``CRF`` with every solver at orders 1 and 2 (feature dicts from the tiny
 chunking corpus in ``tests/data``), a template model (CRF++ patterns with bigram
-attributes, and Wapiti's), constrained training, warm starts, ``partial_fit``, the l1
-path, the CRF++ / Wapiti / CRFsuite model files (the bytes written and the predictions
-of the files read back), the python-crfsuite ``Trainer``'s log, and the log-linear
-classifier with several solvers; saves weights, predictions, marginals, n-best lists,
+attributes, and Wapiti's) and Wapiti's maxent models on both templates, constrained
+training, warm starts, ``partial_fit``, the l1 path, the CRF++ / Wapiti / CRFsuite model
+files (the bytes written and the predictions of the files read back), the
+python-crfsuite ``Trainer``'s log, and the log-linear classifier with several solvers;
+saves weights, predictions, marginals, n-best lists,
 probabilities, histories' objectives and the files' bytes. A solver a model refuses
 saves its error message. Then ``--compare`` checks two such files with
 ``np.array_equal``::
@@ -191,6 +192,12 @@ def chain(s):
         tpl = (DATA / tpl_file).read_text()
         if fmt == "wapiti":
             tpl = "# format: wapiti\n" + tpl
+        for solver in ("owlqn", "lbfgs", "rprop"):          # Wapiti's maxent models
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                crf = CRF(template=tpl, model_type="maxent", solver=solver, l1=0.0 if solver == "lbfgs" else 0.3,
+                          l2=0.01, max_iter=20).fit(cols, ycols)
+            save_crf(s, f"tpl/{name}/maxent/{solver}", crf, colst)
         for solver in ("owlqn", "bcd"):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

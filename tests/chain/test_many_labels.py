@@ -19,7 +19,7 @@ import spargel.chain.crf as crf_module
 from spargel.chain import inference as C
 from spargel.chain.crf import ChainCRF, decode, marginals
 from spargel.chain.kernel_data import Corrections
-from spargel.core.limits import BASE_BYTES, gradient_chunks, training_bytes, weight_copies
+from spargel.core.limits import BASE_BYTES, gradient_buffers, training_bytes, weight_copies
 from spargel.data.dataset import SequenceData
 from spargel.data.feature_space import FeatureSpace
 
@@ -209,7 +209,7 @@ def test_label_heavy_fit_stays_within_the_memory_formula(solver, memory):
     assert len(crf.classes_) == L
     formula = training_bytes(L, len(attrs), F, sum(map(len, X)), solver, memory=memory,
                              l1=solver == "owlqn", entries_per_token=8) - BASE_BYTES
-    chunks = gradient_chunks(F) if solver != "sgd-l1" else 1
+    chunks = gradient_buffers(F) if solver != "sgd-l1" else 1
     vectors = 8 * F * weight_copies(solver, memory, l1=solver == "owlqn", n_chunks=chunks)
     # within the formula, and not far below what its weight-sized vectors take
     assert 0.6 * vectors <= peak <= 1.25 * formula, (peak / 2 ** 20, formula / 2 ** 20, vectors / 2 ** 20)

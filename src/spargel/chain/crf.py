@@ -11,14 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..core.vec import dot
+from ..core.vec import add_and_clear, dot
 from . import inference as C
 from . import batch_kernels as B
 from . import crf_kernels as K
 from .kernel_data import Aux, BigramList, data_tuple
 from ..core.protocol import ParameterLayout
 from ..core.ranges import concat_ranges, owners
-from ..core.sizes import Sized, return_free_memory
+from ..core.sizes import Sized, plain_pages, return_free_memory, spare_buffer
 from ..core.threads import balanced_chunks, resolve_n_jobs
 from .crf_map import MapCapability
 from ..data.dataset import compact_values, id_counts, is_unit
@@ -328,9 +328,12 @@ class BatchChain(Sized):
         self._partial = [o[self.partial[o] == 1] for o in self._orders]
         self._emp_counts = None
         # per-chunk gradient buffers, made on the first gradient (an SGD fit never needs
-        # them); chunk 0's is handed out as the gradient itself and made anew per call
+        # them); chunk 0's is handed out as the gradient itself, and its next one is a
+        # gradient handed out before that its caller has let go of (spare_buffer)
         self._gbufs = None
         self._Gdbufs = None
+        self._handed = []
+        self._shared_clear = False
         self._work = None
 
     @property
@@ -348,7 +351,7 @@ class BatchChain(Sized):
         """The empirical feature counts (computed on first use: an SGD fit never needs
         this weight-sized vector)."""
         if self._emp_counts is None:
-            emp = np.zeros(self.n_params)
+            emp = plain_pages(self.n_params)
             B.empirical_counts(self.view.space_t, self.view.data_t,
                                np.flatnonzero(self.partial == 0).astype(np.int64), self._sw(), emp, *self.view.flags)
             self._emp_counts = emp
@@ -377,8 +380,13 @@ class BatchChain(Sized):
         passes = [(self._orders[c], False) for c in range(n_chunks)]
         passes += [(self._partial[c], True) for c in range(n_chunks)]
         failed = [np.zeros(len(o), np.uint8) for o, _ in passes]
+        # one chunk after the other: chunks 1.. share one gradient buffer, each added
+        # into chunk 0's as it ends (the same sums, in the same order, as separate ones)
+        sequential = self.n_jobs == 1 or n_chunks == 1
         if want_grad:
-            self._gradient_buffers()
+            self._gradient_buffers(shared=sequential)
+        tcount = np.zeros(len(trans.fv))
+        tcount1 = np.zeros(len(trans.fv))
 
         def run(c):
             total = 0.0
@@ -389,54 +397,83 @@ class BatchChain(Sized):
                                          scratch[c])
             return total
 
-        if self.n_jobs == 1 or n_chunks == 1:
-            logz = [run(c) for c in range(n_chunks)]
-        else:
-            with ThreadPoolExecutor(max_workers=min(self.n_jobs, n_chunks)) as pool:
-                logz = list(pool.map(run, range(n_chunks)))
-        tcount = np.zeros(len(trans.fv))
-        tcount1 = np.zeros(len(trans.fv))
-        for c in range(n_chunks):
+        def finish(c, logz):
+            """Chunk c's sequences redone in log space and its transition counts; its
+            log partition functions."""
             for p in (c, c + n_chunks):
                 order, clamp = passes[p]
                 bad = order[failed[p] == 1]
                 if len(bad):
-                    logz[c] += self._chunk_log(w, trans, bad, want_grad, c, tcount, bufs[c], v.log_buffers(bad),
-                                               clamp, tcount1)
+                    logz += self._chunk_log(w, trans, bad, want_grad, c, tcount, bufs[c], v.log_buffers(bad),
+                                            clamp, tcount1)
             if want_grad:
                 C.transition_counts(trans, accs[c], tcount)
+            return logz
+
+        def add(c):
+            """Chunk c's gradient added into chunk 0's."""
+            self._gbufs[0] += self._gbufs[c]
+            if not v.rows_in_w:
+                self._Gdbufs[0] += self._Gdbufs[c]
+
+        if sequential:
+            logz = []
+            if want_grad:
+                self._shared_clear = False
+            for c in range(n_chunks):
+                if want_grad and c > 1 and not v.rows_in_w:
+                    self._Gdbufs[c].fill(0.0)           # (the rows chunk c - 1 used)
+                logz.append(finish(c, run(c)))
+                if want_grad and c:
+                    # the shared buffer added in and left zero for the next chunk
+                    add_and_clear(self._gbufs[c], self._gbufs[0])
+                    if not v.rows_in_w:
+                        self._Gdbufs[0] += self._Gdbufs[c]
+            if want_grad:
+                self._shared_clear = True
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.n_jobs, n_chunks)) as pool:
+                logz = list(pool.map(run, range(n_chunks)))
+            logz = [finish(c, logz[c]) for c in range(n_chunks)]
+            if want_grad:
+                for c in range(1, n_chunks):
+                    add(c)
         total = sum(logz)
         if not want_grad:
             return total, None
         out = self._gbufs[0]
         Gd = self._Gdbufs[0]
-        for c in range(1, n_chunks):
-            out += self._gbufs[c]
-            if not v.rows_in_w:
-                Gd += self._Gdbufs[c]
         self._gbufs[0] = None                           # the caller owns the gradient now
         d_attr = v.d_attr[:0] if v.rows_in_w else v.d_attr     # (rows in w: already in place)
         B.finish_gradient(v.space_t, d_attr, Gd, tcount, self._emp, out, *v.flags)
+        if v.rows_in_w:
+            self._Gdbufs[0] = None                      # (a view of the gradient handed out)
         return total, out
 
-    def _gradient_buffers(self):
-        """Zeroed gradient buffers, one per chunk (chunk 0's made anew: the last one went
-        to the caller), and their padded dense rows: views of the buffers' own rows when
-        the rows are the weights' (``view.rows_in_w``), else arrays of their own."""
+    def _gradient_buffers(self, shared=False):
+        """Zeroed gradient buffers, one per chunk (chunk 0's the gradient to hand out, see
+        :func:`~spargel.core.sizes.spare_buffer`), and their padded dense rows: views of
+        the buffers' own rows when the rows are the weights' (``view.rows_in_w``), else
+        arrays of their own. ``shared``: chunks 2.. get chunk 1's buffers (the chunks
+        run one after the other, and the caller zeroes them between chunks; the weight-
+        sized one is left zero by the last chunk of a complete pass: ``_shared_clear``)."""
         v = self.view
         n = len(self._orders)
+        own = min(n, 2) if shared else n
         if self._gbufs is None:
             self._gbufs = [None] * n
-            self._Gdbufs = [None if v.rows_in_w else np.zeros((len(v.d_attr), v.Lp)) for _ in range(n)]
-        for c in range(n):
+            self._Gdbufs = [None if v.rows_in_w or c >= own else np.zeros((len(v.d_attr), v.Lp)) for c in range(n)]
+        for c in range(own):
             if self._gbufs[c] is None:
-                self._gbufs[c] = np.zeros(self.n_params)
-            else:
+                self._gbufs[c] = plain_pages(self.n_params) if c else spare_buffer(self._handed, self.n_params)
+            elif not (shared and c == 1 and self._shared_clear):
                 self._gbufs[c].fill(0.0)
             if v.rows_in_w:
                 self._Gdbufs[c] = v.dense_rows(self._gbufs[c])
             else:
                 self._Gdbufs[c].fill(0.0)
+        for c in range(own, n):
+            self._gbufs[c], self._Gdbufs[c] = self._gbufs[1], self._Gdbufs[1]
 
     def _sw(self):
         """The sample weights for the kernels: None when there are none (the kernels

@@ -17,7 +17,7 @@ import os
 from ..errors import ModelFileError
 
 __all__ = ["available_memory", "check_label_pairs", "check_nbest", "label_pair_bytes", "nbest_bytes",
-           "distinct_paths", "gradient_chunks", "training_bytes", "weight_copies"]
+           "distinct_paths", "gradient_buffers", "gradient_chunks", "training_bytes", "weight_copies"]
 
 #: 8-byte tables of one entry per label pair that reading a model and decoding with it
 #: hold at once: the transition weights and the weight index of each pair, the
@@ -117,6 +117,18 @@ def gradient_chunks(n_features: int, n_jobs: int = 1) -> int:
     return max(int(n_jobs), fixed)
 
 
+def gradient_buffers(n_features: int, n_jobs: int = 1) -> int:
+    """How many weight-sized gradient buffers the chunks of :func:`gradient_chunks` hold:
+    one each on threads; on one thread the chunks run one after the other, and those
+    after the first share one buffer (each is added into the first as it ends).
+
+    >>> gradient_buffers(1_000_000), gradient_buffers(1_000_000, 2), gradient_buffers(100_000_000)
+    (2, 4, 1)
+    """
+    k = gradient_chunks(n_features, n_jobs)
+    return k if int(n_jobs) != 1 else min(k, 2)
+
+
 def weight_copies(solver: str, memory: int = 6, l1: bool = True, n_chunks: int = 1) -> int:
     """How many weight-sized float64 vectors a first-order CRF's training holds at its
     peak (:func:`training_bytes`), with the model's padded rows the weights' own (every
@@ -126,7 +138,8 @@ def weight_copies(solver: str, memory: int = 6, l1: bool = True, n_chunks: int =
     * ``"owlqn"`` / ``"lbfgs"``: the ``2 * memory`` curvature vectors, the weights, the
       trial point, the direction, the gradient and the trial point's gradient (5), the
       pseudo-gradient with an l1 term (OWL-QN), the empirical counts, and one more
-      gradient buffer per extra chunk of the batch gradient (:func:`gradient_chunks`);
+      gradient buffer per extra buffer of the batch gradient's chunks (``n_chunks``:
+      :func:`gradient_buffers`);
     * ``"sgd-l1"``: the weights and their penalty records (2) and, while the learning
       rate is calibrated, one trial pair (2).
 
@@ -165,8 +178,9 @@ def training_bytes(n_labels: int, n_attributes: int, n_features: int, n_tokens: 
     """
     from .solver_table import solver as solver_record
 
-    k = gradient_chunks(n_features, n_jobs) if solver_record(solver).memory_formula == "curvature" else 1
-    c = weight_copies(solver, memory, l1, k)
+    curvature = solver_record(solver).memory_formula == "curvature"
+    k = gradient_chunks(n_features, n_jobs) if curvature else 1
+    c = weight_copies(solver, memory, l1, gradient_buffers(n_features, n_jobs) if curvature else 1)
     F = int(n_features)
     L = int(n_labels)
     pairs = TRAINING_PAIR_TABLES + CHUNK_PAIR_TABLES * k

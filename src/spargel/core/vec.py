@@ -48,6 +48,15 @@ def axpy(alpha, x, y):
 
 
 @kernel()
+def add_and_clear(x, y):
+    """y += x, then x = 0, in one pass (the additions are numpy's ``y += x``: each one
+    IEEE sum, no flags)."""
+    for i in range(len(x)):
+        y[i] += x[i]
+        x[i] = 0.0
+
+
+@kernel()
 def all_finite(a):
     """Whether every entry of a is finite (no boolean temporary the size of a)."""
     for i in range(len(a)):

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.sizes import plain_pages
 from ..errors import CapabilityError
 
 STOP_REASONS = {
@@ -32,11 +33,15 @@ class SolverResult:
 
 
 def check_start(model, w0):
-    """A fresh float64 copy of the initial weights (zeros when None), checked."""
+    """A fresh float64 copy of the initial weights (zeros when None), checked (in
+    ordinary pages, as the solvers' other weight-sized vectors: ``core/sizes.plain_pages``)."""
     n = int(model.n_params)
-    w = np.zeros(n) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
-    if w.shape != (n,):
-        raise ValueError(f"initial weights have shape {w.shape}, the model has {n} parameters")
+    w = plain_pages(n)
+    if w0 is not None:
+        w0 = np.asarray(w0, dtype=np.float64)
+        if w0.shape != (n,):
+            raise ValueError(f"initial weights have shape {w0.shape}, the model has {n} parameters")
+        w[:] = w0
     if not np.all(np.isfinite(w)):
         raise ValueError("initial weights are not finite")
     return w

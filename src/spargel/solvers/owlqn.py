@@ -28,6 +28,7 @@ import numpy as np
 
 from ..core.vec import all_finite, dot, norm
 from ..core.protocol import approximate_loss, convex_loss, require
+from ..core.sizes import plain_pages
 from .base import HistoryRecorder, SolverResult, check_start, require_separable
 from . import _owlqn_kernels as Q
 
@@ -58,8 +59,9 @@ class CurvatureMemory:
     def __init__(self, memory, n):
         self.memory = max(int(memory), 1)
         self.n = int(n)
-        self.S = np.empty((self.memory, self.n))
-        self.Y = np.empty((self.memory, self.n))
+        # (ordinary pages: see plain_pages)
+        self.S = plain_pages((self.memory, self.n))
+        self.Y = plain_pages((self.memory, self.n))
         self.rho = np.empty(self.memory)
         self.alpha = np.empty(self.memory)
         self.slots = deque(maxlen=self.memory)            # rows of S / Y in use, oldest first
@@ -239,14 +241,14 @@ def minimize_owlqn(model, penalty, w0=None, *, max_iter=1000, tol=1e-5, gtol=1e-
     # gradient of a trial point while the line search runs) and, with an l1 term, the
     # pseudo-gradient pg (without one, pg is g itself)
     pairs = CurvatureMemory(memory, n)
-    d = np.empty(n)
-    w_new = np.empty(n)
+    d = plain_pages(n)
+    w_new = plain_pages(n)
 
     n_evals = 1
     loss, F, g = evaluate(w)
     if not np.isfinite(F):
         raise FloatingPointError("the objective is not finite at the initial weights")
-    pg = np.empty(n) if use_l1 else g
+    pg = plain_pages(n) if use_l1 else g
     penalty.pseudo_gradient(w, g, pg)
     pg_norm = norm(pg)
     objectives = [F]
