@@ -83,10 +83,12 @@ def save(args):
 
 
 def load_start(out, k):
+    """Alpha k's saved solution as the path hands it on (the precision and its inverse)."""
     z = np.load(Path(out) / f"alpha_{k}.npz")
     return GaussianResult(precision=z["precision"], covariance=z["covariance"],
                           objective=float(z["objective"]), dual_objective=np.nan,
-                          duality_gap=float(z["gap"]), n_iter=0, converged=True)
+                          duality_gap=float(z["gap"]), n_iter=0, converged=True,
+                          solver="newton-cg")      # its covariance is K's inverse: reused
 
 
 def time_alpha(args):
