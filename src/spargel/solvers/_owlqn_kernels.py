@@ -18,9 +18,9 @@ def two_loop(pg, S, Y, rho, slots, d, alpha):
     product that the next step needs (``2m + 3`` passes over the weights for ``m`` pairs
     instead of ``4m + 4``). Each pass keeps its own reduction as the loop's only sum
     over a product with d, and ``a_r - b_r`` is written inside the loop, so that LLVM
-    vectorises and contracts them as it did in separate loops: the results are the
-    same to the bit (``tests/solvers/test_owlqn_kernels.py`` compares with the
-    separate loops).
+    vectorises and contracts them as it did in separate loops: on AVX-512 the results
+    are the separate loops' to the bit; compiled for an AVX2 CPU the reductions may be
+    associated differently (last bits, ``tests/solvers/test_owlqn_kernels.py``).
     """
     n = len(pg)
     m = len(slots)
