@@ -607,7 +607,7 @@ def main(argv=None):
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help / --version
             return exc.code if isinstance(exc.code, int) else 0
-        with _one_blas_thread(args.command == "label"):
+        with _one_blas_thread(args.command == "label" or (args.command == "train" and args.threads == 1)):
             status = int(args.func(args) or 0)
         _flush_stdout()  # text still buffered: a failure to write it is an error too
         return status
@@ -634,7 +634,10 @@ def _one_blas_thread(wanted=True):
     ``spargel label`` does no linear algebra, and OpenBLAS starts one thread per core
     when it loads (with numpy, which reads the variable then), threads that wait for work
     by spinning: on 2 cores that doubled the CPU time of ``import numpy`` (0.10 s instead
-    of 0.06 s), a third of a short ``spargel label``."""
+    of 0.06 s), a third of a short ``spargel label``. ``spargel train`` on one thread
+    (``--threads 1``, the default) does its vector work in its own compiled loops
+    (``core/vec.py``), not in BLAS: the spinning threads cost it 0.13-0.30 s of CPU time
+    in a 3-second fit (maxent, CoNLL-2000's first 2,000 sentences)."""
     if not wanted or "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
         yield
         return
