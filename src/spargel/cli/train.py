@@ -69,7 +69,7 @@ def cmd_train(args):
         # 2. the data: one source, its first sequence, the template, the development data
         source = ColumnFile(args.train, args.encoding, args.unknown_label, hint=hint)
         name = source.name
-        reader = sents = weights = None
+        reader = sents = weights = known = None
         if way == "memory" and args.weight_column is None and args.train != "-":
             # streamed into the encoder: one sequence at a time, no list of sentences
             reader = source.stream(None if args.quiet else f"{PROG} train: reading {name}")
@@ -79,7 +79,8 @@ def cmd_train(args):
             if args.weight_column is not None:
                 weights = take_weight_column(sents, args.weight_column, name)
             first = sents[0]
-            check_two_labels({lab for s in sents for lab in s.labels if lab is not None}, name, args.unknown_label)
+            known = {lab for s in sents for lab in s.labels if lab is not None}
+            check_two_labels(known, name, args.unknown_label)
         else:
             first = source.first()
         n_cols = len(first.columns[0])
@@ -159,8 +160,7 @@ def cmd_train(args):
                     reader.after = after_reading
                     crf.fit(reader.sequences(), reader.labels(), X_dev=dev_x, y_dev=dev_y, callback=callback)
                 else:
-                    after_reading({lab for s in sents for lab in s.labels if lab is not None}, len(sents),
-                                  sum(len(s) for s in sents))
+                    after_reading(known, len(sents), sum(len(s) for s in sents))
                     crf.fit(sents, [s.labels for s in sents], X_dev=dev_x, y_dev=dev_y, callback=callback,
                             sample_weight=weights)
             except KeyboardInterrupt:

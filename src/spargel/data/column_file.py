@@ -190,10 +190,7 @@ class SequenceStream:
         self.after = None
         self.current = None
         self.it = source.sentences()
-        self.first = next(self.it, None)
-        if self.first is None:
-            self.it.close()
-            raise DataFormatError(source.name, None, "no sequences")
+        self.first = next(self.it)          # (a file without sequences: the parser's error)
         self.known = set(self.first.labels)
 
     def sequences(self):
